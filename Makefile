@@ -1,0 +1,29 @@
+SHELL := bash
+GO ?= go
+ADDR ?= 127.0.0.1:8080
+
+.PHONY: run build test bench generate lint check
+
+run: ## Start the server on the embedded database (./data/tollgate.db)
+	$(GO) run ./cmd/tollgate serve --addr $(ADDR)
+
+build: ## Build bin/tollgate
+	$(GO) build -o bin/tollgate ./cmd/tollgate
+
+test: ## Every test, on SQLite and a real PostgreSQL, with the race detector
+	$(GO) test -race -count=1 -timeout 18m ./...
+
+bench: ## Throughput and latency of suspend→resume cycles on both databases
+	$(GO) test -run '^TestBench' -tags bench -count=1 -timeout 30m -v ./cmd/tollgate
+
+generate: ## Regenerate generated code
+	$(GO) generate ./...
+
+lint: ## gofmt and go vet
+	test -z "$$(gofmt -l .)"
+	$(GO) vet ./...
+
+check: generate lint test ## What CI runs, plus drift checks
+	git diff --exit-code
+	$(GO) mod tidy -diff
+	diff <(ls migrations/postgres) <(ls migrations/sqlite)

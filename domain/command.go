@@ -1,0 +1,110 @@
+package domain
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// CommandType names what a command asks the kernel to do.
+type CommandType string
+
+// Command types. Suspend and review are blocking: at most one per result.
+const (
+	CmdInvoke   CommandType = "invoke"
+	CmdSuspend  CommandType = "suspend"
+	CmdReview   CommandType = "review"
+	CmdComplete CommandType = "complete"
+	CmdFail     CommandType = "fail"
+)
+
+// Blocking reports whether t pauses the run.
+func (t CommandType) Blocking() bool { return t == CmdSuspend || t == CmdReview }
+
+// Command is data a step returns to say what happens next. Commands are
+// values, not actions: the kernel interprets them when it commits the step.
+// Values that a step passes in (inputs, checkpoints, outputs) are kept as Go
+// values until planning, where they are encoded and checked once.
+type Command struct {
+	Type CommandType `json:"type"`
+	// Step and Input: invoke.
+	Step  string `json:"step,omitempty"`
+	Input any    `json:"input,omitempty"`
+	// Suspend and review.
+	Reason       string          `json:"reason,omitempty"`
+	Kind         SuspensionKind  `json:"kind,omitempty"`
+	Checkpoint   any             `json:"checkpoint,omitempty"`
+	ResumeStep   string          `json:"resumeStep,omitempty"`
+	ResumeSchema json.RawMessage `json:"resumeSchema,omitempty"`
+	Assignee     string          `json:"assignee,omitempty"`
+	// Delay and Until: a delay suspension's timer (one of them).
+	Delay time.Duration `json:"delay,omitempty"`
+	Until time.Time     `json:"until,omitzero"`
+	// Output: complete.
+	Output any `json:"output,omitempty"`
+	// Error: fail.
+	Error *RunError `json:"error,omitempty"`
+}
+
+// SuspendOption refines a suspend or review command.
+type SuspendOption func(*Command)
+
+// WithKind sets the suspension kind (default input for suspend, approval for
+// review).
+func WithKind(k SuspensionKind) SuspendOption { return func(c *Command) { c.Kind = k } }
+
+// WithResumeSchema attaches a JSON Schema that resume data must satisfy.
+func WithResumeSchema(schema json.RawMessage) SuspendOption {
+	return func(c *Command) { c.ResumeSchema = schema }
+}
+
+// WithAssignee names the person expected to resume the suspension.
+func WithAssignee(who string) SuspendOption { return func(c *Command) { c.Assignee = who } }
+
+// WithResumeStep sets the step that runs on resume (for review, the step that
+// runs after a decision instead of the deferred commands' default handling).
+func WithResumeStep(step string) SuspendOption { return func(c *Command) { c.ResumeStep = step } }
+
+// Invoke asks for step to run next with input.
+func Invoke(step string, input any) Command {
+	return Command{Type: CmdInvoke, Step: step, Input: input}
+}
+
+// Suspend pauses the run until the suspension is resumed; resumeStep (empty
+// means the current step) then runs with {checkpoint, resumeData}. Sibling
+// commands in the same result are discarded.
+func Suspend(reason string, checkpoint any, resumeStep string, opts ...SuspendOption) Command {
+	c := Command{Type: CmdSuspend, Reason: reason, Checkpoint: checkpoint, ResumeStep: resumeStep}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// Sleep pauses the run for d; resumeStep then runs with the checkpoint.
+func Sleep(d time.Duration, checkpoint any, resumeStep string) Command {
+	return Command{Type: CmdSuspend, Kind: KindDelay, Reason: "delay", Delay: d, Checkpoint: checkpoint, ResumeStep: resumeStep}
+}
+
+// SleepUntil pauses the run until t; resumeStep then runs with the checkpoint.
+func SleepUntil(t time.Time, checkpoint any, resumeStep string) Command {
+	return Command{Type: CmdSuspend, Kind: KindDelay, Reason: "delay", Until: t, Checkpoint: checkpoint, ResumeStep: resumeStep}
+}
+
+// Review pauses the run for a person's approval. Sibling commands are
+// deferred: they run on approval and are dropped on rejection. Without a
+// resume step, a rejection fails the run with code "rejected".
+func Review(reason string, checkpoint any, opts ...SuspendOption) Command {
+	c := Command{Type: CmdReview, Kind: KindApproval, Reason: reason, Checkpoint: checkpoint}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// Complete ends the run successfully with output.
+func Complete(output any) Command { return Command{Type: CmdComplete, Output: output} }
+
+// Fail ends the run as failed with a stable code and a message.
+func Fail(code, message string) Command {
+	return Command{Type: CmdFail, Error: &RunError{Code: code, Message: message}}
+}

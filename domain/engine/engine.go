@@ -1,0 +1,335 @@
+// Package engine is Tollgate's runtime: the loop that claims jobs, runs
+// steps, fires timers and resumes runs, and the operations that start,
+// resume, decide and cancel runs. It knows the database only through
+// domain.Store, and time only through domain.Clock.
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// Opts configures an Engine. Zero values take the defaults noted.
+type Opts struct {
+	// Workers bounds concurrent step executions in this process (8).
+	Workers int
+	// Lease is how long a claimed job belongs to this process before another
+	// may take it over (30s). Long steps renew it while they run.
+	Lease time.Duration
+	// PollInterval is the fallback wake-up when no notification arrives (1s).
+	PollInterval time.Duration
+	// StepTimeout bounds one attempt of a step without its own timeout (5m).
+	StepTimeout time.Duration
+	// ShutdownGrace is how long in-flight steps may finish after the engine
+	// is asked to stop; then they are cancelled and their jobs released (10s).
+	ShutdownGrace time.Duration
+	// CheckpointLimit bounds encoded checkpoints (256 KiB).
+	CheckpointLimit int
+	// WorkerID names this process in job claims (hostname-pid).
+	WorkerID string
+	// ValidateResumeData checks resume data against a suspension's JSON
+	// Schema; nil accepts anything.
+	ValidateResumeData func(schema, data json.RawMessage) error
+	// OnCommit is called after every committed step outcome.
+	OnCommit func(runID string, res domain.CommitResult)
+	Clock    domain.Clock
+	Log      *slog.Logger
+}
+
+func (o *Opts) defaults() {
+	if o.Workers <= 0 {
+		o.Workers = 8
+	}
+	if o.Lease <= 0 {
+		o.Lease = 30 * time.Second
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = time.Second
+	}
+	if o.StepTimeout <= 0 {
+		o.StepTimeout = 5 * time.Minute
+	}
+	if o.ShutdownGrace <= 0 {
+		o.ShutdownGrace = 10 * time.Second
+	}
+	if o.CheckpointLimit <= 0 {
+		o.CheckpointLimit = domain.DefaultCheckpointLimit
+	}
+	if o.WorkerID == "" {
+		host, _ := os.Hostname()
+		o.WorkerID = host + "-" + strconv.Itoa(os.Getpid())
+	}
+	if o.Clock == nil {
+		o.Clock = domain.SystemClock{}
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Engine executes workflows from a Registry against a Store.
+type Engine struct {
+	store   domain.Store
+	reg     *domain.Registry
+	o       Opts
+	log     *slog.Logger
+	freed   chan struct{}
+	Metrics *Metrics
+}
+
+// New returns an engine; call Run to start processing jobs.
+func New(store domain.Store, reg *domain.Registry, o Opts) *Engine {
+	o.defaults()
+	return &Engine{store: store, reg: reg, o: o, log: o.Log, freed: make(chan struct{}, 1), Metrics: NewMetrics()}
+}
+
+// Registry returns the workflows this engine runs.
+func (e *Engine) Registry() *domain.Registry { return e.reg }
+
+func newID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// Start begins a run of the latest version of workflowID. With an
+// idempotency key already used for that workflow it returns the existing
+// run and created=false.
+func (e *Engine) Start(ctx context.Context, workflowID string, input json.RawMessage, idempotencyKey string) (domain.Run, bool, error) {
+	wf, ok := e.reg.Latest(workflowID)
+	if !ok {
+		return domain.Run{}, false, fmt.Errorf("start run: workflow %q: %w", workflowID, domain.ErrNotFound)
+	}
+	if len(input) == 0 {
+		input = json.RawMessage("null")
+	}
+	if len(idempotencyKey) > 255 {
+		return domain.Run{}, false, &domain.ValidationError{Code: domain.CodeValidation, Message: "Idempotency-Key is longer than 255 characters"}
+	}
+	return e.store.CreateRun(ctx, domain.NewRun{
+		ID: newID(), WorkflowID: wf.ID, WorkflowVersion: wf.Version, Input: input,
+		IdempotencyKey: idempotencyKey, FirstStep: wf.FirstStep(), Now: e.o.Clock.Now(),
+	})
+}
+
+// Resume supplies resume data to a pending suspension (by ID, or by run and
+// step key before the pause has committed). Data that breaks the
+// suspension's schema is a *domain.ValidationError and changes nothing.
+func (e *Engine) Resume(ctx context.Context, req domain.ResumeRequest) (domain.Suspension, error) {
+	req.Now = e.o.Clock.Now()
+	if len(req.Data) == 0 {
+		req.Data = json.RawMessage("null")
+	}
+	if req.SuspensionID != "" {
+		s, err := e.store.Suspension(ctx, req.SuspensionID)
+		if err != nil {
+			return s, err
+		}
+		if err := e.checkResume(s, req); err != nil {
+			return s, err
+		}
+	}
+	return e.store.Resume(ctx, req)
+}
+
+func (e *Engine) checkResume(s domain.Suspension, req domain.ResumeRequest) error {
+	if s.Status != domain.SuspensionPending {
+		return nil // the store explains the conflict, or replays the winner
+	}
+	if s.Kind == domain.KindApproval && req.Decision == "" {
+		return &domain.ValidationError{Code: domain.CodeValidation, Message: "suspension " + s.ID + " awaits a review: approve or reject it"}
+	}
+	if req.Decision != "" && s.Kind != domain.KindApproval {
+		return &domain.ValidationError{Code: domain.CodeValidation, Message: "suspension " + s.ID + " is not a review; resume it with data"}
+	}
+	if len(s.ResumeSchema) > 0 && e.o.ValidateResumeData != nil && req.Decision == "" {
+		return e.o.ValidateResumeData(s.ResumeSchema, req.Data)
+	}
+	return nil
+}
+
+// Decide approves or rejects a review suspension. The decision is the
+// suspension's resume data: {"approved": bool, "comment": string}.
+func (e *Engine) Decide(ctx context.Context, suspensionID string, approve bool, comment, by, requestKey string) (domain.Suspension, error) {
+	decision := domain.DecisionRejected
+	if approve {
+		decision = domain.DecisionApproved
+	}
+	data, err := json.Marshal(map[string]any{"approved": approve, "comment": comment})
+	if err != nil {
+		return domain.Suspension{}, err
+	}
+	return e.Resume(ctx, domain.ResumeRequest{SuspensionID: suspensionID, Data: data, By: by, RequestKey: requestKey, Decision: decision})
+}
+
+// Cancel ends a run that has not finished.
+func (e *Engine) Cancel(ctx context.Context, runID, by string) (domain.Run, error) {
+	return e.store.CancelRun(ctx, runID, by, e.o.Clock.Now())
+}
+
+// Run claims and executes jobs until ctx is cancelled. Then it stops
+// claiming, lets in-flight steps finish for ShutdownGrace, cancels the rest
+// and gives their jobs back to the queue.
+func (e *Engine) Run(ctx context.Context) error {
+	stepCtx, cancelSteps := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelSteps()
+	sem := make(chan struct{}, e.o.Workers)
+	var wg sync.WaitGroup
+	rescue := time.NewTicker(max(e.o.Lease/2, 10*time.Millisecond))
+	defer rescue.Stop()
+	for ctx.Err() == nil {
+		claimed := e.claim(ctx, stepCtx, sem, &wg)
+		if claimed > 0 && len(sem) < cap(sem) {
+			continue
+		}
+		e.wait(ctx, rescue.C, len(sem) < cap(sem))
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(e.o.ShutdownGrace):
+		e.log.Warn("Cancelling in-flight steps at shutdown")
+		cancelSteps()
+		<-done
+	}
+	return nil
+}
+
+func (e *Engine) claim(ctx, stepCtx context.Context, sem chan struct{}, wg *sync.WaitGroup) int {
+	free := cap(sem) - len(sem)
+	if free == 0 {
+		return 0
+	}
+	jobs, err := e.store.ClaimJobs(ctx, e.o.WorkerID, e.o.Clock.Now(), e.o.Lease, free)
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.ErrorContext(ctx, "Claiming jobs failed", "error", err)
+		}
+		return 0
+	}
+	for _, j := range jobs {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() {
+				<-sem
+				wg.Done()
+				select {
+				case e.freed <- struct{}{}:
+				default:
+				}
+			}()
+			e.execute(stepCtx, ctx, j)
+		}()
+	}
+	return len(jobs)
+}
+
+// wait sleeps until a job may be due: a notification, a freed worker slot,
+// the next job's run-at, or the poll interval, whichever comes first. The
+// poll bounds the sleep, so a wall clock that jumps forward makes a timer
+// fire early rather than late, and one that jumps back only delays it.
+func (e *Engine) wait(ctx context.Context, rescue <-chan time.Time, canClaim bool) {
+	d := e.o.PollInterval
+	if canClaim {
+		if at, ok, err := e.store.NextJobAt(ctx); err == nil && ok {
+			d = min(d, max(at.Sub(e.o.Clock.Now()), 0))
+		}
+	}
+	if d == 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-e.store.Wakeups():
+	case <-e.freed:
+	case <-t.C:
+	case <-rescue:
+		if n, err := e.store.RescueJobs(ctx, e.o.Clock.Now()); err != nil {
+			e.log.ErrorContext(ctx, "Rescuing jobs failed", "error", err)
+		} else if n > 0 {
+			e.log.WarnContext(ctx, "Rescued jobs whose lease expired", "jobs", n)
+		}
+	}
+}
+
+// execute runs one claimed job to its commit. shutdown is the engine's
+// context: once it is done, a step that fails because it was cancelled gives
+// its job back instead of using up an attempt.
+func (e *Engine) execute(ctx, shutdown context.Context, job domain.Job) {
+	ctx, stopHeartbeat := e.heartbeat(ctx, job)
+	defer stopHeartbeat()
+	commit, skip, err := e.prepare(ctx, job)
+	if err == nil && !skip {
+		err = e.commit(ctx, job, commit)
+	}
+	if err == nil || skip {
+		return
+	}
+	if errors.Is(err, domain.ErrStale) {
+		e.log.WarnContext(ctx, "Dropped the outcome of a job whose lease was lost", "job_id", job.ID, "run_id", job.RunID)
+		return
+	}
+	if shutdown.Err() != nil || ctx.Err() != nil {
+		e.release(job)
+		return
+	}
+	e.log.ErrorContext(ctx, "Job failed before commit; it will run again", "job_id", job.ID, "run_id", job.RunID, "error", err)
+	e.release(job)
+}
+
+func (e *Engine) release(job domain.Job) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := e.store.ReleaseJob(ctx, job.Ref(), e.o.Clock.Now()); err != nil && !errors.Is(err, domain.ErrStale) {
+		e.log.Error("Releasing job failed; its lease will expire", "job_id", job.ID, "error", err)
+	}
+}
+
+func (e *Engine) commit(ctx context.Context, job domain.Job, c domain.StepCommit) error {
+	res, err := e.store.CommitStep(context.WithoutCancel(ctx), c)
+	if err != nil {
+		return err
+	}
+	e.Metrics.observeCommit(job, res, c, e.o.Clock.Now())
+	if e.o.OnCommit != nil {
+		e.o.OnCommit(c.RunID, res)
+	}
+	return nil
+}
+
+// heartbeat renews the job's lease while its step runs, so a slow step is
+// not taken over by another worker.
+func (e *Engine) heartbeat(ctx context.Context, job domain.Job) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	every := e.o.Lease / 3
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := e.store.ExtendLease(ctx, job.Ref(), e.o.Clock.Now().Add(e.o.Lease)); errors.Is(err, domain.ErrStale) {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return ctx, cancel
+}
+
+func jitter() float64 { return rand.Float64() }

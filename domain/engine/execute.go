@@ -1,0 +1,150 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// prepare loads what a job needs, runs its step and plans the commit.
+// skip=true means there is nothing to commit (the job was handed back).
+func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit, bool, error) {
+	now := e.o.Clock.Now()
+	run, err := e.store.Run(ctx, job.RunID)
+	if err != nil {
+		return domain.StepCommit{}, false, err
+	}
+	base := domain.StepCommit{Job: job.Ref(), RunID: run.ID, Step: job.Step, Now: now}
+	if run.Status.Terminal() {
+		return base, false, nil // the store discards it and drops the job
+	}
+	wf, ok := e.reg.Get(run.WorkflowID, run.WorkflowVersion)
+	if !ok {
+		return e.failWith(job, run, &domain.RunError{Code: domain.CodeVersionMismatch, Message: fmt.Sprintf(
+			"workflow %s version %s is not registered on this server; the run never runs other code", run.WorkflowID, run.WorkflowVersion)}), false, nil
+	}
+	o := domain.Outcome{Job: job, Run: run, Workflow: wf, Now: now, Rand: jitter(), CheckpointLimit: e.o.CheckpointLimit, NewID: newID}
+	req := domain.StepRequest{RunID: run.ID, WorkflowID: run.WorkflowID, WorkflowVersion: run.WorkflowVersion, Attempt: job.Attempt}
+	switch job.Kind {
+	case domain.JobStep:
+		req.Step, req.Input = job.Step, job.Input
+		req.IdempotencyKey = run.ID + ":" + job.Key
+	case domain.JobResume:
+		s, err := e.resolve(ctx, job)
+		if err != nil {
+			return base, false, err
+		}
+		if s.Status != domain.SuspensionResumed {
+			return base, false, nil // cancelled with its run: the store discards
+		}
+		o.Consumed = s.ID
+		if s.Kind == domain.KindApproval && s.ResumeStep == "" {
+			return e.decided(o, s), false, nil
+		}
+		payload, err := json.Marshal(domain.ResumePayload{Checkpoint: s.Checkpoint, ResumeData: s.ResumeData})
+		if err != nil {
+			return base, false, err
+		}
+		req.Step, req.Input, req.Resumed = s.ResumeStep, payload, true
+		req.IdempotencyKey = run.ID + ":" + job.Key
+	default:
+		return e.failWith(job, run, &domain.RunError{Code: domain.CodeOrchestration, Message: "unknown job kind " + string(job.Kind)}), false, nil
+	}
+	def, ok := wf.Lookup(req.Step)
+	if !ok {
+		return e.failWith(job, run, &domain.RunError{Code: domain.CodeOrchestration, Message: fmt.Sprintf("workflow %s@%s has no step %q", wf.ID, wf.Version, req.Step)}), false, nil
+	}
+	o.Step, o.Retry = def.Name, def.Retry
+	o.Result, o.Err = e.call(ctx, def, req)
+	if o.Err != nil && ctx.Err() != nil {
+		return base, false, ctx.Err() // cancelled by shutdown or a lost lease, not a step failure
+	}
+	if o.Err != nil {
+		e.log.WarnContext(ctx, "Step attempt failed", "run_id", run.ID, "step", def.Name, "attempt", job.Attempt, "error", o.Err)
+	}
+	return domain.Plan(o), false, nil
+}
+
+// resolve returns the suspension a resume job continues from. A delay's
+// timer resolves its own suspension first, with the same conditional update
+// a person's resume uses: if someone resumed it early, theirs stands.
+func (e *Engine) resolve(ctx context.Context, job domain.Job) (domain.Suspension, error) {
+	s, err := e.store.Suspension(ctx, job.SuspensionID)
+	if err != nil {
+		return s, err
+	}
+	if s.Status != domain.SuspensionPending || s.Kind != domain.KindDelay {
+		return s, nil
+	}
+	_, err = e.store.Resume(ctx, domain.ResumeRequest{SuspensionID: s.ID, Data: json.RawMessage("null"), By: "timer", Now: e.o.Clock.Now()})
+	var ce *domain.ConflictError
+	if err != nil && !errors.As(err, &ce) {
+		return s, err
+	}
+	return e.store.Suspension(ctx, job.SuspensionID)
+}
+
+// decided applies a review's decision when no resume step handles it:
+// approval runs the deferred commands, rejection drops them and fails the
+// run with code "rejected".
+func (e *Engine) decided(o domain.Outcome, s domain.Suspension) domain.StepCommit {
+	if s.Decision == domain.DecisionApproved {
+		o.Result = domain.StepResult{Commands: s.Deferred}
+		return domain.Plan(o)
+	}
+	var d struct {
+		Comment string `json:"comment"`
+	}
+	_ = json.Unmarshal(s.ResumeData, &d) // written by Decide; a missing comment is fine
+	msg := "rejected by " + s.ResumedBy
+	if d.Comment != "" {
+		msg += ": " + d.Comment
+	}
+	re := &domain.RunError{Code: domain.CodeRejected, Message: msg}
+	c := domain.StepCommit{Job: o.Job.Ref(), RunID: o.Run.ID, Step: s.StepName, Now: o.Now, Consumed: s.ID}
+	if len(s.Deferred) > 0 {
+		c.Events = append(c.Events, domain.NewEvent{Type: domain.EventCommandsDropped, Step: s.StepName, Payload: mustJSON(map[string]any{"count": len(s.Deferred), "reason": "review rejected"})})
+	}
+	c.Events = append(c.Events, domain.NewEvent{Type: domain.EventRunFailed, Step: s.StepName, Payload: mustJSON(re)})
+	c.Finish = &domain.RunFinish{Status: domain.RunFailed, Error: re}
+	return c
+}
+
+func (e *Engine) failWith(job domain.Job, run domain.Run, re *domain.RunError) domain.StepCommit {
+	e.log.Error("Run failed", "run_id", run.ID, "code", re.Code, "error", re.Message)
+	return domain.StepCommit{
+		Job: job.Ref(), RunID: run.ID, Step: job.Step, Now: e.o.Clock.Now(),
+		Events: []domain.NewEvent{{Type: domain.EventRunFailed, Step: job.Step, Payload: mustJSON(re)}},
+		Finish: &domain.RunFinish{Status: domain.RunFailed, Error: re},
+	}
+}
+
+// call runs one attempt of a step. A panic fails the attempt, never the
+// process.
+func (e *Engine) call(ctx context.Context, def domain.StepDef, req domain.StepRequest) (res domain.StepResult, err error) {
+	timeout := def.Timeout
+	if timeout <= 0 {
+		timeout = e.o.StepTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			e.log.ErrorContext(ctx, "Step panicked", "run_id", req.RunID, "step", req.Step, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			res, err = domain.StepResult{}, fmt.Errorf("step panicked: %v", p)
+		}
+	}()
+	return def.Func(ctx, req)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("engine: encode payload: %v", err))
+	}
+	return b
+}

@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"sync"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// ResumeLatencyBuckets are the upper bounds, in seconds, of the resume
+// latency histogram: from a resume's commit to its resumed step's commit.
+var ResumeLatencyBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
+// Metrics are the engine's in-process counters, exported by the web layer.
+type Metrics struct {
+	mu      sync.Mutex
+	counts  []uint64 // per bucket, plus +Inf
+	sum     float64
+	total   uint64
+	commits uint64
+}
+
+// NewMetrics returns zeroed metrics.
+func NewMetrics() *Metrics {
+	return &Metrics{counts: make([]uint64, len(ResumeLatencyBuckets)+1)}
+}
+
+func (m *Metrics) observeCommit(job domain.Job, _ domain.CommitResult, c domain.StepCommit, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.commits++
+	if job.Kind != domain.JobResume || c.RetryAt != nil {
+		return
+	}
+	// The job's run-at is when the resume committed (or the timer was due).
+	d := now.Sub(job.RunAt).Seconds()
+	if d < 0 {
+		d = 0
+	}
+	i := 0
+	for i < len(ResumeLatencyBuckets) && d > ResumeLatencyBuckets[i] {
+		i++
+	}
+	m.counts[i]++
+	m.sum += d
+	m.total++
+}
+
+// ResumeLatency is a snapshot of the histogram: cumulative counts per
+// bucket (the last is +Inf), the sum of observations and their count.
+func (m *Metrics) ResumeLatency() (cumulative []uint64, sum float64, count uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cumulative = make([]uint64, len(m.counts))
+	var acc uint64
+	for i, c := range m.counts {
+		acc += c
+		cumulative[i] = acc
+	}
+	return cumulative, m.sum, m.total
+}
+
+// Commits counts committed step outcomes.
+func (m *Metrics) Commits() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.commits
+}

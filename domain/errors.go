@@ -1,0 +1,86 @@
+package domain
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors. Every layer wraps them with %w; the web layer maps them to
+// HTTP statuses in one place.
+var (
+	// ErrNotFound means the named object does not exist (or is not visible to
+	// the caller, which must not be able to tell the difference).
+	ErrNotFound = errors.New("not found")
+	// ErrConflict means the object is not in a state that allows the change.
+	ErrConflict = errors.New("conflict")
+	// ErrStale means a worker lost its claim on a job (its lease expired and
+	// another worker took it); its outcome must not be committed.
+	ErrStale = errors.New("stale job claim")
+)
+
+// Error codes are stable, machine-readable identifiers of failures. They are
+// part of the API: clients branch on them, so they never change meaning.
+const (
+	CodeValidation          = "validation_failed"
+	CodeInvalidJSON         = "invalid_json"
+	CodeNotFound            = "not_found"
+	CodeConflict            = "conflict"
+	CodeAlreadyResumed      = "already_resumed"
+	CodeNotPending          = "suspension_not_pending"
+	CodeIdempotencyMismatch = "idempotency_key_reused"
+	CodeOrchestration       = "orchestration_error"
+	CodeStepFailed          = "step_failed"
+	CodeRejected            = "rejected"
+	CodeCancelled           = "cancelled"
+	CodeVersionMismatch     = "workflow_version_mismatch"
+	CodeCheckpointInvalid   = "checkpoint_invalid"
+	CodeCheckpointTooLarge  = "checkpoint_too_large"
+	CodeRunFinished         = "run_finished"
+)
+
+// FieldError is one problem with one part of an input, addressed by a JSON
+// pointer-like path ("/resumeData/amount") or a field name.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// ValidationError reports input that breaks a rule. It changes nothing: an
+// operation that returns it has written nothing.
+type ValidationError struct {
+	Code    string
+	Message string
+	Fields  []FieldError
+}
+
+func (e *ValidationError) Error() string {
+	if len(e.Fields) == 0 {
+		return e.Message
+	}
+	parts := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		parts[i] = f.Field + ": " + f.Message
+	}
+	return e.Message + " (" + strings.Join(parts, "; ") + ")"
+}
+
+// Invalid returns a ValidationError with the generic validation code.
+func Invalid(format string, args ...any) *ValidationError {
+	return &ValidationError{Code: CodeValidation, Message: fmt.Sprintf(format, args...)}
+}
+
+// ConflictError is a refused state change that the caller may want to
+// understand: who got there first and when.
+type ConflictError struct {
+	Code    string
+	Message string
+	// Detail carries structured facts for the response body, such as
+	// resumedBy and resumedAt for a lost resume race.
+	Detail map[string]any
+}
+
+func (e *ConflictError) Error() string { return e.Message }
+
+// Unwrap lets errors.Is(err, ErrConflict) match every ConflictError.
+func (e *ConflictError) Unwrap() error { return ErrConflict }

@@ -1,0 +1,310 @@
+package domain
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Outcome is what happened when a job executed a step (or, for a review
+// decision without a resume step, the deferred commands to apply).
+type Outcome struct {
+	Job      Job
+	Run      Run
+	Workflow *Workflow
+	// Step is the step that ran ("" when only deferred commands apply).
+	Step   string
+	Result StepResult
+	// Err is the step's error or recovered panic.
+	Err error
+	// Retry is the policy of the step that ran.
+	Retry RetryPolicy
+	// ResolveTimer and Consumed pass through to the commit.
+	ResolveTimer string
+	Consumed     string
+	Now          time.Time
+	// Rand is a uniform number in [0,1) for backoff jitter.
+	Rand            float64
+	CheckpointLimit int
+	NewID           func() string
+}
+
+// OrchestrationError is a step result that breaks the command rules. It
+// fails the step without retry: running it again gives the same result.
+type OrchestrationError struct{ Message string }
+
+func (e *OrchestrationError) Error() string { return e.Message }
+
+// Plan turns an outcome into the one commit that persists it. It applies
+// the runner contract: at most one blocking command; suspend discards its
+// siblings; review defers them; a failed attempt retries while the policy
+// allows; checkpoints must be JSON within the size limit.
+func Plan(o Outcome) StepCommit {
+	c := StepCommit{Job: o.Job.Ref(), RunID: o.Run.ID, Step: o.Step, Now: o.Now, ResolveTimer: o.ResolveTimer, Consumed: o.Consumed}
+	if o.Err != nil {
+		return planFailure(o, c)
+	}
+	if err := plan(o, &c); err != nil {
+		c = StepCommit{Job: o.Job.Ref(), RunID: o.Run.ID, Step: o.Step, Now: o.Now, ResolveTimer: o.ResolveTimer, Consumed: o.Consumed}
+		return failRun(c, o.Step, failureError(err), o.Job.Attempt)
+	}
+	return c
+}
+
+func planFailure(o Outcome, c StepCommit) StepCommit {
+	msg := o.Err.Error()
+	if o.Job.Attempt < o.Retry.MaxAttempts {
+		at := o.Now.Add(o.Retry.Backoff(o.Job.Attempt, o.Rand))
+		c.RetryAt = &at
+		c.Events = []NewEvent{{Type: EventStepRetrying, Step: o.Step, Payload: mustJSON(map[string]any{
+			"attempt": o.Job.Attempt, "error": msg, "retryAt": at,
+		})}}
+		return c
+	}
+	return failRun(c, o.Step, &RunError{Code: CodeStepFailed, Message: fmt.Sprintf("step %s failed after %d attempts: %s", o.Step, o.Job.Attempt, msg)}, o.Job.Attempt)
+}
+
+func failureError(err error) *RunError {
+	var oe *OrchestrationError
+	if errors.As(err, &oe) {
+		return &RunError{Code: CodeOrchestration, Message: oe.Message}
+	}
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		return &RunError{Code: ve.Code, Message: ve.Message}
+	}
+	return &RunError{Code: CodeStepFailed, Message: err.Error()}
+}
+
+func failRun(c StepCommit, step string, re *RunError, attempt int) StepCommit {
+	c.Events = append(c.Events,
+		NewEvent{Type: EventStepFailed, Step: step, Payload: mustJSON(map[string]any{"attempt": attempt, "error": re})},
+		NewEvent{Type: EventRunFailed, Step: step, Payload: mustJSON(re)},
+	)
+	c.Finish = &RunFinish{Status: RunFailed, Error: re}
+	return c
+}
+
+func plan(o Outcome, c *StepCommit) error {
+	cmds := o.Result.Commands
+	if err := checkCommands(o.Workflow, cmds); err != nil {
+		return err
+	}
+	output, err := EncodeJSON("step output", o.Result.Output, 0, CodeValidation)
+	if err != nil {
+		return err
+	}
+	c.Output = output
+	if o.Step != "" {
+		c.Events = append(c.Events, NewEvent{Type: EventStepCompleted, Step: o.Step, Payload: mustJSON(map[string]json.RawMessage{"output": output})})
+	}
+	for _, e := range o.Result.Events {
+		if e.Type == "" || len(e.Type) > MaxNameLen {
+			return &OrchestrationError{Message: "a step event needs a type of 1–100 characters"}
+		}
+		p, err := EncodeJSON("payload of event "+e.Type, e.Payload, 0, CodeValidation)
+		if err != nil {
+			return err
+		}
+		c.Events = append(c.Events, NewEvent{Type: e.Type, Step: o.Step, Payload: p})
+	}
+	if b := blocking(cmds); b != nil {
+		return planPause(o, c, *b, cmds)
+	}
+	return planCommands(o, c, cmds)
+}
+
+// checkCommands enforces the rules a result must meet before anything of it
+// is committed.
+func checkCommands(wf *Workflow, cmds []Command) error {
+	var nBlocking, nTerminal int
+	for i, cmd := range cmds {
+		switch cmd.Type {
+		case CmdSuspend, CmdReview:
+			nBlocking++
+			if cmd.ResumeStep != "" {
+				if _, ok := wf.Lookup(cmd.ResumeStep); !ok {
+					return &OrchestrationError{Message: fmt.Sprintf("command %d resumes unknown step %q", i, cmd.ResumeStep)}
+				}
+			}
+			if err := ValidateName("suspension reason", cmd.Reason); err != nil {
+				return &OrchestrationError{Message: fmt.Sprintf("command %d: %v", i, err)}
+			}
+			if cmd.Kind != "" && !cmd.Kind.Valid() {
+				return &OrchestrationError{Message: fmt.Sprintf("command %d has unknown suspension kind %q", i, cmd.Kind)}
+			}
+		case CmdInvoke:
+			if _, ok := wf.Lookup(cmd.Step); !ok {
+				return &OrchestrationError{Message: fmt.Sprintf("command %d invokes unknown step %q", i, cmd.Step)}
+			}
+		case CmdComplete, CmdFail:
+			nTerminal++
+		default:
+			return &OrchestrationError{Message: fmt.Sprintf("command %d has unknown type %q", i, cmd.Type)}
+		}
+	}
+	if nBlocking > 1 {
+		return &OrchestrationError{Message: fmt.Sprintf("step result has %d blocking commands (suspend/review); at most one is allowed", nBlocking)}
+	}
+	if nTerminal > 1 || nTerminal == 1 && len(cmds) > 1 && nBlocking == 0 {
+		return &OrchestrationError{Message: "complete and fail end the run and cannot be combined with other commands"}
+	}
+	return nil
+}
+
+func blocking(cmds []Command) *Command {
+	for i := range cmds {
+		if cmds[i].Type.Blocking() {
+			return &cmds[i]
+		}
+	}
+	return nil
+}
+
+func planPause(o Outcome, c *StepCommit, b Command, cmds []Command) error {
+	checkpoint, err := EncodeJSON("checkpoint", b.Checkpoint, o.CheckpointLimit, CodeCheckpointInvalid)
+	if err != nil {
+		return err
+	}
+	if len(b.ResumeSchema) > 0 && !json.Valid(b.ResumeSchema) {
+		return &OrchestrationError{Message: "resume schema is not valid JSON"}
+	}
+	s := &NewSuspension{
+		ID: o.NewID(), WorkflowID: o.Run.WorkflowID, WorkflowVersion: o.Run.WorkflowVersion,
+		StepName: o.Step, Kind: b.Kind, Reason: b.Reason, Checkpoint: checkpoint,
+		ResumeStep: b.ResumeStep, ResumeSchema: b.ResumeSchema, Assignee: b.Assignee,
+	}
+	siblings := make([]Command, 0, len(cmds)-1)
+	for _, cmd := range cmds {
+		if !cmd.Type.Blocking() {
+			siblings = append(siblings, cmd)
+		}
+	}
+	if b.Type == CmdSuspend {
+		if s.Kind == "" {
+			s.Kind = KindInput
+		}
+		if s.ResumeStep == "" {
+			s.ResumeStep = o.Step
+		}
+		if len(siblings) > 0 {
+			c.Events = append(c.Events, NewEvent{Type: EventCommandsDropped, Step: o.Step, Payload: mustJSON(map[string]any{"count": len(siblings), "reason": "suspend discards sibling commands"})})
+		}
+	} else {
+		if s.Kind == "" {
+			s.Kind = KindApproval
+		}
+		deferred, err := EncodeCommands(siblings)
+		if err != nil {
+			return err
+		}
+		s.Deferred = deferred
+	}
+	if s.Kind == KindDelay {
+		wake := b.Until
+		if wake.IsZero() {
+			wake = o.Now.Add(b.Delay)
+		}
+		wake = wake.UTC()
+		s.WakeAt = &wake
+	}
+	c.Suspension = s
+	c.Events = append(c.Events, NewEvent{Type: EventWorkflowPaused, Step: o.Step, Payload: mustJSON(map[string]any{
+		"suspensionId": s.ID, "reason": s.Reason, "kind": s.Kind, "resumeStep": s.ResumeStep, "wakeAt": s.WakeAt,
+	})})
+	return nil
+}
+
+func planCommands(o Outcome, c *StepCommit, cmds []Command) error {
+	for i, cmd := range cmds {
+		switch cmd.Type {
+		case CmdInvoke:
+			in, err := EncodeJSON("input of step "+cmd.Step, cmd.Input, 0, CodeValidation)
+			if err != nil {
+				return err
+			}
+			c.Jobs = append(c.Jobs, NewJob{
+				Key: fmt.Sprintf("invoke-%d-%d-%d", o.Job.ID, o.Job.Attempt, i), Kind: JobStep,
+				RunID: o.Run.ID, Step: cmd.Step, Input: in, RunAt: o.Now,
+			})
+			c.Events = append(c.Events, NewEvent{Type: EventStepInvoked, Step: cmd.Step, Payload: mustJSON(map[string]any{"from": o.Step})})
+		case CmdComplete:
+			out, err := EncodeJSON("run output", cmd.Output, 0, CodeValidation)
+			if err != nil {
+				return err
+			}
+			c.Finish = &RunFinish{Status: RunSucceeded, Output: out}
+			c.Events = append(c.Events, NewEvent{Type: EventRunSucceeded, Step: o.Step, Payload: mustJSON(map[string]json.RawMessage{"output": out})})
+		case CmdFail:
+			re := cmd.Error
+			if re == nil || re.Code == "" {
+				re = &RunError{Code: CodeStepFailed, Message: "step asked the run to fail"}
+			}
+			c.Finish = &RunFinish{Status: RunFailed, Error: re}
+			c.Events = append(c.Events, NewEvent{Type: EventRunFailed, Step: o.Step, Payload: mustJSON(re)})
+		}
+	}
+	return nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("domain: encode kernel payload: %v", err))
+	}
+	return b
+}
+
+// wireCommand is a Command with its values already encoded, as stored for
+// a review's deferred commands.
+type wireCommand struct {
+	Type   CommandType     `json:"type"`
+	Step   string          `json:"step,omitempty"`
+	Input  json.RawMessage `json:"input,omitempty"`
+	Output json.RawMessage `json:"output,omitempty"`
+	Error  *RunError       `json:"error,omitempty"`
+}
+
+// EncodeCommands encodes non-blocking commands for storage.
+func EncodeCommands(cmds []Command) (json.RawMessage, error) {
+	wire := make([]wireCommand, len(cmds))
+	for i, cmd := range cmds {
+		w := wireCommand{Type: cmd.Type, Step: cmd.Step, Error: cmd.Error}
+		var err error
+		if cmd.Type == CmdInvoke {
+			if w.Input, err = EncodeJSON("input of step "+cmd.Step, cmd.Input, 0, CodeValidation); err != nil {
+				return nil, err
+			}
+		}
+		if cmd.Type == CmdComplete {
+			if w.Output, err = EncodeJSON("run output", cmd.Output, 0, CodeValidation); err != nil {
+				return nil, err
+			}
+		}
+		wire[i] = w
+	}
+	return json.Marshal(wire)
+}
+
+// DecodeCommands reverses EncodeCommands; values stay encoded JSON.
+func DecodeCommands(data json.RawMessage) ([]Command, error) {
+	if len(data) == 0 || string(data) == "null" {
+		return nil, nil
+	}
+	var wire []wireCommand
+	if err := json.Unmarshal(data, &wire); err != nil {
+		return nil, fmt.Errorf("decode deferred commands: %w", err)
+	}
+	cmds := make([]Command, len(wire))
+	for i, w := range wire {
+		cmds[i] = Command{Type: w.Type, Step: w.Step, Error: w.Error}
+		if w.Input != nil {
+			cmds[i].Input = w.Input
+		}
+		if w.Output != nil {
+			cmds[i].Output = w.Output
+		}
+	}
+	return cmds, nil
+}

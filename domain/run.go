@@ -1,0 +1,75 @@
+package domain
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+)
+
+// RunStatus is the lifecycle state of a Run.
+type RunStatus string
+
+// Run statuses. A run is pending until its first step finishes, running while
+// it has work queued or executing, suspended while every branch waits on a
+// suspension, and then ends in exactly one terminal status.
+const (
+	RunPending   RunStatus = "pending"
+	RunRunning   RunStatus = "running"
+	RunSuspended RunStatus = "suspended"
+	RunSucceeded RunStatus = "succeeded"
+	RunFailed    RunStatus = "failed"
+	RunCancelled RunStatus = "cancelled"
+)
+
+// RunStatuses lists every status, in lifecycle order.
+var RunStatuses = []RunStatus{RunPending, RunRunning, RunSuspended, RunSucceeded, RunFailed, RunCancelled}
+
+// Terminal reports whether no further change can happen to a run in s.
+func (s RunStatus) Terminal() bool {
+	return s == RunSucceeded || s == RunFailed || s == RunCancelled
+}
+
+// Valid reports whether s is one of the defined statuses.
+func (s RunStatus) Valid() bool { return slices.Contains(RunStatuses, s) }
+
+// RunError is why a run failed: a stable code and a human message.
+type RunError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *RunError) Error() string { return e.Code + ": " + e.Message }
+
+// Run is one execution of one workflow version.
+type Run struct {
+	ID              string
+	WorkflowID      string
+	WorkflowVersion string
+	Status          RunStatus
+	Input           json.RawMessage
+	Output          json.RawMessage
+	Error           *RunError
+	IdempotencyKey  string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+// RunFilter selects runs for listing. Zero fields match everything.
+type RunFilter struct {
+	Status     RunStatus
+	WorkflowID string
+	Cursor     string
+	Limit      int
+}
+
+// NewRun is what starting a run needs.
+type NewRun struct {
+	ID              string
+	WorkflowID      string
+	WorkflowVersion string
+	Input           json.RawMessage
+	IdempotencyKey  string
+	// FirstStep is the step that the run's first job executes.
+	FirstStep string
+	Now       time.Time
+}

@@ -1,0 +1,140 @@
+package domain
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Clock tells the time. The engine and the store take it from here so tests
+// can move it, freeze it or jump it backwards.
+type Clock interface {
+	Now() time.Time
+}
+
+// SystemClock is the wall clock, in UTC.
+type SystemClock struct{}
+
+// Now returns the current UTC time.
+func (SystemClock) Now() time.Time { return time.Now().UTC() }
+
+// Store persists runs, events, suspensions and jobs. Every method is one
+// transaction; CommitStep is the single path by which a step's outcome
+// reaches the database.
+type Store interface {
+	// CreateRun inserts a run with its first event and job. With an
+	// idempotency key already used for the workflow, it returns the existing
+	// run and created=false.
+	CreateRun(ctx context.Context, r NewRun) (run Run, created bool, err error)
+	// Run returns one run, or ErrNotFound.
+	Run(ctx context.Context, id string) (Run, error)
+	// Runs lists runs, newest first, with a cursor for the next page.
+	Runs(ctx context.Context, f RunFilter) ([]Run, string, error)
+	// Events returns a run's log in order.
+	Events(ctx context.Context, runID string) ([]Event, error)
+	// Suspension returns one suspension, or ErrNotFound.
+	Suspension(ctx context.Context, id string) (Suspension, error)
+	// Suspensions lists suspensions by (SuspendedAt, ID), keyset-paginated.
+	Suspensions(ctx context.Context, f SuspensionFilter) ([]Suspension, string, error)
+	// Resume writes resume data to a pending suspension by conditional
+	// update and enqueues its resume job, or records a pre-completed
+	// suspension when the pause has not committed yet. A suspension that is
+	// no longer pending gives a *ConflictError saying who resumed it and
+	// when, unless the request repeats the winning one (same RequestKey and
+	// data), which returns the suspension as the winner saw it.
+	Resume(ctx context.Context, req ResumeRequest) (Suspension, error)
+	// CancelRun ends a run that has not finished: pending suspensions are
+	// cancelled and queued jobs dropped. ErrConflict if it had finished.
+	CancelRun(ctx context.Context, runID, by string, now time.Time) (Run, error)
+
+	// ClaimJobs leases up to limit due jobs to worker. On PostgreSQL
+	// concurrent claimers never receive the same job.
+	ClaimJobs(ctx context.Context, worker string, now time.Time, lease time.Duration, limit int) ([]Job, error)
+	// ExtendLease keeps a long-running job's claim; ErrStale if it was lost.
+	ExtendLease(ctx context.Context, ref JobRef, until time.Time) error
+	// ReleaseJob gives a claimed job back to the queue unchanged (shutdown).
+	ReleaseJob(ctx context.Context, ref JobRef, now time.Time) error
+	// RescueJobs returns jobs whose lease expired to the queue.
+	RescueJobs(ctx context.Context, now time.Time) (int, error)
+	// NextJobAt is the earliest run-at of a queued job.
+	NextJobAt(ctx context.Context) (time.Time, bool, error)
+	// CommitStep writes one step outcome atomically, fenced on its job
+	// claim: ErrStale if the claim was lost, and then nothing is written.
+	CommitStep(ctx context.Context, c StepCommit) (CommitResult, error)
+	// Wakeups delivers a signal whenever a job may have become available
+	// (another process or goroutine enqueued one).
+	Wakeups() <-chan struct{}
+}
+
+// StepCommit is everything one job's outcome writes, in one transaction:
+// events, a suspension, new jobs, the run's status, and the job's own end
+// (deleted, or rescheduled for a retry).
+type StepCommit struct {
+	Job   JobRef
+	RunID string
+	Step  string
+	Now   time.Time
+	// Events are appended to the run's log in order.
+	Events []NewEvent
+	// ResolveTimer marks a delay suspension resumed by its timer, if it is
+	// still pending (a person may have resumed it early).
+	ResolveTimer string
+	// Consumed is the suspension whose resume this job carried out.
+	Consumed   string
+	Suspension *NewSuspension
+	Jobs       []NewJob
+	// RetryAt reschedules the job instead of finishing it.
+	RetryAt *time.Time
+	// Finish ends the run (complete, fail, or a failed step).
+	Finish *RunFinish
+	// Output is the branch's output: the run's output if this commit leaves
+	// the run with no other work.
+	Output json.RawMessage
+}
+
+// RunFinish is a run's terminal status and result.
+type RunFinish struct {
+	Status RunStatus
+	Output json.RawMessage
+	Error  *RunError
+}
+
+// CommitResult reports what a commit did, for notifications and metrics.
+type CommitResult struct {
+	Status RunStatus
+	// Suspension is the created (or pre-completed and attached) suspension.
+	Suspension *Suspension
+	// Discarded is true when the run had already finished (cancelled) and
+	// the outcome was dropped.
+	Discarded bool
+}
+
+// NewSuspension is a suspension a commit creates.
+type NewSuspension struct {
+	ID              string
+	WorkflowID      string
+	WorkflowVersion string
+	StepName        string
+	Kind            SuspensionKind
+	Reason          string
+	Checkpoint      json.RawMessage
+	ResumeStep      string
+	ResumeSchema    json.RawMessage
+	Assignee        string
+	Deferred        json.RawMessage
+	WakeAt          *time.Time
+}
+
+// Settle decides a run's status after a commit that neither finished nor
+// retried: work still queued keeps it running, only waits make it
+// suspended, nothing left means it succeeded.
+func Settle(activeJobs, pendingSuspensions int) RunStatus {
+	switch {
+	case activeJobs > 0:
+		return RunRunning
+	case pendingSuspensions > 0:
+		return RunSuspended
+	default:
+		return RunSucceeded
+	}
+}

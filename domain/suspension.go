@@ -1,0 +1,122 @@
+package domain
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+)
+
+// SuspensionKind says what ends a suspension.
+type SuspensionKind string
+
+// Suspension kinds.
+const (
+	KindDelay    SuspensionKind = "delay"    // a timer
+	KindWebhook  SuspensionKind = "webhook"  // any HTTP call on its resume URL
+	KindCallback SuspensionKind = "callback" // an async HTTP step's completion
+	KindSignal   SuspensionKind = "signal"   // a named event with a signal id
+	KindApproval SuspensionKind = "approval" // a person approves or rejects
+	KindInput    SuspensionKind = "input"    // a person supplies data or documents
+)
+
+// SuspensionKinds lists every kind.
+var SuspensionKinds = []SuspensionKind{KindDelay, KindWebhook, KindCallback, KindSignal, KindApproval, KindInput}
+
+// Valid reports whether k is a defined kind.
+func (k SuspensionKind) Valid() bool { return slices.Contains(SuspensionKinds, k) }
+
+// SuspensionStatus is where a suspension is in its life.
+type SuspensionStatus string
+
+// Suspension statuses. Pending is the only status that can change, and it
+// changes once: the same conditional update decides between resumed,
+// expired and cancelled.
+const (
+	SuspensionPending   SuspensionStatus = "pending"
+	SuspensionResumed   SuspensionStatus = "resumed"
+	SuspensionExpired   SuspensionStatus = "expired"
+	SuspensionCancelled SuspensionStatus = "cancelled"
+)
+
+// Valid reports whether s is a defined status.
+func (s SuspensionStatus) Valid() bool {
+	switch s {
+	case SuspensionPending, SuspensionResumed, SuspensionExpired, SuspensionCancelled:
+		return true
+	}
+	return false
+}
+
+// Suspension is the durable record of why a run is paused and how it
+// resumes. Checkpoint is immutable; ResumeData, ResumedAt and ResumedBy are
+// written once.
+type Suspension struct {
+	ID              string
+	RunID           string
+	WorkflowID      string
+	WorkflowVersion string
+	StepName        string
+	// StepKey identifies the pause within the run: the step name for a step's
+	// first pause, "name#2", "name#3"… if the same step pauses again. A
+	// resume addressed by (run, step key) may arrive before the pause commits.
+	StepKey      string
+	Kind         SuspensionKind
+	Reason       string
+	Status       SuspensionStatus
+	Checkpoint   json.RawMessage
+	ResumeStep   string
+	ResumeData   json.RawMessage
+	ResumeSchema json.RawMessage
+	Assignee     string
+	// Deferred holds the sibling commands of a review, run on approval.
+	Deferred    []Command
+	WakeAt      *time.Time
+	SuspendedAt time.Time
+	ResumedAt   *time.Time
+	ResumedBy   string
+	// Decision is "approved" or "rejected" for a decided approval.
+	Decision string
+	// Precompleted is true for a resume that arrived before its pause: the
+	// row holds resume data but no pause has been attached to it yet.
+	Precompleted bool
+}
+
+// SuspensionFilter selects suspensions; zero fields match everything.
+// Results are ordered by (SuspendedAt, ID), oldest first unless Newest.
+type SuspensionFilter struct {
+	Status     SuspensionStatus
+	Reason     string
+	Kind       SuspensionKind
+	WorkflowID string
+	RunID      string
+	Newest     bool
+	Cursor     string
+	Limit      int
+}
+
+// ResumePayload is what a resume step receives as its input.
+type ResumePayload struct {
+	Checkpoint json.RawMessage `json:"checkpoint"`
+	ResumeData json.RawMessage `json:"resumeData"`
+}
+
+// ResumeRequest asks to resume one suspension, by ID or by (run, step key).
+type ResumeRequest struct {
+	SuspensionID string
+	RunID        string
+	StepKey      string
+	Data         json.RawMessage
+	By           string
+	// RequestKey is the caller's Idempotency-Key; a repeat of the winning
+	// request with the same key and data gets the original answer.
+	RequestKey string
+	// Decision is set for approvals: "approved" or "rejected".
+	Decision string
+	Now      time.Time
+}
+
+// Review decisions, stored with an approval's resume.
+const (
+	DecisionApproved = "approved"
+	DecisionRejected = "rejected"
+)

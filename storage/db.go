@@ -1,0 +1,283 @@
+// Package storage implements domain.Store with bun on PostgreSQL
+// (pgdialect, pgx driver) and on the embedded default, SQLite (sqlitedialect,
+// the pure-Go modernc driver). One set of queries serves both; where the
+// dialects differ (row locks, notifications) the difference is named here.
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+	"github.com/uptrace/bun/migrate"
+	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/migrations"
+)
+
+// Dialect names a supported database.
+type Dialect string
+
+// Supported dialects.
+const (
+	Postgres Dialect = "postgres"
+	SQLite   Dialect = "sqlite"
+)
+
+// Opts configures Open.
+type Opts struct {
+	// URL selects PostgreSQL when it starts with postgres:// or
+	// postgresql://; otherwise the embedded SQLite file in DataDir is used.
+	URL string
+	// DataDir holds tollgate.db for the embedded database.
+	DataDir string
+	// SQLitePath overrides the file path of the embedded database.
+	SQLitePath string
+	// MaxConns bounds PostgreSQL connections (default 20).
+	MaxConns int
+	Log      *slog.Logger
+	// Fault, when set, is called at named points inside write transactions;
+	// a non-nil return aborts the transaction there. Tests use it to prove
+	// that a commit interrupted between any two writes leaves nothing behind.
+	Fault func(point string) error
+}
+
+// DB is an open database with the stores built on it.
+type DB struct {
+	bun     *bun.DB
+	dialect Dialect
+	log     *slog.Logger
+	fault   func(string) error
+	// writeMu serialises SQLite write transactions inside this process, so
+	// writers queue in Go instead of spinning on SQLITE_BUSY. SQLite serves
+	// one process; PostgreSQL needs no such lock.
+	writeMu sync.Mutex
+	wake    chan struct{}
+	stop    context.CancelFunc
+	done    chan struct{}
+	dsn     string
+}
+
+// Open connects, configures the connection and returns the DB. It does not
+// migrate; call Migrate.
+func Open(ctx context.Context, o Opts) (*DB, error) {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	db := &DB{log: o.Log, fault: o.Fault, wake: make(chan struct{}, 1)}
+	var err error
+	if strings.HasPrefix(o.URL, "postgres://") || strings.HasPrefix(o.URL, "postgresql://") {
+		err = db.openPostgres(ctx, o)
+	} else if o.URL != "" {
+		return nil, fmt.Errorf("open database: DATABASE_URL must start with postgres:// (got a %q URL)", scheme(o.URL))
+	} else {
+		err = db.openSQLite(ctx, o)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return db, nil
+}
+
+func scheme(u string) string {
+	if i := strings.Index(u, ":"); i > 0 {
+		return u[:i]
+	}
+	return "schemeless"
+}
+
+func (db *DB) openPostgres(ctx context.Context, o Opts) error {
+	sqldb, err := sql.Open("pgx", o.URL)
+	if err != nil {
+		return fmt.Errorf("open postgres: %w", err)
+	}
+	n := o.MaxConns
+	if n <= 0 {
+		n = 20
+	}
+	sqldb.SetMaxOpenConns(n)
+	sqldb.SetMaxIdleConns(n)
+	sqldb.SetConnMaxIdleTime(5 * time.Minute)
+	if err := sqldb.PingContext(ctx); err != nil {
+		sqldb.Close()
+		return fmt.Errorf("connect to postgres: %w", err)
+	}
+	db.bun = bun.NewDB(sqldb, pgdialect.New())
+	db.dialect = Postgres
+	db.dsn = o.URL
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	db.stop, db.done = cancel, make(chan struct{})
+	go db.listen(lctx)
+	return nil
+}
+
+func (db *DB) openSQLite(ctx context.Context, o Opts) error {
+	path := o.SQLitePath
+	if path == "" {
+		if o.DataDir == "" {
+			o.DataDir = "data"
+		}
+		if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+			return fmt.Errorf("create data folder: %w", err)
+		}
+		path = filepath.Join(o.DataDir, "tollgate.db")
+	}
+	// WAL lets readers proceed while one transaction writes. synchronous=FULL
+	// syncs the WAL at every commit, so an acknowledged resume survives a
+	// power cut, not only a process crash. busy_timeout covers other
+	// processes (a backup, the sqlite3 shell); this process queues its own
+	// writers on writeMu. Foreign keys are off by default in SQLite.
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_txlock=immediate"
+	sqldb, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	sqldb.SetMaxOpenConns(8)
+	sqldb.SetMaxIdleConns(8)
+	sqldb.SetConnMaxIdleTime(0)
+	if err := sqldb.PingContext(ctx); err != nil {
+		sqldb.Close()
+		return fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	db.bun = bun.NewDB(sqldb, sqlitedialect.New())
+	db.dialect = SQLite
+	return nil
+}
+
+// Dialect reports which database this is.
+func (db *DB) Dialect() Dialect { return db.dialect }
+
+// Bun exposes the bun handle for tests and tools in this module.
+func (db *DB) Bun() *bun.DB { return db.bun }
+
+// Close stops the listener and closes the pool.
+func (db *DB) Close() error {
+	if db.stop != nil {
+		db.stop()
+		<-db.done
+	}
+	return db.bun.Close()
+}
+
+// Ping checks that the database answers.
+func (db *DB) Ping(ctx context.Context) error { return db.bun.PingContext(ctx) }
+
+func (db *DB) migrator() (*migrate.Migrator, error) {
+	sub, err := fs.Sub(migrations.FS, string(db.dialect))
+	if err != nil {
+		return nil, err
+	}
+	ms := migrate.NewMigrations()
+	if err := ms.Discover(sub); err != nil {
+		return nil, fmt.Errorf("discover migrations: %w", err)
+	}
+	return migrate.NewMigrator(db.bun, ms, migrate.WithMarkAppliedOnSuccess(true)), nil
+}
+
+// Migrate applies every migration not yet applied. Concurrent callers (two
+// servers starting at once) are serialised by the migrator's lock table.
+func (db *DB) Migrate(ctx context.Context) error {
+	m, err := db.migrator()
+	if err != nil {
+		return err
+	}
+	if err := m.Init(ctx); err != nil {
+		return fmt.Errorf("init migrations: %w", err)
+	}
+	if err := lockMigrations(ctx, m); err != nil {
+		return err
+	}
+	defer m.Unlock(context.WithoutCancel(ctx)) //nolint:errcheck // best effort; the lock row is harmless
+	group, err := m.Migrate(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if !group.IsZero() {
+		db.log.InfoContext(ctx, "Applied migrations", "group", group.ID, "migrations", len(group.Migrations))
+	}
+	return nil
+}
+
+func lockMigrations(ctx context.Context, m *migrate.Migrator) error {
+	for {
+		err := m.Lock(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("lock migrations: %w", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// MigrationsCurrent reports whether every known migration has been applied.
+func (db *DB) MigrationsCurrent(ctx context.Context) (bool, error) {
+	m, err := db.migrator()
+	if err != nil {
+		return false, err
+	}
+	ms, err := m.MigrationsWithStatus(ctx)
+	if err != nil {
+		return false, err
+	}
+	return len(ms.Unapplied()) == 0, nil
+}
+
+// inTx runs fn in one transaction; it is the only place this package begins
+// one. On PostgreSQL a deadlock or serialization failure retries the whole
+// transaction, which is safe because fn only talks to the database.
+func (db *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
+	if db.dialect == SQLite {
+		db.writeMu.Lock()
+		defer db.writeMu.Unlock()
+	}
+	for attempt := 1; ; attempt++ {
+		err := db.bun.RunInTx(ctx, nil, fn)
+		if err == nil || !retryable(err) || attempt == 5 {
+			return err
+		}
+		db.log.DebugContext(ctx, "Retrying transaction", "attempt", attempt, "error", err)
+	}
+}
+
+// fail is a named failpoint inside a write transaction.
+func (db *DB) fail(point string) error {
+	if db.fault == nil {
+		return nil
+	}
+	if err := db.fault(point); err != nil {
+		return fmt.Errorf("fault at %s: %w", point, err)
+	}
+	return nil
+}
+
+// Wakeups implements domain.Store.
+func (db *DB) Wakeups() <-chan struct{} { return db.wake }
+
+func (db *DB) signal() {
+	select {
+	case db.wake <- struct{}{}:
+	default:
+	}
+}
+
+var errNoRows = sql.ErrNoRows
+
+func isNoRows(err error) bool { return errors.Is(err, errNoRows) }
+
+var _ domain.Store = (*DB)(nil)

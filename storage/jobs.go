@@ -1,0 +1,164 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// jobsChannel is the PostgreSQL notification channel that wakes workers in
+// every process sharing the database.
+const jobsChannel = "tollgate_jobs"
+
+// insertJobs enqueues jobs inside tx. A key already queued is absorbed: a
+// step job stays as it is; a resume job can only move earlier (an early
+// resume of a delay brings its timer forward) and only while nobody runs it.
+func (db *DB) insertJobs(ctx context.Context, tx bun.Tx, jobs []*jobRow) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	for _, j := range jobs {
+		q := tx.NewInsert().Model(j)
+		if j.Kind == domain.JobResume {
+			q.On("CONFLICT (key) DO UPDATE").
+				Set("run_at = CASE WHEN j.run_at > EXCLUDED.run_at THEN EXCLUDED.run_at ELSE j.run_at END").
+				Where("j.status = ?", jobAvailable)
+		} else {
+			q.On("CONFLICT (key) DO NOTHING")
+		}
+		if _, err := q.Exec(ctx); err != nil {
+			return fmt.Errorf("enqueue job %s: %w", j.Key, err)
+		}
+	}
+	return db.notifyJobs(ctx, tx)
+}
+
+// notifyJobs wakes other processes' workers when tx commits. PostgreSQL
+// delivers the notification only on commit, never for a rollback.
+func (db *DB) notifyJobs(ctx context.Context, tx bun.Tx) error {
+	if db.dialect != Postgres {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, "SELECT pg_notify(?, '')", jobsChannel)
+	return err
+}
+
+// ClaimJobs implements domain.Store. On PostgreSQL, FOR UPDATE SKIP LOCKED
+// lets concurrent claimers in any number of processes take disjoint jobs
+// without waiting on each other; SQLite has one writer, so the write lock
+// already makes the claim exclusive.
+func (db *DB) ClaimJobs(ctx context.Context, worker string, now time.Time, lease time.Duration, limit int) ([]domain.Job, error) {
+	now = ts(now)
+	var rows []jobRow
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		sub := tx.NewSelect().Model((*jobRow)(nil)).Column("id").
+			Where("status = ?", jobAvailable).Where("run_at <= ?", now).
+			OrderExpr("run_at, id").Limit(int64(limit))
+		if db.dialect == Postgres {
+			sub.For("UPDATE SKIP LOCKED")
+		}
+		return tx.NewUpdate().Model(&rows).
+			Set("status = ?", jobRunning).Set("attempt = attempt + 1").
+			Set("locked_by = ?", worker).Set("lease_until = ?", now.Add(lease)).
+			Where("id IN (?)", sub).Returning("*").Scan(ctx)
+	})
+	if err != nil && err != sql.ErrNoRows {
+		return nil, fmt.Errorf("claim jobs: %w", err)
+	}
+	jobs := make([]domain.Job, len(rows))
+	for i := range rows {
+		jobs[i] = rows[i].toDomain()
+	}
+	return jobs, nil
+}
+
+// ExtendLease implements domain.Store.
+func (db *DB) ExtendLease(ctx context.Context, ref domain.JobRef, until time.Time) error {
+	res, err := db.bun.NewUpdate().Model((*jobRow)(nil)).Set("lease_until = ?", ts(until)).
+		Where("id = ? AND attempt = ? AND status = ?", ref.ID, ref.Attempt, jobRunning).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("extend lease of job %d: %w", ref.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return domain.ErrStale
+	}
+	return nil
+}
+
+// ReleaseJob implements domain.Store. The attempt that was not carried out
+// is given back, so a shutdown does not use up a step's retries.
+func (db *DB) ReleaseJob(ctx context.Context, ref domain.JobRef, now time.Time) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewUpdate().Model((*jobRow)(nil)).
+			Set("status = ?", jobAvailable).Set("attempt = attempt - 1").Set("run_at = ?", ts(now)).
+			Set("locked_by = NULL").Set("lease_until = NULL").
+			Where("id = ? AND attempt = ? AND status = ?", ref.ID, ref.Attempt, jobRunning).Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return domain.ErrStale
+		}
+		return db.notifyJobs(ctx, tx)
+	})
+	if err != nil {
+		return fmt.Errorf("release job %d: %w", ref.ID, err)
+	}
+	db.signal()
+	return nil
+}
+
+// RescueJobs implements domain.Store: a job whose worker died (or stalled
+// past its lease) becomes available again. Its attempt was counted at claim.
+func (db *DB) RescueJobs(ctx context.Context, now time.Time) (int, error) {
+	var n int64
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewUpdate().Model((*jobRow)(nil)).
+			Set("status = ?", jobAvailable).Set("locked_by = NULL").Set("lease_until = NULL").
+			Where("status = ? AND lease_until < ?", jobRunning, ts(now)).Exec(ctx)
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		if n > 0 {
+			return db.notifyJobs(ctx, tx)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("rescue jobs: %w", err)
+	}
+	if n > 0 {
+		db.signal()
+	}
+	return int(n), nil
+}
+
+// NextJobAt implements domain.Store.
+func (db *DB) NextJobAt(ctx context.Context) (time.Time, bool, error) {
+	var at []time.Time
+	err := db.bun.NewSelect().Model((*jobRow)(nil)).Column("run_at").
+		Where("status = ?", jobAvailable).OrderExpr("run_at").Limit(1).Scan(ctx, &at)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("next job time: %w", err)
+	}
+	if len(at) == 0 {
+		return time.Time{}, false, nil
+	}
+	return at[0].UTC(), true, nil
+}
+
+// ResetRunningJobs returns every claimed job to the queue. Only for the
+// embedded database at start-up: one process owns it, so a job still marked
+// running belonged to a process that is gone.
+func (db *DB) ResetRunningJobs(ctx context.Context) (int, error) {
+	if db.dialect != SQLite {
+		return 0, nil
+	}
+	return db.RescueJobs(ctx, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC))
+}

@@ -1,0 +1,164 @@
+package storage
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// Rows are unexported: they never leave this package. toDomain and the
+// *From functions convert at the edge.
+
+type runRow struct {
+	bun.BaseModel `bun:"table:runs,alias:r"`
+
+	ID              string           `bun:"id,pk"`
+	WorkflowID      string           `bun:"workflow_id"`
+	WorkflowVersion string           `bun:"workflow_version"`
+	Status          domain.RunStatus `bun:"status"`
+	Input           json.RawMessage  `bun:"input,type:jsonb"`
+	Output          json.RawMessage  `bun:"output,type:jsonb,nullzero"`
+	Error           *domain.RunError `bun:"error,type:jsonb"`
+	IdempotencyKey  *string          `bun:"idempotency_key"`
+	NextSeq         int64            `bun:"next_seq"`
+	CreatedAt       time.Time        `bun:"created_at"`
+	UpdatedAt       time.Time        `bun:"updated_at"`
+}
+
+func (r *runRow) toDomain() domain.Run {
+	run := domain.Run{
+		ID: r.ID, WorkflowID: r.WorkflowID, WorkflowVersion: r.WorkflowVersion, Status: r.Status,
+		Input: r.Input, Output: r.Output, Error: r.Error, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}
+	if r.IdempotencyKey != nil {
+		run.IdempotencyKey = *r.IdempotencyKey
+	}
+	return run
+}
+
+type eventRow struct {
+	bun.BaseModel `bun:"table:events,alias:e"`
+
+	RunID     string          `bun:"run_id,pk"`
+	Seq       int64           `bun:"seq,pk"`
+	Type      string          `bun:"type"`
+	Step      string          `bun:"step"`
+	Payload   json.RawMessage `bun:"payload,type:jsonb"`
+	CreatedAt time.Time       `bun:"created_at"`
+}
+
+type suspensionRow struct {
+	bun.BaseModel `bun:"table:suspensions,alias:s"`
+
+	ID               string                  `bun:"id,pk"`
+	RunID            string                  `bun:"run_id"`
+	WorkflowID       string                  `bun:"workflow_id"`
+	WorkflowVersion  string                  `bun:"workflow_version"`
+	StepName         string                  `bun:"step_name"`
+	StepKey          string                  `bun:"step_key"`
+	Kind             domain.SuspensionKind   `bun:"kind"`
+	Reason           string                  `bun:"reason"`
+	Status           domain.SuspensionStatus `bun:"status"`
+	Checkpoint       json.RawMessage         `bun:"checkpoint,type:jsonb,nullzero"`
+	ResumeStep       string                  `bun:"resume_step"`
+	ResumeSchema     json.RawMessage         `bun:"resume_schema,type:jsonb,nullzero"`
+	ResumeData       json.RawMessage         `bun:"resume_data,type:jsonb,nullzero"`
+	ResumeRequestKey *string                 `bun:"resume_request_key"`
+	Decision         *string                 `bun:"decision"`
+	Assignee         string                  `bun:"assignee"`
+	Deferred         json.RawMessage         `bun:"deferred,type:jsonb,nullzero"`
+	WakeAt           *time.Time              `bun:"wake_at"`
+	DeadlineAt       *time.Time              `bun:"deadline_at"`
+	GroupID          *string                 `bun:"group_id"`
+	Precompleted     bool                    `bun:"precompleted"`
+	SuspendedAt      *time.Time              `bun:"suspended_at"`
+	ResumedAt        *time.Time              `bun:"resumed_at"`
+	ResumedBy        *string                 `bun:"resumed_by"`
+	CreatedAt        time.Time               `bun:"created_at"`
+}
+
+func (s *suspensionRow) toDomain() (domain.Suspension, error) {
+	d := domain.Suspension{
+		ID: s.ID, RunID: s.RunID, WorkflowID: s.WorkflowID, WorkflowVersion: s.WorkflowVersion,
+		StepName: s.StepName, StepKey: s.StepKey, Kind: s.Kind, Reason: s.Reason, Status: s.Status,
+		Checkpoint: s.Checkpoint, ResumeStep: s.ResumeStep, ResumeData: s.ResumeData,
+		ResumeSchema: s.ResumeSchema, Assignee: s.Assignee, WakeAt: utcPtr(s.WakeAt),
+		ResumedAt: utcPtr(s.ResumedAt), Precompleted: s.Precompleted,
+	}
+	if s.SuspendedAt != nil {
+		d.SuspendedAt = s.SuspendedAt.UTC()
+	}
+	if s.ResumedBy != nil {
+		d.ResumedBy = *s.ResumedBy
+	}
+	if s.Decision != nil {
+		d.Decision = *s.Decision
+	}
+	cmds, err := domain.DecodeCommands(s.Deferred)
+	if err != nil {
+		return d, err
+	}
+	d.Deferred = cmds
+	return d, nil
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+type jobRow struct {
+	bun.BaseModel `bun:"table:jobs,alias:j"`
+
+	ID           int64           `bun:"id,pk,autoincrement"`
+	Key          string          `bun:"key"`
+	Kind         domain.JobKind  `bun:"kind"`
+	RunID        string          `bun:"run_id"`
+	Step         string          `bun:"step"`
+	Input        json.RawMessage `bun:"input,type:jsonb,nullzero"`
+	SuspensionID *string         `bun:"suspension_id"`
+	Status       string          `bun:"status"`
+	RunAt        time.Time       `bun:"run_at"`
+	Attempt      int             `bun:"attempt"`
+	LockedBy     *string         `bun:"locked_by"`
+	LeaseUntil   *time.Time      `bun:"lease_until"`
+	CreatedAt    time.Time       `bun:"created_at"`
+}
+
+func (j *jobRow) toDomain() domain.Job {
+	job := domain.Job{
+		ID: j.ID, Key: j.Key, Kind: j.Kind, RunID: j.RunID, Step: j.Step, Input: j.Input,
+		RunAt: j.RunAt.UTC(), Attempt: j.Attempt, CreatedAt: j.CreatedAt.UTC(),
+	}
+	if j.SuspensionID != nil {
+		job.SuspensionID = *j.SuspensionID
+	}
+	if j.LeaseUntil != nil {
+		job.LeaseUntil = j.LeaseUntil.UTC()
+	}
+	return job
+}
+
+func jobRowFrom(j domain.NewJob, now time.Time) *jobRow {
+	row := &jobRow{Key: j.Key, Kind: j.Kind, RunID: j.RunID, Step: j.Step, Input: j.Input, Status: jobAvailable, RunAt: ts(j.RunAt), CreatedAt: ts(now)}
+	if j.SuspensionID != "" {
+		row.SuspensionID = &j.SuspensionID
+	}
+	return row
+}
+
+const (
+	jobAvailable = "available"
+	jobRunning   = "running"
+)
+
+// ts normalises a time for storage: UTC, microsecond precision (what
+// PostgreSQL keeps), so a value read back compares equal to the one written
+// and SQLite's text timestamps order correctly.
+func ts(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }

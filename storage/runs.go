@@ -1,0 +1,187 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// CreateRun implements domain.Store.
+func (db *DB) CreateRun(ctx context.Context, nr domain.NewRun) (domain.Run, bool, error) {
+	now := ts(nr.Now)
+	row := &runRow{
+		ID: nr.ID, WorkflowID: nr.WorkflowID, WorkflowVersion: nr.WorkflowVersion, Status: domain.RunPending,
+		Input: nr.Input, NextSeq: 2, CreatedAt: now, UpdatedAt: now,
+	}
+	if nr.IdempotencyKey != "" {
+		row.IdempotencyKey = &nr.IdempotencyKey
+	}
+	created := true
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewInsert().Model(row).On("CONFLICT DO NOTHING").Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			created = false
+			return db.existingRun(ctx, tx, row, nr)
+		}
+		if err := db.fail("create_run.after_insert"); err != nil {
+			return err
+		}
+		ev := &eventRow{RunID: row.ID, Seq: 1, Type: domain.EventRunCreated, Payload: mustJSON(map[string]any{"workflowId": nr.WorkflowID, "workflowVersion": nr.WorkflowVersion}), CreatedAt: now}
+		if _, err := tx.NewInsert().Model(ev).Exec(ctx); err != nil {
+			return err
+		}
+		job := jobRowFrom(domain.NewJob{Key: domain.StartJobKey(row.ID), Kind: domain.JobStep, RunID: row.ID, Step: nr.FirstStep, Input: nr.Input, RunAt: now}, now)
+		return db.insertJobs(ctx, tx, []*jobRow{job})
+	})
+	if err != nil {
+		return domain.Run{}, false, fmt.Errorf("create run of %s: %w", nr.WorkflowID, translate(err))
+	}
+	if created {
+		db.signal()
+	}
+	return row.toDomain(), created, nil
+}
+
+// existingRun loads the run an idempotency key already started. The same key
+// with a different input is a client error, not a silent replay.
+func (db *DB) existingRun(ctx context.Context, tx bun.Tx, row *runRow, nr domain.NewRun) error {
+	if nr.IdempotencyKey == "" {
+		return domain.ErrConflict // an id collision; ids are random, so this is a bug
+	}
+	if err := tx.NewSelect().Model(row).
+		Where("workflow_id = ? AND idempotency_key = ?", nr.WorkflowID, nr.IdempotencyKey).Scan(ctx); err != nil {
+		return err
+	}
+	if !sameJSON(row.Input, nr.Input) {
+		return &domain.ValidationError{Code: domain.CodeIdempotencyMismatch, Message: "Idempotency-Key " + nr.IdempotencyKey + " was already used to start a run with a different input"}
+	}
+	return nil
+}
+
+// Run implements domain.Store.
+func (db *DB) Run(ctx context.Context, id string) (domain.Run, error) {
+	row := new(runRow)
+	if err := db.bun.NewSelect().Model(row).Where("id = ?", id).Scan(ctx); err != nil {
+		return domain.Run{}, fmt.Errorf("get run %s: %w", id, translate(err))
+	}
+	return row.toDomain(), nil
+}
+
+// Runs implements domain.Store: newest first, keyset-paginated on
+// (created_at, id).
+func (db *DB) Runs(ctx context.Context, f domain.RunFilter) ([]domain.Run, string, error) {
+	limit := clampLimit(f.Limit)
+	var rows []runRow
+	q := db.bun.NewSelect().Model(&rows).OrderExpr("created_at DESC, id DESC").Limit(int64(limit + 1))
+	if f.Status != "" {
+		q.Where("status = ?", f.Status)
+	}
+	if f.WorkflowID != "" {
+		q.Where("workflow_id = ?", f.WorkflowID)
+	}
+	if f.Cursor != "" {
+		at, id, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		q.Where("(created_at, id) < (?, ?)", at, id)
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, "", fmt.Errorf("list runs: %w", translate(err))
+	}
+	next := ""
+	if len(rows) > limit {
+		rows = rows[:limit]
+		last := rows[limit-1]
+		next = encodeCursor(last.CreatedAt, last.ID)
+	}
+	runs := make([]domain.Run, len(rows))
+	for i := range rows {
+		runs[i] = rows[i].toDomain()
+	}
+	return runs, next, nil
+}
+
+// Events implements domain.Store.
+func (db *DB) Events(ctx context.Context, runID string) ([]domain.Event, error) {
+	if _, err := db.Run(ctx, runID); err != nil {
+		return nil, err
+	}
+	var rows []eventRow
+	if err := db.bun.NewSelect().Model(&rows).Where("run_id = ?", runID).Order("seq").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("list events of run %s: %w", runID, translate(err))
+	}
+	events := make([]domain.Event, len(rows))
+	for i, r := range rows {
+		events[i] = domain.Event{RunID: r.RunID, Seq: r.Seq, Type: r.Type, Step: r.Step, Payload: r.Payload, CreatedAt: r.CreatedAt.UTC()}
+	}
+	return events, nil
+}
+
+func clampLimit(n int) int {
+	switch {
+	case n <= 0:
+		return 50
+	case n > 500:
+		return 500
+	}
+	return n
+}
+
+// Cursors are opaque to clients: base64 of "time|id".
+func encodeCursor(at time.Time, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(at.UTC().Format(time.RFC3339Nano) + "|" + id))
+}
+
+func decodeCursor(c string) (time.Time, string, error) {
+	bad := &domain.ValidationError{Code: domain.CodeValidation, Message: "cursor is not one this server issued", Fields: []domain.FieldError{{Field: "cursor", Message: "invalid"}}}
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return time.Time{}, "", bad
+	}
+	at, id, ok := strings.Cut(string(raw), "|")
+	if !ok {
+		return time.Time{}, "", bad
+	}
+	t, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		return time.Time{}, "", bad
+	}
+	return ts(t), id, nil
+}
+
+// sameJSON compares two JSON documents by value, so that the formatting a
+// database normalises (jsonb) does not make equal documents differ.
+func sameJSON(a, b json.RawMessage) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var x, y any
+	da, db := json.NewDecoder(bytes.NewReader(a)), json.NewDecoder(bytes.NewReader(b))
+	da.UseNumber()
+	db.UseNumber()
+	if da.Decode(&x) != nil || db.Decode(&y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("storage: encode payload: %v", err))
+	}
+	return b
+}

@@ -1,0 +1,313 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// Suspension implements domain.Store.
+func (db *DB) Suspension(ctx context.Context, id string) (domain.Suspension, error) {
+	row := new(suspensionRow)
+	if err := db.bun.NewSelect().Model(row).Where("id = ?", id).Scan(ctx); err != nil {
+		return domain.Suspension{}, fmt.Errorf("get suspension %s: %w", id, translate(err))
+	}
+	return row.toDomain()
+}
+
+// Suspensions implements domain.Store: keyset pagination on
+// (suspended_at, id), so pages stay fast and stable however many rows there
+// are. Pre-completed rows (a resume waiting for its pause) are not listed.
+func (db *DB) Suspensions(ctx context.Context, f domain.SuspensionFilter) ([]domain.Suspension, string, error) {
+	limit := clampLimit(f.Limit)
+	var rows []suspensionRow
+	q := db.bun.NewSelect().Model(&rows).Where("NOT precompleted").Limit(int64(limit + 1))
+	if f.Newest {
+		q.OrderExpr("suspended_at DESC, id DESC")
+	} else {
+		q.OrderExpr("suspended_at ASC, id ASC")
+	}
+	for col, v := range map[string]string{"status": string(f.Status), "reason": f.Reason, "kind": string(f.Kind), "workflow_id": f.WorkflowID, "run_id": f.RunID} {
+		if v != "" {
+			q.Where("? = ?", bun.Ident(col), v)
+		}
+	}
+	if f.Cursor != "" {
+		at, id, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		op := ">"
+		if f.Newest {
+			op = "<"
+		}
+		q.Where("(suspended_at, id) "+op+" (?, ?)", at, id)
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, "", fmt.Errorf("list suspensions: %w", translate(err))
+	}
+	next := ""
+	if len(rows) > limit {
+		rows = rows[:limit]
+		last := rows[limit-1]
+		next = encodeCursor(*last.SuspendedAt, last.ID)
+	}
+	out := make([]domain.Suspension, 0, len(rows))
+	for i := range rows {
+		s, err := rows[i].toDomain()
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, s)
+	}
+	return out, next, nil
+}
+
+// Resume implements domain.Store. The winner is decided by one conditional
+// update (… WHERE status = 'pending'), which is correct under READ COMMITTED
+// and under SQLite's single writer alike: of any number of concurrent
+// resumes exactly one changes the row.
+func (db *DB) Resume(ctx context.Context, req domain.ResumeRequest) (domain.Suspension, error) {
+	var out domain.Suspension
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		target, err := db.resumeTarget(ctx, tx, req)
+		if err != nil {
+			return err
+		}
+		run, err := db.lockRun(ctx, tx, target.RunID)
+		if err != nil {
+			return err
+		}
+		if target.ID == "" {
+			out, err = db.precomplete(ctx, tx, run, target, req)
+			return err
+		}
+		won, err := db.conditionalResume(ctx, tx, target.ID, req)
+		if err != nil {
+			return err
+		}
+		if won == nil {
+			out, err = db.lostResume(ctx, tx, target.ID, req)
+			return err
+		}
+		if err := db.fail("resume.after_update"); err != nil {
+			return err
+		}
+		out, err = won.toDomain()
+		if err != nil {
+			return err
+		}
+		return db.enqueueResume(ctx, tx, run, won, ts(req.Now))
+	})
+	if err != nil {
+		return domain.Suspension{}, fmt.Errorf("resume %s: %w", describeResume(req), translate(err))
+	}
+	db.signal()
+	return out, nil
+}
+
+func describeResume(req domain.ResumeRequest) string {
+	if req.SuspensionID != "" {
+		return "suspension " + req.SuspensionID
+	}
+	return "run " + req.RunID + " step " + req.StepKey
+}
+
+// resumeTarget finds the suspension a request names. For (run, step key)
+// with no row yet it returns a target with an empty ID: the pause has not
+// committed, and the resume will be kept as a pre-completed row.
+func (db *DB) resumeTarget(ctx context.Context, tx bun.Tx, req domain.ResumeRequest) (*suspensionRow, error) {
+	row := new(suspensionRow)
+	q := tx.NewSelect().Model(row).Column("id", "run_id")
+	if req.SuspensionID != "" {
+		q.Where("id = ?", req.SuspensionID)
+	} else {
+		q.Where("run_id = ? AND step_key = ?", req.RunID, req.StepKey)
+	}
+	err := q.Scan(ctx)
+	if isNoRows(err) && req.SuspensionID == "" {
+		return &suspensionRow{RunID: req.RunID}, nil
+	}
+	return row, err
+}
+
+func (db *DB) conditionalResume(ctx context.Context, tx bun.Tx, id string, req domain.ResumeRequest) (*suspensionRow, error) {
+	now := ts(req.Now)
+	var rows []suspensionRow
+	q := tx.NewUpdate().Model(&rows).
+		Set("status = ?", domain.SuspensionResumed).Set("resume_data = ?", jsonOrNull(req.Data)).
+		Set("resumed_at = ?", now).Set("resumed_by = ?", req.By).
+		Set("resume_request_key = ?", nullString(req.RequestKey)).Set("decision = ?", nullString(req.Decision)).
+		Where("id = ? AND status = ? AND NOT precompleted", id, domain.SuspensionPending).Returning("*")
+	if err := q.Scan(ctx); err != nil && !isNoRows(err) {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	return &rows[0], nil
+}
+
+// lostResume explains why a resume changed nothing: the suspension had
+// already been resumed (by whom, when), expired or been cancelled. A repeat
+// of the winning request — same Idempotency-Key, same data — is not a loss:
+// it gets the winner's answer back.
+func (db *DB) lostResume(ctx context.Context, tx bun.Tx, id string, req domain.ResumeRequest) (domain.Suspension, error) {
+	row := new(suspensionRow)
+	if err := tx.NewSelect().Model(row).Where("id = ?", id).Scan(ctx); err != nil {
+		return domain.Suspension{}, err
+	}
+	s, err := row.toDomain()
+	if err != nil {
+		return s, err
+	}
+	if s.Status == domain.SuspensionResumed && !s.Precompleted && req.RequestKey != "" && row.ResumeRequestKey != nil &&
+		*row.ResumeRequestKey == req.RequestKey && sameJSON(row.ResumeData, jsonOrNull(req.Data)) && decisionOf(row) == req.Decision {
+		return s, nil
+	}
+	if s.Status == domain.SuspensionResumed {
+		at := ""
+		if s.ResumedAt != nil {
+			at = s.ResumedAt.Format(time.RFC3339Nano)
+		}
+		return s, &domain.ConflictError{
+			Code:    domain.CodeAlreadyResumed,
+			Message: fmt.Sprintf("suspension %s was already resumed by %s at %s", s.ID, s.ResumedBy, at),
+			Detail:  map[string]any{"suspensionId": s.ID, "resumedBy": s.ResumedBy, "resumedAt": s.ResumedAt},
+		}
+	}
+	return s, &domain.ConflictError{
+		Code:    domain.CodeNotPending,
+		Message: fmt.Sprintf("suspension %s is %s and can no longer be resumed", s.ID, s.Status),
+		Detail:  map[string]any{"suspensionId": s.ID, "status": s.Status},
+	}
+}
+
+func decisionOf(row *suspensionRow) string {
+	if row.Decision == nil {
+		return ""
+	}
+	return *row.Decision
+}
+
+// enqueueResume queues the job that continues the run and records the
+// resume in the run's log.
+func (db *DB) enqueueResume(ctx context.Context, tx bun.Tx, run *runRow, s *suspensionRow, now time.Time) error {
+	job := jobRowFrom(domain.NewJob{Key: domain.ResumeJobKey(run.ID, s.StepKey), Kind: domain.JobResume, RunID: run.ID, SuspensionID: s.ID, RunAt: now}, now)
+	if err := db.insertJobs(ctx, tx, []*jobRow{job}); err != nil {
+		return err
+	}
+	payload := map[string]any{"suspensionId": s.ID, "resumedBy": derefString(s.ResumedBy)}
+	if s.Decision != nil {
+		payload["decision"] = *s.Decision
+	}
+	typ := domain.EventRunResumed
+	switch decisionOf(s) {
+	case domain.DecisionApproved:
+		typ = domain.EventReviewApproved
+	case domain.DecisionRejected:
+		typ = domain.EventReviewRejected
+	}
+	ev := &eventRow{RunID: run.ID, Seq: run.NextSeq, Type: typ, Step: s.StepName, Payload: mustJSON(payload), CreatedAt: now}
+	if _, err := tx.NewInsert().Model(ev).Exec(ctx); err != nil {
+		return err
+	}
+	run.NextSeq++
+	if run.Status == domain.RunSuspended {
+		run.Status = domain.RunRunning
+	}
+	run.UpdatedAt = now
+	_, err := tx.NewUpdate().Model(run).Column("status", "next_seq", "updated_at").WherePK().Exec(ctx)
+	return err
+}
+
+// precomplete keeps a resume that arrived before its pause committed. The
+// row is unique on (run, step key), so of several early resumes one is kept
+// and the others lose as usual; the pause attaches to it when it commits.
+func (db *DB) precomplete(ctx context.Context, tx bun.Tx, run *runRow, _ *suspensionRow, req domain.ResumeRequest) (domain.Suspension, error) {
+	if run.Status.Terminal() {
+		return domain.Suspension{}, &domain.ConflictError{Code: domain.CodeRunFinished, Message: fmt.Sprintf("run %s is %s; there is nothing left to resume", run.ID, run.Status)}
+	}
+	now := ts(req.Now)
+	row := &suspensionRow{
+		ID: uuid.Must(uuid.NewV7()).String(), RunID: run.ID, WorkflowID: run.WorkflowID, WorkflowVersion: run.WorkflowVersion,
+		StepName: req.StepKey, StepKey: req.StepKey, Status: domain.SuspensionResumed, ResumeData: jsonOrNull(req.Data),
+		ResumeRequestKey: nullString(req.RequestKey), Decision: nullString(req.Decision),
+		Precompleted: true, ResumedAt: &now, ResumedBy: &req.By, CreatedAt: now,
+	}
+	res, err := tx.NewInsert().Model(row).On("CONFLICT (run_id, step_key) DO NOTHING").Exec(ctx)
+	if err != nil {
+		return domain.Suspension{}, err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		existing := new(suspensionRow)
+		if err := tx.NewSelect().Model(existing).Column("id").Where("run_id = ? AND step_key = ?", run.ID, req.StepKey).Scan(ctx); err != nil {
+			return domain.Suspension{}, err
+		}
+		return db.lostResume(ctx, tx, existing.ID, req)
+	}
+	return row.toDomain()
+}
+
+// CancelRun implements domain.Store.
+func (db *DB) CancelRun(ctx context.Context, runID, by string, now time.Time) (domain.Run, error) {
+	now = ts(now)
+	var out domain.Run
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		run, err := db.lockRun(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		if run.Status.Terminal() {
+			return &domain.ConflictError{Code: domain.CodeRunFinished, Message: fmt.Sprintf("run %s is already %s", runID, run.Status), Detail: map[string]any{"status": run.Status}}
+		}
+		if err := db.cancelOutstanding(ctx, tx, runID, now); err != nil {
+			return err
+		}
+		ev := &eventRow{RunID: runID, Seq: run.NextSeq, Type: domain.EventRunCancelled, Payload: mustJSON(map[string]any{"cancelledBy": by}), CreatedAt: now}
+		if _, err := tx.NewInsert().Model(ev).Exec(ctx); err != nil {
+			return err
+		}
+		run.NextSeq++
+		run.Status, run.UpdatedAt = domain.RunCancelled, now
+		run.Error = &domain.RunError{Code: domain.CodeCancelled, Message: "cancelled by " + by}
+		if _, err := tx.NewUpdate().Model(run).Column("status", "error", "next_seq", "updated_at").WherePK().Exec(ctx); err != nil {
+			return err
+		}
+		out = run.toDomain()
+		return nil
+	})
+	if err != nil {
+		return domain.Run{}, fmt.Errorf("cancel run %s: %w", runID, translate(err))
+	}
+	return out, nil
+}
+
+// jsonOrNull keeps the JSON type (bun writes json.RawMessage as JSON, a
+// plain []byte as binary) and stores absent data as JSON null.
+func jsonOrNull(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func derefString(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
