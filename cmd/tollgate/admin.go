@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/storage"
+	"github.com/tollgatehq/tollgate/web"
+)
+
+// bootstrap creates the first admin and an API key on a fresh database and
+// prints them once; they are not shown again (only a hash of the key is
+// kept). TOLLGATE_BOOTSTRAP_API_KEY supplies the key for automation.
+func bootstrap(ctx context.Context, db *storage.DB, email, key string, out io.Writer) error {
+	n, err := db.CountUsers(ctx)
+	if err != nil || n > 0 {
+		return err
+	}
+	password := rand.Text()
+	hash, err := web.HashPassword(password)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	u, err := db.CreateUser(ctx, domain.User{ID: uuid.NewString(), Email: email, Name: "Administrator", Role: domain.RoleAdmin, CreatedAt: now}, hash)
+	if errors.Is(err, domain.ErrConflict) {
+		return nil // another server bootstrapped the same database first
+	}
+	if err != nil {
+		return err
+	}
+	secret, err := createKey(ctx, db, u.ID, "bootstrap", key)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Created the first admin (shown once, keep it safe):\n  email:    %s\n  password: %s\n", u.Email, password)
+	if key == "" {
+		fmt.Fprintf(out, "  API key:  %s\n", secret)
+	} else {
+		fmt.Fprintln(out, "  API key:  from TOLLGATE_BOOTSTRAP_API_KEY")
+	}
+	return nil
+}
+
+func createKey(ctx context.Context, db *storage.DB, userID, name, secret string) (string, error) {
+	var prefix string
+	var hash []byte
+	if secret == "" {
+		secret, prefix, hash = web.NewAPIKey()
+	} else {
+		if len(secret) < 24 {
+			return "", errors.New("an API key must have at least 24 characters")
+		}
+		prefix, hash = secret[:6], web.HashAPIKey(secret)
+	}
+	k := domain.APIKey{ID: uuid.NewString(), Name: name, Prefix: prefix, UserID: userID, CreatedAt: time.Now()}
+	return secret, db.CreateAPIKey(ctx, k, hash)
+}
+
+func openForAdmin(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, extra func(*envFlags)) (*storage.DB, error) {
+	var c dbConfig
+	f := newFlags("tollgate", getenv, stderr)
+	f.db(&c)
+	extra(f)
+	if err := f.parse(args); err != nil {
+		return nil, err
+	}
+	log, err := c.logger(stderr)
+	if err != nil {
+		return nil, err
+	}
+	return c.open(ctx, log)
+}
+
+func migrateCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	db, err := openForAdmin(ctx, args, getenv, stderr, func(*envFlags) {})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "Migrations are current.")
+	return nil
+}
+
+func userCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "add" {
+		return errors.New("usage: tollgate user add --email E --role admin|reviewer|founder [--name N] (password from $TOLLGATE_PASSWORD or generated)")
+	}
+	var email, role, name string
+	db, err := openForAdmin(ctx, args[1:], getenv, stderr, func(f *envFlags) {
+		f.fs.StringVar(&email, "email", "", "email address (login)")
+		f.fs.StringVar(&role, "role", "reviewer", "admin, reviewer or founder")
+		f.fs.StringVar(&name, "name", "", "display name")
+	})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		return err
+	}
+	if !strings.Contains(email, "@") || !domain.Role(role).Valid() {
+		return errors.New("--email must be an address and --role one of admin, reviewer, founder")
+	}
+	password, generated := getenv("TOLLGATE_PASSWORD"), false
+	if password == "" {
+		password, generated = rand.Text(), true
+	}
+	hash, err := web.HashPassword(password)
+	if err != nil {
+		return err
+	}
+	u, err := db.CreateUser(ctx, domain.User{ID: uuid.NewString(), Email: email, Name: name, Role: domain.Role(role), CreatedAt: time.Now()}, hash)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Created %s %s (id %s)\n", u.Role, u.Email, u.ID)
+	if generated {
+		fmt.Fprintf(stdout, "Password (shown once): %s\n", password)
+	}
+	return nil
+}
+
+func apikeyCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "create" {
+		return errors.New("usage: tollgate apikey create --email E [--name N]")
+	}
+	var email, name string
+	db, err := openForAdmin(ctx, args[1:], getenv, stderr, func(f *envFlags) {
+		f.fs.StringVar(&email, "email", "", "owner of the key")
+		f.fs.StringVar(&name, "name", "cli", "a name to tell keys apart")
+	})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		return err
+	}
+	u, _, err := db.UserByEmail(ctx, email)
+	if err != nil {
+		return fmt.Errorf("user %q: %w", email, err)
+	}
+	secret, err := createKey(ctx, db, u.ID, name, "")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "API key for %s (shown once): %s\n", u.Email, secret)
+	return nil
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"unicode"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// registerExamples adds the workflows a new server ships with, so a
+// newcomer sees real suspensions at once.
+func registerExamples(reg *domain.Registry) error {
+	return errors.Join(reg.Register(claimVerification()), reg.Register(expenseApproval()))
+}
+
+type claimInput struct {
+	ClaimID      string `json:"claimId"`
+	ClaimText    string `json:"claimText"`
+	FounderEmail string `json:"founderEmail"`
+}
+
+type claimCheckpoint struct {
+	ClaimID          string `json:"claimId"`
+	ClaimText        string `json:"claimText"`
+	RequestedDocType string `json:"requestedDocType"`
+}
+
+var documentationSchema = json.RawMessage(`{
+  "type": "object",
+  "required": ["documentIds"],
+  "additionalProperties": false,
+  "properties": {
+    "documentIds": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1},
+                    "description": "Ids of the uploaded documents that back the claim"},
+    "note": {"type": "string", "description": "Anything the reviewer should know"}
+  }
+}`)
+
+// claimVerification verifies a founder's claim. A claim that states figures
+// needs documentation: the run suspends until the founder supplies it, then
+// handleDocumentation decides.
+func claimVerification() *domain.Workflow {
+	return domain.NewWorkflow("claim-verification", "1").
+		Step("verifyClaim", verifyClaim, domain.WithRetry(domain.RetryPolicy{MaxAttempts: 3, InitialBackoff: 500e6, MaxBackoff: 10e9, Multiplier: 2, Jitter: 0.2})).
+		Step("handleDocumentation", handleDocumentation)
+}
+
+func verifyClaim(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+	var in claimInput
+	if err := req.Bind(&in); err != nil {
+		return domain.StepResult{}, err
+	}
+	if in.ClaimID == "" || strings.TrimSpace(in.ClaimText) == "" {
+		return domain.StepResult{Commands: []domain.Command{domain.Fail("invalid_input", "claimId and claimText are required")}}, nil
+	}
+	if !strings.ContainsFunc(in.ClaimText, unicode.IsDigit) {
+		return domain.StepResult{Output: map[string]string{"claimId": in.ClaimID, "verdict": "verified", "method": "no_figures_stated"}}, nil
+	}
+	return domain.StepResult{
+		Output: map[string]string{"status": "awaiting_input"},
+		Events: []domain.StepEvent{{Type: "verification_suspended", Payload: map[string]string{"claimId": in.ClaimID}}},
+		Commands: []domain.Command{domain.Suspend("awaiting_documentation",
+			claimCheckpoint{ClaimID: in.ClaimID, ClaimText: in.ClaimText, RequestedDocType: "financial_statement"},
+			"handleDocumentation", domain.WithAssignee(in.FounderEmail), domain.WithResumeSchema(documentationSchema))},
+	}, nil
+}
+
+func handleDocumentation(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+	var in struct {
+		Checkpoint claimCheckpoint `json:"checkpoint"`
+		ResumeData struct {
+			DocumentIDs []string `json:"documentIds"`
+			Note        string   `json:"note"`
+		} `json:"resumeData"`
+	}
+	if err := req.Bind(&in); err != nil {
+		return domain.StepResult{}, err
+	}
+	verdict := "verified"
+	if len(in.ResumeData.DocumentIDs) == 0 {
+		verdict = "unverified"
+	}
+	return domain.StepResult{Commands: []domain.Command{domain.Complete(map[string]any{
+		"claimId": in.Checkpoint.ClaimID, "verdict": verdict, "method": "documentation",
+		"documentType": in.Checkpoint.RequestedDocType, "documentIds": in.ResumeData.DocumentIDs,
+	})}}, nil
+}
+
+type expenseInput struct {
+	Amount      float64 `json:"amount"`
+	Description string  `json:"description"`
+}
+
+// expenseApproval asks a reviewer to approve an expense. The reimbursement
+// is a sibling of the review: deferred until approval, dropped on rejection
+// (which fails the run with code "rejected").
+func expenseApproval() *domain.Workflow {
+	return domain.NewWorkflow("expense-approval", "1").
+		Step("submitExpense", submitExpense).
+		Step("reimburse", reimburse)
+}
+
+func submitExpense(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+	var in expenseInput
+	if err := req.Bind(&in); err != nil {
+		return domain.StepResult{}, err
+	}
+	if in.Amount <= 0 || strings.TrimSpace(in.Description) == "" {
+		return domain.StepResult{Commands: []domain.Command{domain.Fail("invalid_input", "amount must be positive and description given")}}, nil
+	}
+	return domain.StepResult{
+		Output: map[string]any{"status": "awaiting_approval"},
+		Commands: []domain.Command{
+			domain.Review("awaiting_approval", in),
+			domain.Invoke("reimburse", in),
+		},
+	}, nil
+}
+
+func reimburse(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+	var in expenseInput
+	if err := req.Bind(&in); err != nil {
+		return domain.StepResult{}, err
+	}
+	return domain.StepResult{Commands: []domain.Command{domain.Complete(map[string]any{
+		"reimbursed": in.Amount, "description": in.Description, "reference": "reimb-" + req.RunID,
+	})}}, nil
+}

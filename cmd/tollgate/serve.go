@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/engine"
+	"github.com/tollgatehq/tollgate/storage"
+	"github.com/tollgatehq/tollgate/web"
+)
+
+type serveConfig struct {
+	dbConfig
+	addr            string
+	noMigrate       bool
+	workers         int
+	lease           time.Duration
+	poll            time.Duration
+	checkpointLimit int
+	maxBody         int
+	shutdownTimeout time.Duration
+	adminEmail      string
+	bootstrapKey    string
+}
+
+func parseServe(args []string, getenv func(string) string, out io.Writer) (serveConfig, error) {
+	var c serveConfig
+	f := newFlags("tollgate serve", getenv, out)
+	f.fs.Usage = func() {
+		fmt.Fprint(out, "Usage: tollgate serve [flags]\n\nStarts the API server and the engine. Every flag can also be set by the\nenvironment variable named after it.\n\nFlags:\n")
+		f.fs.PrintDefaults()
+	}
+	f.String(&c.addr, "addr", "TOLLGATE_ADDR", "127.0.0.1:8080", "address to listen on")
+	f.db(&c.dbConfig)
+	f.Bool(&c.noMigrate, "no-migrate", "TOLLGATE_NO_MIGRATE", "do not apply migrations at start (they must be current)")
+	f.Int(&c.workers, "workers", "TOLLGATE_WORKERS", 16, "steps executed at once by this process")
+	f.Duration(&c.lease, "job-lease", "TOLLGATE_JOB_LEASE", 30*time.Second, "how long a claimed job belongs to this process before another may take it over")
+	f.Duration(&c.poll, "poll-interval", "TOLLGATE_POLL_INTERVAL", time.Second, "fallback queue poll when no notification arrives")
+	f.Int(&c.checkpointLimit, "checkpoint-limit", "TOLLGATE_CHECKPOINT_LIMIT", domain.DefaultCheckpointLimit, "largest checkpoint in bytes")
+	f.Int(&c.maxBody, "max-body", "TOLLGATE_MAX_BODY", 1<<20, "largest JSON request body in bytes")
+	f.Duration(&c.shutdownTimeout, "shutdown-timeout", "TOLLGATE_SHUTDOWN_TIMEOUT", 15*time.Second, "how long to finish requests and steps after SIGTERM")
+	f.String(&c.adminEmail, "admin-email", "TOLLGATE_ADMIN_EMAIL", "admin@tollgate.local", "email of the admin created on a fresh database")
+	c.bootstrapKey = getenv("TOLLGATE_BOOTSTRAP_API_KEY")
+	return c, f.parse(args)
+}
+
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	c, err := parseServe(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	log, err := c.logger(stderr)
+	if err != nil {
+		return err
+	}
+	db, err := c.open(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := prepareDB(ctx, db, c.noMigrate, log); err != nil {
+		return err
+	}
+	if err := bootstrap(ctx, db, c.adminEmail, c.bootstrapKey, stdout); err != nil {
+		return err
+	}
+	reg := domain.NewRegistry()
+	if err := registerExamples(reg); err != nil {
+		return err
+	}
+	eng := engine.New(db, reg, engine.Opts{
+		Workers: c.workers, Lease: c.lease, PollInterval: c.poll, CheckpointLimit: c.checkpointLimit,
+		ShutdownGrace: c.shutdownTimeout, ValidateResumeData: web.ValidateResumeData, Log: log,
+	})
+	srv := &web.Server{Engine: eng, Store: db, Auth: db, Health: db, Log: log, MaxBody: int64(c.maxBody)}
+	return listenAndServe(ctx, c, srv.Handler(), eng, log, stdout)
+}
+
+func prepareDB(ctx context.Context, db *storage.DB, noMigrate bool, log *slog.Logger) error {
+	if !noMigrate {
+		if err := db.Migrate(ctx); err != nil {
+			return err
+		}
+	} else if ok, err := db.MigrationsCurrent(ctx); err != nil || !ok {
+		return errors.Join(errors.New("the database schema is not current: run tollgate migrate"), err)
+	}
+	// The embedded database belongs to this one process: a job still marked
+	// running was claimed by a process that died, so it runs again now
+	// instead of after its lease.
+	if n, err := db.ResetRunningJobs(ctx); err != nil {
+		return err
+	} else if n > 0 {
+		log.InfoContext(ctx, "Re-queued jobs interrupted by the last shutdown", "jobs", n)
+	}
+	return nil
+}
+
+func listenAndServe(ctx context.Context, c serveConfig, h http.Handler, eng *engine.Engine, log *slog.Logger, stdout io.Writer) error {
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{
+		Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	engineCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { eng.Run(engineCtx) })
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+	fmt.Fprintf(stdout, "Tollgate is running: open http://%s (%s)\n", ln.Addr(), c.where())
+	log.InfoContext(ctx, "Serving", "addr", ln.Addr().String())
+
+	select {
+	case err = <-serveErr:
+	case <-ctx.Done():
+		log.Info("Shutting down: no new jobs are claimed; in-flight work finishes or is released")
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.shutdownTimeout)
+	defer cancel()
+	stopEngine()
+	herr := hs.Shutdown(shutdownCtx)
+	wg.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return errors.Join(err, herr)
+}

@@ -1,0 +1,68 @@
+package domain
+
+import (
+	"context"
+	"time"
+)
+
+// Role is what a user may do.
+type Role string
+
+// Roles. Admins do everything; reviewers decide and resume; founders act
+// only on what is assigned to them.
+const (
+	RoleAdmin    Role = "admin"
+	RoleReviewer Role = "reviewer"
+	RoleFounder  Role = "founder"
+)
+
+// Valid reports whether r is a defined role.
+func (r Role) Valid() bool { return r == RoleAdmin || r == RoleReviewer || r == RoleFounder }
+
+// User is a person (or the owner of a machine's API key).
+type User struct {
+	ID        string
+	Email     string
+	Name      string
+	Role      Role
+	Disabled  bool
+	CreatedAt time.Time
+}
+
+// APIKey authenticates a machine as a user. Only a hash of its secret is
+// stored; Prefix (the first characters) lets people tell keys apart.
+type APIKey struct {
+	ID         string
+	Name       string
+	Prefix     string
+	UserID     string
+	CreatedAt  time.Time
+	LastUsedAt *time.Time
+	RevokedAt  *time.Time
+}
+
+// AuthStore persists users and API keys.
+type AuthStore interface {
+	// CreateUser adds a user; ErrConflict if the email is taken.
+	CreateUser(ctx context.Context, u User, passwordHash string) (User, error)
+	// UserByEmail returns a user and its password hash, or ErrNotFound.
+	UserByEmail(ctx context.Context, email string) (User, string, error)
+	// CountUsers counts users, to detect a fresh database.
+	CountUsers(ctx context.Context) (int, error)
+	// CreateAPIKey stores a key by the hash of its secret.
+	CreateAPIKey(ctx context.Context, k APIKey, hash []byte) error
+	// KeyOwner returns the active key with this hash and its enabled owner,
+	// or ErrNotFound (revoked keys and disabled users are not found).
+	KeyOwner(ctx context.Context, hash []byte) (APIKey, User, error)
+	// RevokeAPIKey ends a key; ErrNotFound if there is no such active key.
+	RevokeAPIKey(ctx context.Context, id string, now time.Time) error
+}
+
+// Stats are the gauges the metrics endpoint exports.
+type Stats struct {
+	RunsByStatus    map[RunStatus]int
+	PendingByReason map[string]int
+	QueuedJobs      int
+	// OldestDue is the run-at of the oldest job that is due and unclaimed.
+	OldestDue *time.Time
+}

@@ -1,0 +1,75 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+type principalKey struct{}
+
+// Principal is the authenticated caller of an API request.
+type Principal struct {
+	User domain.User
+	Key  domain.APIKey
+}
+
+func principalFrom(ctx context.Context) Principal {
+	p, _ := ctx.Value(principalKey{}).(Principal)
+	return p
+}
+
+// requireKey authenticates "Authorization: Bearer <api key>". Unknown,
+// revoked and malformed keys get the same 401.
+func (s *Server) requireKey(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || secret == "" {
+			unauthorized(w, r)
+			return
+		}
+		key, user, err := s.Auth.KeyOwner(r.Context(), HashAPIKey(strings.TrimSpace(secret)))
+		if errors.Is(err, domain.ErrNotFound) {
+			unauthorized(w, r)
+			return
+		}
+		if err != nil {
+			s.Log.ErrorContext(r.Context(), "API key lookup failed", "error", err)
+			writeProblem(w, r, newProblem(http.StatusServiceUnavailable, "unavailable", "The server cannot check credentials right now; retry later."))
+			return
+		}
+		ctx := context.WithValue(r.Context(), principalKey{}, Principal{User: user, Key: key})
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+func unauthorized(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="tollgate"`)
+	writeProblem(w, r, newProblem(http.StatusUnauthorized, "unauthorized", "A valid API key is required: Authorization: Bearer <key>."))
+}
+
+// errForbidden is a role check that failed.
+var errForbidden = errors.New("forbidden")
+
+// mayResume reports whether the caller may resume or decide s: reviewers
+// and admins may act on any suspension, founders only on their own.
+func mayResume(p Principal, s domain.Suspension) bool {
+	switch p.User.Role {
+	case domain.RoleAdmin, domain.RoleReviewer:
+		return true
+	case domain.RoleFounder:
+		return s.Assignee != "" && strings.EqualFold(s.Assignee, p.User.Email)
+	}
+	return false
+}
+
+// mayRead reports whether the caller may see s; a founder may not learn
+// that other founders' suspensions exist (404, not 403).
+func mayRead(p Principal, s domain.Suspension) bool { return mayResume(p, s) }
+
+func isStaff(p Principal) bool {
+	return p.User.Role == domain.RoleAdmin || p.User.Role == domain.RoleReviewer
+}

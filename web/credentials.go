@@ -1,0 +1,75 @@
+package web
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+
+	"golang.org/x/crypto/argon2"
+)
+
+// API keys are "tg_" followed by crypto/rand.Text (26 base32 characters,
+// 130 bits). Only their SHA-256 is stored: for a secret with that much
+// entropy a plain hash is as strong as a slow one, and lookups stay fast.
+const apiKeyPrefix = "tg_"
+
+// NewAPIKey returns a fresh secret, its display prefix and its hash.
+func NewAPIKey() (secret, prefix string, hash []byte) {
+	secret = apiKeyPrefix + rand.Text()
+	return secret, secret[:len(apiKeyPrefix)+6], HashAPIKey(secret)
+}
+
+// HashAPIKey is the stored form of an API key.
+func HashAPIKey(secret string) []byte {
+	h := sha256.Sum256([]byte(secret))
+	return h[:]
+}
+
+// Argon2id parameters: OWASP's first recommendation (m=19 MiB, t=2, p=1).
+const (
+	argonTime    = 2
+	argonMemory  = 19 * 1024
+	argonThreads = 1
+	argonKeyLen  = 32
+)
+
+// HashPassword derives an argon2id hash in the PHC string format. Any
+// length of password is hashed whole; nothing is truncated.
+func HashPassword(password string) (string, error) {
+	if len(password) < 8 {
+		return "", errors.New("password must have at least 8 characters")
+	}
+	salt := make([]byte, 16)
+	if _, err := rand.Read(salt); err != nil {
+		return "", err
+	}
+	key := argon2.IDKey([]byte(password), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
+	b64 := base64.RawStdEncoding
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemory, argonTime, argonThreads, b64.EncodeToString(salt), b64.EncodeToString(key)), nil
+}
+
+// CheckPassword reports whether password matches an encoded argon2id hash,
+// comparing in constant time.
+func CheckPassword(encoded, password string) bool {
+	parts := strings.Split(encoded, "$")
+	if len(parts) != 6 || parts[1] != "argon2id" {
+		return false
+	}
+	var m, t uint32
+	var p uint8
+	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &m, &t, &p); err != nil {
+		return false
+	}
+	b64 := base64.RawStdEncoding
+	salt, err1 := b64.DecodeString(parts[4])
+	want, err2 := b64.DecodeString(parts[5])
+	if err1 != nil || err2 != nil || len(want) == 0 {
+		return false
+	}
+	got := argon2.IDKey([]byte(password), salt, t, m, p, uint32(len(want)))
+	return subtle.ConstantTimeCompare(got, want) == 1
+}

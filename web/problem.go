@@ -1,0 +1,190 @@
+package web
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// problemTypePrefix makes a stable problem type URI from an error code.
+const problemTypePrefix = "urn:tollgate:problem:"
+
+// Problem is an RFC 9457 problem details object, the body of every error
+// response of the JSON API. Code is the stable domain error code clients
+// branch on; Errors lists per-field problems; Extra's members appear at the
+// top level of the object (for example resumedBy and resumedAt).
+type Problem struct {
+	Type     string
+	Title    string
+	Status   int
+	Detail   string
+	Code     string
+	Instance string
+	Errors   []domain.FieldError
+	Extra    map[string]any
+}
+
+// problemMembers are the names Problem writes itself; Extra cannot replace them.
+var problemMembers = map[string]bool{
+	"type": true, "title": true, "status": true, "detail": true,
+	"code": true, "instance": true, "errors": true,
+}
+
+// MarshalJSON writes the standard members in a fixed order, then Extra's
+// members sorted by name. An Extra member named like a standard member is
+// dropped, so detail data can never change the status or the type.
+func (p Problem) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	add := func(name string, v any) error {
+		val, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("marshal problem member %q: %w", name, err)
+		}
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		key, _ := json.Marshal(name)
+		b.Write(key)
+		b.WriteByte(':')
+		b.Write(val)
+		return nil
+	}
+	for _, m := range p.members() {
+		if err := add(m.name, m.value); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.Extra)) {
+		if problemMembers[k] {
+			continue
+		}
+		if err := add(k, p.Extra[k]); err != nil {
+			return nil, err
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+type problemMember struct {
+	name  string
+	value any
+}
+
+// members lists the standard members to write, leaving out empty optional ones.
+func (p Problem) members() []problemMember {
+	ms := []problemMember{{"type", p.Type}, {"title", p.Title}, {"status", p.Status}}
+	if p.Detail != "" {
+		ms = append(ms, problemMember{"detail", p.Detail})
+	}
+	if p.Code != "" {
+		ms = append(ms, problemMember{"code", p.Code})
+	}
+	if p.Instance != "" {
+		ms = append(ms, problemMember{"instance", p.Instance})
+	}
+	if len(p.Errors) > 0 {
+		ms = append(ms, problemMember{"errors", p.Errors})
+	}
+	return ms
+}
+
+// newProblem fills in the type and title that follow from status and code.
+func newProblem(status int, code, detail string) Problem {
+	return Problem{
+		Type:   problemTypePrefix + code,
+		Title:  http.StatusText(status),
+		Status: status,
+		Detail: detail,
+		Code:   code,
+	}
+}
+
+// problemFor maps an error to the problem the client sees. Only validation
+// and conflict errors, which are written for clients, show their message;
+// anything unexpected becomes a generic 500 whose error the caller logs.
+func problemFor(err error) Problem {
+	if ve, ok := errors.AsType[*domain.ValidationError](err); ok {
+		p := newProblem(validationStatus(ve.Code), cmp.Or(ve.Code, domain.CodeValidation), ve.Message)
+		p.Errors = ve.Fields
+		return p
+	}
+	if ce, ok := errors.AsType[*domain.ConflictError](err); ok {
+		p := newProblem(http.StatusConflict, cmp.Or(ce.Code, domain.CodeConflict), ce.Message)
+		p.Extra = maps.Clone(ce.Detail)
+		return p
+	}
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return newProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "The request body is too large.")
+	}
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return newProblem(http.StatusNotFound, domain.CodeNotFound, "The requested resource does not exist.")
+	case errors.Is(err, domain.ErrConflict):
+		return newProblem(http.StatusConflict, domain.CodeConflict, "The resource is not in a state that allows this change.")
+	}
+	return newProblem(http.StatusInternalServerError, "internal", "An internal error occurred.")
+}
+
+func validationStatus(code string) int {
+	switch code {
+	case domain.CodeInvalidJSON:
+		return http.StatusBadRequest
+	case CodeUnsupportedMediaType:
+		return http.StatusUnsupportedMediaType
+	case CodePayloadTooLarge:
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusUnprocessableEntity
+}
+
+// writeProblem writes p as application/problem+json, filling in a missing
+// status (500), title, type and instance (the request path; r may be nil).
+func writeProblem(w http.ResponseWriter, r *http.Request, p Problem) {
+	p.Status = cmp.Or(p.Status, http.StatusInternalServerError)
+	p.Title = cmp.Or(p.Title, http.StatusText(p.Status))
+	if p.Type == "" {
+		p.Type = "about:blank"
+		if p.Code != "" {
+			p.Type = problemTypePrefix + p.Code
+		}
+	}
+	if p.Instance == "" && r != nil && r.URL != nil {
+		p.Instance = r.URL.Path
+	}
+	body, err := json.Marshal(p)
+	if err != nil {
+		// Extra held something encoding/json cannot write. The status and
+		// code still tell the client what happened.
+		p.Extra = nil
+		body, _ = json.Marshal(p)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// writeJSON writes v as the JSON response body with the given status. If v
+// cannot be encoded, the client gets a generic 500 problem instead.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		writeProblem(w, nil, problemFor(err))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}

@@ -1,0 +1,135 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+type workflowJSON struct {
+	ID      string   `json:"id"`
+	Version string   `json:"version"`
+	Steps   []string `json:"steps"`
+}
+
+func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) error {
+	items := []workflowJSON{}
+	for _, wf := range s.Engine.Registry().All() {
+		items = append(items, workflowJSON{ID: wf.ID, Version: wf.Version, Steps: wf.Steps()})
+	}
+	writeJSON(w, http.StatusOK, page[workflowJSON]{Items: items})
+	return nil
+}
+
+// startRun starts a run. An Idempotency-Key makes the call safe to retry:
+// the repeat answers with the run the first call started.
+func (s *Server) startRun(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Input json.RawMessage `json:"input"`
+	}
+	if err := decodeJSON(w, r, &body, s.MaxBody); err != nil {
+		return err
+	}
+	run, created, err := s.Engine.Start(r.Context(), r.PathValue("workflowId"), body.Input, r.Header.Get("Idempotency-Key"))
+	if err != nil {
+		return err
+	}
+	if !created {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	w.Header().Set("Location", "/api/v1/runs/"+run.ID)
+	writeJSON(w, http.StatusCreated, runView(run))
+	return nil
+}
+
+func (s *Server) showRun(w http.ResponseWriter, r *http.Request) error {
+	if !isStaff(principalFrom(r.Context())) {
+		return domain.ErrNotFound
+	}
+	run, err := s.Store.Run(r.Context(), r.PathValue("runId"))
+	if err != nil {
+		return err
+	}
+	ss, _, err := s.Store.Suspensions(r.Context(), domain.SuspensionFilter{RunID: run.ID, Limit: 500})
+	if err != nil {
+		return err
+	}
+	v := runView(run)
+	v.Suspensions = make([]suspensionJSON, len(ss))
+	for i, sp := range ss {
+		v.Suspensions[i] = suspensionView(sp)
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
+	if !isStaff(principalFrom(r.Context())) {
+		return domain.ErrNotFound
+	}
+	events, err := s.Store.Events(r.Context(), r.PathValue("runId"))
+	if err != nil {
+		return err
+	}
+	items := make([]eventJSON, len(events))
+	for i, e := range events {
+		items[i] = eventJSON{Seq: e.Seq, Type: e.Type, Step: e.Step, Payload: orNull(e.Payload), CreatedAt: e.CreatedAt}
+	}
+	writeJSON(w, http.StatusOK, page[eventJSON]{Items: items})
+	return nil
+}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
+	if !isStaff(principalFrom(r.Context())) {
+		return errForbidden
+	}
+	q := r.URL.Query()
+	f := domain.RunFilter{Status: domain.RunStatus(q.Get("status")), WorkflowID: q.Get("workflowId"), Cursor: q.Get("cursor")}
+	var errs []domain.FieldError
+	if f.Status != "" && !f.Status.Valid() {
+		errs = append(errs, domain.FieldError{Field: "status", Message: "must be one of pending, running, suspended, succeeded, failed, cancelled"})
+	}
+	f.Limit, errs = parseLimit(q.Get("limit"), errs)
+	if len(errs) > 0 {
+		return &domain.ValidationError{Code: domain.CodeValidation, Message: "invalid query parameters", Fields: errs}
+	}
+	runs, next, err := s.Store.Runs(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	items := make([]runJSON, len(runs))
+	for i, run := range runs {
+		items[i] = runView(run)
+	}
+	writeJSON(w, http.StatusOK, page[runJSON]{Items: items, NextCursor: next})
+	return nil
+}
+
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
+	p := principalFrom(r.Context())
+	if p.User.Role != domain.RoleAdmin {
+		return errForbidden
+	}
+	if err := decodeJSON(w, r, &struct{}{}, s.MaxBody); err != nil {
+		return err
+	}
+	run, err := s.Engine.Cancel(r.Context(), r.PathValue("runId"), p.User.Email)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, runView(run))
+	return nil
+}
+
+func parseLimit(v string, errs []domain.FieldError) (int, []domain.FieldError) {
+	if v == "" {
+		return 0, errs
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 500 {
+		return 0, append(errs, domain.FieldError{Field: "limit", Message: "must be an integer from 1 to 500"})
+	}
+	return n, errs
+}

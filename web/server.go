@@ -1,0 +1,136 @@
+// Package web is Tollgate's HTTP surface: the JSON API under /api/v1,
+// health and metrics endpoints. Handlers return errors; problemFor turns
+// them into RFC 9457 problem details in one place.
+package web
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/engine"
+)
+
+// Health is what /readyz checks.
+type Health interface {
+	Ping(ctx context.Context) error
+	MigrationsCurrent(ctx context.Context) (bool, error)
+	Stats(ctx context.Context, now time.Time) (domain.Stats, error)
+}
+
+// Server serves the API. Every field is required unless noted.
+type Server struct {
+	Engine *engine.Engine
+	Store  domain.Store
+	Auth   domain.AuthStore
+	Health Health
+	Clock  domain.Clock
+	Log    *slog.Logger
+	// MaxBody bounds JSON request bodies (default 1 MiB).
+	MaxBody int64
+}
+
+// Handler returns the routed, middleware-wrapped handler.
+func (s *Server) Handler() http.Handler {
+	if s.MaxBody <= 0 {
+		s.MaxBody = 1 << 20
+	}
+	if s.Clock == nil {
+		s.Clock = domain.SystemClock{}
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("GET /metrics", s.metrics)
+
+	api := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {
+		mux.Handle(pattern, s.requireKey(s.handle(h)))
+	}
+	api("GET /api/v1/workflows", s.listWorkflows)
+	api("POST /api/v1/workflows/{workflowId}/runs", s.startRun)
+	api("GET /api/v1/runs", s.listRuns)
+	api("GET /api/v1/runs/{runId}", s.showRun)
+	api("GET /api/v1/runs/{runId}/events", s.listEvents)
+	api("POST /api/v1/runs/{runId}/cancel", s.cancelRun)
+	api("POST /api/v1/runs/{runId}/steps/{stepKey}/resume", s.resumeStep)
+	api("GET /api/v1/suspensions", s.listSuspensions)
+	api("GET /api/v1/suspensions/{id}", s.showSuspension)
+	api("POST /api/v1/suspensions/{id}/resume", s.resumeSuspension)
+	api("POST /api/v1/suspensions/{id}/approve", s.approveSuspension)
+	api("POST /api/v1/suspensions/{id}/reject", s.rejectSuspension)
+	mux.Handle("/api/", s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		return domain.ErrNotFound
+	}))
+	return s.recoverPanics(s.logRequests(securityHeaders(mux)))
+}
+
+// handle adapts an error-returning handler; errors become problem details
+// here and only here.
+func (s *Server) handle(h func(http.ResponseWriter, *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			if errors.Is(err, errForbidden) {
+				writeProblem(w, r, newProblem(http.StatusForbidden, "forbidden", "Your role does not allow this."))
+				return
+			}
+			p := problemFor(err)
+			if p.Status >= 500 {
+				s.Log.ErrorContext(r.Context(), "Request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+			}
+			writeProblem(w, r, p)
+		}
+	})
+}
+
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.Log.ErrorContext(r.Context(), "Handler panicked", "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+				writeProblem(w, r, newProblem(http.StatusInternalServerError, "internal", "The server failed to handle this request."))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// logRequests logs each request once. Query strings are left out: resume
+// URLs may carry tokens.
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		s.Log.DebugContext(r.Context(), "Request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", time.Since(start))
+	})
+}
+
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+		h.Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}

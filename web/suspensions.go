@@ -1,0 +1,158 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+func (s *Server) listSuspensions(w http.ResponseWriter, r *http.Request) error {
+	p := principalFrom(r.Context())
+	q := r.URL.Query()
+	f := domain.SuspensionFilter{
+		Status: domain.SuspensionStatus(q.Get("status")), Reason: q.Get("reason"), Kind: domain.SuspensionKind(q.Get("kind")),
+		WorkflowID: q.Get("workflowId"), RunID: q.Get("runId"), Cursor: q.Get("cursor"), Newest: q.Get("order") == "newest",
+	}
+	var errs []domain.FieldError
+	if f.Status != "" && !f.Status.Valid() {
+		errs = append(errs, domain.FieldError{Field: "status", Message: "must be one of pending, resumed, expired, cancelled"})
+	}
+	if f.Kind != "" && !f.Kind.Valid() {
+		errs = append(errs, domain.FieldError{Field: "kind", Message: "must be one of delay, webhook, callback, signal, approval, input"})
+	}
+	if o := q.Get("order"); o != "" && o != "newest" && o != "oldest" {
+		errs = append(errs, domain.FieldError{Field: "order", Message: "must be oldest or newest"})
+	}
+	f.Limit, errs = parseLimit(q.Get("limit"), errs)
+	if len(errs) > 0 {
+		return &domain.ValidationError{Code: domain.CodeValidation, Message: "invalid query parameters", Fields: errs}
+	}
+	items := []suspensionJSON{}
+	ss, next, err := s.Store.Suspensions(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	for _, sp := range ss {
+		if mayRead(p, sp) {
+			items = append(items, suspensionView(sp))
+		}
+	}
+	writeJSON(w, http.StatusOK, page[suspensionJSON]{Items: items, NextCursor: next})
+	return nil
+}
+
+// visibleSuspension loads a suspension the caller may see; others are
+// reported as not found, so their existence does not leak.
+func (s *Server) visibleSuspension(r *http.Request) (domain.Suspension, error) {
+	sp, err := s.Store.Suspension(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return sp, err
+	}
+	if sp.Precompleted || !mayRead(principalFrom(r.Context()), sp) {
+		return domain.Suspension{}, domain.ErrNotFound
+	}
+	return sp, nil
+}
+
+func (s *Server) showSuspension(w http.ResponseWriter, r *http.Request) error {
+	sp, err := s.visibleSuspension(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, suspensionView(sp))
+	return nil
+}
+
+// resumeSuspension writes resume data once. Of concurrent resumes one gets
+// 200; the others get 409 saying who won and when. Repeating the winning
+// request with its Idempotency-Key returns the original 200.
+func (s *Server) resumeSuspension(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		ResumeData json.RawMessage `json:"resumeData"`
+	}
+	if err := decodeJSON(w, r, &body, s.MaxBody); err != nil {
+		return err
+	}
+	sp, err := s.visibleSuspension(r)
+	if err != nil {
+		return err
+	}
+	p := principalFrom(r.Context())
+	out, err := s.Engine.Resume(r.Context(), domain.ResumeRequest{
+		SuspensionID: sp.ID, Data: body.ResumeData, By: p.User.Email, RequestKey: r.Header.Get("Idempotency-Key"),
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, suspensionView(out))
+	return nil
+}
+
+// resumeStep resumes the pause of a run's step by its key — possibly
+// before the pause has committed, in which case the resume is kept and
+// applied when it does. Only staff may address pauses that do not exist yet.
+func (s *Server) resumeStep(w http.ResponseWriter, r *http.Request) error {
+	p := principalFrom(r.Context())
+	if !isStaff(p) {
+		return errForbidden
+	}
+	var body struct {
+		ResumeData json.RawMessage `json:"resumeData"`
+	}
+	if err := decodeJSON(w, r, &body, s.MaxBody); err != nil {
+		return err
+	}
+	key := r.PathValue("stepKey")
+	name, _, _ := strings.Cut(key, "#")
+	if err := domain.ValidateName("step", name); err != nil {
+		return err
+	}
+	if _, err := s.Store.Run(r.Context(), r.PathValue("runId")); err != nil {
+		return err
+	}
+	out, err := s.Engine.Resume(r.Context(), domain.ResumeRequest{
+		RunID: r.PathValue("runId"), StepKey: key, Data: body.ResumeData, By: p.User.Email, RequestKey: r.Header.Get("Idempotency-Key"),
+	})
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if out.Precompleted {
+		status = http.StatusAccepted // kept until the pause commits
+	}
+	writeJSON(w, status, suspensionView(out))
+	return nil
+}
+
+func (s *Server) approveSuspension(w http.ResponseWriter, r *http.Request) error {
+	return s.decide(w, r, true)
+}
+
+func (s *Server) rejectSuspension(w http.ResponseWriter, r *http.Request) error {
+	return s.decide(w, r, false)
+}
+
+func (s *Server) decide(w http.ResponseWriter, r *http.Request, approve bool) error {
+	var body struct {
+		Comment string `json:"comment"`
+	}
+	if err := decodeJSON(w, r, &body, s.MaxBody); err != nil {
+		return err
+	}
+	if len(body.Comment) > 10_000 {
+		return &domain.ValidationError{Code: domain.CodeValidation, Message: "comment is too long", Fields: []domain.FieldError{{Field: "comment", Message: "at most 10000 characters"}}}
+	}
+	sp, err := s.visibleSuspension(r)
+	if err != nil {
+		return err
+	}
+	p := principalFrom(r.Context())
+	out, err := s.Engine.Decide(r.Context(), sp.ID, approve, body.Comment, p.User.Email, r.Header.Get("Idempotency-Key"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, suspensionView(out))
+	return nil
+}
