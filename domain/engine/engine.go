@@ -186,6 +186,11 @@ func (e *Engine) Run(ctx context.Context) error {
 	rescue := time.NewTicker(max(e.o.Lease/2, 10*time.Millisecond))
 	defer rescue.Stop()
 	for ctx.Err() == nil {
+		select {
+		case <-rescue.C: // also under constant load, when wait is never reached
+			e.rescue(ctx)
+		default:
+		}
 		claimed := e.claim(ctx, stepCtx, sem, &wg)
 		if claimed > 0 && len(sem) < cap(sem) {
 			continue
@@ -256,11 +261,16 @@ func (e *Engine) wait(ctx context.Context, rescue <-chan time.Time, canClaim boo
 	case <-e.freed:
 	case <-t.C:
 	case <-rescue:
-		if n, err := e.store.RescueJobs(ctx, e.o.Clock.Now()); err != nil {
-			e.log.ErrorContext(ctx, "Rescuing jobs failed", "error", err)
-		} else if n > 0 {
-			e.log.WarnContext(ctx, "Rescued jobs whose lease expired", "jobs", n)
-		}
+		e.rescue(ctx)
+	}
+}
+
+// rescue returns jobs whose lease expired (their worker died) to the queue.
+func (e *Engine) rescue(ctx context.Context) {
+	if n, err := e.store.RescueJobs(ctx, e.o.Clock.Now()); err != nil {
+		e.log.ErrorContext(ctx, "Rescuing jobs failed", "error", err)
+	} else if n > 0 {
+		e.log.WarnContext(ctx, "Rescued jobs whose lease expired", "jobs", n)
 	}
 }
 
