@@ -182,16 +182,19 @@ func (w *commitWriter) settle(ctx context.Context, c domain.StepCommit) (domain.
 }
 
 // outstanding counts the run's other queued jobs and pending suspensions;
-// the committing job is already gone.
+// the committing job is already gone. A delay's timer is a job too, but it
+// is part of its pending suspension, not work in progress: a run whose only
+// branch sleeps is suspended, not running.
 func (w *commitWriter) outstanding(ctx context.Context) (jobs, pending int, err error) {
 	var counts struct {
 		Jobs    int `bun:"jobs"`
 		Pending int `bun:"pending"`
 	}
 	err = w.tx.NewRaw(`SELECT
-		(SELECT count(*) FROM jobs WHERE run_id = ?) AS jobs,
+		(SELECT count(*) FROM jobs AS j WHERE j.run_id = ? AND NOT EXISTS (
+			SELECT 1 FROM suspensions AS t WHERE t.id = j.suspension_id AND t.status = ?)) AS jobs,
 		(SELECT count(*) FROM suspensions WHERE run_id = ? AND status = ?) AS pending`,
-		w.run.ID, w.run.ID, domain.SuspensionPending).Scan(ctx, &counts)
+		w.run.ID, domain.SuspensionPending, w.run.ID, domain.SuspensionPending).Scan(ctx, &counts)
 	return counts.Jobs, counts.Pending, err
 }
 
