@@ -19,9 +19,10 @@ bench: ## Throughput and latency of suspend→resume cycles on both databases
 generate: ## Regenerate generated code
 	$(GO) generate ./...
 
-lint: ## gofmt and go vet
+lint: ## gofmt, go vet and staticcheck
 	test -z "$$(gofmt -l .)"
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 
 check: generate lint test ## What CI runs, plus drift checks
 	git diff --exit-code
