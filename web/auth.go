@@ -23,11 +23,12 @@ func principalFrom(ctx context.Context) Principal {
 }
 
 // requireKey authenticates "Authorization: Bearer <api key>". Unknown,
-// revoked and malformed keys get the same 401.
+// revoked and malformed keys get the same 401. The scheme name is
+// case-insensitive (RFC 9110, section 11.1).
 func (s *Server) requireKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || secret == "" {
+		scheme, secret, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
 			unauthorized(w, r)
 			return
 		}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 
@@ -109,11 +110,12 @@ func (s *Server) resumeStep(w http.ResponseWriter, r *http.Request) error {
 	if err := domain.ValidateName("step", name); err != nil {
 		return err
 	}
-	if _, err := s.Store.Run(r.Context(), r.PathValue("runId")); err != nil {
+	runID := r.PathValue("runId")
+	if _, err := s.Store.Run(r.Context(), runID); err != nil {
 		return err
 	}
-	out, err := s.Engine.Resume(r.Context(), domain.ResumeRequest{
-		RunID: r.PathValue("runId"), StepKey: key, Data: body.ResumeData, By: p.User.Email, RequestKey: r.Header.Get("Idempotency-Key"),
+	out, err := s.resumeAt(r, domain.ResumeRequest{
+		RunID: runID, StepKey: key, Data: body.ResumeData, By: p.User.Email, RequestKey: r.Header.Get("Idempotency-Key"),
 	})
 	if err != nil {
 		return err
@@ -124,6 +126,47 @@ func (s *Server) resumeStep(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, status, suspensionView(out))
 	return nil
+}
+
+// resumeAt resumes the pause of req's step key. A pause that has committed
+// is resumed by its id, so that the engine checks its kind and resume schema
+// as for any other resume. A pause can also commit while the resume waits
+// for the run's lock, after it looked for the pause; the store then reports
+// the pause as not pending, and it is resumed once more, by its id.
+func (s *Server) resumeAt(r *http.Request, req domain.ResumeRequest) (domain.Suspension, error) {
+	for attempt := 1; ; attempt++ {
+		id, err := s.pauseAt(r, req.RunID, req.StepKey)
+		if err != nil {
+			return domain.Suspension{}, err
+		}
+		req.SuspensionID = id
+		out, err := s.Engine.Resume(r.Context(), req)
+		ce, conflict := errors.AsType[*domain.ConflictError](err)
+		if id != "" || attempt == 2 || !conflict || ce.Code != domain.CodeNotPending {
+			return out, err
+		}
+	}
+}
+
+// pauseAt returns the id of the committed pause of a run's step key, or ""
+// if it has not committed yet.
+func (s *Server) pauseAt(r *http.Request, runID, stepKey string) (string, error) {
+	f := domain.SuspensionFilter{RunID: runID, Limit: 500}
+	for {
+		ss, next, err := s.Store.Suspensions(r.Context(), f)
+		if err != nil {
+			return "", err
+		}
+		for _, sp := range ss {
+			if sp.StepKey == stepKey && !sp.Precompleted {
+				return sp.ID, nil
+			}
+		}
+		if next == "" {
+			return "", nil
+		}
+		f.Cursor = next
+	}
 }
 
 func (s *Server) approveSuspension(w http.ResponseWriter, r *http.Request) error {
