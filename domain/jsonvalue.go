@@ -1,10 +1,11 @@
 package domain
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 )
 
 // DefaultCheckpointLimit bounds an encoded checkpoint. Checkpoints should
@@ -12,9 +13,9 @@ import (
 const DefaultCheckpointLimit = 256 << 10
 
 // EncodeJSON turns a step-supplied value into JSON, or says clearly why it
-// cannot be stored: functions, channels, NaN and infinities, cycles and text
-// with NUL characters (which PostgreSQL's jsonb refuses, so neither database
-// accepts them). A nil value encodes as null. limit ≤ 0 means unbounded.
+// cannot be stored: functions, channels, NaN and infinities, cycles, and
+// text that PostgreSQL's jsonb refuses (see CheckJSON), so that neither
+// database accepts it. A nil value encodes as null. limit ≤ 0 means unbounded.
 func EncodeJSON(what string, v any, limit int, code string) (json.RawMessage, error) {
 	var data []byte
 	switch x := v.(type) {
@@ -32,8 +33,8 @@ func EncodeJSON(what string, v any, limit int, code string) (json.RawMessage, er
 		}
 		data = b
 	}
-	if hasNUL(data) {
-		return nil, &ValidationError{Code: code, Message: what + " contains a NUL character (\\u0000), which cannot be stored"}
+	if p := textProblem(data); p != "" {
+		return nil, &ValidationError{Code: code, Message: what + " " + p}
 	}
 	if limit > 0 && len(data) > limit {
 		return nil, &ValidationError{Code: CodeCheckpointTooLarge, Message: fmt.Sprintf("%s is %d bytes; the limit is %d", what, len(data), limit)}
@@ -53,22 +54,63 @@ func jsonProblem(err error) string {
 	return err.Error()
 }
 
-// hasNUL reports whether JSON text contains an escaped NUL (\u0000) outside
-// an escaped backslash.
-func hasNUL(data []byte) bool {
-	for i := 0; ; {
-		j := bytes.Index(data[i:], []byte(`\u0000`))
-		if j < 0 {
-			return false
-		}
-		at := i + j
-		n := 0
-		for k := at - 1; k >= 0 && data[k] == '\\'; k-- {
-			n++
-		}
-		if n%2 == 0 {
-			return true
-		}
-		i = at + 1
+// CheckJSON checks JSON text that arrives already encoded (a run's input,
+// resume data): it must be valid JSON that both databases store unchanged.
+// PostgreSQL's jsonb refuses a NUL character (\u0000) and an unpaired UTF-16
+// surrogate escape, and rewrites invalid UTF-8, where SQLite would keep all
+// three; rejecting them here gives one answer on both. The error is a
+// *ValidationError with code invalid_json.
+func CheckJSON(data []byte) error {
+	if !json.Valid(data) {
+		return &ValidationError{Code: CodeInvalidJSON, Message: "body is not valid JSON"}
 	}
+	if p := textProblem(data); p != "" {
+		return &ValidationError{Code: CodeInvalidJSON, Message: "JSON " + p}
+	}
+	return nil
+}
+
+// textProblem explains why valid JSON text cannot be stored as it is, or
+// returns "". In valid JSON every backslash starts an escape inside a string,
+// so one pass that skips over escapes sees each of them exactly once.
+func textProblem(data []byte) string {
+	if !utf8.Valid(data) {
+		return "contains bytes that are not valid UTF-8"
+	}
+	for i := 0; i < len(data); i++ {
+		if data[i] != '\\' {
+			continue
+		}
+		if i+1 < len(data) && data[i+1] != 'u' {
+			i++ // a two-character escape such as \\ or \"
+			continue
+		}
+		r := hex4(data, i+2)
+		switch {
+		case r == 0:
+			return "contains a NUL character (\\u0000), which cannot be stored"
+		case r >= 0xD800 && r <= 0xDBFF:
+			if lo := hex4(data, i+8); i+7 < len(data) && data[i+6] == '\\' && data[i+7] == 'u' && lo >= 0xDC00 && lo <= 0xDFFF {
+				i += 11
+				continue
+			}
+			return "contains an unpaired UTF-16 surrogate (\\u" + string(data[i+2:i+6]) + "), which cannot be stored"
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return "contains an unpaired UTF-16 surrogate (\\u" + string(data[i+2:i+6]) + "), which cannot be stored"
+		}
+		i += 5
+	}
+	return ""
+}
+
+// hex4 decodes the four hex digits at data[at:], or returns -1.
+func hex4(data []byte, at int) int {
+	if at < 0 || at+4 > len(data) {
+		return -1
+	}
+	n, err := strconv.ParseUint(string(data[at:at+4]), 16, 32)
+	if err != nil {
+		return -1
+	}
+	return int(n)
 }

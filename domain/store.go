@@ -52,8 +52,10 @@ type Store interface {
 	ClaimJobs(ctx context.Context, worker string, now time.Time, lease time.Duration, limit int) ([]Job, error)
 	// ExtendLease keeps a long-running job's claim; ErrStale if it was lost.
 	ExtendLease(ctx context.Context, ref JobRef, until time.Time) error
-	// ReleaseJob gives a claimed job back to the queue unchanged (shutdown).
-	ReleaseJob(ctx context.Context, ref JobRef, now time.Time) error
+	// ReleaseJob gives a claimed job back to the queue unchanged, without
+	// using up its attempt, due at the given time: now at shutdown, a little
+	// later after a commit failed. ErrStale if the claim was lost.
+	ReleaseJob(ctx context.Context, ref JobRef, at time.Time) error
 	// RescueJobs returns jobs whose lease expired to the queue.
 	RescueJobs(ctx context.Context, now time.Time) (int, error)
 	// NextJobAt is the earliest run-at of a queued job.

@@ -77,19 +77,36 @@ func (p RetryPolicy) Backoff(attempt int, r float64) time.Duration {
 		mult = 1
 	}
 	d := float64(p.InitialBackoff) * math.Pow(mult, float64(max(attempt-1, 0)))
-	if p.MaxBackoff > 0 && d > float64(p.MaxBackoff) {
-		d = float64(p.MaxBackoff)
+	// Uncapped, the exponential outgrows a Duration after enough attempts,
+	// and converting such a float gives garbage (a negative wait on amd64),
+	// so it is held to maxBackoff. !(d <= limit) also catches NaN.
+	limit := maxBackoff
+	if p.MaxBackoff > 0 {
+		limit = float64(p.MaxBackoff)
 	}
-	j := min(max(p.Jitter, 0), 1)
-	return time.Duration(d * (1 - j*r))
+	if !(d <= limit) {
+		d = limit
+	}
+	j := p.Jitter
+	if !(j > 0) {
+		j = 0
+	}
+	return time.Duration(d * (1 - min(j, 1)*r))
 }
+
+// maxBackoff is the longest wait Backoff returns (about 146 years): a
+// Duration, with room to spare, as a float64.
+const maxBackoff = float64(1 << 62)
 
 func (p RetryPolicy) validate() error {
 	if p.MaxAttempts < 1 {
 		return errors.New("retry policy needs MaxAttempts ≥ 1")
 	}
-	if p.InitialBackoff < 0 || p.MaxBackoff < 0 || p.Jitter < 0 || p.Jitter > 1 {
+	if p.InitialBackoff < 0 || p.MaxBackoff < 0 || !(p.Jitter >= 0 && p.Jitter <= 1) {
 		return errors.New("retry policy has a negative backoff or a jitter outside 0–1")
+	}
+	if math.IsNaN(p.Multiplier) {
+		return errors.New("retry policy has a multiplier that is not a number")
 	}
 	return nil
 }

@@ -115,7 +115,7 @@ func (db *DB) openPostgres(ctx context.Context, o Opts) error {
 		sqldb.Close()
 		return fmt.Errorf("connect to postgres: %w", err)
 	}
-	db.bun = bun.NewDB(sqldb, pgdialect.New())
+	db.bun = bun.NewDB(sqldb, pgDialect{pgdialect.New()})
 	db.dialect = Postgres
 	db.dsn = o.URL
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -152,7 +152,7 @@ func (db *DB) openSQLite(ctx context.Context, o Opts) error {
 		sqldb.Close()
 		return fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	db.bun = bun.NewDB(sqldb, sqlitedialect.New())
+	db.bun = bun.NewDB(sqldb, sqliteDialect{sqlitedialect.New()})
 	db.dialect = SQLite
 	return nil
 }

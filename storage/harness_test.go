@@ -107,3 +107,124 @@ func raw(v any) json.RawMessage {
 	}
 	return b
 }
+
+// forEachDialectOpts is forEachDialect for tests that open the database
+// themselves: o names a fresh, unmigrated database (SQLitePath or URL), and
+// f may add a Fault hook or open it more than once, as a restart would.
+func forEachDialectOpts(t *testing.T, f func(t *testing.T, o storage.Opts)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		f(t, storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		f(t, storage.Opts{URL: storagetest.NewDatabase(t)})
+	})
+}
+
+// runEngine is startEngine with a stop function, for tests that stop an
+// engine before the test ends. stop waits for the engine to return and may
+// be called more than once.
+func runEngine(t testing.TB, db domain.Store, reg *domain.Registry, o engine.Opts) (*engine.Engine, func()) {
+	t.Helper()
+	if o.PollInterval == 0 {
+		o.PollInterval = 50 * time.Millisecond
+	}
+	if o.Log == nil {
+		o.Log = testLogger(t)
+	}
+	e := engine.New(db, reg, o)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { e.Run(ctx) })
+	stop := func() { cancel(); wg.Wait() }
+	t.Cleanup(stop)
+	return e, stop
+}
+
+// newRegistry registers wfs or fails the test.
+func newRegistry(t testing.TB, wfs ...*domain.Workflow) *domain.Registry {
+	t.Helper()
+	reg := domain.NewRegistry()
+	for _, wf := range wfs {
+		if err := reg.Register(wf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return reg
+}
+
+// startRun starts a run of workflowID with input, or fails the test.
+func startRun(t testing.TB, e *engine.Engine, workflowID string, input any) domain.Run {
+	t.Helper()
+	run, created, err := e.Start(context.Background(), workflowID, raw(input), "")
+	if err != nil || !created {
+		t.Fatalf("start %s: created=%v err=%v", workflowID, created, err)
+	}
+	return run
+}
+
+// count runs a SELECT count(*) query (bun placeholders) and returns the
+// count.
+func count(t testing.TB, db *storage.DB, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := db.Bun().QueryRowContext(context.Background(), query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// eventTypes lists a run's event types in order.
+func eventTypes(t testing.TB, db domain.Store, runID string) []string {
+	t.Helper()
+	events, err := db.Events(context.Background(), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := make([]string, len(events))
+	for i, ev := range events {
+		types[i] = ev.Type
+	}
+	return types
+}
+
+// waitFor polls cond until it holds, or fails the test after timeout.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// fakeClock is a domain.Clock that tests set by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+// dialectOpts names a fresh, unmigrated database of one dialect.
+func dialectOpts(t testing.TB, dialect string) storage.Opts {
+	t.Helper()
+	if dialect == string(storage.Postgres) {
+		return storage.Opts{URL: storagetest.NewDatabase(t)}
+	}
+	return storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")}
+}

@@ -76,11 +76,19 @@ func (db *DB) Suspensions(ctx context.Context, f domain.SuspensionFilter) ([]dom
 func (db *DB) Resume(ctx context.Context, req domain.ResumeRequest) (domain.Suspension, error) {
 	var out domain.Suspension
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		target, err := db.resumeTarget(ctx, tx, req)
+		runID, err := db.resumeRunID(ctx, tx, req)
 		if err != nil {
 			return err
 		}
-		run, err := db.lockRun(ctx, tx, target.RunID)
+		run, err := db.lockRun(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		// Only under the run's lock: a pause commits holding it, so one that
+		// committed while this resume waited is seen here, rather than taken
+		// for a pause still to come (whose pre-completed row would then clash
+		// with it and lose the resume).
+		target, err := db.resumeTarget(ctx, tx, req)
 		if err != nil {
 			return err
 		}
@@ -117,6 +125,17 @@ func describeResume(req domain.ResumeRequest) string {
 		return "suspension " + req.SuspensionID
 	}
 	return "run " + req.RunID + " step " + req.StepKey
+}
+
+// resumeRunID returns the run a request is about. A suspension's run never
+// changes, so it is read without a lock.
+func (db *DB) resumeRunID(ctx context.Context, tx bun.Tx, req domain.ResumeRequest) (string, error) {
+	if req.SuspensionID == "" {
+		return req.RunID, nil
+	}
+	var runID string
+	err := tx.NewSelect().Model((*suspensionRow)(nil)).Column("run_id").Where("id = ?", req.SuspensionID).Scan(ctx, &runID)
+	return runID, err
 }
 
 // resumeTarget finds the suspension a request names. For (run, step key)

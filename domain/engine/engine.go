@@ -111,6 +111,11 @@ func (e *Engine) Start(ctx context.Context, workflowID string, input json.RawMes
 	if len(input) == 0 {
 		input = json.RawMessage("null")
 	}
+	// Checked here, not left to the database: PostgreSQL refuses some JSON
+	// that SQLite stores, and a run must start (or not) the same on both.
+	if err := domain.CheckJSON(input); err != nil {
+		return domain.Run{}, false, fmt.Errorf("start run of %s: input: %w", workflowID, err)
+	}
 	if len(idempotencyKey) > 255 {
 		return domain.Run{}, false, &domain.ValidationError{Code: domain.CodeValidation, Message: "Idempotency-Key is longer than 255 characters"}
 	}
@@ -127,6 +132,9 @@ func (e *Engine) Resume(ctx context.Context, req domain.ResumeRequest) (domain.S
 	req.Now = e.o.Clock.Now()
 	if len(req.Data) == 0 {
 		req.Data = json.RawMessage("null")
+	}
+	if err := domain.CheckJSON(req.Data); err != nil {
+		return domain.Suspension{}, fmt.Errorf("resume: data: %w", err)
 	}
 	if req.SuspensionID != "" {
 		s, err := e.store.Suspension(ctx, req.SuspensionID)
@@ -292,17 +300,20 @@ func (e *Engine) execute(ctx, shutdown context.Context, job domain.Job) {
 		return
 	}
 	if shutdown.Err() != nil || ctx.Err() != nil {
-		e.release(job)
+		e.release(job, 0)
 		return
 	}
+	// Not due at once: a database that keeps refusing this commit would
+	// otherwise have the job claimed, run and refused again in a hot loop.
 	e.log.ErrorContext(ctx, "Job failed before commit; it will run again", "job_id", job.ID, "run_id", job.RunID, "error", err)
-	e.release(job)
+	e.release(job, e.o.PollInterval)
 }
 
-func (e *Engine) release(job domain.Job) {
+// release gives a claimed job back to the queue, due after the given delay.
+func (e *Engine) release(job domain.Job, after time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := e.store.ReleaseJob(ctx, job.Ref(), e.o.Clock.Now()); err != nil && !errors.Is(err, domain.ErrStale) {
+	if err := e.store.ReleaseJob(ctx, job.Ref(), e.o.Clock.Now().Add(after)); err != nil && !errors.Is(err, domain.ErrStale) {
 		e.log.Error("Releasing job failed; its lease will expire", "job_id", job.ID, "error", err)
 	}
 }
