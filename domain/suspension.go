@@ -89,7 +89,10 @@ type SuspensionFilter struct {
 	Kind       SuspensionKind
 	WorkflowID string
 	RunID      string
-	Newest     bool
+	// Assignee limits the list to one person's suspensions (case-insensitive
+	// email), so a founder's pages and cursors reveal nothing of others'.
+	Assignee string
+	Newest   bool
 	Cursor     string
 	Limit      int
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -37,6 +38,9 @@ func (db *DB) Suspensions(ctx context.Context, f domain.SuspensionFilter) ([]dom
 		if v != "" {
 			q.Where("? = ?", bun.Ident(col), v)
 		}
+	}
+	if f.Assignee != "" {
+		q.Where("lower(assignee) = ?", strings.ToLower(f.Assignee))
 	}
 	if f.Cursor != "" {
 		at, id, err := decodeCursor(f.Cursor)
@@ -187,7 +191,7 @@ func (db *DB) lostResume(ctx context.Context, tx bun.Tx, id string, req domain.R
 		return s, err
 	}
 	if s.Status == domain.SuspensionResumed && !s.Precompleted && req.RequestKey != "" && row.ResumeRequestKey != nil &&
-		*row.ResumeRequestKey == req.RequestKey && sameJSON(row.ResumeData, jsonOrNull(req.Data)) && decisionOf(row) == req.Decision {
+		*row.ResumeRequestKey == req.RequestKey && s.ResumedBy == req.By && sameJSON(row.ResumeData, jsonOrNull(req.Data)) && decisionOf(row) == req.Decision {
 		return s, nil
 	}
 	if s.Status == domain.SuspensionResumed {

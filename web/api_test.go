@@ -431,6 +431,10 @@ func TestAPIAuth(t *testing.T) {
 				t.Errorf("founder B sees %+v", list.Items)
 			}
 		}
+		// Nor through a page cursor, which encodes the last row's time and id.
+		if b := decode[pageBody[suspensionBody]](t, e.call(t, "GET", "/api/v1/suspensions?limit=1", e.founderB, ""), http.StatusOK); b.NextCursor != "" {
+			t.Errorf("founder B gets a cursor %q over others' suspensions", b.NextCursor)
+		}
 		// Founders see only their suspensions, nothing of runs.
 		problem(t, e.call(t, "GET", "/api/v1/runs", e.founderA, ""), http.StatusForbidden, "forbidden")
 		problem(t, e.call(t, "POST", "/api/v1/runs/"+run.ID+"/cancel", e.founderA, ""), http.StatusForbidden, "forbidden")

@@ -30,6 +30,9 @@ func (s *Server) listSuspensions(w http.ResponseWriter, r *http.Request) error {
 	if len(errs) > 0 {
 		return &domain.ValidationError{Code: domain.CodeValidation, Message: "invalid query parameters", Fields: errs}
 	}
+	if !isStaff(p) {
+		f.Assignee = p.User.Email // filtered in the query: pages and cursors stay within one's own
+	}
 	items := []suspensionJSON{}
 	ss, next, err := s.Store.Suspensions(r.Context(), f)
 	if err != nil {
