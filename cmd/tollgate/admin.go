@@ -24,6 +24,11 @@ func bootstrap(ctx context.Context, db *storage.DB, email, key string, out io.Wr
 	if err != nil || n > 0 {
 		return err
 	}
+	// Checked before the admin exists: an admin created without its key
+	// would end bootstrapping for good, with the password never shown.
+	if key != "" && len(key) < minKeyLen {
+		return fmt.Errorf("TOLLGATE_BOOTSTRAP_API_KEY must have at least %d characters", minKeyLen)
+	}
 	password := rand.Text()
 	hash, err := web.HashPassword(password)
 	if err != nil {
@@ -50,14 +55,17 @@ func bootstrap(ctx context.Context, db *storage.DB, email, key string, out io.Wr
 	return nil
 }
 
+// minKeyLen is the shortest API key a user may choose.
+const minKeyLen = 24
+
 func createKey(ctx context.Context, db *storage.DB, userID, name, secret string) (string, error) {
 	var prefix string
 	var hash []byte
 	if secret == "" {
 		secret, prefix, hash = web.NewAPIKey()
 	} else {
-		if len(secret) < 24 {
-			return "", errors.New("an API key must have at least 24 characters")
+		if len(secret) < minKeyLen {
+			return "", fmt.Errorf("an API key must have at least %d characters", minKeyLen)
 		}
 		prefix, hash = secret[:6], web.HashAPIKey(secret)
 	}

@@ -32,6 +32,10 @@ type envFlags struct {
 func newFlags(name string, getenv func(string) string, out io.Writer) *envFlags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintf(out, "Usage of %s:\n", name)
+		printFlags(fs, out)
+	}
 	return &envFlags{fs: fs, getenv: getenv}
 }
 
@@ -74,6 +78,22 @@ func (f *envFlags) Bool(p *bool, name, env string, help string) {
 		def = b
 	}
 	f.fs.BoolVar(p, name, def, help+" ($"+env+")")
+}
+
+// printFlags lists the flags as the documentation writes them (--addr), where
+// flag.PrintDefaults would write -addr.
+func printFlags(fs *flag.FlagSet, out io.Writer) {
+	var b strings.Builder
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	fs.SetOutput(out)
+	lines := strings.SplitAfter(b.String(), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "  -") {
+			lines[i] = "  --" + l[3:]
+		}
+	}
+	fmt.Fprint(out, strings.Join(lines, ""))
 }
 
 func (f *envFlags) parse(args []string) error {

@@ -10,6 +10,10 @@ import (
 	"github.com/tollgatehq/tollgate/domain"
 )
 
+// registerWorkflows registers what serve runs: the examples. Tests replace it
+// to add workflows of their own.
+var registerWorkflows = registerExamples
+
 // registerExamples adds the workflows a new server ships with, so a
 // newcomer sees real suspensions at once.
 func registerExamples(reg *domain.Registry) error {

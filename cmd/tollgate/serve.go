@@ -36,7 +36,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f := newFlags("tollgate serve", getenv, out)
 	f.fs.Usage = func() {
 		fmt.Fprint(out, "Usage: tollgate serve [flags]\n\nStarts the API server and the engine. Every flag can also be set by the\nenvironment variable named after it.\n\nFlags:\n")
-		f.fs.PrintDefaults()
+		printFlags(f.fs, out)
 	}
 	f.String(&c.addr, "addr", "TOLLGATE_ADDR", "127.0.0.1:8080", "address to listen on")
 	f.db(&c.dbConfig)
@@ -73,7 +73,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	reg := domain.NewRegistry()
-	if err := registerExamples(reg); err != nil {
+	if err := registerWorkflows(reg); err != nil {
 		return err
 	}
 	eng := engine.New(db, reg, engine.Opts{

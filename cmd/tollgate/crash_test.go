@@ -1,0 +1,633 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/storage/storagetest"
+)
+
+// The crash test runs this test binary as a real `tollgate serve` process
+// (TestMain sees crashChildEnv), kills it with SIGKILL at random moments
+// while clients drive suspend→resume→timer cycles through the API, restarts
+// it on the same database, and then checks that every run finished, that no
+// step's outcome committed twice and that every timer fired.
+const (
+	crashChildEnv  = "TOLLGATE_CRASH_CHILD"
+	crashLedgerEnv = "TOLLGATE_CRASH_LEDGER"
+)
+
+// crashChild is the server process of the crash test: `tollgate serve` with
+// the crash-cycle workflow registered too.
+func crashChild() int {
+	ledger := os.Getenv(crashLedgerEnv)
+	registerWorkflows = func(reg *domain.Registry) error {
+		return errors.Join(registerExamples(reg), reg.Register(crashCycle(ledger)))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "tollgate:", err)
+		return 1
+	}
+	return 0
+}
+
+// crashCycle is a workflow whose every step has an external effect: a line
+// "runID step pid" appended (and synced) to the ledger before the step
+// returns. A kill between the effect and the step's commit legitimately
+// repeats the effect: steps run at least once. begin suspends for input;
+// handleResume sleeps 200ms–1s; afterTimer completes the run.
+func crashCycle(ledger string) *domain.Workflow {
+	type checkpoint struct {
+		N int `json:"n"`
+	}
+	return domain.NewWorkflow("crash-cycle", "1").
+		Step("begin", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+			var in checkpoint
+			if err := req.Bind(&in); err != nil {
+				return domain.StepResult{}, err
+			}
+			if err := appendLedger(ledger, req.RunID, "first"); err != nil {
+				return domain.StepResult{}, err
+			}
+			return domain.StepResult{Commands: []domain.Command{domain.Suspend("awaiting_cycle", in, "handleResume")}}, nil
+		}).
+		Step("handleResume", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+			var in struct {
+				Checkpoint checkpoint `json:"checkpoint"`
+			}
+			if err := req.Bind(&in); err != nil {
+				return domain.StepResult{}, err
+			}
+			if err := appendLedger(ledger, req.RunID, "resumed"); err != nil {
+				return domain.StepResult{}, err
+			}
+			d := 200*time.Millisecond + rand.N(800*time.Millisecond)
+			return domain.StepResult{Commands: []domain.Command{domain.Sleep(d, in.Checkpoint, "afterTimer")}}, nil
+		}).
+		Step("afterTimer", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+			var in struct {
+				Checkpoint checkpoint `json:"checkpoint"`
+			}
+			if err := req.Bind(&in); err != nil {
+				return domain.StepResult{}, err
+			}
+			if err := appendLedger(ledger, req.RunID, "timer"); err != nil {
+				return domain.StepResult{}, err
+			}
+			return domain.StepResult{Commands: []domain.Command{domain.Complete(map[string]int{"n": in.Checkpoint.N})}}, nil
+		})
+}
+
+func appendLedger(path, runID, step string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	// One write of one short line: O_APPEND makes it atomic.
+	if _, err := f.WriteString(runID + " " + step + " " + strconv.Itoa(os.Getpid()) + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func TestCrashRecoverySQLite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the crash test takes a minute")
+	}
+	crashTest(t, nil, 300)
+}
+
+func TestCrashRecoveryPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the crash test takes a minute")
+	}
+	crashTest(t, map[string]string{"DATABASE_URL": storagetest.NewDatabase(t)}, 200)
+}
+
+// crashHarness starts, kills and restarts the server processes.
+type crashHarness struct {
+	t      *testing.T
+	dir    string
+	ledger string
+	addr   string
+	env    []string
+	n      int // processes started
+
+	mu     sync.Mutex
+	killed map[int]bool // pids ended by SIGKILL
+	procs  []*crashProc
+}
+
+type crashProc struct {
+	cmd    *exec.Cmd
+	pid    int
+	ready  chan struct{}
+	exited chan struct{}
+	err    error // set before exited is closed
+	stderr string
+}
+
+// readyWriter watches the server's stdout for its listening line.
+type readyWriter struct {
+	buf   []byte
+	ready chan struct{}
+	done  bool
+}
+
+func (w *readyWriter) Write(p []byte) (int, error) {
+	if !w.done {
+		w.buf = append(w.buf, p...)
+		if bytes.Contains(w.buf, []byte("Tollgate is running: open http://")) {
+			w.done, w.buf = true, nil
+			close(w.ready)
+		}
+	}
+	return len(p), nil
+}
+
+func (h *crashHarness) start() (*crashProc, error) {
+	h.n++
+	errPath := filepath.Join(h.dir, fmt.Sprintf("server-%02d.stderr", h.n))
+	errFile, err := os.Create(errPath)
+	if err != nil {
+		return nil, err
+	}
+	defer errFile.Close() // the child has its own descriptor
+	cmd := exec.Command(os.Args[0], "serve", "--addr", h.addr, "--data", filepath.Join(h.dir, "data"),
+		"--job-lease", "1s", "--poll-interval", "200ms", "--workers", "16",
+		"--log-level", "warn", "--shutdown-timeout", "5s")
+	cmd.Env = h.env
+	p := &crashProc{cmd: cmd, ready: make(chan struct{}), exited: make(chan struct{}), stderr: errPath}
+	cmd.Stdout = &readyWriter{ready: p.ready}
+	cmd.Stderr = errFile
+	// Should the test process die, its servers die with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p.pid = cmd.Process.Pid
+	go func() {
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	h.mu.Lock()
+	h.procs = append(h.procs, p)
+	h.mu.Unlock()
+	return p, nil
+}
+
+func (h *crashHarness) kill(p *crashProc) {
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		h.t.Errorf("kill server %d: %v", p.pid, err)
+	}
+	<-p.exited
+	h.mu.Lock()
+	h.killed[p.pid] = true
+	h.mu.Unlock()
+}
+
+func (h *crashHarness) kills() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.killed)
+}
+
+func tail(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
+}
+
+// crashDriver is the API client of the crash test: every call is retried
+// while the server is down or restarting.
+type crashDriver struct {
+	c        *client
+	retries  atomic.Int64
+	errors5x atomic.Int64
+}
+
+// try sends a request until the server answers with a status below 500.
+func (d *crashDriver) try(ctx context.Context, method, path string, body any, hdr ...string) (response, error) {
+	for {
+		r, err := d.c.do(ctx, method, path, body, hdr...)
+		if err == nil && r.Status < 500 {
+			return r, nil
+		}
+		if ctx.Err() != nil {
+			return response{}, fmt.Errorf("%s %s: %w (last: %v %d %s)", method, path, ctx.Err(), err, r.Status, r.Body)
+		}
+		if err == nil {
+			d.errors5x.Add(1)
+		}
+		d.retries.Add(1)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// cycle drives one run: start, resume, and wait until it has succeeded.
+// Even cycles resume by step key at once, often before the pause has
+// committed; odd ones wait for the suspension and resume it by id.
+func (d *crashDriver) cycle(ctx context.Context, i int, started func(string)) error {
+	r, err := d.try(ctx, "POST", "/api/v1/workflows/crash-cycle/runs", map[string]any{"input": map[string]int{"n": i}}, "Idempotency-Key", fmt.Sprintf("cycle-%d", i))
+	if err != nil {
+		return err
+	}
+	if r.Status != http.StatusCreated {
+		return fmt.Errorf("start cycle %d: %d %s", i, r.Status, r.Body)
+	}
+	var run apiRun
+	if err := json.Unmarshal(r.Body, &run); err != nil {
+		return err
+	}
+	started(run.ID)
+	data := map[string]any{"resumeData": map[string]int{"n": i}}
+	resumeKey := fmt.Sprintf("resume-%d", i)
+	ok := func(r response) bool {
+		return r.Status == http.StatusOK || r.Status == http.StatusAccepted ||
+			r.Status == http.StatusConflict && r.code() == domain.CodeAlreadyResumed
+	}
+	if i%2 == 0 {
+		r, err := d.try(ctx, "POST", "/api/v1/runs/"+run.ID+"/steps/begin/resume", data, "Idempotency-Key", resumeKey)
+		if err != nil {
+			return err
+		}
+		if !ok(r) {
+			return fmt.Errorf("resume run %s by step key: %d %s", run.ID, r.Status, r.Body)
+		}
+	} else {
+	poll:
+		for {
+			r, err := d.try(ctx, "GET", "/api/v1/runs/"+run.ID, nil)
+			if err != nil {
+				return err
+			}
+			if err := json.Unmarshal(r.Body, &run); err != nil {
+				return fmt.Errorf("run %s: %d %s", run.ID, r.Status, r.Body)
+			}
+			for _, sp := range run.Suspensions {
+				if sp.StepKey != "begin" {
+					continue
+				}
+				if sp.Status != "pending" {
+					break poll // resumed by an earlier attempt whose answer was lost
+				}
+				r, err := d.try(ctx, "POST", "/api/v1/suspensions/"+sp.ID+"/resume", data, "Idempotency-Key", resumeKey)
+				if err != nil {
+					return err
+				}
+				if !ok(r) {
+					return fmt.Errorf("resume suspension %s: %d %s", sp.ID, r.Status, r.Body)
+				}
+				break poll
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for {
+		r, err := d.try(ctx, "GET", "/api/v1/runs/"+run.ID, nil)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(r.Body, &run); err != nil {
+			return fmt.Errorf("run %s: %d %s", run.ID, r.Status, r.Body)
+		}
+		switch run.Status {
+		case "succeeded":
+			return nil
+		case "failed", "cancelled":
+			return fmt.Errorf("run %s of cycle %d is %s: %+v", run.ID, i, run.Status, run.Error)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// crashTest runs at least cycles suspend→resume→timer cycles (more if fewer
+// than 10 kills happened by then) against a server that is SIGKILLed every
+// 0.3–1.5s, then checks the invariants.
+func crashTest(t *testing.T, extraEnv map[string]string, cycles int) {
+	const (
+		clients  = 12
+		minKills = 10
+	)
+	began := time.Now()
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	h := &crashHarness{t: t, dir: dir, ledger: filepath.Join(dir, "ledger"), addr: addr, killed: map[int]bool{}}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TOLLGATE_") && !strings.HasPrefix(kv, "DATABASE_URL=") {
+			h.env = append(h.env, kv)
+		}
+	}
+	h.env = append(h.env, crashChildEnv+"=1", crashLedgerEnv+"="+h.ledger, "TOLLGATE_BOOTSTRAP_API_KEY="+testKey)
+	for k, v := range extraEnv {
+		h.env = append(h.env, k+"="+v)
+	}
+	t.Cleanup(func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for _, p := range h.procs {
+			select {
+			case <-p.exited:
+			default:
+				p.cmd.Process.Kill()
+				<-p.exited
+			}
+		}
+	})
+
+	// The chaos goroutine owns the server: it starts it, lets it live for
+	// 0.3–1.5s, kills it and starts it again, until told to stop; then it
+	// hands over the server it last started.
+	stopChaos := make(chan struct{})
+	lastServer := make(chan *crashProc, 1)
+	go func() {
+		for {
+			p, err := h.start()
+			if err != nil {
+				t.Errorf("start server: %v", err)
+				lastServer <- nil
+				return
+			}
+			select {
+			case <-p.ready:
+			case <-p.exited:
+				t.Errorf("server %d exited while starting: %v\n%s", p.pid, p.err, tail(p.stderr, 20))
+				lastServer <- nil
+				return
+			case <-time.After(60 * time.Second):
+				t.Errorf("server %d did not listen within 60s\n%s", p.pid, tail(p.stderr, 20))
+				lastServer <- p
+				return
+			}
+			select {
+			case <-stopChaos:
+				lastServer <- p
+				return
+			case <-p.exited:
+				t.Errorf("server %d exited by itself: %v\n%s", p.pid, p.err, tail(p.stderr, 20))
+				continue
+			case <-time.After(300*time.Millisecond + rand.N(1200*time.Millisecond)):
+			}
+			h.kill(p)
+		}
+	}()
+
+	d := &crashDriver{c: &client{base: "http://" + addr, key: testKey, hc: &http.Client{
+		Timeout:   10 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: clients, DialContext: (&net.Dialer{Timeout: time.Second}).DialContext},
+	}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	var (
+		mu     sync.Mutex
+		runIDs = map[string]int{} // run → cycle
+		next   atomic.Int64
+		wg     sync.WaitGroup
+		failed atomic.Bool
+	)
+	for range clients {
+		wg.Go(func() {
+			for !failed.Load() {
+				i := int(next.Add(1)) - 1
+				if i >= cycles && (h.kills() >= minKills || i >= 3*cycles) {
+					return
+				}
+				err := d.cycle(ctx, i, func(id string) {
+					mu.Lock()
+					runIDs[id] = i
+					mu.Unlock()
+				})
+				if err != nil {
+					t.Errorf("cycle %d: %v", i, err)
+					failed.Store(true)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(stopChaos)
+	final := <-lastServer
+	if t.Failed() || final == nil {
+		t.FailNow()
+	}
+	drivenFor := time.Since(began)
+	kills := h.kills()
+
+	// Drain: every run the clients started has succeeded.
+	c := d.c
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		statuses := map[string]string{}
+		cursor := ""
+		for {
+			var p apiPage[apiRun]
+			c.call(t, http.StatusOK, "GET", "/api/v1/runs?workflowId=crash-cycle&limit=500&cursor="+cursor, nil).decode(t, &p)
+			for _, r := range p.Items {
+				statuses[r.ID] = r.Status
+			}
+			if cursor = p.NextCursor; cursor == "" {
+				break
+			}
+		}
+		notDone := 0
+		for id := range runIDs {
+			if statuses[id] != "succeeded" {
+				notDone++
+			}
+		}
+		if len(statuses) != len(runIDs) {
+			t.Fatalf("the server has %d crash-cycle runs, the clients started %d", len(statuses), len(runIDs))
+		}
+		if notDone == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d runs have not succeeded 60s after the last kill", notDone, len(runIDs))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// Committed outcomes, from each run's event log: every step completed
+	// exactly once, each of the two suspensions resumed exactly once, and the
+	// timer resumed its run no earlier than its wake time.
+	resumedEarly := 0
+	for id := range runIDs {
+		es := c.events(t, id)
+		n := checkLog(t, es)
+		for typ, want := range map[string]int{
+			"RUN_CREATED": 1, "STEP_COMPLETED": 3, "STEP_COMPLETED(begin)": 1, "STEP_COMPLETED(handleResume)": 1,
+			"STEP_COMPLETED(afterTimer)": 1, "WORKFLOW_PAUSED": 2, "RUN_RESUMED": 2, "RUN_SUCCEEDED": 1,
+			"STEP_FAILED": 0, "STEP_RETRYING": 0, "RUN_FAILED": 0,
+		} {
+			if n[typ] != want {
+				t.Errorf("run %s: %s occurs %d times, want %d; log: %s", id, typ, n[typ], want, eventTypes(es))
+			}
+		}
+		wake := map[string]time.Time{} // suspension → wake time
+		resumes := map[string]int{}
+		for _, e := range es {
+			var p struct {
+				SuspensionID       string     `json:"suspensionId"`
+				WakeAt             *time.Time `json:"wakeAt"`
+				ResumedBy          string     `json:"resumedBy"`
+				ResumedBeforePause bool       `json:"resumedBeforePause"`
+			}
+			_ = json.Unmarshal(e.Payload, &p)
+			switch e.Type {
+			case "WORKFLOW_PAUSED":
+				if p.WakeAt != nil {
+					wake[p.SuspensionID] = *p.WakeAt
+				}
+			case "RUN_RESUMED":
+				resumes[p.SuspensionID]++
+				if p.ResumedBeforePause {
+					resumedEarly++
+				}
+				if at, ok := wake[p.SuspensionID]; ok {
+					if p.ResumedBy != "timer" {
+						t.Errorf("run %s: the delay was resumed by %q", id, p.ResumedBy)
+					}
+					if e.CreatedAt.Before(at.Add(-time.Millisecond)) {
+						t.Errorf("run %s: the timer due at %s fired at %s", id, at, e.CreatedAt)
+					}
+				}
+			}
+		}
+		if len(wake) != 1 || len(resumes) != 2 {
+			t.Errorf("run %s: %d timers, resumes per suspension %v; log: %s", id, len(wake), resumes, eventTypes(es))
+		}
+		for sid, k := range resumes {
+			if k != 1 {
+				t.Errorf("run %s: suspension %s resumed %d times", id, sid, k)
+			}
+		}
+	}
+	metrics := string(c.call(t, http.StatusOK, "GET", "/metrics", nil).Body)
+	if !strings.Contains(metrics, "\ntollgate_jobs_queued 0\n") || strings.Contains(metrics, "tollgate_suspensions_pending{") {
+		t.Errorf("work is left over after the drain:\n%s", metrics)
+	}
+
+	// A graceful stop of the last server.
+	if err := final.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-final.exited:
+		if final.err != nil {
+			t.Errorf("the last server exited with %v after SIGTERM\n%s", final.err, tail(final.stderr, 20))
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the last server did not stop within 20s of SIGTERM")
+	}
+
+	// Effects, from the ledger: each step's effect happened at least once.
+	// A repeat is legitimate only when an attempt was cut short by a kill:
+	// of one step's lines at most one comes from a process that was not
+	// killed, and no process wrote the same step twice.
+	f, err := os.Open(h.ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	type effect struct{ run, step string }
+	writers := map[effect][]int{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		parts := strings.Fields(sc.Text())
+		if len(parts) != 3 {
+			t.Fatalf("ledger line %q", sc.Text())
+		}
+		pid, _ := strconv.Atoi(parts[2])
+		if _, ok := runIDs[parts[0]]; !ok {
+			t.Errorf("ledger names run %s, which no client started", parts[0])
+		}
+		k := effect{parts[0], parts[1]}
+		writers[k] = append(writers[k], pid)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	dups := map[string]int{}
+	total := 0
+	for id := range runIDs {
+		for _, step := range []string{"first", "resumed", "timer"} {
+			pids := writers[effect{id, step}]
+			if len(pids) == 0 {
+				t.Errorf("run %s: the %s effect never happened", id, step)
+				continue
+			}
+			dups[step] += len(pids) - 1
+			total += len(pids) - 1
+			live := 0
+			for i, pid := range pids {
+				if !h.killed[pid] {
+					live++
+				}
+				if slices.Contains(pids[:i], pid) {
+					t.Errorf("run %s: process %d performed the %s effect twice (writers %v)", id, pid, step, pids)
+				}
+			}
+			if live > 1 {
+				t.Errorf("run %s: the %s effect was repeated without a kill (writers %v, killed %v)", id, step, pids, h.killed)
+			}
+		}
+	}
+	if total > kills*16 {
+		t.Errorf("%d repeated effects for %d kills of servers with 16 workers", total, kills)
+	}
+
+	var errLines []string
+	for _, p := range h.procs {
+		b, _ := os.ReadFile(p.stderr)
+		if bytes.Contains(b, []byte("DATA RACE")) {
+			t.Errorf("server %d reported a data race:\n%s", p.pid, b)
+		}
+		for l := range strings.Lines(string(b)) {
+			if strings.Contains(l, "level=ERROR") {
+				errLines = append(errLines, strings.TrimSpace(l))
+			}
+		}
+	}
+	t.Logf("%d cycles (%d resumed before their pause committed) in %v; %d SIGKILLs, %d server starts; client retries %d (%d 5xx)",
+		len(runIDs), resumedEarly, drivenFor.Round(time.Millisecond), kills, h.n, d.retries.Load(), d.errors5x.Load())
+	t.Logf("repeated effects (at-least-once, each after a kill): %d total — first %d, resumed %d, timer %d",
+		total, dups["first"], dups["resumed"], dups["timer"])
+	if total > kills {
+		t.Logf("note: more repeated effects than kills: some kills interrupted several steps at once")
+	}
+	if len(errLines) > 0 {
+		t.Logf("%d ERROR lines in the servers' logs, first: %s", len(errLines), strings.Join(errLines[:min(len(errLines), 5)], "\n"))
+	}
+}

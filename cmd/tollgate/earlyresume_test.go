@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/engine"
+	"github.com/tollgatehq/tollgate/storage"
+	"github.com/tollgatehq/tollgate/storage/storagetest"
+	"github.com/tollgatehq/tollgate/web"
+)
+
+// TestEarlyResumeRacingPauseCommit resumes a pause by (run, step key) while
+// the commit that creates the pause is in flight: the resume looks for the
+// suspension before the commit is visible and writes after it. It must be
+// accepted, as it is both before and after the commit.
+func TestEarlyResumeRacingPauseCommit(t *testing.T) {
+	for _, dialect := range []string{"sqlite", "postgres"} {
+		t.Run(dialect, func(t *testing.T) {
+			ctx := t.Context()
+			inCommit := make(chan struct{})
+			var once sync.Once
+			o := storage.Opts{DataDir: t.TempDir(), Fault: func(point string) error {
+				if point == "commit.after_suspension" {
+					once.Do(func() {
+						close(inCommit)
+						time.Sleep(300 * time.Millisecond)
+					})
+				}
+				return nil
+			}}
+			if dialect == "postgres" {
+				o.URL = storagetest.NewDatabase(t)
+			}
+			db, err := storage.Open(ctx, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if err := db.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			reg := domain.NewRegistry()
+			if err := registerExamples(reg); err != nil {
+				t.Fatal(err)
+			}
+			eng := engine.New(db, reg, engine.Opts{Workers: 2, ValidateResumeData: web.ValidateResumeData})
+			engCtx, stop := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			wg.Go(func() { eng.Run(engCtx) })
+			defer func() { stop(); wg.Wait() }()
+
+			run, _, err := eng.Start(ctx, "claim-verification", json.RawMessage(`{"claimId":"c-1","claimText":"Up 300%","founderEmail":"ada@example.com"}`), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-inCommit:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the pause was never committed")
+			}
+			_, err = eng.Resume(ctx, domain.ResumeRequest{RunID: run.ID, StepKey: "verifyClaim", Data: json.RawMessage(`{"documentIds":["d1"]}`), By: "test"})
+			if ce, ok := errors.AsType[*domain.ConflictError](err); ok {
+				t.Fatalf("resume by step key during the pause's commit: %s: %s", ce.Code, ce.Message)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				r, err := db.Run(ctx, run.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Status == domain.RunSucceeded {
+					break
+				}
+				if r.Status.Terminal() || time.Now().After(deadline) {
+					t.Fatalf("run is %s", r.Status)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}

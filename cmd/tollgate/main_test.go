@@ -1,0 +1,776 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgatehq/tollgate/storage/storagetest"
+)
+
+func TestMain(m *testing.M) {
+	// The crash test runs this binary again as a real `tollgate serve`
+	// process, with test workflows registered (see crash_test.go).
+	if os.Getenv(crashChildEnv) == "1" {
+		os.Exit(crashChild())
+	}
+	storagetest.Main(m)
+}
+
+// testKey is the bootstrap API key of servers started by tests.
+const testKey = "tg_test_bootstrap_key_0123456789"
+
+// syncBuffer is a bytes.Buffer that a server goroutine writes while the test
+// reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var runningLine = regexp.MustCompile(`Tollgate is running: open http://(\S+) `)
+
+// envFunc returns a getenv that reads only env: tests never see the
+// machine's TOLLGATE_* or DATABASE_URL variables.
+func envFunc(env map[string]string) func(string) string {
+	return func(k string) string { return env[k] }
+}
+
+// testServer is `tollgate serve` running in this process through run().
+type testServer struct {
+	URL    string // http://127.0.0.1:port
+	Key    string
+	Stdout *syncBuffer
+	Stderr *syncBuffer
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+	err    error
+
+	mu      sync.Mutex
+	clients []*http.Client
+}
+
+// startServer runs `tollgate serve --addr 127.0.0.1:0 --data DATA` plus args
+// with env as its whole environment and waits until it listens. Unless env
+// names one, the bootstrap API key is testKey; unless args name one, the
+// data folder is a fresh temporary folder.
+func startServer(t testing.TB, env map[string]string, args ...string) *testServer {
+	t.Helper()
+	env = cloneEnv(env)
+	if _, ok := env["TOLLGATE_BOOTSTRAP_API_KEY"]; !ok {
+		env["TOLLGATE_BOOTSTRAP_API_KEY"] = testKey
+	}
+	argv := []string{"serve", "--addr", "127.0.0.1:0", "--log-level", "warn", "--shutdown-timeout", "5s"}
+	if !slices.Contains(args, "--data") {
+		argv = append(argv, "--data", t.TempDir())
+	}
+	argv = append(argv, args...)
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &testServer{Key: env["TOLLGATE_BOOTSTRAP_API_KEY"], Stdout: &syncBuffer{}, Stderr: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	go func() { s.done <- run(ctx, argv, envFunc(env), s.Stdout, s.Stderr) }()
+	t.Cleanup(func() {
+		if err := s.stop(); err != nil {
+			t.Errorf("server stopped with %v", err)
+		}
+		if t.Failed() {
+			t.Logf("server stdout:\n%s\nserver stderr:\n%s", s.Stdout, s.Stderr)
+		}
+	})
+	deadline := time.After(30 * time.Second)
+	for {
+		if m := runningLine.FindStringSubmatch(s.Stdout.String()); m != nil {
+			s.URL = "http://" + m[1]
+			return s
+		}
+		select {
+		case err := <-s.done:
+			s.once.Do(func() { s.err = err })
+			t.Fatalf("server exited before listening: %v\nstdout:\n%s\nstderr:\n%s", err, s.Stdout, s.Stderr)
+		case <-deadline:
+			t.Fatalf("server did not listen within 30s\nstdout:\n%s\nstderr:\n%s", s.Stdout, s.Stderr)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// stop cancels the server's context and returns what run returned.
+//
+// The test's clients first close their idle connections: net/http's
+// Shutdown waits up to 5s for a connection that was opened but never sent a
+// request (the transport dials spares when requests run concurrently).
+func (s *testServer) stop() error {
+	s.once.Do(func() {
+		s.mu.Lock()
+		for _, hc := range s.clients {
+			hc.CloseIdleConnections()
+		}
+		s.mu.Unlock()
+		s.cancel()
+		select {
+		case s.err = <-s.done:
+		case <-time.After(30 * time.Second):
+			s.err = errors.New("run did not return within 30s of cancellation")
+		}
+	})
+	return s.err
+}
+
+func cloneEnv(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// client calls the JSON API.
+type client struct {
+	base, key string
+	hc        *http.Client
+}
+
+func (s *testServer) client() *client {
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{}}
+	s.mu.Lock()
+	s.clients = append(s.clients, hc)
+	s.mu.Unlock()
+	return &client{base: s.URL, key: s.Key, hc: hc}
+}
+
+// response is an API answer.
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// decode unmarshals the body into v, reporting the body on failure.
+func (r response) decode(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode %d response %s: %v", r.Status, r.Body, err)
+	}
+}
+
+// code is the problem code of an error response.
+func (r response) code() string {
+	var p struct {
+		Code string `json:"code"`
+	}
+	_ = json.Unmarshal(r.Body, &p)
+	return p.Code
+}
+
+// do sends one request; body, if not nil, is encoded as JSON. hdr holds
+// name, value pairs.
+func (c *client) do(ctx context.Context, method, path string, body any, hdr ...string) (response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return response{}, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return response{}, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return response{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return response{}, err
+	}
+	return response{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
+}
+
+// call is do that fails the test on a transport error or another status
+// than want.
+func (c *client) call(t testing.TB, want int, method, path string, body any, hdr ...string) response {
+	t.Helper()
+	r, err := c.do(t.Context(), method, path, body, hdr...)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	if r.Status != want {
+		t.Fatalf("%s %s: status %d, want %d: %s", method, path, r.Status, want, r.Body)
+	}
+	return r
+}
+
+// The API's shapes, as a client sees them.
+type apiRun struct {
+	ID          string          `json:"id"`
+	WorkflowID  string          `json:"workflowId"`
+	Status      string          `json:"status"`
+	Output      json.RawMessage `json:"output"`
+	Error       *apiRunError    `json:"error"`
+	Suspensions []apiSuspension `json:"suspensions"`
+}
+
+type apiRunError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+type apiSuspension struct {
+	ID            string          `json:"id"`
+	RunID         string          `json:"runId"`
+	StepName      string          `json:"stepName"`
+	StepKey       string          `json:"stepKey"`
+	Kind          string          `json:"kind"`
+	Reason        string          `json:"reason"`
+	Status        string          `json:"status"`
+	Checkpoint    json.RawMessage `json:"checkpoint"`
+	ResumeStep    string          `json:"resumeStep"`
+	ResumeSchema  json.RawMessage `json:"resumeSchema"`
+	ResumeData    json.RawMessage `json:"resumeData"`
+	Assignee      string          `json:"assignee"`
+	Decision      string          `json:"decision"`
+	DeferredCount int             `json:"deferredCommands"`
+	WakeAt        *time.Time      `json:"wakeAt"`
+	ResumedBy     *string         `json:"resumedBy"`
+}
+
+type apiEvent struct {
+	Seq       int64           `json:"seq"`
+	Type      string          `json:"type"`
+	Step      string          `json:"step"`
+	Payload   json.RawMessage `json:"payload"`
+	CreatedAt time.Time       `json:"createdAt"`
+}
+
+type apiPage[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"nextCursor"`
+}
+
+func (c *client) startRun(t testing.TB, workflow string, input any, hdr ...string) apiRun {
+	t.Helper()
+	var run apiRun
+	c.call(t, http.StatusCreated, "POST", "/api/v1/workflows/"+workflow+"/runs", map[string]any{"input": input}, hdr...).decode(t, &run)
+	return run
+}
+
+func (c *client) run(t testing.TB, id string) apiRun {
+	t.Helper()
+	var run apiRun
+	c.call(t, http.StatusOK, "GET", "/api/v1/runs/"+id, nil).decode(t, &run)
+	return run
+}
+
+func (c *client) events(t testing.TB, runID string) []apiEvent {
+	t.Helper()
+	var p apiPage[apiEvent]
+	c.call(t, http.StatusOK, "GET", "/api/v1/runs/"+runID+"/events", nil).decode(t, &p)
+	return p.Items
+}
+
+// waitStatus polls a run until it has status; a run that ends in another
+// terminal status fails the test at once.
+func (c *client) waitStatus(t testing.TB, id, status string) apiRun {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		run := c.run(t, id)
+		if run.Status == status {
+			return run
+		}
+		if terminal(run.Status) || time.Now().After(deadline) {
+			t.Fatalf("run %s is %s (error %+v), want %s; events: %s", id, run.Status, run.Error, status, eventTypes(c.events(t, id)))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func terminal(status string) bool {
+	return status == "succeeded" || status == "failed" || status == "cancelled"
+}
+
+func eventTypes(es []apiEvent) string {
+	var b strings.Builder
+	for _, e := range es {
+		fmt.Fprintf(&b, "%d:%s", e.Seq, e.Type)
+		if e.Step != "" {
+			fmt.Fprintf(&b, "(%s)", e.Step)
+		}
+		b.WriteByte(' ')
+	}
+	return b.String()
+}
+
+// checkLog checks that a run's events are numbered 1, 2, 3… and returns how
+// often each "TYPE" and "TYPE(step)" occurs.
+func checkLog(t testing.TB, es []apiEvent) map[string]int {
+	t.Helper()
+	n := map[string]int{}
+	for i, e := range es {
+		if e.Seq != int64(i+1) {
+			t.Errorf("event %d has seq %d; the log is %s", i+1, e.Seq, eventTypes(es))
+		}
+		n[e.Type]++
+		if e.Step != "" {
+			n[e.Type+"("+e.Step+")"]++
+		}
+	}
+	return n
+}
+
+func jsonEqual(t testing.TB, what string, got json.RawMessage, want any) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("%s: %s is not JSON: %v", what, got, err)
+	}
+	wb, _ := json.Marshal(want)
+	_ = json.Unmarshal(wb, &w)
+	gb, _ := json.Marshal(g)
+	wb, _ = json.Marshal(w)
+	if !bytes.Equal(gb, wb) {
+		t.Errorf("%s = %s, want %s", what, gb, wb)
+	}
+}
+
+func TestNoCommand(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := run(t.Context(), nil, envFunc(nil), &out, &errb); err == nil || !strings.Contains(errb.String(), "tollgate serve") {
+		t.Errorf("run() = %v with stderr %q; want an error and the usage", err, errb.String())
+	}
+	errb.Reset()
+	if err := run(t.Context(), []string{"frobnicate"}, envFunc(nil), &out, &errb); err == nil || !strings.Contains(err.Error(), "frobnicate") {
+		t.Errorf("run(frobnicate) = %v; want an unknown-command error", err)
+	}
+	out.Reset()
+	if err := run(t.Context(), []string{"help"}, envFunc(nil), &out, &errb); err != nil || !strings.Contains(out.String(), "tollgate migrate") {
+		t.Errorf("run(help) = %v with stdout %q; want the usage", err, out.String())
+	}
+}
+
+func TestServeHelp(t *testing.T) {
+	var out, errb bytes.Buffer
+	err := run(t.Context(), []string{"serve", "--help"}, envFunc(nil), &out, &errb)
+	// main treats flag.ErrHelp as a clean exit (status 0).
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("serve --help returned %v, want flag.ErrHelp", err)
+	}
+	help := out.String() + errb.String()
+	for _, want := range []string{"Usage: tollgate serve", "--addr", "TOLLGATE_ADDR", "--data", "TOLLGATE_DATA", "--database-url", "DATABASE_URL", "--job-lease", "--shutdown-timeout", "--workers"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("serve --help does not mention %s:\n%s", want, help)
+		}
+	}
+	if err := run(t.Context(), []string{"serve", "--no-such-flag"}, envFunc(nil), &out, &errb); err == nil {
+		t.Error("serve --no-such-flag succeeded")
+	}
+	if err := run(t.Context(), []string{"serve"}, envFunc(map[string]string{"TOLLGATE_WORKERS": "many"}), &out, &errb); err == nil || !strings.Contains(err.Error(), "TOLLGATE_WORKERS") {
+		t.Errorf("serve with TOLLGATE_WORKERS=many returned %v, want an error naming the variable", err)
+	}
+	if err := run(t.Context(), []string{"serve", "--data", t.TempDir(), "--database-url", "mysql://x"}, envFunc(nil), &out, &errb); err == nil || !strings.Contains(err.Error(), "postgres://") {
+		t.Errorf("serve with a mysql URL returned %v, want an error", err)
+	}
+}
+
+var apiKeyLine = regexp.MustCompile(`API key:\s+(tg_\S+)`)
+
+func TestBootstrap(t *testing.T) {
+	t.Run("generated", func(t *testing.T) {
+		data := t.TempDir()
+		s := startServer(t, map[string]string{"TOLLGATE_BOOTSTRAP_API_KEY": ""}, "--data", data)
+		out := s.Stdout.String()
+		for _, want := range []string{"Created the first admin", "email:    admin@tollgate.local", "password: "} {
+			if !strings.Contains(out, want) {
+				t.Errorf("stdout lacks %q:\n%s", want, out)
+			}
+		}
+		m := apiKeyLine.FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("stdout shows no API key:\n%s", out)
+		}
+		c := s.client()
+		c.key = m[1]
+		c.call(t, http.StatusOK, "GET", "/api/v1/workflows", nil)
+		c.key = "tg_wrong_key_wrong_key_wrong_key"
+		c.call(t, http.StatusUnauthorized, "GET", "/api/v1/workflows", nil)
+		if err := s.stop(); err != nil {
+			t.Fatal(err)
+		}
+		// A second start on the same database creates nobody.
+		s2 := startServer(t, map[string]string{"TOLLGATE_BOOTSTRAP_API_KEY": ""}, "--data", data)
+		if out := s2.Stdout.String(); strings.Contains(out, "Created the first admin") {
+			t.Errorf("second start bootstrapped again:\n%s", out)
+		}
+		c2 := s2.client()
+		c2.key = m[1]
+		c2.call(t, http.StatusOK, "GET", "/api/v1/workflows", nil)
+	})
+	t.Run("from environment", func(t *testing.T) {
+		s := startServer(t, map[string]string{"TOLLGATE_ADMIN_EMAIL": "root@example.com"})
+		out := s.Stdout.String()
+		if !strings.Contains(out, "email:    root@example.com") || !strings.Contains(out, "API key:  from TOLLGATE_BOOTSTRAP_API_KEY") {
+			t.Errorf("stdout:\n%s", out)
+		}
+		if strings.Contains(out, testKey) {
+			t.Errorf("stdout shows the key from the environment:\n%s", out)
+		}
+		var p apiPage[struct {
+			ID string `json:"id"`
+		}]
+		s.client().call(t, http.StatusOK, "GET", "/api/v1/workflows", nil).decode(t, &p)
+		var ids []string
+		for _, w := range p.Items {
+			ids = append(ids, w.ID)
+		}
+		if !slices.Contains(ids, "claim-verification") || !slices.Contains(ids, "expense-approval") {
+			t.Errorf("workflows = %v", ids)
+		}
+	})
+	t.Run("short key", func(t *testing.T) {
+		data := t.TempDir()
+		var out, errb syncBuffer
+		err := run(t.Context(), []string{"serve", "--addr", "127.0.0.1:0", "--data", data},
+			envFunc(map[string]string{"TOLLGATE_BOOTSTRAP_API_KEY": "too-short"}), &out, &errb)
+		if err == nil {
+			t.Fatal("serve with a short bootstrap key succeeded")
+		}
+		if !strings.Contains(err.Error(), "TOLLGATE_BOOTSTRAP_API_KEY") {
+			t.Errorf("the error does not name the variable: %v", err)
+		}
+		// The failed start must not have used up the bootstrap: a corrected
+		// key still creates the admin.
+		s := startServer(t, nil, "--data", data)
+		if !strings.Contains(s.Stdout.String(), "Created the first admin") {
+			t.Fatalf("no admin after correcting the key:\n%s", s.Stdout)
+		}
+		s.client().call(t, http.StatusOK, "GET", "/api/v1/workflows", nil)
+	})
+}
+
+func TestGracefulShutdown(t *testing.T) {
+	s := startServer(t, nil, "--shutdown-timeout", "3s")
+	c := s.client()
+	run := c.startRun(t, "claim-verification", map[string]any{"claimId": "c-1", "claimText": "We have 12 customers", "founderEmail": "ada@example.com"})
+	c.waitStatus(t, run.ID, "suspended")
+	start := time.Now()
+	if err := s.stop(); err != nil {
+		t.Fatalf("run returned %v after cancellation, want nil", err)
+	}
+	if d := time.Since(start); d > 3*time.Second+time.Second {
+		t.Errorf("shutdown took %v with --shutdown-timeout 3s", d)
+	}
+	if _, err := c.do(context.Background(), "GET", "/healthz", nil); err == nil {
+		t.Error("the server still answers after run returned")
+	}
+}
+
+// TestAdminCommands runs migrate, user add and apikey create against one
+// data folder, then serves it and uses the keys they made.
+func TestAdminCommands(t *testing.T) {
+	data := t.TempDir()
+	env := map[string]string{"TOLLGATE_DATA": data, "TOLLGATE_LOG_LEVEL": "warn"}
+	cmd := func(getenv map[string]string, args ...string) (string, error) {
+		var out, errb bytes.Buffer
+		err := run(t.Context(), args, envFunc(getenv), &out, &errb)
+		return out.String() + errb.String(), err
+	}
+	for range 2 { // migrate is idempotent
+		out, err := cmd(env, "migrate")
+		if err != nil || !strings.Contains(out, "Migrations are current.") {
+			t.Fatalf("migrate: %v\n%s", err, out)
+		}
+	}
+	if _, err := os.Stat(data + "/tollgate.db"); err != nil {
+		t.Fatalf("migrate with TOLLGATE_DATA made no database there: %v", err)
+	}
+
+	withPassword := cloneEnv(env)
+	withPassword["TOLLGATE_PASSWORD"] = "a long enough password"
+	out, err := cmd(withPassword, "user", "add", "--email", "rev@example.com", "--role", "reviewer", "--name", "Rev")
+	if err != nil || !strings.Contains(out, "Created reviewer rev@example.com (id ") || strings.Contains(out, "Password") {
+		t.Fatalf("user add with TOLLGATE_PASSWORD: %v\n%s", err, out)
+	}
+	out, err = cmd(env, "user", "add", "--email", "ada@example.com", "--role", "founder")
+	if err != nil || !strings.Contains(out, "Created founder ada@example.com") || !strings.Contains(out, "Password (shown once): ") {
+		t.Fatalf("user add without a password: %v\n%s", err, out)
+	}
+	if _, err := cmd(env, "user", "add", "--email", "rev@example.com", "--role", "reviewer"); err == nil {
+		t.Error("adding the same email twice succeeded")
+	}
+	if _, err := cmd(env, "user", "add", "--email", "x@example.com", "--role", "overlord"); err == nil {
+		t.Error("user add --role overlord succeeded")
+	}
+	if _, err := cmd(env, "user", "add", "--email", "not-an-address"); err == nil {
+		t.Error("user add with a bad email succeeded")
+	}
+	if _, err := cmd(env, "user", "list"); err == nil {
+		t.Error("user list succeeded")
+	}
+
+	keyLine := regexp.MustCompile(`API key for (\S+) \(shown once\): (tg_\S+)`)
+	out, err = cmd(env, "apikey", "create", "--email", "rev@example.com", "--name", "ci")
+	m := keyLine.FindStringSubmatch(out)
+	if err != nil || m == nil || m[1] != "rev@example.com" {
+		t.Fatalf("apikey create: %v\n%s", err, out)
+	}
+	reviewerKey := m[2]
+	out, err = cmd(env, "apikey", "create", "--email", "ada@example.com")
+	m = keyLine.FindStringSubmatch(out)
+	if err != nil || m == nil {
+		t.Fatalf("apikey create for the founder: %v\n%s", err, out)
+	}
+	founderKey := m[2]
+	if out, err := cmd(env, "apikey", "create", "--email", "nobody@example.com"); err == nil || !strings.Contains(err.Error(), "nobody@example.com") {
+		t.Errorf("apikey create for an unknown user: %v\n%s", err, out)
+	}
+	if _, err := cmd(env, "apikey", "revoke"); err == nil {
+		t.Error("apikey revoke succeeded")
+	}
+
+	// Users exist, so serving this database bootstraps nobody; the keys work
+	// with their owners' roles.
+	s := startServer(t, map[string]string{"TOLLGATE_BOOTSTRAP_API_KEY": ""}, "--data", data, "--no-migrate")
+	if strings.Contains(s.Stdout.String(), "Created the first admin") {
+		t.Errorf("serve bootstrapped a database that has users:\n%s", s.Stdout)
+	}
+	c := s.client()
+	c.key = reviewerKey
+	c.call(t, http.StatusOK, "GET", "/api/v1/runs", nil)
+	run := c.startRun(t, "claim-verification", map[string]any{"claimId": "c-9", "claimText": "Up 40%", "founderEmail": "ada@example.com"})
+	c.waitStatus(t, run.ID, "suspended")
+	c.key = founderKey
+	c.call(t, http.StatusForbidden, "GET", "/api/v1/runs", nil)
+	var p apiPage[apiSuspension]
+	c.call(t, http.StatusOK, "GET", "/api/v1/suspensions?runId="+run.ID, nil).decode(t, &p)
+	if len(p.Items) != 1 || p.Items[0].Assignee != "ada@example.com" {
+		t.Errorf("the founder sees %+v, want their one suspension", p.Items)
+	}
+}
+
+func TestNoMigrateRefusesAnEmptyDatabase(t *testing.T) {
+	var out, errb syncBuffer
+	err := run(t.Context(), []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--no-migrate"}, envFunc(nil), &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "tollgate migrate") {
+		t.Fatalf("serve --no-migrate on an empty database returned %v", err)
+	}
+}
+
+func TestExamplesSQLite(t *testing.T) {
+	testExamples(t, startServer(t, nil))
+}
+
+func TestExamplesPostgres(t *testing.T) {
+	s := startServer(t, map[string]string{"DATABASE_URL": storagetest.NewDatabase(t)})
+	if !strings.Contains(s.Stdout.String(), "PostgreSQL at postgres://…@") {
+		t.Errorf("stdout does not name PostgreSQL (without its credentials):\n%s", s.Stdout)
+	}
+	testExamples(t, s)
+}
+
+// testExamples drives the example workflows through the HTTP API.
+func testExamples(t *testing.T, s *testServer) {
+	c := s.client()
+	t.Run("claim-verification", func(t *testing.T) {
+		input := map[string]any{"claimId": "c-1", "claimText": "Revenue grew 300% in 2025", "founderEmail": "ada@example.com"}
+		first := c.call(t, http.StatusCreated, "POST", "/api/v1/workflows/claim-verification/runs", map[string]any{"input": input}, "Idempotency-Key", "claim-c-1")
+		var run apiRun
+		first.decode(t, &run)
+		if loc := first.Header.Get("Location"); loc != "/api/v1/runs/"+run.ID {
+			t.Errorf("Location = %q", loc)
+		}
+		again := c.call(t, http.StatusCreated, "POST", "/api/v1/workflows/claim-verification/runs", map[string]any{"input": input}, "Idempotency-Key", "claim-c-1")
+		var replay apiRun
+		again.decode(t, &replay)
+		if replay.ID != run.ID || again.Header.Get("Idempotent-Replayed") != "true" {
+			t.Errorf("a repeated start made run %s (replayed %q), want %s", replay.ID, again.Header.Get("Idempotent-Replayed"), run.ID)
+		}
+		c.waitStatus(t, run.ID, "suspended")
+
+		var page apiPage[apiSuspension]
+		c.call(t, http.StatusOK, "GET", "/api/v1/suspensions?status=pending&reason=awaiting_documentation&runId="+run.ID, nil).decode(t, &page)
+		if len(page.Items) != 1 {
+			t.Fatalf("pending suspensions of the run: %+v", page.Items)
+		}
+		sp := page.Items[0]
+		if sp.Reason != "awaiting_documentation" || sp.Kind != "input" || sp.Status != "pending" || sp.StepName != "verifyClaim" ||
+			sp.ResumeStep != "handleDocumentation" || sp.Assignee != "ada@example.com" || len(sp.ResumeSchema) == 0 {
+			t.Errorf("suspension = %+v", sp)
+		}
+		jsonEqual(t, "checkpoint", sp.Checkpoint, map[string]any{"claimId": "c-1", "claimText": "Revenue grew 300% in 2025", "requestedDocType": "financial_statement"})
+
+		// Data that breaks the schema is refused and changes nothing.
+		bad := c.call(t, http.StatusUnprocessableEntity, "POST", "/api/v1/suspensions/"+sp.ID+"/resume", map[string]any{"resumeData": map[string]any{"documentIds": []string{}}})
+		if bad.code() == "" {
+			t.Errorf("422 without a code: %s", bad.Body)
+		}
+		var resumed apiSuspension
+		c.call(t, http.StatusOK, "POST", "/api/v1/suspensions/"+sp.ID+"/resume", map[string]any{"resumeData": map[string]any{"documentIds": []string{"d1"}}}).decode(t, &resumed)
+		if resumed.Status != "resumed" || resumed.ResumedBy == nil || *resumed.ResumedBy != "admin@tollgate.local" {
+			t.Errorf("resumed suspension = %+v", resumed)
+		}
+		if r := c.call(t, http.StatusConflict, "POST", "/api/v1/suspensions/"+sp.ID+"/resume", map[string]any{"resumeData": map[string]any{"documentIds": []string{"d2"}}}); r.code() != "already_resumed" {
+			t.Errorf("second resume: code %q: %s", r.code(), r.Body)
+		}
+		done := c.waitStatus(t, run.ID, "succeeded")
+		jsonEqual(t, "output", done.Output, map[string]any{"claimId": "c-1", "verdict": "verified", "method": "documentation", "documentType": "financial_statement", "documentIds": []string{"d1"}})
+
+		n := checkLog(t, c.events(t, run.ID))
+		for typ, want := range map[string]int{"RUN_CREATED": 1, "STEP_COMPLETED(verifyClaim)": 1, "verification_suspended": 1, "WORKFLOW_PAUSED": 1, "RUN_RESUMED": 1, "STEP_COMPLETED(handleDocumentation)": 1, "RUN_SUCCEEDED": 1} {
+			if n[typ] != want {
+				t.Errorf("%s occurs %d times, want %d (%v)", typ, n[typ], want, n)
+			}
+		}
+	})
+	t.Run("claim without figures", func(t *testing.T) {
+		run := c.startRun(t, "claim-verification", map[string]any{"claimId": "c-2", "claimText": "We love our customers", "founderEmail": "ada@example.com"})
+		done := c.waitStatus(t, run.ID, "succeeded")
+		jsonEqual(t, "output", done.Output, map[string]any{"claimId": "c-2", "verdict": "verified", "method": "no_figures_stated"})
+	})
+	t.Run("invalid claim", func(t *testing.T) {
+		run := c.startRun(t, "claim-verification", map[string]any{"claimText": "no id"})
+		done := c.waitStatus(t, run.ID, "failed")
+		if done.Error == nil || done.Error.Code != "invalid_input" {
+			t.Errorf("error = %+v", done.Error)
+		}
+	})
+	expense := func(t *testing.T) (apiRun, apiSuspension) {
+		run := c.startRun(t, "expense-approval", map[string]any{"amount": 120.5, "description": "Conference ticket"})
+		c.waitStatus(t, run.ID, "suspended")
+		var page apiPage[apiSuspension]
+		c.call(t, http.StatusOK, "GET", "/api/v1/suspensions?kind=approval&runId="+run.ID, nil).decode(t, &page)
+		if len(page.Items) != 1 {
+			t.Fatalf("approval suspensions of the run: %+v", page.Items)
+		}
+		sp := page.Items[0]
+		if sp.Reason != "awaiting_approval" || sp.Status != "pending" || sp.DeferredCount != 1 {
+			t.Errorf("suspension = %+v", sp)
+		}
+		jsonEqual(t, "checkpoint", sp.Checkpoint, map[string]any{"amount": 120.5, "description": "Conference ticket"})
+		// A review is decided, not resumed with data.
+		c.call(t, http.StatusUnprocessableEntity, "POST", "/api/v1/suspensions/"+sp.ID+"/resume", map[string]any{"resumeData": map[string]any{"approved": true}})
+		return run, sp
+	}
+	t.Run("expense approved", func(t *testing.T) {
+		run, sp := expense(t)
+		var decided apiSuspension
+		c.call(t, http.StatusOK, "POST", "/api/v1/suspensions/"+sp.ID+"/approve", map[string]any{"comment": "Within budget"}).decode(t, &decided)
+		if decided.Decision != "approved" {
+			t.Errorf("decision = %q", decided.Decision)
+		}
+		if r := c.call(t, http.StatusConflict, "POST", "/api/v1/suspensions/"+sp.ID+"/reject", map[string]any{"comment": "changed my mind"}); r.code() != "already_resumed" {
+			t.Errorf("reject after approve: code %q", r.code())
+		}
+		done := c.waitStatus(t, run.ID, "succeeded")
+		jsonEqual(t, "output", done.Output, map[string]any{"reimbursed": 120.5, "description": "Conference ticket", "reference": "reimb-" + run.ID})
+		n := checkLog(t, c.events(t, run.ID))
+		if n["REVIEW_APPROVED"] != 1 || n["STEP_COMPLETED(reimburse)"] != 1 || n["RUN_SUCCEEDED"] != 1 {
+			t.Errorf("events: %v", n)
+		}
+	})
+	t.Run("expense rejected", func(t *testing.T) {
+		run, sp := expense(t)
+		c.call(t, http.StatusOK, "POST", "/api/v1/suspensions/"+sp.ID+"/reject", map[string]any{"comment": "Too expensive"})
+		done := c.waitStatus(t, run.ID, "failed")
+		if done.Error == nil || done.Error.Code != "rejected" || !strings.Contains(done.Error.Message, "Too expensive") {
+			t.Errorf("error = %+v", done.Error)
+		}
+		n := checkLog(t, c.events(t, run.ID))
+		if n["REVIEW_REJECTED"] != 1 || n["COMMANDS_DISCARDED"] != 1 || n["STEP_COMPLETED(reimburse)"] != 0 || n["RUN_FAILED"] != 1 {
+			t.Errorf("events: %v", n)
+		}
+	})
+	t.Run("metrics", func(t *testing.T) {
+		r := c.call(t, http.StatusOK, "GET", "/metrics", nil)
+		for _, want := range []string{`tollgate_runs{status="succeeded"}`, "tollgate_resume_latency_seconds_count"} {
+			if !bytes.Contains(r.Body, []byte(want)) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+		c.call(t, http.StatusOK, "GET", "/readyz", nil)
+	})
+}
+
+// TestResumeByStepKeyWhilePausing resumes runs by step key right after
+// starting them, so that many resumes race the commit of their pause. Every
+// resume must be accepted (200, or 202 when it came first) and every run
+// must finish.
+func TestResumeByStepKeyWhilePausing(t *testing.T) {
+	for _, dialect := range []string{"sqlite", "postgres"} {
+		t.Run(dialect, func(t *testing.T) {
+			env := map[string]string{}
+			if dialect == "postgres" {
+				env["DATABASE_URL"] = storagetest.NewDatabase(t)
+			}
+			c := startServer(t, env).client()
+			var wg sync.WaitGroup
+			for i := range 40 {
+				wg.Go(func() {
+					input := map[string]any{"claimId": fmt.Sprint(i), "claimText": "Up 300%", "founderEmail": "ada@example.com"}
+					r, err := c.do(t.Context(), "POST", "/api/v1/workflows/claim-verification/runs", map[string]any{"input": input})
+					if err != nil || r.Status != http.StatusCreated {
+						t.Errorf("start: %v %d %s", err, r.Status, r.Body)
+						return
+					}
+					var run apiRun
+					_ = json.Unmarshal(r.Body, &run)
+					r, err = c.do(t.Context(), "POST", "/api/v1/runs/"+run.ID+"/steps/verifyClaim/resume", map[string]any{"resumeData": map[string]any{"documentIds": []string{"d1"}}})
+					if err != nil || r.Status != http.StatusOK && r.Status != http.StatusAccepted {
+						t.Errorf("resume run %s by step key: %v %d %s", run.ID, err, r.Status, r.Body)
+						return
+					}
+					for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+						r, err := c.do(t.Context(), "GET", "/api/v1/runs/"+run.ID, nil)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						_ = json.Unmarshal(r.Body, &run)
+						if run.Status == "succeeded" {
+							return
+						}
+						if terminal(run.Status) || time.Now().After(deadline) {
+							t.Errorf("run %s is %s, want succeeded", run.ID, run.Status)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+		})
+	}
+}
