@@ -17,7 +17,8 @@ import (
 	"sync"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
@@ -100,10 +101,15 @@ func scheme(u string) string {
 }
 
 func (db *DB) openPostgres(ctx context.Context, o Opts) error {
-	sqldb, err := sql.Open("pgx", o.URL)
+	cfg, err := pgx.ParseConfig(o.URL)
 	if err != nil {
 		return fmt.Errorf("open postgres: %w", err)
 	}
+	// bun writes arguments into the SQL text, so no two statements share a
+	// text: pgx's default would prepare (and cache, per connection) each one
+	// at the cost of an extra round trip and memory that grows with traffic.
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	sqldb := stdlib.OpenDB(*cfg)
 	n := o.MaxConns
 	if n <= 0 {
 		n = 20
