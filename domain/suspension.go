@@ -93,8 +93,8 @@ type SuspensionFilter struct {
 	// email), so a founder's pages and cursors reveal nothing of others'.
 	Assignee string
 	Newest   bool
-	Cursor     string
-	Limit      int
+	Cursor   string
+	Limit    int
 }
 
 // ResumePayload is what a resume step receives as its input.
