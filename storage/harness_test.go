@@ -53,17 +53,7 @@ func testLogger(t testing.TB) *slog.Logger {
 // startEngine runs an engine on db until the test ends.
 func startEngine(t testing.TB, db domain.Store, reg *domain.Registry, o engine.Opts) *engine.Engine {
 	t.Helper()
-	if o.PollInterval == 0 {
-		o.PollInterval = 50 * time.Millisecond
-	}
-	if o.Log == nil {
-		o.Log = testLogger(t)
-	}
-	e := engine.New(db, reg, o)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { e.Run(ctx) })
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	e, _ := runEngine(t, db, reg, o)
 	return e
 }
 
