@@ -32,6 +32,12 @@ type Job struct {
 	Attempt      int
 	LeaseUntil   time.Time
 	CreatedAt    time.Time
+	// Run and Suspension are the job's run and (for a resume) suspension as
+	// they were when the job was claimed, read in the claim's statement so
+	// that a worker needs no further reads before it runs the step. Either
+	// may be nil, and then the worker reads it.
+	Run        *Run
+	Suspension *Suspension
 }
 
 // Ref is the fence a commit checks.

@@ -20,10 +20,7 @@ type Outcome struct {
 	Err error
 	// Retry is the policy of the step that ran.
 	Retry RetryPolicy
-	// ResolveTimer and Consumed pass through to the commit.
-	ResolveTimer string
-	Consumed     string
-	Now          time.Time
+	Now   time.Time
 	// Rand is a uniform number in [0,1) for backoff jitter.
 	Rand            float64
 	CheckpointLimit int
@@ -41,12 +38,12 @@ func (e *OrchestrationError) Error() string { return e.Message }
 // siblings; review defers them; a failed attempt retries while the policy
 // allows; checkpoints must be JSON within the size limit.
 func Plan(o Outcome) StepCommit {
-	c := StepCommit{Job: o.Job.Ref(), RunID: o.Run.ID, Step: o.Step, Now: o.Now, ResolveTimer: o.ResolveTimer, Consumed: o.Consumed}
+	c := StepCommit{Job: o.Job.Ref(), RunID: o.Run.ID, Step: o.Step, Now: o.Now}
 	if o.Err != nil {
 		return planFailure(o, c)
 	}
 	if err := plan(o, &c); err != nil {
-		c = StepCommit{Job: o.Job.Ref(), RunID: o.Run.ID, Step: o.Step, Now: o.Now, ResolveTimer: o.ResolveTimer, Consumed: o.Consumed}
+		c = StepCommit{Job: o.Job.Ref(), RunID: o.Run.ID, Step: o.Step, Now: o.Now}
 		return failRun(c, o.Step, failureError(err), o.Job.Attempt)
 	}
 	return c

@@ -77,12 +77,7 @@ type StepCommit struct {
 	Step  string
 	Now   time.Time
 	// Events are appended to the run's log in order.
-	Events []NewEvent
-	// ResolveTimer marks a delay suspension resumed by its timer, if it is
-	// still pending (a person may have resumed it early).
-	ResolveTimer string
-	// Consumed is the suspension whose resume this job carried out.
-	Consumed   string
+	Events     []NewEvent
 	Suspension *NewSuspension
 	Jobs       []NewJob
 	// RetryAt reschedules the job instead of finishing it.

@@ -116,6 +116,13 @@ type ResumeRequest struct {
 	// Decision is set for approvals: "approved" or "rejected".
 	Decision string
 	Now      time.Time
+	// Check, when set, vets the request against the pending suspension it
+	// targets, inside the resume's transaction and before the conditional
+	// update: an error is returned as it is and nothing changes. It is not
+	// called for a suspension that is no longer pending (the store explains
+	// the conflict or replays the winner) nor for a resume kept before its
+	// pause.
+	Check func(Suspension) error
 }
 
 // Review decisions, stored with an approval's resume.

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strconv"
 	"time"
@@ -17,18 +18,16 @@ import (
 // are taken in one order everywhere — job, run, suspension — so concurrent
 // commits and resumes cannot deadlock each other for long (PostgreSQL
 // breaks any cycle and inTx retries).
+//
+// On PostgreSQL a commit is at most three statements between BEGIN and
+// COMMIT: end the job and lock the run; insert the suspension and count the
+// run's outstanding work; then one batch of every remaining write.
 func (db *DB) CommitStep(ctx context.Context, c domain.StepCommit) (domain.CommitResult, error) {
 	var res domain.CommitResult
 	woke := false
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		res, woke = domain.CommitResult{}, false
-		if err := db.endJob(ctx, tx, c); err != nil {
-			return err
-		}
-		if err := db.fail("commit.after_job"); err != nil {
-			return err
-		}
-		run, err := db.lockRun(ctx, tx, c.RunID)
+		run, err := db.endJob(ctx, tx, c)
 		if err != nil {
 			return err
 		}
@@ -36,7 +35,7 @@ func (db *DB) CommitStep(ctx context.Context, c domain.StepCommit) (domain.Commi
 			res = domain.CommitResult{Status: run.Status, Discarded: true}
 			return nil
 		}
-		w := commitWriter{db: db, tx: tx, run: run, now: ts(c.Now)}
+		w := commitWriter{db: db, tx: tx, b: db.newBatch(tx), run: run, now: ts(c.Now)}
 		if err := w.apply(ctx, c, &res); err != nil {
 			return err
 		}
@@ -53,33 +52,59 @@ func (db *DB) CommitStep(ctx context.Context, c domain.StepCommit) (domain.Commi
 }
 
 // endJob deletes the job (or reschedules it for a retry) fenced on the
-// claim: a worker whose lease was taken over matches no row.
-func (db *DB) endJob(ctx context.Context, tx bun.Tx, c domain.StepCommit) error {
-	var (
-		r   interface{ RowsAffected() (int64, error) }
-		err error
-	)
+// claim — a worker whose lease was taken over matches no row, ErrStale —
+// and then reads the run for update. PostgreSQL needs the row lock so that
+// event numbering and the outstanding-work count see every concurrent
+// commit of the same run; SQLite's single writer gives the same guarantee
+// already. On PostgreSQL both happen in one statement.
+func (db *DB) endJob(ctx context.Context, tx bun.Tx, c domain.StepCommit) (*runRow, error) {
 	fence := "id = ? AND attempt = ? AND status = ?"
+	var end interface {
+		bun.Query
+		Exec(context.Context, ...any) (sql.Result, error)
+	}
 	if c.RetryAt != nil {
-		r, err = tx.NewUpdate().Model((*jobRow)(nil)).
+		q := tx.NewUpdate().Model((*jobRow)(nil)).
 			Set("status = ?", jobAvailable).Set("run_at = ?", ts(*c.RetryAt)).
 			Set("locked_by = NULL").Set("lease_until = NULL").
-			Where(fence, c.Job.ID, c.Job.Attempt, jobRunning).Exec(ctx)
+			Where(fence, c.Job.ID, c.Job.Attempt, jobRunning)
+		if db.dialect == Postgres {
+			q.Returning("run_id")
+		}
+		end = q
 	} else {
-		r, err = tx.NewDelete().Model((*jobRow)(nil)).Where(fence, c.Job.ID, c.Job.Attempt, jobRunning).Exec(ctx)
+		q := tx.NewDelete().Model((*jobRow)(nil)).Where(fence, c.Job.ID, c.Job.Attempt, jobRunning)
+		if db.dialect == Postgres {
+			q.Returning("run_id")
+		}
+		end = q
 	}
+	if db.dialect == Postgres {
+		run := new(runRow)
+		err := tx.NewSelect().With("ended", end).Model(run).
+			Where("r.id = (SELECT run_id FROM ended)").For("UPDATE").Scan(ctx)
+		if isNoRows(err) {
+			return nil, domain.ErrStale
+		}
+		if err != nil {
+			return nil, err
+		}
+		return run, db.fail("commit.after_job")
+	}
+	r, err := end.Exec(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if n, _ := r.RowsAffected(); n == 0 {
-		return domain.ErrStale
+		return nil, domain.ErrStale
 	}
-	return nil
+	if err := db.fail("commit.after_job"); err != nil {
+		return nil, err
+	}
+	return db.lockRun(ctx, tx, c.RunID)
 }
 
-// lockRun reads a run for update. PostgreSQL needs the row lock so that
-// event numbering and the branch count below see every concurrent commit of
-// the same run; SQLite's single writer gives the same guarantee already.
+// lockRun reads a run for update (see endJob).
 func (db *DB) lockRun(ctx context.Context, tx bun.Tx, id string) (*runRow, error) {
 	run := new(runRow)
 	q := tx.NewSelect().Model(run).Where("id = ?", id)
@@ -96,10 +121,19 @@ func (db *DB) lockRun(ctx context.Context, tx bun.Tx, id string) (*runRow, error
 type commitWriter struct {
 	db       *DB
 	tx       bun.Tx
+	b        *batch
 	run      *runRow
 	now      time.Time
 	events   []*eventRow
 	enqueued bool
+}
+
+// outstanding is a run's work besides the committing job, counted under the
+// run's lock: queued jobs that are not a pending delay's timer, and pending
+// suspensions.
+type outstanding struct {
+	Jobs    int `bun:"jobs"`
+	Pending int `bun:"pending"`
 }
 
 func (w *commitWriter) apply(ctx context.Context, c domain.StepCommit, res *domain.CommitResult) error {
@@ -110,27 +144,43 @@ func (w *commitWriter) apply(ctx context.Context, c domain.StepCommit, res *doma
 	for _, j := range c.Jobs {
 		jobs = append(jobs, jobRowFrom(j, w.now))
 	}
+	// The run's status follows from its outstanding work, which the count
+	// sees as it was before this commit's own writes; those are added here.
+	count := c.Finish == nil && c.RetryAt == nil
+	var out outstanding
+	work := len(jobs)
 	if c.Suspension != nil {
-		s, resumeJob, err := w.insertSuspension(ctx, c.Step, c.Suspension)
+		p, err := w.insertSuspension(ctx, c.Step, c.Suspension, count)
 		if err != nil {
 			return err
 		}
-		res.Suspension = s
-		if resumeJob != nil {
-			jobs = append(jobs, resumeJob)
+		res.Suspension, out = p.suspension, p.before
+		if p.pending {
+			out.Pending++
 		}
-		if err := w.db.fail("commit.after_suspension"); err != nil {
+		if p.resume != nil {
+			jobs = append(jobs, p.resume)
+			if !p.pending {
+				work++ // a resume to run now, not a delay's timer
+			}
+		}
+		if err := w.b.fail(ctx, "commit.after_suspension"); err != nil {
+			return err
+		}
+	} else if count {
+		if err := w.count(w.tx.NewSelect()).Scan(ctx, &out); err != nil {
 			return err
 		}
 	}
-	if err := w.db.insertJobs(ctx, w.tx, jobs); err != nil {
+	out.Jobs += work
+	if err := w.db.insertJobs(ctx, w.b, jobs); err != nil {
 		return err
 	}
 	w.enqueued = len(jobs) > 0
-	if err := w.db.fail("commit.after_jobs"); err != nil {
+	if err := w.b.fail(ctx, "commit.after_jobs"); err != nil {
 		return err
 	}
-	status, err := w.settle(ctx, c)
+	status, err := w.settle(ctx, c, out)
 	if err != nil {
 		return err
 	}
@@ -138,10 +188,13 @@ func (w *commitWriter) apply(ctx context.Context, c domain.StepCommit, res *doma
 	if err := w.flushEvents(ctx); err != nil {
 		return err
 	}
-	if err := w.db.fail("commit.after_events"); err != nil {
+	if err := w.b.fail(ctx, "commit.after_events"); err != nil {
 		return err
 	}
-	return w.updateRun(ctx, status, c)
+	if err := w.updateRun(ctx, status); err != nil {
+		return err
+	}
+	return w.b.flush(ctx)
 }
 
 func (w *commitWriter) addEvent(e domain.NewEvent) {
@@ -157,23 +210,18 @@ func (w *commitWriter) flushEvents(ctx context.Context) error {
 	if len(w.events) == 0 {
 		return nil
 	}
-	_, err := w.tx.NewInsert().Model(&w.events).Exec(ctx)
-	return err
+	return w.b.add(ctx, w.tx.NewInsert().Model(&w.events))
 }
 
 // settle decides the run's status after this commit.
-func (w *commitWriter) settle(ctx context.Context, c domain.StepCommit) (domain.RunStatus, error) {
+func (w *commitWriter) settle(ctx context.Context, c domain.StepCommit, out outstanding) (domain.RunStatus, error) {
 	switch {
 	case c.Finish != nil:
 		return c.Finish.Status, w.finishRun(ctx, c.Finish)
 	case c.RetryAt != nil:
 		return w.run.Status, nil
 	}
-	jobs, pending, err := w.outstanding(ctx)
-	if err != nil {
-		return "", err
-	}
-	status := domain.Settle(jobs, pending)
+	status := domain.Settle(out.Jobs, out.Pending)
 	if status == domain.RunSucceeded {
 		w.run.Output = c.Output
 		w.addEvent(domain.NewEvent{Type: domain.EventRunSucceeded, Step: c.Step, Payload: mustJSON(map[string]any{"output": c.Output})})
@@ -181,69 +229,99 @@ func (w *commitWriter) settle(ctx context.Context, c domain.StepCommit) (domain.
 	return status, nil
 }
 
-// outstanding counts the run's other queued jobs and pending suspensions;
-// the committing job is already gone. A delay's timer is a job too, but it
-// is part of its pending suspension, not work in progress: a run whose only
-// branch sleeps is suspended, not running.
-func (w *commitWriter) outstanding(ctx context.Context) (jobs, pending int, err error) {
-	var counts struct {
-		Jobs    int `bun:"jobs"`
-		Pending int `bun:"pending"`
-	}
-	err = w.tx.NewRaw(`SELECT
-		(SELECT count(*) FROM jobs AS j WHERE j.run_id = ? AND NOT EXISTS (
-			SELECT 1 FROM suspensions AS t WHERE t.id = j.suspension_id AND t.status = ?)) AS jobs,
-		(SELECT count(*) FROM suspensions WHERE run_id = ? AND status = ?) AS pending`,
-		w.run.ID, domain.SuspensionPending, w.run.ID, domain.SuspensionPending).Scan(ctx, &counts)
-	return counts.Jobs, counts.Pending, err
+// count adds the outstanding-work columns to q. The committing job is
+// already gone. A delay's timer is a job too, but it is part of its pending
+// suspension, not work in progress: a run whose only branch sleeps is
+// suspended, not running.
+func (w *commitWriter) count(q *bun.SelectQuery) *bun.SelectQuery {
+	return q.ColumnExpr(`(SELECT count(*) FROM jobs AS j WHERE j.run_id = ? AND NOT EXISTS (
+			SELECT 1 FROM suspensions AS t WHERE t.id = j.suspension_id AND t.status = ?)) AS jobs`, w.run.ID, domain.SuspensionPending).
+		ColumnExpr(`(SELECT count(*) FROM suspensions WHERE run_id = ? AND status = ?) AS pending`, w.run.ID, domain.SuspensionPending)
 }
 
 // finishRun ends the run: its other waits are cancelled and its other work
 // dropped, in this transaction.
 func (w *commitWriter) finishRun(ctx context.Context, f *domain.RunFinish) error {
 	w.run.Output, w.run.Error = f.Output, f.Error
-	return w.db.cancelOutstanding(ctx, w.tx, w.run.ID, w.now)
+	return w.db.cancelOutstanding(ctx, w.b, w.run.ID, w.now)
 }
 
-func (db *DB) cancelOutstanding(ctx context.Context, tx bun.Tx, runID string, now time.Time) error {
-	if _, err := tx.NewUpdate().Model((*suspensionRow)(nil)).Set("status = ?", domain.SuspensionCancelled).
-		Where("run_id = ? AND status = ? AND NOT precompleted", runID, domain.SuspensionPending).Exec(ctx); err != nil {
+func (db *DB) cancelOutstanding(ctx context.Context, b *batch, runID string, now time.Time) error {
+	if err := b.add(ctx, b.tx.NewUpdate().Model((*suspensionRow)(nil)).Set("status = ?", domain.SuspensionCancelled).
+		Where("run_id = ? AND status = ? AND NOT precompleted", runID, domain.SuspensionPending)); err != nil {
 		return err
 	}
-	_, err := tx.NewDelete().Model((*jobRow)(nil)).Where("run_id = ? AND status = ?", runID, jobAvailable).Exec(ctx)
-	return err
+	return b.add(ctx, b.tx.NewDelete().Model((*jobRow)(nil)).Where("run_id = ? AND status = ?", runID, jobAvailable))
 }
 
-func (w *commitWriter) updateRun(ctx context.Context, status domain.RunStatus, c domain.StepCommit) error {
+func (w *commitWriter) updateRun(ctx context.Context, status domain.RunStatus) error {
 	w.run.Status, w.run.UpdatedAt = status, w.now
-	_, err := w.tx.NewUpdate().Model(w.run).Column("status", "output", "error", "next_seq", "updated_at").WherePK().Exec(ctx)
-	return err
+	return w.b.add(ctx, w.tx.NewUpdate().Model(w.run).Column("status", "output", "error", "next_seq", "updated_at").WherePK())
+}
+
+// pause is what inserting a suspension did.
+type pause struct {
+	suspension *domain.Suspension
+	// pending is true for a new pending suspension; false when it attached
+	// to a resume that had arrived first.
+	pending bool
+	// resume is the job that continues from it: a delay's timer, or the
+	// early resume's job.
+	resume *jobRow
+	// before is the run's outstanding work before this commit, when asked.
+	before outstanding
 }
 
 // insertSuspension creates the pause of step, idempotently on (run, step
 // key). If a resume for this pause arrived first, the pre-completed row is
-// completed with the pause's fields and the run continues at once: the
-// returned job is its resume.
-func (w *commitWriter) insertSuspension(ctx context.Context, step string, ns *domain.NewSuspension) (*domain.Suspension, *jobRow, error) {
+// completed with the pause's fields and the run continues at once. With
+// count, the run's outstanding work is counted in the same statement on
+// PostgreSQL (its snapshot does not include the new row) and just before the
+// insert on SQLite.
+func (w *commitWriter) insertSuspension(ctx context.Context, step string, ns *domain.NewSuspension, count bool) (pause, error) {
+	var p pause
 	for n := 1; ; n++ {
 		key := step
 		if n > 1 {
 			key = step + "#" + strconv.Itoa(n)
 		}
 		row := w.suspensionRow(ns, key)
-		res, err := w.tx.NewInsert().Model(row).On("CONFLICT (run_id, step_key) DO NOTHING").Exec(ctx)
-		if err != nil {
-			return nil, nil, err
+		ins := w.tx.NewInsert().Model(row).On("CONFLICT (run_id, step_key) DO NOTHING")
+		var inserted bool
+		switch {
+		case count && n == 1 && w.db.dialect == Postgres:
+			var r struct {
+				Jobs     int `bun:"jobs"`
+				Pending  int `bun:"pending"`
+				Inserted int `bun:"inserted"`
+			}
+			q := w.tx.NewSelect().With("ins", ins.Returning("id")).ColumnExpr("(SELECT count(*) FROM ins) AS inserted")
+			if err := w.count(q).Scan(ctx, &r); err != nil {
+				return p, err
+			}
+			p.before, inserted = outstanding{Jobs: r.Jobs, Pending: r.Pending}, r.Inserted == 1
+		default:
+			if count && n == 1 {
+				if err := w.count(w.tx.NewSelect()).Scan(ctx, &p.before); err != nil {
+					return p, err
+				}
+			}
+			res, err := ins.Exec(ctx)
+			if err != nil {
+				return p, err
+			}
+			k, _ := res.RowsAffected()
+			inserted = k == 1
 		}
-		if k, _ := res.RowsAffected(); k == 1 {
-			return w.created(row)
+		if inserted {
+			return w.created(row, p)
 		}
 		existing := new(suspensionRow)
 		if err := w.tx.NewSelect().Model(existing).Where("run_id = ? AND step_key = ?", w.run.ID, key).Scan(ctx); err != nil {
-			return nil, nil, err
+			return p, err
 		}
 		if existing.Precompleted {
-			return w.attach(ctx, existing, row)
+			return w.attach(ctx, existing, row, p)
 		}
 	}
 }
@@ -265,21 +343,21 @@ func (w *commitWriter) suspensionRow(ns *domain.NewSuspension, key string) *susp
 
 // created returns the new pending suspension and, for a delay, its timer: a
 // resume job due at the wake time.
-func (w *commitWriter) created(row *suspensionRow) (*domain.Suspension, *jobRow, error) {
+func (w *commitWriter) created(row *suspensionRow, p pause) (pause, error) {
 	s, err := row.toDomain()
 	if err != nil {
-		return nil, nil, err
+		return p, err
 	}
-	if row.WakeAt == nil {
-		return &s, nil, nil
+	p.suspension, p.pending = &s, true
+	if row.WakeAt != nil {
+		p.resume = jobRowFrom(domain.NewJob{Key: domain.ResumeJobKey(w.run.ID, row.StepKey), Kind: domain.JobResume, RunID: w.run.ID, SuspensionID: row.ID, RunAt: *row.WakeAt}, w.now)
 	}
-	job := jobRowFrom(domain.NewJob{Key: domain.ResumeJobKey(w.run.ID, row.StepKey), Kind: domain.JobResume, RunID: w.run.ID, SuspensionID: row.ID, RunAt: *row.WakeAt}, w.now)
-	return &s, job, nil
+	return p, nil
 }
 
 // attach completes a pre-completed suspension with its pause and queues the
 // resume that was waiting for it.
-func (w *commitWriter) attach(ctx context.Context, existing, pause *suspensionRow) (*domain.Suspension, *jobRow, error) {
+func (w *commitWriter) attach(ctx context.Context, existing, pause *suspensionRow, p pause) (pause, error) {
 	_, err := w.tx.NewUpdate().Model(existing).
 		Set("step_name = ?", pause.StepName).Set("kind = ?", pause.Kind).Set("reason = ?", pause.Reason).
 		Set("checkpoint = ?", pause.Checkpoint).Set("resume_step = ?", pause.ResumeStep).
@@ -288,15 +366,16 @@ func (w *commitWriter) attach(ctx context.Context, existing, pause *suspensionRo
 		Set("precompleted = ?", false).
 		Where("id = ? AND precompleted", existing.ID).Returning("*").Exec(ctx)
 	if err != nil {
-		return nil, nil, err
+		return p, err
 	}
 	s, err := existing.toDomain()
 	if err != nil {
-		return nil, nil, err
+		return p, err
 	}
 	w.addEvent(domain.NewEvent{Type: domain.EventRunResumed, Step: s.StepName, Payload: mustJSON(map[string]any{
 		"suspensionId": s.ID, "resumedBy": s.ResumedBy, "resumedBeforePause": true,
 	})})
-	job := jobRowFrom(domain.NewJob{Key: domain.ResumeJobKey(w.run.ID, s.StepKey), Kind: domain.JobResume, RunID: w.run.ID, SuspensionID: s.ID, RunAt: w.now}, w.now)
-	return &s, job, nil
+	p.suspension = &s
+	p.resume = jobRowFrom(domain.NewJob{Key: domain.ResumeJobKey(w.run.ID, s.StepKey), Kind: domain.JobResume, RunID: w.run.ID, SuspensionID: s.ID, RunAt: w.now}, w.now)
+	return p, nil
 }

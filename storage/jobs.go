@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
@@ -15,15 +14,15 @@ import (
 // every process sharing the database.
 const jobsChannel = "tollgate_jobs"
 
-// insertJobs enqueues jobs inside tx. A key already queued is absorbed: a
+// insertJobs adds jobs to a batch. A key already queued is absorbed: a
 // step job stays as it is; a resume job can only move earlier (an early
 // resume of a delay brings its timer forward) and only while nobody runs it.
-func (db *DB) insertJobs(ctx context.Context, tx bun.Tx, jobs []*jobRow) error {
+func (db *DB) insertJobs(ctx context.Context, b *batch, jobs []*jobRow) error {
 	if len(jobs) == 0 {
 		return nil
 	}
 	for _, j := range jobs {
-		q := tx.NewInsert().Model(j)
+		q := b.tx.NewInsert().Model(j)
 		if j.Kind == domain.JobResume {
 			q.On("CONFLICT (key) DO UPDATE").
 				Set("run_at = CASE WHEN j.run_at > EXCLUDED.run_at THEN EXCLUDED.run_at ELSE j.run_at END").
@@ -31,43 +30,60 @@ func (db *DB) insertJobs(ctx context.Context, tx bun.Tx, jobs []*jobRow) error {
 		} else {
 			q.On("CONFLICT (key) DO NOTHING")
 		}
-		if _, err := q.Exec(ctx); err != nil {
+		if err := b.add(ctx, q); err != nil {
 			return fmt.Errorf("enqueue job %s: %w", j.Key, err)
 		}
 	}
-	return db.notifyJobs(ctx, tx)
+	return db.notifyJobs(ctx, b)
 }
 
-// notifyJobs wakes other processes' workers when tx commits. PostgreSQL
-// delivers the notification only on commit, never for a rollback.
-func (db *DB) notifyJobs(ctx context.Context, tx bun.Tx) error {
+// notifyJobs wakes other processes' workers when the batch's transaction
+// commits. PostgreSQL delivers the notification only on commit, never for a
+// rollback.
+func (db *DB) notifyJobs(ctx context.Context, b *batch) error {
 	if db.dialect != Postgres {
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, "SELECT pg_notify(?, '')", jobsChannel)
-	return err
+	return b.add(ctx, b.tx.NewRaw("SELECT pg_notify(?, '')", jobsChannel))
 }
 
 // ClaimJobs implements domain.Store. On PostgreSQL, FOR UPDATE SKIP LOCKED
 // lets concurrent claimers in any number of processes take disjoint jobs
-// without waiting on each other; SQLite has one writer, so the write lock
+// without waiting on each other, and the claim, with each job's run and
+// suspension, is one statement; SQLite has one writer, so the write lock
 // already makes the claim exclusive.
 func (db *DB) ClaimJobs(ctx context.Context, worker string, now time.Time, lease time.Duration, limit int) ([]domain.Job, error) {
 	now = ts(now)
-	var rows []jobRow
-	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		sub := tx.NewSelect().Model((*jobRow)(nil)).Column("id").
+	claim := func(idb bun.IDB) *bun.UpdateQuery {
+		due := idb.NewSelect().Model((*jobRow)(nil)).Column("id").
 			Where("status = ?", jobAvailable).Where("run_at <= ?", now).
 			OrderExpr("run_at, id").Limit(int64(limit))
 		if db.dialect == Postgres {
-			sub.For("UPDATE SKIP LOCKED")
+			due.For("UPDATE SKIP LOCKED")
 		}
-		return tx.NewUpdate().Model(&rows).
+		return idb.NewUpdate().Model((*jobRow)(nil)).
 			Set("status = ?", jobRunning).Set("attempt = attempt + 1").
 			Set("locked_by = ?", worker).Set("lease_until = ?", now.Add(lease)).
-			Where("id IN (?)", sub).Returning("*").Scan(ctx)
-	})
-	if err != nil && err != sql.ErrNoRows {
+			Where("id IN (?)", due)
+	}
+	withRelations := func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Relation("Run").Relation("Suspension")
+	}
+	var rows []jobRow
+	var err error
+	if db.dialect == Postgres {
+		err = withRelations(db.bun.NewSelect().With("claimed", claim(db.bun).Returning("*")).
+			Model(&rows).ModelTableExpr("claimed AS j")).Scan(ctx)
+	} else {
+		err = db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+			var ids []int64
+			if err := claim(tx).Returning("id").Scan(ctx, &ids); err != nil || len(ids) == 0 {
+				return err
+			}
+			return withRelations(tx.NewSelect().Model(&rows)).Where("j.id IN (?)", bun.In(ids)).Scan(ctx)
+		})
+	}
+	if err != nil && !isNoRows(err) {
 		return nil, fmt.Errorf("claim jobs: %w", err)
 	}
 	jobs := make([]domain.Job, len(rows))
@@ -104,7 +120,11 @@ func (db *DB) ReleaseJob(ctx context.Context, ref domain.JobRef, now time.Time) 
 		if n, _ := res.RowsAffected(); n == 0 {
 			return domain.ErrStale
 		}
-		return db.notifyJobs(ctx, tx)
+		b := db.newBatch(tx)
+		if err := db.notifyJobs(ctx, b); err != nil {
+			return err
+		}
+		return b.flush(ctx)
 	})
 	if err != nil {
 		return fmt.Errorf("release job %d: %w", ref.ID, err)
@@ -125,10 +145,14 @@ func (db *DB) RescueJobs(ctx context.Context, now time.Time) (int, error) {
 			return err
 		}
 		n, _ = res.RowsAffected()
-		if n > 0 {
-			return db.notifyJobs(ctx, tx)
+		if n == 0 {
+			return nil
 		}
-		return nil
+		b := db.newBatch(tx)
+		if err := db.notifyJobs(ctx, b); err != nil {
+			return err
+		}
+		return b.flush(ctx)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("rescue jobs: %w", err)

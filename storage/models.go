@@ -26,6 +26,9 @@ type runRow struct {
 	NextSeq         int64            `bun:"next_seq"`
 	CreatedAt       time.Time        `bun:"created_at"`
 	UpdatedAt       time.Time        `bun:"updated_at"`
+
+	// One suspension of the run, loaded with it by a resume; never written.
+	Suspension *suspensionRow `bun:"rel:has-one,join:id=run_id"`
 }
 
 func (r *runRow) toDomain() domain.Run {
@@ -129,6 +132,10 @@ type jobRow struct {
 	LockedBy     *string         `bun:"locked_by"`
 	LeaseUntil   *time.Time      `bun:"lease_until"`
 	CreatedAt    time.Time       `bun:"created_at"`
+
+	// Loaded with a claim; never written.
+	Run        *runRow        `bun:"rel:belongs-to,join:run_id=id"`
+	Suspension *suspensionRow `bun:"rel:belongs-to,join:suspension_id=id"`
 }
 
 func (j *jobRow) toDomain() domain.Job {
@@ -141,6 +148,17 @@ func (j *jobRow) toDomain() domain.Job {
 	}
 	if j.LeaseUntil != nil {
 		job.LeaseUntil = j.LeaseUntil.UTC()
+	}
+	if j.Run != nil && j.Run.ID != "" {
+		run := j.Run.toDomain()
+		job.Run = &run
+	}
+	if j.Suspension != nil && j.Suspension.ID != "" {
+		// A suspension that does not decode is left for the worker to read,
+		// which reports the error where it can be handled.
+		if s, err := j.Suspension.toDomain(); err == nil {
+			job.Suspension = &s
+		}
 	}
 	return job
 }

@@ -38,12 +38,16 @@ func (db *DB) CreateRun(ctx context.Context, nr domain.NewRun) (domain.Run, bool
 		if err := db.fail("create_run.after_insert"); err != nil {
 			return err
 		}
+		b := db.newBatch(tx)
 		ev := &eventRow{RunID: row.ID, Seq: 1, Type: domain.EventRunCreated, Payload: mustJSON(map[string]any{"workflowId": nr.WorkflowID, "workflowVersion": nr.WorkflowVersion}), CreatedAt: now}
-		if _, err := tx.NewInsert().Model(ev).Exec(ctx); err != nil {
+		if err := b.add(ctx, tx.NewInsert().Model(ev)); err != nil {
 			return err
 		}
 		job := jobRowFrom(domain.NewJob{Key: domain.StartJobKey(row.ID), Kind: domain.JobStep, RunID: row.ID, Step: nr.FirstStep, Input: nr.Input, RunAt: now}, now)
-		return db.insertJobs(ctx, tx, []*jobRow{job})
+		if err := db.insertJobs(ctx, b, []*jobRow{job}); err != nil {
+			return err
+		}
+		return b.flush(ctx)
 	})
 	if err != nil {
 		return domain.Run{}, false, fmt.Errorf("create run of %s: %w", nr.WorkflowID, translate(err))

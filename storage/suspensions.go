@@ -80,25 +80,22 @@ func (db *DB) Suspensions(ctx context.Context, f domain.SuspensionFilter) ([]dom
 func (db *DB) Resume(ctx context.Context, req domain.ResumeRequest) (domain.Suspension, error) {
 	var out domain.Suspension
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		runID, err := db.resumeRunID(ctx, tx, req)
+		run, target, err := db.lockResumeTarget(ctx, tx, req)
 		if err != nil {
 			return err
 		}
-		run, err := db.lockRun(ctx, tx, runID)
-		if err != nil {
+		if target == nil {
+			out, err = db.precomplete(ctx, tx, run, req)
 			return err
 		}
-		// Only under the run's lock: a pause commits holding it, so one that
-		// committed while this resume waited is seen here, rather than taken
-		// for a pause still to come (whose pre-completed row would then clash
-		// with it and lose the resume).
-		target, err := db.resumeTarget(ctx, tx, req)
-		if err != nil {
-			return err
-		}
-		if target.ID == "" {
-			out, err = db.precomplete(ctx, tx, run, target, req)
-			return err
+		if req.Check != nil && target.Status == domain.SuspensionPending && !target.Precompleted {
+			s, err := target.toDomain()
+			if err != nil {
+				return err
+			}
+			if err := req.Check(s); err != nil {
+				return err
+			}
 		}
 		won, err := db.conditionalResume(ctx, tx, target.ID, req)
 		if err != nil {
@@ -131,33 +128,43 @@ func describeResume(req domain.ResumeRequest) string {
 	return "run " + req.RunID + " step " + req.StepKey
 }
 
-// resumeRunID returns the run a request is about. A suspension's run never
-// changes, so it is read without a lock.
-func (db *DB) resumeRunID(ctx context.Context, tx bun.Tx, req domain.ResumeRequest) (string, error) {
-	if req.SuspensionID == "" {
-		return req.RunID, nil
-	}
-	var runID string
-	err := tx.NewSelect().Model((*suspensionRow)(nil)).Column("run_id").Where("id = ?", req.SuspensionID).Scan(ctx, &runID)
-	return runID, err
-}
-
-// resumeTarget finds the suspension a request names. For (run, step key)
-// with no row yet it returns a target with an empty ID: the pause has not
-// committed, and the resume will be kept as a pre-completed row.
-func (db *DB) resumeTarget(ctx context.Context, tx bun.Tx, req domain.ResumeRequest) (*suspensionRow, error) {
-	row := new(suspensionRow)
-	q := tx.NewSelect().Model(row).Column("id", "run_id")
+// lockResumeTarget locks the run a request is about and returns it with the
+// suspension the request names. For (run, step key) with no row yet the
+// suspension is nil: the pause has not committed, and the resume will be
+// kept as a pre-completed row.
+//
+// By suspension id, the run and the suspension come in one statement that
+// locks only the run. The suspension's fields read there that matter
+// (kind, schema, run) never change; its status is decided by the
+// conditional update that follows. By step key, the suspension is looked up
+// only under the run's lock: a pause commits holding it, so one that
+// committed while this resume waited is seen, rather than taken for a pause
+// still to come (whose pre-completed row would then clash with it and lose
+// the resume).
+func (db *DB) lockResumeTarget(ctx context.Context, tx bun.Tx, req domain.ResumeRequest) (*runRow, *suspensionRow, error) {
 	if req.SuspensionID != "" {
-		q.Where("id = ?", req.SuspensionID)
-	} else {
-		q.Where("run_id = ? AND step_key = ?", req.RunID, req.StepKey)
+		run := new(runRow)
+		q := tx.NewSelect().Model(run).Relation("Suspension").Where("suspension.id = ?", req.SuspensionID)
+		if db.dialect == Postgres {
+			q.For("UPDATE OF r")
+		}
+		if err := q.Scan(ctx); err != nil {
+			return nil, nil, err
+		}
+		target := run.Suspension
+		run.Suspension = nil
+		return run, target, nil
 	}
-	err := q.Scan(ctx)
-	if isNoRows(err) && req.SuspensionID == "" {
-		return &suspensionRow{RunID: req.RunID}, nil
+	run, err := db.lockRun(ctx, tx, req.RunID)
+	if err != nil {
+		return nil, nil, err
 	}
-	return row, err
+	target := new(suspensionRow)
+	err = tx.NewSelect().Model(target).Where("run_id = ? AND step_key = ?", req.RunID, req.StepKey).Scan(ctx)
+	if isNoRows(err) {
+		return run, nil, nil
+	}
+	return run, target, err
 }
 
 func (db *DB) conditionalResume(ctx context.Context, tx bun.Tx, id string, req domain.ResumeRequest) (*suspensionRow, error) {
@@ -220,10 +227,11 @@ func decisionOf(row *suspensionRow) string {
 }
 
 // enqueueResume queues the job that continues the run and records the
-// resume in the run's log.
+// resume in the run's log, in one batch.
 func (db *DB) enqueueResume(ctx context.Context, tx bun.Tx, run *runRow, s *suspensionRow, now time.Time) error {
+	b := db.newBatch(tx)
 	job := jobRowFrom(domain.NewJob{Key: domain.ResumeJobKey(run.ID, s.StepKey), Kind: domain.JobResume, RunID: run.ID, SuspensionID: s.ID, RunAt: now}, now)
-	if err := db.insertJobs(ctx, tx, []*jobRow{job}); err != nil {
+	if err := db.insertJobs(ctx, b, []*jobRow{job}); err != nil {
 		return err
 	}
 	payload := map[string]any{"suspensionId": s.ID, "resumedBy": derefString(s.ResumedBy)}
@@ -238,7 +246,7 @@ func (db *DB) enqueueResume(ctx context.Context, tx bun.Tx, run *runRow, s *susp
 		typ = domain.EventReviewRejected
 	}
 	ev := &eventRow{RunID: run.ID, Seq: run.NextSeq, Type: typ, Step: s.StepName, Payload: mustJSON(payload), CreatedAt: now}
-	if _, err := tx.NewInsert().Model(ev).Exec(ctx); err != nil {
+	if err := b.add(ctx, tx.NewInsert().Model(ev)); err != nil {
 		return err
 	}
 	run.NextSeq++
@@ -246,14 +254,16 @@ func (db *DB) enqueueResume(ctx context.Context, tx bun.Tx, run *runRow, s *susp
 		run.Status = domain.RunRunning
 	}
 	run.UpdatedAt = now
-	_, err := tx.NewUpdate().Model(run).Column("status", "next_seq", "updated_at").WherePK().Exec(ctx)
-	return err
+	if err := b.add(ctx, tx.NewUpdate().Model(run).Column("status", "next_seq", "updated_at").WherePK()); err != nil {
+		return err
+	}
+	return b.flush(ctx)
 }
 
 // precomplete keeps a resume that arrived before its pause committed. The
 // row is unique on (run, step key), so of several early resumes one is kept
 // and the others lose as usual; the pause attaches to it when it commits.
-func (db *DB) precomplete(ctx context.Context, tx bun.Tx, run *runRow, _ *suspensionRow, req domain.ResumeRequest) (domain.Suspension, error) {
+func (db *DB) precomplete(ctx context.Context, tx bun.Tx, run *runRow, req domain.ResumeRequest) (domain.Suspension, error) {
 	if run.Status.Terminal() {
 		return domain.Suspension{}, &domain.ConflictError{Code: domain.CodeRunFinished, Message: fmt.Sprintf("run %s is %s; there is nothing left to resume", run.ID, run.Status)}
 	}
@@ -290,21 +300,22 @@ func (db *DB) CancelRun(ctx context.Context, runID, by string, now time.Time) (d
 		if run.Status.Terminal() {
 			return &domain.ConflictError{Code: domain.CodeRunFinished, Message: fmt.Sprintf("run %s is already %s", runID, run.Status), Detail: map[string]any{"status": run.Status}}
 		}
-		if err := db.cancelOutstanding(ctx, tx, runID, now); err != nil {
+		b := db.newBatch(tx)
+		if err := db.cancelOutstanding(ctx, b, runID, now); err != nil {
 			return err
 		}
 		ev := &eventRow{RunID: runID, Seq: run.NextSeq, Type: domain.EventRunCancelled, Payload: mustJSON(map[string]any{"cancelledBy": by}), CreatedAt: now}
-		if _, err := tx.NewInsert().Model(ev).Exec(ctx); err != nil {
+		if err := b.add(ctx, tx.NewInsert().Model(ev)); err != nil {
 			return err
 		}
 		run.NextSeq++
 		run.Status, run.UpdatedAt = domain.RunCancelled, now
 		run.Error = &domain.RunError{Code: domain.CodeCancelled, Message: "cancelled by " + by}
-		if _, err := tx.NewUpdate().Model(run).Column("status", "error", "next_seq", "updated_at").WherePK().Exec(ctx); err != nil {
+		if err := b.add(ctx, tx.NewUpdate().Model(run).Column("status", "error", "next_seq", "updated_at").WherePK()); err != nil {
 			return err
 		}
 		out = run.toDomain()
-		return nil
+		return b.flush(ctx)
 	})
 	if err != nil {
 		return domain.Run{}, fmt.Errorf("cancel run %s: %w", runID, translate(err))

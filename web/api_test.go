@@ -386,6 +386,10 @@ func TestAPIAuth(t *testing.T) {
 		if err := e.db.RevokeAPIKey(t.Context(), revokedID, time.Now()); err != nil {
 			t.Fatal(err)
 		}
+		// The key's owner was looked up a moment ago and is trusted for the
+		// cache's TTL; forgetting the user ends that at once.
+		want(t, e.call(t, "GET", "/api/v1/runs", revoked, ""), http.StatusOK)
+		e.api.ForgetUser(e.userIDs[adminEmail])
 		disabled := e.addUser(t, "gone@example.com", "admin", true)
 		for name, header := range map[string]string{
 			"none":          "",

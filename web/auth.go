@@ -32,17 +32,23 @@ func (s *Server) requireKey(next http.Handler) http.Handler {
 			unauthorized(w, r)
 			return
 		}
-		key, user, err := s.Auth.KeyOwner(r.Context(), HashAPIKey(strings.TrimSpace(secret)))
-		if errors.Is(err, domain.ErrNotFound) {
-			unauthorized(w, r)
-			return
+		hash := HashAPIKey(strings.TrimSpace(secret))
+		p, ok := s.keyCache().get(hash)
+		if !ok {
+			key, user, err := s.Auth.KeyOwner(r.Context(), hash)
+			if errors.Is(err, domain.ErrNotFound) {
+				unauthorized(w, r)
+				return
+			}
+			if err != nil {
+				s.Log.ErrorContext(r.Context(), "API key lookup failed", "error", err)
+				writeProblem(w, r, newProblem(http.StatusServiceUnavailable, "unavailable", "The server cannot check credentials right now; retry later."))
+				return
+			}
+			p = Principal{User: user, Key: key}
+			s.keyCache().put(hash, p)
 		}
-		if err != nil {
-			s.Log.ErrorContext(r.Context(), "API key lookup failed", "error", err)
-			writeProblem(w, r, newProblem(http.StatusServiceUnavailable, "unavailable", "The server cannot check credentials right now; retry later."))
-			return
-		}
-		ctx := context.WithValue(r.Context(), principalKey{}, Principal{User: user, Key: key})
+		ctx := context.WithValue(r.Context(), principalKey{}, p)
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
@@ -32,6 +33,28 @@ type Server struct {
 	Log    *slog.Logger
 	// MaxBody bounds JSON request bodies (default 1 MiB).
 	MaxBody int64
+	// KeyCacheTTL is how long a successful API-key lookup is reused (5s;
+	// negative disables the cache). A key revoked or a user disabled by
+	// another process stops working within it.
+	KeyCacheTTL time.Duration
+
+	keys     *keyCache
+	keysOnce sync.Once
+}
+
+// ForgetUser makes this server look up every API key of the user again on
+// its next use, for a user whose keys were revoked or who was disabled.
+func (s *Server) ForgetUser(userID string) { s.keyCache().forgetUser(userID) }
+
+func (s *Server) keyCache() *keyCache {
+	s.keysOnce.Do(func() {
+		ttl := s.KeyCacheTTL
+		if ttl == 0 {
+			ttl = 5 * time.Second
+		}
+		s.keys = newKeyCache(ttl, 10_000)
+	})
+	return s.keys
 }
 
 // Handler returns the routed, middleware-wrapped handler.

@@ -51,6 +51,7 @@ var docSchema = json.RawMessage(`{
 type apiEnv struct {
 	db      *storage.DB
 	srv     *httptest.Server
+	api     *web.Server
 	userIDs map[string]string // by email
 
 	admin, reviewer, founderA, founderB string // API keys
@@ -124,7 +125,7 @@ func newAPIEnv(t *testing.T, o storage.Opts, configure func(*web.Server)) *apiEn
 	if configure != nil {
 		configure(srv)
 	}
-	e.srv = newServer(t, srv)
+	e.api, e.srv = srv, newServer(t, srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { eng.Run(ctx) })

@@ -27,6 +27,7 @@ type serveConfig struct {
 	checkpointLimit int
 	maxBody         int
 	shutdownTimeout time.Duration
+	keyCacheTTL     time.Duration
 	adminEmail      string
 	bootstrapKey    string
 }
@@ -46,6 +47,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.Duration(&c.poll, "poll-interval", "TOLLGATE_POLL_INTERVAL", time.Second, "fallback queue poll when no notification arrives")
 	f.Int(&c.checkpointLimit, "checkpoint-limit", "TOLLGATE_CHECKPOINT_LIMIT", domain.DefaultCheckpointLimit, "largest checkpoint in bytes")
 	f.Int(&c.maxBody, "max-body", "TOLLGATE_MAX_BODY", 1<<20, "largest JSON request body in bytes")
+	f.Duration(&c.keyCacheTTL, "key-cache-ttl", "TOLLGATE_KEY_CACHE_TTL", 5*time.Second, "how long a checked API key is trusted without asking the database again; a key revoked by another process stops working within it (negative: ask every time)")
 	f.Duration(&c.shutdownTimeout, "shutdown-timeout", "TOLLGATE_SHUTDOWN_TIMEOUT", 15*time.Second, "how long to finish requests and steps after SIGTERM")
 	f.String(&c.adminEmail, "admin-email", "TOLLGATE_ADMIN_EMAIL", "admin@tollgate.local", "email of the admin created on a fresh database")
 	c.bootstrapKey = getenv("TOLLGATE_BOOTSTRAP_API_KEY")
@@ -80,7 +82,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Workers: c.workers, Lease: c.lease, PollInterval: c.poll, CheckpointLimit: c.checkpointLimit,
 		ShutdownGrace: c.shutdownTimeout, ValidateResumeData: web.ValidateResumeData, Log: log,
 	})
-	srv := &web.Server{Engine: eng, Store: db, Auth: db, Health: db, Log: log, MaxBody: int64(c.maxBody)}
+	srv := &web.Server{Engine: eng, Store: db, Auth: db, Health: db, Log: log, MaxBody: int64(c.maxBody), KeyCacheTTL: c.keyCacheTTL}
 	return listenAndServe(ctx, c, srv.Handler(), eng, log, stdout)
 }
 

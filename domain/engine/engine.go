@@ -136,22 +136,13 @@ func (e *Engine) Resume(ctx context.Context, req domain.ResumeRequest) (domain.S
 	if err := domain.CheckJSON(req.Data); err != nil {
 		return domain.Suspension{}, fmt.Errorf("resume: data: %w", err)
 	}
-	if req.SuspensionID != "" {
-		s, err := e.store.Suspension(ctx, req.SuspensionID)
-		if err != nil {
-			return s, err
-		}
-		if err := e.checkResume(s, req); err != nil {
-			return s, err
-		}
-	}
+	req.Check = func(s domain.Suspension) error { return e.checkResume(s, req) }
 	return e.store.Resume(ctx, req)
 }
 
+// checkResume vets a resume of the pending suspension s: a review takes a
+// decision, anything else data, and data must match the suspension's schema.
 func (e *Engine) checkResume(s domain.Suspension, req domain.ResumeRequest) error {
-	if s.Status != domain.SuspensionPending {
-		return nil // the store explains the conflict, or replays the winner
-	}
 	if s.Kind == domain.KindApproval && req.Decision == "" {
 		return &domain.ValidationError{Code: domain.CodeValidation, Message: "suspension " + s.ID + " awaits a review: approve or reject it"}
 	}
@@ -199,8 +190,11 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.rescue(ctx)
 		default:
 		}
-		claimed := e.claim(ctx, stepCtx, sem, &wg)
-		if claimed > 0 && len(sem) < cap(sem) {
+		// A claim that filled every free slot may have left due jobs behind;
+		// one that did not has emptied the queue of due jobs, and a job
+		// enqueued since then has signalled a wake-up.
+		free := cap(sem) - len(sem)
+		if claimed := e.claim(ctx, stepCtx, sem, &wg); claimed > 0 && claimed == free && len(sem) < cap(sem) {
 			continue
 		}
 		e.wait(ctx, rescue.C, len(sem) < cap(sem))

@@ -14,7 +14,7 @@ import (
 // skip=true means there is nothing to commit (the job was handed back).
 func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit, bool, error) {
 	now := e.o.Clock.Now()
-	run, err := e.store.Run(ctx, job.RunID)
+	run, err := e.jobRun(ctx, job)
 	if err != nil {
 		return domain.StepCommit{}, false, err
 	}
@@ -41,7 +41,6 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 		if s.Status != domain.SuspensionResumed {
 			return base, false, nil // cancelled with its run: the store discards
 		}
-		o.Consumed = s.ID
 		if s.Kind == domain.KindApproval && s.ResumeStep == "" {
 			return e.decided(o, s), false, nil
 		}
@@ -69,18 +68,31 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 	return domain.Plan(o), false, nil
 }
 
+// jobRun is the job's run as claimed, or read now.
+func (e *Engine) jobRun(ctx context.Context, job domain.Job) (domain.Run, error) {
+	if job.Run != nil {
+		return *job.Run, nil
+	}
+	return e.store.Run(ctx, job.RunID)
+}
+
 // resolve returns the suspension a resume job continues from. A delay's
 // timer resolves its own suspension first, with the same conditional update
 // a person's resume uses: if someone resumed it early, theirs stands.
 func (e *Engine) resolve(ctx context.Context, job domain.Job) (domain.Suspension, error) {
-	s, err := e.store.Suspension(ctx, job.SuspensionID)
-	if err != nil {
-		return s, err
+	var s domain.Suspension
+	if job.Suspension != nil {
+		s = *job.Suspension
+	} else {
+		var err error
+		if s, err = e.store.Suspension(ctx, job.SuspensionID); err != nil {
+			return s, err
+		}
 	}
 	if s.Status != domain.SuspensionPending || s.Kind != domain.KindDelay {
 		return s, nil
 	}
-	_, err = e.store.Resume(ctx, domain.ResumeRequest{SuspensionID: s.ID, Data: json.RawMessage("null"), By: "timer", Now: e.o.Clock.Now()})
+	_, err := e.store.Resume(ctx, domain.ResumeRequest{SuspensionID: s.ID, Data: json.RawMessage("null"), By: "timer", Now: e.o.Clock.Now()})
 	var ce *domain.ConflictError
 	if err != nil && !errors.As(err, &ce) {
 		return s, err
@@ -105,7 +117,7 @@ func (e *Engine) decided(o domain.Outcome, s domain.Suspension) domain.StepCommi
 		msg += ": " + d.Comment
 	}
 	re := &domain.RunError{Code: domain.CodeRejected, Message: msg}
-	c := domain.StepCommit{Job: o.Job.Ref(), RunID: o.Run.ID, Step: s.StepName, Now: o.Now, Consumed: s.ID}
+	c := domain.StepCommit{Job: o.Job.Ref(), RunID: o.Run.ID, Step: s.StepName, Now: o.Now}
 	if len(s.Deferred) > 0 {
 		c.Events = append(c.Events, domain.NewEvent{Type: domain.EventCommandsDropped, Step: s.StepName, Payload: mustJSON(map[string]any{"count": len(s.Deferred), "reason": "review rejected"})})
 	}
