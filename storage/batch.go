@@ -19,12 +19,12 @@ import (
 // interrupts the transaction between exactly the writes it names.
 type batch struct {
 	db  *DB
-	tx  bun.Tx
+	tx  bun.IDB
 	sql []byte
 	n   int
 }
 
-func (db *DB) newBatch(tx bun.Tx) *batch { return &batch{db: db, tx: tx} }
+func (db *DB) newBatch(tx bun.IDB) *batch { return &batch{db: db, tx: tx} }
 
 // add appends a statement.
 func (b *batch) add(ctx context.Context, q schema.QueryAppender) error {
@@ -54,16 +54,16 @@ func (b *batch) fail(ctx context.Context, point string) error {
 	return b.db.fail(point)
 }
 
-// flush executes what has been collected. The SQL is already complete, so
-// it goes to database/sql directly rather than through bun's placeholder
-// formatting (a '?' inside a JSON value is data, not a placeholder).
+// flush executes what has been collected. The SQL is already complete;
+// without arguments bun passes it on untouched (a '?' inside a JSON value
+// is data, not a placeholder).
 func (b *batch) flush(ctx context.Context) error {
 	if b.n == 0 {
 		return nil
 	}
 	sql := string(b.sql)
 	b.sql, b.n = b.sql[:0], 0
-	if _, err := b.tx.Tx.ExecContext(ctx, sql); err != nil {
+	if _, err := b.tx.ExecContext(ctx, sql); err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}
 	return nil

@@ -19,13 +19,14 @@ import (
 // commits and resumes cannot deadlock each other for long (PostgreSQL
 // breaks any cycle and inTx retries).
 //
-// On PostgreSQL a commit is at most three statements between BEGIN and
-// COMMIT: end the job and lock the run; insert the suspension and count the
-// run's outstanding work; then one batch of every remaining write.
+// On PostgreSQL a commit is at most three messages in a pipelined
+// transaction: end the job and lock the run (with BEGIN); insert the
+// suspension and count the run's outstanding work; then every remaining
+// write in one batch (with COMMIT).
 func (db *DB) CommitStep(ctx context.Context, c domain.StepCommit) (domain.CommitResult, error) {
 	var res domain.CommitResult
 	woke := false
-	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := db.inPipelinedTx(ctx, func(ctx context.Context, tx bun.IDB) error {
 		res, woke = domain.CommitResult{}, false
 		run, err := db.endJob(ctx, tx, c)
 		if err != nil {
@@ -57,7 +58,7 @@ func (db *DB) CommitStep(ctx context.Context, c domain.StepCommit) (domain.Commi
 // event numbering and the outstanding-work count see every concurrent
 // commit of the same run; SQLite's single writer gives the same guarantee
 // already. On PostgreSQL both happen in one statement.
-func (db *DB) endJob(ctx context.Context, tx bun.Tx, c domain.StepCommit) (*runRow, error) {
+func (db *DB) endJob(ctx context.Context, tx bun.IDB, c domain.StepCommit) (*runRow, error) {
 	fence := "id = ? AND attempt = ? AND status = ?"
 	var end interface {
 		bun.Query
@@ -81,8 +82,8 @@ func (db *DB) endJob(ctx context.Context, tx bun.Tx, c domain.StepCommit) (*runR
 	}
 	if db.dialect == Postgres {
 		run := new(runRow)
-		err := tx.NewSelect().With("ended", end).Model(run).
-			Where("r.id = (SELECT run_id FROM ended)").For("UPDATE").Scan(ctx)
+		err := db.first(ctx, tx, tx.NewSelect().With("ended", end).Model(run).
+			Where("r.id = (SELECT run_id FROM ended)").For("UPDATE"), run)
 		if isNoRows(err) {
 			return nil, domain.ErrStale
 		}
@@ -104,14 +105,15 @@ func (db *DB) endJob(ctx context.Context, tx bun.Tx, c domain.StepCommit) (*runR
 	return db.lockRun(ctx, tx, c.RunID)
 }
 
-// lockRun reads a run for update (see endJob).
-func (db *DB) lockRun(ctx context.Context, tx bun.Tx, id string) (*runRow, error) {
+// lockRun reads a run for update (see endJob), as the first statement of a
+// pipelined transaction.
+func (db *DB) lockRun(ctx context.Context, tx bun.IDB, id string) (*runRow, error) {
 	run := new(runRow)
 	q := tx.NewSelect().Model(run).Where("id = ?", id)
 	if db.dialect == Postgres {
 		q.For("UPDATE")
 	}
-	if err := q.Scan(ctx); err != nil {
+	if err := db.first(ctx, tx, q, run); err != nil {
 		return nil, err
 	}
 	return run, nil
@@ -120,7 +122,7 @@ func (db *DB) lockRun(ctx context.Context, tx bun.Tx, id string) (*runRow, error
 // commitWriter applies one StepCommit inside a transaction.
 type commitWriter struct {
 	db       *DB
-	tx       bun.Tx
+	tx       bun.IDB
 	b        *batch
 	run      *runRow
 	now      time.Time
@@ -194,7 +196,7 @@ func (w *commitWriter) apply(ctx context.Context, c domain.StepCommit, res *doma
 	if err := w.updateRun(ctx, status); err != nil {
 		return err
 	}
-	return w.b.flush(ctx)
+	return w.b.commit(ctx)
 }
 
 func (w *commitWriter) addEvent(e domain.NewEvent) {

@@ -25,8 +25,22 @@ func (db *DB) CreateRun(ctx context.Context, nr domain.NewRun) (domain.Run, bool
 	if nr.IdempotencyKey != "" {
 		row.IdempotencyKey = &nr.IdempotencyKey
 	}
+	if db.dialect == Postgres && db.fault == nil {
+		// The common case in one message, one implicit transaction. A
+		// unique violation (an idempotency key already used) rolls it all
+		// back and takes the path below, which finds the existing run.
+		err := db.insertRun(ctx, db.bun, row, nr, false)
+		if err == nil {
+			db.signal()
+			return row.toDomain(), true, nil
+		}
+		if !isUniqueViolation(err) {
+			return domain.Run{}, false, fmt.Errorf("create run of %s: %w", nr.WorkflowID, translate(err))
+		}
+	}
 	created := true
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		created = true
 		res, err := tx.NewInsert().Model(row).On("CONFLICT DO NOTHING").Exec(ctx)
 		if err != nil {
 			return err
@@ -38,16 +52,7 @@ func (db *DB) CreateRun(ctx context.Context, nr domain.NewRun) (domain.Run, bool
 		if err := db.fail("create_run.after_insert"); err != nil {
 			return err
 		}
-		b := db.newBatch(tx)
-		ev := &eventRow{RunID: row.ID, Seq: 1, Type: domain.EventRunCreated, Payload: mustJSON(map[string]any{"workflowId": nr.WorkflowID, "workflowVersion": nr.WorkflowVersion}), CreatedAt: now}
-		if err := b.add(ctx, tx.NewInsert().Model(ev)); err != nil {
-			return err
-		}
-		job := jobRowFrom(domain.NewJob{Key: domain.StartJobKey(row.ID), Kind: domain.JobStep, RunID: row.ID, Step: nr.FirstStep, Input: nr.Input, RunAt: now}, now)
-		if err := db.insertJobs(ctx, b, []*jobRow{job}); err != nil {
-			return err
-		}
-		return b.flush(ctx)
+		return db.insertRun(ctx, tx, row, nr, true)
 	})
 	if err != nil {
 		return domain.Run{}, false, fmt.Errorf("create run of %s: %w", nr.WorkflowID, translate(err))
@@ -56,6 +61,27 @@ func (db *DB) CreateRun(ctx context.Context, nr domain.NewRun) (domain.Run, bool
 		db.signal()
 	}
 	return row.toDomain(), created, nil
+}
+
+// insertRun writes a new run's first event and job, and the run itself
+// unless it is already inserted, in one batch.
+func (db *DB) insertRun(ctx context.Context, idb bun.IDB, row *runRow, nr domain.NewRun, runInserted bool) error {
+	b := db.newBatch(idb)
+	if !runInserted {
+		if err := b.add(ctx, idb.NewInsert().Model(row)); err != nil {
+			return err
+		}
+	}
+	now := row.CreatedAt
+	ev := &eventRow{RunID: row.ID, Seq: 1, Type: domain.EventRunCreated, Payload: mustJSON(map[string]any{"workflowId": nr.WorkflowID, "workflowVersion": nr.WorkflowVersion}), CreatedAt: now}
+	if err := b.add(ctx, idb.NewInsert().Model(ev)); err != nil {
+		return err
+	}
+	job := jobRowFrom(domain.NewJob{Key: domain.StartJobKey(row.ID), Kind: domain.JobStep, RunID: row.ID, Step: nr.FirstStep, Input: nr.Input, RunAt: now}, now)
+	if err := db.insertJobs(ctx, b, []*jobRow{job}); err != nil {
+		return err
+	}
+	return b.flush(ctx)
 }
 
 // existingRun loads the run an idempotency key already started. The same key

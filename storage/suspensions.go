@@ -79,7 +79,7 @@ func (db *DB) Suspensions(ctx context.Context, f domain.SuspensionFilter) ([]dom
 // resumes exactly one changes the row.
 func (db *DB) Resume(ctx context.Context, req domain.ResumeRequest) (domain.Suspension, error) {
 	var out domain.Suspension
-	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := db.inPipelinedTx(ctx, func(ctx context.Context, tx bun.IDB) error {
 		run, target, err := db.lockResumeTarget(ctx, tx, req)
 		if err != nil {
 			return err
@@ -141,14 +141,14 @@ func describeResume(req domain.ResumeRequest) string {
 // committed while this resume waited is seen, rather than taken for a pause
 // still to come (whose pre-completed row would then clash with it and lose
 // the resume).
-func (db *DB) lockResumeTarget(ctx context.Context, tx bun.Tx, req domain.ResumeRequest) (*runRow, *suspensionRow, error) {
+func (db *DB) lockResumeTarget(ctx context.Context, tx bun.IDB, req domain.ResumeRequest) (*runRow, *suspensionRow, error) {
 	if req.SuspensionID != "" {
 		run := new(runRow)
 		q := tx.NewSelect().Model(run).Relation("Suspension").Where("suspension.id = ?", req.SuspensionID)
 		if db.dialect == Postgres {
 			q.For("UPDATE OF r")
 		}
-		if err := q.Scan(ctx); err != nil {
+		if err := db.first(ctx, tx, q, run); err != nil {
 			return nil, nil, err
 		}
 		target := run.Suspension
@@ -167,7 +167,7 @@ func (db *DB) lockResumeTarget(ctx context.Context, tx bun.Tx, req domain.Resume
 	return run, target, err
 }
 
-func (db *DB) conditionalResume(ctx context.Context, tx bun.Tx, id string, req domain.ResumeRequest) (*suspensionRow, error) {
+func (db *DB) conditionalResume(ctx context.Context, tx bun.IDB, id string, req domain.ResumeRequest) (*suspensionRow, error) {
 	now := ts(req.Now)
 	var rows []suspensionRow
 	q := tx.NewUpdate().Model(&rows).
@@ -188,7 +188,7 @@ func (db *DB) conditionalResume(ctx context.Context, tx bun.Tx, id string, req d
 // already been resumed (by whom, when), expired or been cancelled. A repeat
 // of the winning request — same Idempotency-Key, same data — is not a loss:
 // it gets the winner's answer back.
-func (db *DB) lostResume(ctx context.Context, tx bun.Tx, id string, req domain.ResumeRequest) (domain.Suspension, error) {
+func (db *DB) lostResume(ctx context.Context, tx bun.IDB, id string, req domain.ResumeRequest) (domain.Suspension, error) {
 	row := new(suspensionRow)
 	if err := tx.NewSelect().Model(row).Where("id = ?", id).Scan(ctx); err != nil {
 		return domain.Suspension{}, err
@@ -228,7 +228,7 @@ func decisionOf(row *suspensionRow) string {
 
 // enqueueResume queues the job that continues the run and records the
 // resume in the run's log, in one batch.
-func (db *DB) enqueueResume(ctx context.Context, tx bun.Tx, run *runRow, s *suspensionRow, now time.Time) error {
+func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s *suspensionRow, now time.Time) error {
 	b := db.newBatch(tx)
 	job := jobRowFrom(domain.NewJob{Key: domain.ResumeJobKey(run.ID, s.StepKey), Kind: domain.JobResume, RunID: run.ID, SuspensionID: s.ID, RunAt: now}, now)
 	if err := db.insertJobs(ctx, b, []*jobRow{job}); err != nil {
@@ -257,13 +257,13 @@ func (db *DB) enqueueResume(ctx context.Context, tx bun.Tx, run *runRow, s *susp
 	if err := b.add(ctx, tx.NewUpdate().Model(run).Column("status", "next_seq", "updated_at").WherePK()); err != nil {
 		return err
 	}
-	return b.flush(ctx)
+	return b.commit(ctx)
 }
 
 // precomplete keeps a resume that arrived before its pause committed. The
 // row is unique on (run, step key), so of several early resumes one is kept
 // and the others lose as usual; the pause attaches to it when it commits.
-func (db *DB) precomplete(ctx context.Context, tx bun.Tx, run *runRow, req domain.ResumeRequest) (domain.Suspension, error) {
+func (db *DB) precomplete(ctx context.Context, tx bun.IDB, run *runRow, req domain.ResumeRequest) (domain.Suspension, error) {
 	if run.Status.Terminal() {
 		return domain.Suspension{}, &domain.ConflictError{Code: domain.CodeRunFinished, Message: fmt.Sprintf("run %s is %s; there is nothing left to resume", run.ID, run.Status)}
 	}
@@ -292,7 +292,7 @@ func (db *DB) precomplete(ctx context.Context, tx bun.Tx, run *runRow, req domai
 func (db *DB) CancelRun(ctx context.Context, runID, by string, now time.Time) (domain.Run, error) {
 	now = ts(now)
 	var out domain.Run
-	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := db.inPipelinedTx(ctx, func(ctx context.Context, tx bun.IDB) error {
 		run, err := db.lockRun(ctx, tx, runID)
 		if err != nil {
 			return err
@@ -315,7 +315,7 @@ func (db *DB) CancelRun(ctx context.Context, runID, by string, now time.Time) (d
 			return err
 		}
 		out = run.toDomain()
-		return b.flush(ctx)
+		return b.commit(ctx)
 	})
 	if err != nil {
 		return domain.Run{}, fmt.Errorf("cancel run %s: %w", runID, translate(err))

@@ -1,0 +1,124 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/schema"
+)
+
+// A pipelined transaction is how the hot paths (step commits, resumes) talk
+// to PostgreSQL: the transaction's first statement travels with its BEGIN
+// and its last batch of writes with its COMMIT, so a transaction costs no
+// round trips of its own.
+//
+// It rests on how PostgreSQL runs a simple-protocol Query message holding
+// several statements: "S; BEGIN" runs S and then opens a transaction block
+// that retroactively includes S (its row locks included) and stays open
+// after the message; "W1; W2; COMMIT" ends it, and a statement that fails
+// skips the rest of the message, COMMIT included. pgx hands the first
+// statement's rows to the caller and drains the rest.
+//
+// On SQLite the same code runs in an ordinary transaction: there, a round
+// trip is a function call.
+
+// inPipelinedTx runs fn in a transaction, retried like inTx. fn receives a
+// bun.Conn on PostgreSQL and a bun.Tx on SQLite; it must issue its first
+// statement through db.first and should end with (*batch).commit.
+func (db *DB) inPipelinedTx(ctx context.Context, fn func(ctx context.Context, tx bun.IDB) error) error {
+	if db.dialect != Postgres {
+		return db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error { return fn(ctx, tx) })
+	}
+	for attempt := 1; ; attempt++ {
+		err := db.pipelinedOnce(ctx, fn)
+		if err == nil || !retryable(err) || attempt == 5 {
+			return err
+		}
+		db.log.DebugContext(ctx, "Retrying transaction", "attempt", attempt, "error", err)
+	}
+}
+
+func (db *DB) pipelinedOnce(ctx context.Context, fn func(ctx context.Context, tx bun.IDB) error) (err error) {
+	conn, err := db.bun.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	defer func() {
+		if p := recover(); p != nil {
+			_ = endOpenTx(context.WithoutCancel(ctx), conn, errors.New("panic"))
+			panic(p)
+		}
+	}()
+	err = fn(ctx, conn)
+	// Whatever fn left open is ended here: committed if fn succeeded
+	// without sending COMMIT itself (nothing left to write), rolled back
+	// if it failed.
+	if endErr := endOpenTx(context.WithoutCancel(ctx), conn, err); err == nil {
+		err = endErr
+	}
+	return err
+}
+
+// endOpenTx commits (fnErr == nil) or rolls back a transaction block that
+// is still open on conn. A connection whose state cannot be read or ended
+// is discarded by the pool rather than reused.
+func endOpenTx(ctx context.Context, conn bun.Conn, fnErr error) error {
+	status, err := txStatus(conn)
+	if err != nil {
+		return err
+	}
+	switch {
+	case status == 'I':
+		return nil
+	case status == 'T' && fnErr == nil:
+		_, err = conn.ExecContext(ctx, "COMMIT")
+	default:
+		_, err = conn.ExecContext(ctx, "ROLLBACK")
+	}
+	if err != nil {
+		return fmt.Errorf("end transaction: %w", err)
+	}
+	return nil
+}
+
+// txStatus is the transaction status of conn's last ReadyForQuery: 'I'
+// idle, 'T' in a transaction block, 'E' in a failed one.
+func txStatus(conn bun.Conn) (byte, error) {
+	var status byte
+	err := conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("unexpected driver connection %T", dc)
+		}
+		status = c.Conn().PgConn().TxStatus()
+		return nil
+	})
+	return status, err
+}
+
+// first runs the first statement of a pipelined transaction and scans its
+// rows into dest; on PostgreSQL the transaction block opens with it.
+func (db *DB) first(ctx context.Context, tx bun.IDB, q schema.QueryAppender, dest ...any) error {
+	if _, pipelined := tx.(bun.Conn); pipelined {
+		return tx.NewRaw("?;\nBEGIN", q).Scan(ctx, dest...)
+	}
+	return tx.NewRaw("?", q).Scan(ctx, dest...)
+}
+
+// commit flushes the batch as the transaction's last message: on a
+// pipelined transaction, with its COMMIT.
+func (b *batch) commit(ctx context.Context) error {
+	if _, pipelined := b.tx.(bun.Conn); !pipelined {
+		return b.flush(ctx)
+	}
+	if b.n > 0 {
+		b.sql = append(b.sql, ";\n"...)
+	}
+	b.sql = append(b.sql, "COMMIT"...)
+	b.n++
+	return b.flush(ctx)
+}
