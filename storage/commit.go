@@ -248,9 +248,12 @@ func (w *commitWriter) finishRun(ctx context.Context, f *domain.RunFinish) error
 	return w.db.cancelOutstanding(ctx, w.b, w.run.ID, w.now)
 }
 
+// A pre-completed row is never pending, so the status test alone keeps it;
+// it also keeps the planner on the run's index rather than on the partial
+// index of pending suspensions, which status churn fills with dead entries.
 func (db *DB) cancelOutstanding(ctx context.Context, b *batch, runID string, now time.Time) error {
 	if err := b.add(ctx, b.tx.NewUpdate().Model((*suspensionRow)(nil)).Set("status = ?", domain.SuspensionCancelled).
-		Where("run_id = ? AND status = ? AND NOT precompleted", runID, domain.SuspensionPending)); err != nil {
+		Where("run_id = ? AND status = ?", runID, domain.SuspensionPending)); err != nil {
 		return err
 	}
 	return b.add(ctx, b.tx.NewDelete().Model((*jobRow)(nil)).Where("run_id = ? AND status = ?", runID, jobAvailable))
