@@ -37,6 +37,7 @@ const (
 	CodeCheckpointInvalid   = "checkpoint_invalid"
 	CodeCheckpointTooLarge  = "checkpoint_too_large"
 	CodeRunFinished         = "run_finished"
+	CodeCommitFailed        = "commit_failed"
 )
 
 // FieldError is one problem with one part of an input, addressed by a JSON

@@ -52,10 +52,12 @@ type Store interface {
 	ClaimJobs(ctx context.Context, worker string, now time.Time, lease time.Duration, limit int) ([]Job, error)
 	// ExtendLease keeps a long-running job's claim; ErrStale if it was lost.
 	ExtendLease(ctx context.Context, ref JobRef, until time.Time) error
-	// ReleaseJob gives a claimed job back to the queue unchanged, without
-	// using up its attempt, due at the given time: now at shutdown, a little
-	// later after a commit failed. ErrStale if the claim was lost.
-	ReleaseJob(ctx context.Context, ref JobRef, at time.Time) error
+	// ReleaseJob gives a claimed job back to the queue, due at the given
+	// time: now at shutdown, later after its commit failed. At shutdown the
+	// attempt was not carried out and is given back; after a failed commit
+	// (keepAttempt) it counts, so a commit that always fails runs out of
+	// attempts. ErrStale if the claim was lost.
+	ReleaseJob(ctx context.Context, ref JobRef, at time.Time, keepAttempt bool) error
 	// RescueJobs returns jobs whose lease expired to the queue.
 	RescueJobs(ctx context.Context, now time.Time) (int, error)
 	// NextJobAt is the earliest run-at of a queued job.

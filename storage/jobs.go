@@ -106,14 +106,17 @@ func (db *DB) ExtendLease(ctx context.Context, ref domain.JobRef, until time.Tim
 	return nil
 }
 
-// ReleaseJob implements domain.Store. The attempt that was not carried out
-// is given back, so a shutdown does not use up a step's retries.
-func (db *DB) ReleaseJob(ctx context.Context, ref domain.JobRef, now time.Time) error {
+// ReleaseJob implements domain.Store.
+func (db *DB) ReleaseJob(ctx context.Context, ref domain.JobRef, now time.Time, keepAttempt bool) error {
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		res, err := tx.NewUpdate().Model((*jobRow)(nil)).
-			Set("status = ?", jobAvailable).Set("attempt = attempt - 1").Set("run_at = ?", ts(now)).
+		q := tx.NewUpdate().Model((*jobRow)(nil)).
+			Set("status = ?", jobAvailable).Set("run_at = ?", ts(now)).
 			Set("locked_by = NULL").Set("lease_until = NULL").
-			Where("id = ? AND attempt = ? AND status = ?", ref.ID, ref.Attempt, jobRunning).Exec(ctx)
+			Where("id = ? AND attempt = ? AND status = ?", ref.ID, ref.Attempt, jobRunning)
+		if !keepAttempt {
+			q.Set("attempt = attempt - 1")
+		}
+		res, err := q.Exec(ctx)
 		if err != nil {
 			return err
 		}

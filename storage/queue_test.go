@@ -263,14 +263,14 @@ func TestLeaseFencing(t *testing.T) {
 		if _, err := db.CommitStep(ctx, stale); !errors.Is(err, domain.ErrStale) {
 			t.Fatalf("commit by the stale claim = %v; want ErrStale", err)
 		}
-		if err := db.ReleaseJob(ctx, old, now); !errors.Is(err, domain.ErrStale) {
+		if err := db.ReleaseJob(ctx, old, now, false); !errors.Is(err, domain.ErrStale) {
 			t.Fatalf("release by the stale claim = %v; want ErrStale", err)
 		}
 		if after := snapshot(t, db, second[0].RunID); !sameState(before, after) {
 			t.Fatalf("stale claim changed state:\nbefore %+v\nafter  %+v", before, after)
 		}
 		// Shutdown hands the job back without using up its attempt.
-		if err := db.ReleaseJob(ctx, second[0].Ref(), now.Add(4*time.Second)); err != nil {
+		if err := db.ReleaseJob(ctx, second[0].Ref(), now.Add(4*time.Second), false); err != nil {
 			t.Fatal(err)
 		}
 		if at, ok, err := db.NextJobAt(ctx); err != nil || !ok || !at.Equal(now.Add(4*time.Second).Truncate(time.Microsecond)) {
@@ -309,5 +309,33 @@ func TestFailingCommitIsNotHotLooped(t *testing.T) {
 		}
 		refusing.Store(false)
 		waitRun(t, db, run.ID, domain.RunSuspended)
+	})
+}
+
+// A commit that can never succeed does not run its step forever: once the
+// step's attempts and the engine's commit retries are used up, the run
+// fails with commit_failed (a small write that does commit).
+func TestCommitThatNeverSucceedsEndsTheRun(t *testing.T) {
+	t.Parallel()
+	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
+		o.Fault = func(point string) error {
+			if point == "commit.after_suspension" {
+				return errInjected
+			}
+			return nil
+		}
+		db := openDB(t, o)
+		var n stepCounter
+		e := startEngine(t, db, newRegistry(t, pauseWorkflow("pause", &n)), engine.Opts{
+			PollInterval: 5 * time.Millisecond, CommitRetries: 2, Log: slog.New(slog.DiscardHandler)})
+		run := startRun(t, e, "pause", nil)
+		got := waitRun(t, db, run.ID, domain.RunFailed)
+		if got.Error == nil || got.Error.Code != domain.CodeCommitFailed {
+			t.Fatalf("run error = %+v; want code %s", got.Error, domain.CodeCommitFailed)
+		}
+		// The default policy allows 3 attempts, plus 2 commit retries.
+		if runs := n.get("start"); runs != 5 {
+			t.Fatalf("step ran %d times; want 5", runs)
+		}
 	})
 }

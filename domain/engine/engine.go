@@ -37,6 +37,12 @@ type Opts struct {
 	ShutdownGrace time.Duration
 	// CheckpointLimit bounds encoded checkpoints (256 KiB).
 	CheckpointLimit int
+	// CommitRetries is how many more times than its retry policy allows a
+	// step is run when its outcome cannot be committed, before its run
+	// fails with code commit_failed (10). Each failed commit puts the job
+	// back for twice as long as the last one, from PollInterval up to a
+	// minute.
+	CommitRetries int
 	// WorkerID names this process in job claims (hostname-pid).
 	WorkerID string
 	// ValidateResumeData checks resume data against a suspension's JSON
@@ -63,6 +69,9 @@ func (o *Opts) defaults() {
 	}
 	if o.ShutdownGrace <= 0 {
 		o.ShutdownGrace = 10 * time.Second
+	}
+	if o.CommitRetries <= 0 {
+		o.CommitRetries = 10
 	}
 	if o.CheckpointLimit <= 0 {
 		o.CheckpointLimit = domain.DefaultCheckpointLimit
@@ -294,20 +303,31 @@ func (e *Engine) execute(ctx, shutdown context.Context, job domain.Job) {
 		return
 	}
 	if shutdown.Err() != nil || ctx.Err() != nil {
-		e.release(job, 0)
+		e.release(job, 0, false)
 		return
 	}
 	// Not due at once: a database that keeps refusing this commit would
 	// otherwise have the job claimed, run and refused again in a hot loop.
-	e.log.ErrorContext(ctx, "Job failed before commit; it will run again", "job_id", job.ID, "run_id", job.RunID, "error", err)
-	e.release(job, e.o.PollInterval)
+	// The attempt counts, so a commit that never succeeds ends its run
+	// (see prepare) instead of running the step forever.
+	e.log.ErrorContext(ctx, "Job failed before commit; it will run again", "job_id", job.ID, "run_id", job.RunID, "attempt", job.Attempt, "error", err)
+	e.release(job, commitBackoff(e.o.PollInterval, job.Attempt), true)
+}
+
+// commitBackoff doubles from poll with each attempt, up to a minute.
+func commitBackoff(poll time.Duration, attempt int) time.Duration {
+	d := poll
+	for i := 1; i < attempt && d < time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, time.Minute)
 }
 
 // release gives a claimed job back to the queue, due after the given delay.
-func (e *Engine) release(job domain.Job, after time.Duration) {
+func (e *Engine) release(job domain.Job, after time.Duration, keepAttempt bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := e.store.ReleaseJob(ctx, job.Ref(), e.o.Clock.Now().Add(after)); err != nil && !errors.Is(err, domain.ErrStale) {
+	if err := e.store.ReleaseJob(ctx, job.Ref(), e.o.Clock.Now().Add(after), keepAttempt); err != nil && !errors.Is(err, domain.ErrStale) {
 		e.log.Error("Releasing job failed; its lease will expire", "job_id", job.ID, "error", err)
 	}
 }

@@ -42,6 +42,9 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 			return base, false, nil // cancelled with its run: the store discards
 		}
 		if s.Kind == domain.KindApproval && s.ResumeStep == "" {
+			if re := e.commitsExhausted(job, domain.RetryPolicy{}); re != nil {
+				return e.failWith(job, run, re), false, nil
+			}
 			return e.decided(o, s), false, nil
 		}
 		payload, err := json.Marshal(domain.ResumePayload{Checkpoint: s.Checkpoint, ResumeData: s.ResumeData})
@@ -57,6 +60,9 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 	if !ok {
 		return e.failWith(job, run, &domain.RunError{Code: domain.CodeOrchestration, Message: fmt.Sprintf("workflow %s@%s has no step %q", wf.ID, wf.Version, req.Step)}), false, nil
 	}
+	if re := e.commitsExhausted(job, def.Retry); re != nil {
+		return e.failWith(job, run, re), false, nil
+	}
 	o.Step, o.Retry = def.Name, def.Retry
 	o.Result, o.Err = e.call(ctx, def, req)
 	if o.Err != nil && ctx.Err() != nil {
@@ -66,6 +72,20 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 		e.log.WarnContext(ctx, "Step attempt failed", "run_id", run.ID, "step", def.Name, "attempt", job.Attempt, "error", o.Err)
 	}
 	return domain.Plan(o), false, nil
+}
+
+// commitsExhausted reports a job that has been run more often than its
+// step's retry policy and the engine's commit retries allow: its outcome
+// could not be committed, again and again. The run fails rather than run
+// the step forever; the failure itself is a small write that commits where
+// the outcome did not.
+func (e *Engine) commitsExhausted(job domain.Job, retry domain.RetryPolicy) *domain.RunError {
+	limit := max(retry.MaxAttempts, 1) + e.o.CommitRetries
+	if job.Attempt <= limit {
+		return nil
+	}
+	return &domain.RunError{Code: domain.CodeCommitFailed, Message: fmt.Sprintf(
+		"job %s ran %d times without its outcome being committed (the commit failed or the worker stopped); the server log has each error", job.Key, job.Attempt-1)}
 }
 
 // jobRun is the job's run as claimed, or read now.
