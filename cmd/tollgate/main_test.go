@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -496,6 +497,27 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	if _, err := c.do(context.Background(), "GET", "/healthz", nil); err == nil {
 		t.Error("the server still answers after run returned")
+	}
+}
+
+// A shutdown timeout shorter than net/http's own five-second grace for
+// connections that never sent a request still ends serve cleanly, on time.
+func TestShutdownWithSilentConnections(t *testing.T) {
+	s := startServer(t, nil, "--shutdown-timeout", "1s")
+	c := s.client()
+	c.call(t, http.StatusOK, "GET", "/api/v1/workflows", nil) // leaves an idle keep-alive connection
+	silent, err := net.Dial("tcp", strings.TrimPrefix(c.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	time.Sleep(100 * time.Millisecond) // accepted, and never a request
+	start := time.Now()
+	if err := s.stop(); err != nil {
+		t.Fatalf("serve returned %v with a silent connection open; want nil", err)
+	}
+	if d := time.Since(start); d > 2500*time.Millisecond {
+		t.Errorf("shutdown took %v with --shutdown-timeout 1s", d)
 	}
 }
 

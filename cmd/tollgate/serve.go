@@ -132,6 +132,14 @@ func listenAndServe(ctx context.Context, c serveConfig, h http.Handler, eng *eng
 	defer cancel()
 	stopEngine()
 	herr := hs.Shutdown(shutdownCtx)
+	if errors.Is(herr, context.DeadlineExceeded) {
+		// What is still open at the deadline is closed: requests that did
+		// not finish in time, and connections that never sent one (net/http
+		// waits five seconds for those on its own). Reaching the deadline is
+		// what the timeout is for, not a failure.
+		log.Warn("Closing the connections still open at the shutdown deadline", "timeout", c.shutdownTimeout)
+		herr = hs.Close()
+	}
 	wg.Wait()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
