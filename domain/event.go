@@ -16,6 +16,9 @@ const (
 	EventStepInvoked      = "STEP_INVOKED"
 	EventWorkflowPaused   = "WORKFLOW_PAUSED"
 	EventRunResumed       = "RUN_RESUMED"
+	// EventEarlyResumeRefused records a resume that arrived before its
+	// pause and did not fit it (wrong kind, data against the schema).
+	EventEarlyResumeRefused = "EARLY_RESUME_REFUSED"
 	EventReviewApproved   = "REVIEW_APPROVED"
 	EventReviewRejected   = "REVIEW_REJECTED"
 	EventCommandsDropped  = "COMMANDS_DISCARDED"

@@ -81,7 +81,13 @@ type StepCommit struct {
 	// Events are appended to the run's log in order.
 	Events     []NewEvent
 	Suspension *NewSuspension
-	Jobs       []NewJob
+	// CheckEarlyResume vets a resume that arrived before this commit's
+	// pause (a pre-completed suspension) against the pause, as a resume of
+	// a pending suspension is vetted. If it fails, the early resume is
+	// refused: the pause is created pending, and the refusal is recorded as
+	// an EARLY_RESUME_REFUSED event. Nil accepts every early resume.
+	CheckEarlyResume func(pause Suspension, early ResumeRequest) error
+	Jobs             []NewJob
 	// RetryAt reschedules the job instead of finishing it.
 	RetryAt *time.Time
 	// Finish ends the run (complete, fail, or a failed step).

@@ -152,7 +152,7 @@ func (w *commitWriter) apply(ctx context.Context, c domain.StepCommit, res *doma
 	var out outstanding
 	work := len(jobs)
 	if c.Suspension != nil {
-		p, err := w.insertSuspension(ctx, c.Step, c.Suspension, count)
+		p, err := w.insertSuspension(ctx, c.Step, c.Suspension, count, c.CheckEarlyResume)
 		if err != nil {
 			return err
 		}
@@ -283,7 +283,7 @@ type pause struct {
 // count, the run's outstanding work is counted in the same statement on
 // PostgreSQL (its snapshot does not include the new row) and just before the
 // insert on SQLite.
-func (w *commitWriter) insertSuspension(ctx context.Context, step string, ns *domain.NewSuspension, count bool) (pause, error) {
+func (w *commitWriter) insertSuspension(ctx context.Context, step string, ns *domain.NewSuspension, count bool, check func(domain.Suspension, domain.ResumeRequest) error) (pause, error) {
 	var p pause
 	for n := 1; ; n++ {
 		key := step
@@ -325,10 +325,46 @@ func (w *commitWriter) insertSuspension(ctx context.Context, step string, ns *do
 		if err := w.tx.NewSelect().Model(existing).Where("run_id = ? AND step_key = ?", w.run.ID, key).Scan(ctx); err != nil {
 			return p, err
 		}
-		if existing.Precompleted {
+		if !existing.Precompleted {
+			continue // an earlier pause of the same step: try the next key
+		}
+		refused, err := w.vetEarly(ctx, existing, row, check)
+		if err != nil {
+			return p, err
+		}
+		if !refused {
 			return w.attach(ctx, existing, row, p)
 		}
+		n-- // the key is free again: the pause takes it
 	}
+}
+
+// vetEarly checks a pre-completed resume against the pause that has now
+// come. One that does not fit is refused: its row is set aside (cancelled,
+// under a key of its own, its data kept as written) and the refusal is
+// logged on the run, so that the pause is created pending and the data
+// that does not fit never reaches the resume step.
+func (w *commitWriter) vetEarly(ctx context.Context, early, pause *suspensionRow, check func(domain.Suspension, domain.ResumeRequest) error) (bool, error) {
+	if check == nil {
+		return false, nil
+	}
+	s, err := pause.toDomain()
+	if err != nil {
+		return false, err
+	}
+	cerr := check(s, domain.ResumeRequest{RunID: early.RunID, StepKey: early.StepKey, Data: early.ResumeData, By: derefString(early.ResumedBy), Decision: decisionOf(early)})
+	if cerr == nil {
+		return false, nil
+	}
+	if _, err := w.tx.NewUpdate().Model(early).
+		Set("status = ?", domain.SuspensionCancelled).Set("step_key = ?", early.StepKey+"~refused~"+early.ID).
+		Where("id = ? AND precompleted", early.ID).Exec(ctx); err != nil {
+		return false, err
+	}
+	w.addEvent(domain.NewEvent{Type: domain.EventEarlyResumeRefused, Step: pause.StepName, Payload: mustJSON(map[string]any{
+		"resumedBy": derefString(early.ResumedBy), "resumedAt": early.ResumedAt, "error": cerr.Error(),
+	})})
+	return true, nil
 }
 
 func (w *commitWriter) suspensionRow(ns *domain.NewSuspension, key string) *suspensionRow {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -292,4 +293,91 @@ func TestTwoEnginesOnePostgres(t *testing.T) {
 	if k := count(t, db1, "SELECT count(*) FROM jobs"); k != 0 {
 		t.Fatalf("%d jobs left", k)
 	}
+}
+
+// An early resume is vetted when its pause arrives, as a resume of a pending
+// suspension is: data against the pause's schema, a decision for a review.
+// One that does not fit is refused (recorded, never shown to the resume
+// step) and the pause waits, pending, for a resume that fits.
+func TestEarlyResumeIsVettedAgainstItsPause(t *testing.T) {
+	t.Parallel()
+	schema := raw(map[string]any{"type": "object", "required": []string{"documentIds"}})
+	validate := func(_, data json.RawMessage) error {
+		var d map[string]any
+		if json.Unmarshal(data, &d) != nil || d["documentIds"] == nil {
+			return &domain.ValidationError{Code: domain.CodeValidation, Message: "documentIds is required"}
+		}
+		return nil
+	}
+	var seen sync.Map
+	wf := domain.NewWorkflow("vetted", "1").
+		Step("ask", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+			var in struct{ Kind string }
+			if err := req.Bind(&in); err != nil {
+				return domain.StepResult{}, err
+			}
+			if in.Kind == "review" {
+				return domain.StepResult{Commands: []domain.Command{domain.Review("approve_it", map[string]string{"k": "v"})}}, nil
+			}
+			return domain.StepResult{Commands: []domain.Command{domain.Suspend("need_docs", map[string]string{"k": "v"}, "use", domain.WithResumeSchema(schema))}}, nil
+		}).
+		Step("use", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+			seen.Store(req.RunID, string(req.Input))
+			return domain.StepResult{Commands: []domain.Command{domain.Complete(nil)}}, nil
+		})
+	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
+		db := openDB(t, o)
+		ctx := t.Context()
+		reg := newRegistry(t, wf)
+		opts := engine.Opts{ValidateResumeData: validate, PollInterval: 20 * time.Millisecond}
+		// Runs are started and resumed before any engine runs their steps,
+		// so every resume here is early.
+		idle := engine.New(db, reg, opts)
+		start := func(kind string) domain.Run {
+			run, _, err := idle.Start(ctx, "vetted", raw(map[string]string{"kind": kind}), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return run
+		}
+		badData, review, good := start("data"), start("review"), start("data")
+		for _, req := range []domain.ResumeRequest{
+			{RunID: badData.ID, StepKey: "ask", Data: raw(map[string]string{"note": "no documents"}), By: "early-bird"},
+			{RunID: review.ID, StepKey: "ask", Data: raw(map[string]string{"note": "data, not a decision"}), By: "early-bird"},
+			{RunID: good.ID, StepKey: "ask", Data: raw(map[string][]string{"documentIds": {"d-1"}}), By: "early-bird"},
+		} {
+			if _, err := idle.Resume(ctx, req); err != nil {
+				t.Fatalf("early resume of %s: %v", req.RunID, err)
+			}
+		}
+		e := startEngine(t, db, reg, opts)
+		waitRun(t, db, good.ID, domain.RunSucceeded)
+		for _, run := range []domain.Run{badData, review} {
+			waitRun(t, db, run.ID, domain.RunSuspended)
+			if got := eventTypes(t, db, run.ID); countOf(got, domain.EventEarlyResumeRefused) != 1 || countOf(got, domain.EventRunResumed) != 0 {
+				t.Fatalf("run %s events %v; want one refusal and no resume", run.ID, got)
+			}
+			if _, ok := seen.Load(run.ID); ok {
+				t.Fatalf("run %s: the resume step saw a refused early resume", run.ID)
+			}
+		}
+		// The pause waits for a resume that fits, through the usual checks.
+		s := pendingSuspension(t, db, badData.ID)
+		var ve *domain.ValidationError
+		if _, err := e.Resume(ctx, domain.ResumeRequest{SuspensionID: s.ID, Data: raw(map[string]string{}), By: "late"}); !errors.As(err, &ve) {
+			t.Fatalf("invalid resume of the pause = %v; want a validation error", err)
+		}
+		if _, err := e.Resume(ctx, domain.ResumeRequest{SuspensionID: s.ID, Data: raw(map[string][]string{"documentIds": {"d-2"}}), By: "late"}); err != nil {
+			t.Fatal(err)
+		}
+		waitRun(t, db, badData.ID, domain.RunSucceeded)
+		if got, _ := seen.Load(badData.ID); !strings.Contains(got.(string), "d-2") {
+			t.Fatalf("resume step saw %v; want the late, valid data", got)
+		}
+		rs := pendingSuspension(t, db, review.ID)
+		if _, err := e.Decide(ctx, rs.ID, true, "ok", "late", ""); err != nil {
+			t.Fatal(err)
+		}
+		waitRun(t, db, review.ID, domain.RunSucceeded)
+	})
 }

@@ -333,6 +333,7 @@ func (e *Engine) release(job domain.Job, after time.Duration, keepAttempt bool) 
 }
 
 func (e *Engine) commit(ctx context.Context, job domain.Job, c domain.StepCommit) error {
+	c.CheckEarlyResume = e.checkResume
 	res, err := e.store.CommitStep(context.WithoutCancel(ctx), c)
 	if err != nil {
 		return err
