@@ -8,24 +8,24 @@ import (
 // Event types the kernel writes. Steps may add their own types; those are
 // free-form and never collide with these upper-case names.
 const (
-	EventRunCreated       = "RUN_CREATED"
-	EventStepStarted      = "STEP_STARTED"
-	EventStepCompleted    = "STEP_COMPLETED"
-	EventStepFailed       = "STEP_FAILED"
-	EventStepRetrying     = "STEP_RETRYING"
-	EventStepInvoked      = "STEP_INVOKED"
-	EventWorkflowPaused   = "WORKFLOW_PAUSED"
-	EventRunResumed       = "RUN_RESUMED"
+	EventRunCreated     = "RUN_CREATED"
+	EventStepStarted    = "STEP_STARTED"
+	EventStepCompleted  = "STEP_COMPLETED"
+	EventStepFailed     = "STEP_FAILED"
+	EventStepRetrying   = "STEP_RETRYING"
+	EventStepInvoked    = "STEP_INVOKED"
+	EventWorkflowPaused = "WORKFLOW_PAUSED"
+	EventRunResumed     = "RUN_RESUMED"
 	// EventEarlyResumeRefused records a resume that arrived before its
 	// pause and did not fit it (wrong kind, data against the schema).
 	EventEarlyResumeRefused = "EARLY_RESUME_REFUSED"
-	EventReviewApproved   = "REVIEW_APPROVED"
-	EventReviewRejected   = "REVIEW_REJECTED"
-	EventCommandsDropped  = "COMMANDS_DISCARDED"
-	EventRunSucceeded     = "RUN_SUCCEEDED"
-	EventRunFailed        = "RUN_FAILED"
-	EventRunCancelled     = "RUN_CANCELLED"
-	EventSuspensionExpire = "SUSPENSION_EXPIRED"
+	EventReviewApproved     = "REVIEW_APPROVED"
+	EventReviewRejected     = "REVIEW_REJECTED"
+	EventCommandsDropped    = "COMMANDS_DISCARDED"
+	EventRunSucceeded       = "RUN_SUCCEEDED"
+	EventRunFailed          = "RUN_FAILED"
+	EventRunCancelled       = "RUN_CANCELLED"
+	EventSuspensionExpire   = "SUSPENSION_EXPIRED"
 )
 
 // Event is an append-only record in a run's log. Seq numbers a run's events
