@@ -1,0 +1,196 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+type sessionRow struct {
+	bun.BaseModel `bun:"table:web_sessions,alias:ws"`
+
+	IDHash    []byte          `bun:"id_hash,pk"`
+	UserID    string          `bun:"user_id"`
+	Data      json.RawMessage `bun:"data,type:jsonb"`
+	CreatedAt time.Time       `bun:"created_at"`
+	SeenAt    time.Time       `bun:"seen_at"`
+	ExpiresAt time.Time       `bun:"expires_at"`
+}
+
+func encodeSessionData(d map[string]string) json.RawMessage {
+	if d == nil {
+		d = map[string]string{}
+	}
+	return mustJSON(d)
+}
+
+// CreateSession implements domain.SessionStore.
+func (db *DB) CreateSession(ctx context.Context, s domain.Session) error {
+	row := &sessionRow{IDHash: s.IDHash, UserID: s.UserID, Data: encodeSessionData(s.Data), CreatedAt: ts(s.CreatedAt), SeenAt: ts(s.SeenAt), ExpiresAt: ts(s.ExpiresAt)}
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		_, err := tx.NewInsert().Model(row).Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("create session: %w", err)
+	}
+	return nil
+}
+
+// SessionByHash implements domain.SessionStore.
+func (db *DB) SessionByHash(ctx context.Context, hash []byte, now time.Time) (domain.Session, domain.User, error) {
+	var row struct {
+		sessionRow `bun:",extend"`
+		Email      string      `bun:"email"`
+		UserName   string      `bun:"user_name"`
+		Role       domain.Role `bun:"role"`
+	}
+	err := db.bun.NewSelect().Model(&row).
+		ColumnExpr("ws.*, u.email, u.name AS user_name, u.role").
+		Join("JOIN users AS u ON u.id = ws.user_id").
+		Where("ws.id_hash = ? AND ws.expires_at > ? AND NOT u.disabled", hash, ts(now)).Scan(ctx)
+	if err != nil {
+		return domain.Session{}, domain.User{}, fmt.Errorf("find session: %w", translate(err))
+	}
+	s := domain.Session{IDHash: row.IDHash, UserID: row.UserID, CreatedAt: row.CreatedAt.UTC(), SeenAt: row.SeenAt.UTC(), ExpiresAt: row.ExpiresAt.UTC()}
+	if err := json.Unmarshal(row.Data, &s.Data); err != nil {
+		return domain.Session{}, domain.User{}, fmt.Errorf("decode session: %w", err)
+	}
+	return s, domain.User{ID: row.UserID, Email: row.Email, Name: row.UserName, Role: row.Role}, nil
+}
+
+// TouchSession implements domain.SessionStore.
+func (db *DB) TouchSession(ctx context.Context, hash []byte, seen, expires time.Time, data map[string]string) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		_, err := tx.NewUpdate().Model((*sessionRow)(nil)).
+			Set("seen_at = ?", ts(seen)).Set("expires_at = ?", ts(expires)).Set("data = ?", encodeSessionData(data)).
+			Where("id_hash = ?", hash).Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("touch session: %w", err)
+	}
+	return nil
+}
+
+// DeleteSession implements domain.SessionStore.
+func (db *DB) DeleteSession(ctx context.Context, hash []byte) error {
+	_, err := db.deleteSessions(ctx, "id_hash = ?", hash)
+	return err
+}
+
+// DeleteUserSessions implements domain.SessionStore.
+func (db *DB) DeleteUserSessions(ctx context.Context, userID string) (int, error) {
+	return db.deleteSessions(ctx, "user_id = ?", userID)
+}
+
+// DeleteExpiredSessions implements domain.SessionStore.
+func (db *DB) DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error) {
+	return db.deleteSessions(ctx, "expires_at <= ?", ts(now))
+}
+
+func (db *DB) deleteSessions(ctx context.Context, where string, arg any) (int, error) {
+	var n int64
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewDelete().Model((*sessionRow)(nil)).Where(where, arg).Exec(ctx)
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete sessions: %w", err)
+	}
+	return int(n), nil
+}
+
+type auditRow struct {
+	bun.BaseModel `bun:"table:audit_log,alias:a"`
+
+	ID         int64           `bun:"id,pk,autoincrement"`
+	At         time.Time       `bun:"at"`
+	ActorID    string          `bun:"actor_id"`
+	ActorEmail string          `bun:"actor_email"`
+	Action     string          `bun:"action"`
+	Subject    string          `bun:"subject"`
+	WorkflowID string          `bun:"workflow_id"`
+	Data       json.RawMessage `bun:"data,type:jsonb"`
+	Address    string          `bun:"address"`
+}
+
+// AppendAudit implements domain.AuditLog.
+func (db *DB) AppendAudit(ctx context.Context, e domain.AuditEntry) error {
+	data := e.Data
+	if len(data) == 0 {
+		data = json.RawMessage("{}")
+	}
+	row := &auditRow{At: ts(e.At), ActorID: e.ActorID, ActorEmail: e.ActorEmail, Action: e.Action, Subject: e.Subject, WorkflowID: e.WorkflowID, Data: data, Address: e.Address}
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		_, err := tx.NewInsert().Model(row).ExcludeColumn("id").Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("append audit entry %s: %w", e.Action, err)
+	}
+	return nil
+}
+
+// Audit implements domain.AuditLog: newest first, keyset-paginated on
+// (at, id).
+func (db *DB) Audit(ctx context.Context, f domain.AuditFilter) ([]domain.AuditEntry, string, error) {
+	limit := clampLimit(f.Limit)
+	var rows []auditRow
+	q := db.bun.NewSelect().Model(&rows).OrderExpr("at DESC, id DESC").Limit(int64(limit + 1))
+	if f.ActorEmail != "" {
+		q.Where("actor_email = ?", f.ActorEmail)
+	}
+	if f.Action != "" {
+		q.Where("action = ?", f.Action)
+	}
+	if f.WorkflowID != "" {
+		q.Where("workflow_id = ?", f.WorkflowID)
+	}
+	if !f.From.IsZero() {
+		q.Where("at >= ?", ts(f.From))
+	}
+	if !f.To.IsZero() {
+		q.Where("at < ?", ts(f.To))
+	}
+	if f.Cursor != "" {
+		at, id, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		n, err := strconv.ParseInt(id, 10, 64)
+		if err != nil {
+			return nil, "", &domain.ValidationError{Code: domain.CodeValidation, Message: "cursor is not one this server issued"}
+		}
+		q.Where("(at, id) < (?, ?)", at, n)
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, "", fmt.Errorf("list audit log: %w", err)
+	}
+	next := ""
+	if len(rows) > limit {
+		rows = rows[:limit]
+		last := rows[limit-1]
+		next = encodeCursor(last.At, strconv.FormatInt(last.ID, 10))
+	}
+	out := make([]domain.AuditEntry, len(rows))
+	for i, r := range rows {
+		out[i] = domain.AuditEntry{ID: r.ID, At: r.At.UTC(), ActorID: r.ActorID, ActorEmail: r.ActorEmail, Action: r.Action, Subject: r.Subject, WorkflowID: r.WorkflowID, Data: r.Data, Address: r.Address}
+	}
+	return out, next, nil
+}
+
+var (
+	_ domain.SessionStore = (*DB)(nil)
+	_ domain.AuditLog     = (*DB)(nil)
+)
