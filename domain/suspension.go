@@ -130,3 +130,9 @@ const (
 	DecisionApproved = "approved"
 	DecisionRejected = "rejected"
 )
+
+// GroupCount is how many suspensions share a value (a reason, a kind).
+type GroupCount struct {
+	Name string
+	N    int
+}

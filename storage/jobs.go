@@ -80,7 +80,7 @@ func (db *DB) ClaimJobs(ctx context.Context, worker string, now time.Time, lease
 			if err := claim(tx).Returning("id").Scan(ctx, &ids); err != nil || len(ids) == 0 {
 				return err
 			}
-			return withRelations(tx.NewSelect().Model(&rows)).Where("j.id IN (?)", bun.In(ids)).Scan(ctx)
+			return withRelations(tx.NewSelect().Model(&rows)).Where("j.id IN (?)", bun.List(ids)).Scan(ctx)
 		})
 	}
 	if err != nil && !isNoRows(err) {

@@ -38,8 +38,21 @@ type Server struct {
 	// another process stops working within it.
 	KeyCacheTTL time.Duration
 
+	// UIStore enables the browser app; without it the server is API-only.
+	UIStore UIStore
+	// SessionIdle and SessionAbsolute bound a browser session: it ends
+	// after SessionIdle without use (12h) and SessionAbsolute after login
+	// (7 days), whichever comes first.
+	SessionIdle, SessionAbsolute time.Duration
+	// TrustProxy believes X-Forwarded-Proto and X-Forwarded-For from the
+	// proxy in front of the server (session cookies become Secure behind a
+	// TLS-terminating proxy; login limits count the client's address).
+	TrustProxy bool
+
 	keys     *keyCache
 	keysOnce sync.Once
+	sessions *sessionStore
+	logins   *loginLimiter
 }
 
 // ForgetUser makes this server look up every API key of the user again on
@@ -88,6 +101,9 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("/api/", s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		return domain.ErrNotFound
 	}))
+	if s.UIStore != nil {
+		s.ui(mux)
+	}
 	return s.recoverPanics(s.logRequests(securityHeaders(mux)))
 }
 

@@ -28,6 +28,9 @@ type serveConfig struct {
 	maxBody         int
 	shutdownTimeout time.Duration
 	keyCacheTTL     time.Duration
+	sessionIdle     time.Duration
+	sessionMax      time.Duration
+	trustProxy      bool
 	adminEmail      string
 	bootstrapKey    string
 }
@@ -48,6 +51,9 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.Int(&c.checkpointLimit, "checkpoint-limit", "TOLLGATE_CHECKPOINT_LIMIT", domain.DefaultCheckpointLimit, "largest checkpoint in bytes")
 	f.Int(&c.maxBody, "max-body", "TOLLGATE_MAX_BODY", 1<<20, "largest JSON request body in bytes")
 	f.Duration(&c.keyCacheTTL, "key-cache-ttl", "TOLLGATE_KEY_CACHE_TTL", 5*time.Second, "how long a checked API key is trusted without asking the database again; a key revoked by another process stops working within it (negative: ask every time)")
+	f.Duration(&c.sessionIdle, "session-idle", "TOLLGATE_SESSION_IDLE", 12*time.Hour, "a browser session ends after this long without use")
+	f.Duration(&c.sessionMax, "session-max", "TOLLGATE_SESSION_MAX", 7*24*time.Hour, "a browser session ends this long after login, used or not")
+	f.Bool(&c.trustProxy, "trust-proxy", "TOLLGATE_TRUST_PROXY", "believe X-Forwarded-Proto and X-Forwarded-For from a reverse proxy in front of the server (Secure cookies behind TLS, client addresses for login limits)")
 	f.Duration(&c.shutdownTimeout, "shutdown-timeout", "TOLLGATE_SHUTDOWN_TIMEOUT", 15*time.Second, "how long to finish requests and steps after SIGTERM")
 	f.String(&c.adminEmail, "admin-email", "TOLLGATE_ADMIN_EMAIL", "admin@tollgate.local", "email of the admin created on a fresh database")
 	c.bootstrapKey = getenv("TOLLGATE_BOOTSTRAP_API_KEY")
@@ -82,7 +88,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Workers: c.workers, Lease: c.lease, PollInterval: c.poll, CheckpointLimit: c.checkpointLimit,
 		ShutdownGrace: c.shutdownTimeout, ValidateResumeData: web.ValidateResumeData, Log: log,
 	})
-	srv := &web.Server{Engine: eng, Store: db, Auth: db, Health: db, Log: log, MaxBody: int64(c.maxBody), KeyCacheTTL: c.keyCacheTTL}
+	srv := &web.Server{Engine: eng, Store: db, Auth: db, Health: db, Log: log, MaxBody: int64(c.maxBody), KeyCacheTTL: c.keyCacheTTL,
+		UIStore: db, SessionIdle: c.sessionIdle, SessionAbsolute: c.sessionMax, TrustProxy: c.trustProxy}
 	return listenAndServe(ctx, c, srv.Handler(), eng, log, stdout)
 }
 

@@ -1,0 +1,344 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/gorilla/sessions"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/static"
+	"github.com/tollgatehq/tollgate/views"
+)
+
+// UIStore is what the browser app needs from the database besides the
+// kernel's Store and AuthStore.
+type UIStore interface {
+	domain.SessionStore
+	domain.AuditLog
+	PendingCounts(ctx context.Context, f domain.SuspensionFilter) (reasons, kinds []domain.GroupCount, err error)
+}
+
+// uiCSP allows the page's own scripts, styles and connections, nothing
+// inline and nothing from elsewhere.
+const uiCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
+
+const sessionName = "tollgate"
+
+// ui routes the browser app onto mux. Every form post is checked for a
+// cross-origin request (Go's CrossOriginProtection: Sec-Fetch-Site, else
+// Origin against Host); reads pass.
+func (s *Server) ui(mux *http.ServeMux) {
+	s.sessions = &sessionStore{db: s.UIStore, clock: s.Clock, idle: s.SessionIdle, absolute: s.SessionAbsolute, trustProxy: s.TrustProxy}
+	if s.sessions.idle <= 0 {
+		s.sessions.idle = 12 * time.Hour
+	}
+	if s.sessions.absolute <= 0 {
+		s.sessions.absolute = 7 * 24 * time.Hour
+	}
+	s.logins = newLoginLimiter()
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.renderError(w, r, http.StatusForbidden, "Request refused", "This form was sent from another site, so it was not accepted. Open Tollgate and try again from there.", nil)
+	}))
+	page := func(pattern string, h http.HandlerFunc) {
+		mux.Handle(pattern, uiHeaders(cop.Handler(h)))
+	}
+	sub, err := fs.Sub(static.FS, ".")
+	if err != nil {
+		panic(err) // the embedded tree is fixed at build time
+	}
+	mux.Handle("GET /static/", http.StripPrefix("/static/", staticHeaders(http.FileServerFS(sub))))
+	page("GET /login", s.loginPage)
+	page("POST /login", s.login)
+	page("POST /logout", s.logout)
+	page("GET /{$}", s.signedIn(nil, s.home))
+	page("GET /inbox", s.signedIn(staffRoles, s.inbox))
+	page("GET /my", s.signedIn([]domain.Role{domain.RoleFounder}, s.my))
+	page("/", func(w http.ResponseWriter, r *http.Request) {
+		s.renderError(w, r, http.StatusNotFound, "Page not found", "There is no page at this address. It may have moved, or the link may be mistyped.", s.viewerOf(r))
+	})
+}
+
+var staffRoles = []domain.Role{domain.RoleAdmin, domain.RoleReviewer}
+
+func uiHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", uiCSP)
+		next.ServeHTTP(w, r)
+	})
+}
+
+func staticHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		next.ServeHTTP(w, r)
+	})
+}
+
+type viewerKey struct{}
+
+// viewerOf returns the signed-in viewer, or nil.
+func (s *Server) viewerOf(r *http.Request) *views.Viewer {
+	if v, ok := r.Context().Value(viewerKey{}).(*views.Viewer); ok {
+		return v
+	}
+	sess, err := s.sessions.Get(r, sessionName)
+	if err != nil || sess.IsNew {
+		return nil
+	}
+	return &views.Viewer{ID: valueOf(sess, sessUserID), Email: valueOf(sess, sessEmail), Name: valueOf(sess, sessName), Role: domain.Role(valueOf(sess, sessRole))}
+}
+
+// signedIn lets through a signed-in viewer with one of roles (any role when
+// roles is nil). Others go to the login page, which brings them back here.
+func (s *Server) signedIn(roles []domain.Role, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sess, err := s.sessions.Get(r, sessionName)
+		if err != nil {
+			s.Log.ErrorContext(r.Context(), "Loading the session failed", "error", err)
+			s.renderError(w, r, http.StatusServiceUnavailable, "Try again shortly", "Tollgate cannot check your session right now.", nil)
+			return
+		}
+		if sess.IsNew {
+			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		v := &views.Viewer{ID: valueOf(sess, sessUserID), Email: valueOf(sess, sessEmail), Name: valueOf(sess, sessName), Role: domain.Role(valueOf(sess, sessRole))}
+		if roles != nil && !hasRole(v.Role, roles) {
+			s.renderError(w, r, http.StatusForbidden, "Not for your role", "Your account cannot open this page. Ask an admin if you need access.", v)
+			return
+		}
+		// Extends the session's idle limit (the store writes at most once a
+		// minute).
+		if err := sess.Save(r, w); err != nil {
+			s.Log.ErrorContext(r.Context(), "Saving the session failed", "error", err)
+		}
+		next(w, r.WithContext(context.WithValue(r.Context(), viewerKey{}, v)))
+	}
+}
+
+func hasRole(r domain.Role, roles []domain.Role) bool {
+	for _, x := range roles {
+		if r == x {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if err := c.Render(r.Context(), w); err != nil {
+		s.Log.ErrorContext(r.Context(), "Rendering a page failed", "path", r.URL.Path, "error", err)
+	}
+}
+
+func (s *Server) renderError(w http.ResponseWriter, r *http.Request, status int, heading, message string, v *views.Viewer) {
+	s.render(w, r, status, views.ErrorPage(status, heading, message, v))
+}
+
+func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
+	if v := s.viewerOf(r); v != nil {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	s.render(w, r, http.StatusOK, views.Login("", "", safeNext(r.URL.Query().Get("next"))))
+}
+
+// login checks email and password. Failures are rate-limited per account
+// and per address, answered alike whether or not the account exists, and
+// audited. Success starts a new session (a session id from before login is
+// never reused) and is audited.
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := r.ParseForm(); err != nil {
+		s.render(w, r, http.StatusBadRequest, views.Login("", "The form could not be read. Try again.", ""))
+		return
+	}
+	email := strings.ToLower(strings.TrimSpace(r.PostForm.Get("email")))
+	password := r.PostForm.Get("password")
+	next := safeNext(r.PostForm.Get("next"))
+	addr := s.clientAddr(r)
+	now := s.Clock.Now()
+	if wait := s.logins.blocked(email, addr, now); wait > 0 {
+		s.audit(r, domain.AuditEntry{ActorEmail: email, Action: "login.throttled", Data: json.RawMessage(`{"retryAfterSeconds":` + strconv.Itoa(int(wait.Seconds())+1) + `}`)})
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		s.render(w, r, http.StatusTooManyRequests, views.Login(email, "Too many failed attempts. Wait a few minutes, then try again.", next))
+		return
+	}
+	user, hash, err := s.Auth.UserByEmail(r.Context(), email)
+	if err != nil && !errors.Is(err, domain.ErrNotFound) {
+		s.Log.ErrorContext(r.Context(), "Looking up a user failed", "error", err)
+		s.render(w, r, http.StatusServiceUnavailable, views.Login(email, "Tollgate cannot check passwords right now. Try again shortly.", next))
+		return
+	}
+	if err != nil || hash == "" {
+		hash = dummyPasswordHash() // an unknown user costs the same hashing work
+	}
+	ok := CheckPassword(hash, password)
+	if err != nil || !ok || user.Disabled {
+		s.logins.failed(email, addr, now)
+		s.audit(r, domain.AuditEntry{ActorEmail: email, Action: "login.failed"})
+		s.render(w, r, http.StatusUnauthorized, views.Login(email, "That email and password do not match an active account.", next))
+		return
+	}
+	s.logins.succeeded(email)
+	if old, err := s.sessions.Get(r, sessionName); err == nil && !old.IsNew {
+		_ = s.UIStore.DeleteSession(r.Context(), hashSessionID(old.ID))
+	}
+	sess := sessions.NewSession(s.sessions, sessionName)
+	sess.Options = &sessions.Options{Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: s.sessions.secure(r)}
+	sess.Values[sessUserID] = user.ID
+	if err := s.sessions.Save(r, w, sess); err != nil {
+		s.Log.ErrorContext(r.Context(), "Creating a session failed", "error", err)
+		s.render(w, r, http.StatusServiceUnavailable, views.Login(email, "Tollgate could not sign you in right now. Try again shortly.", next))
+		return
+	}
+	s.audit(r, domain.AuditEntry{ActorID: user.ID, ActorEmail: user.Email, Action: "login"})
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	sess, err := s.sessions.Get(r, sessionName)
+	if err == nil && !sess.IsNew {
+		s.audit(r, domain.AuditEntry{ActorID: valueOf(sess, sessUserID), ActorEmail: valueOf(sess, sessEmail), Action: "logout"})
+		sess.Options.MaxAge = -1
+		if err := s.sessions.Save(r, w, sess); err != nil {
+			s.Log.ErrorContext(r.Context(), "Ending a session failed", "error", err)
+		}
+	}
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// home sends each role to where its work is.
+func (s *Server) home(w http.ResponseWriter, r *http.Request) {
+	if s.viewerOf(r).Staff() {
+		http.Redirect(w, r, "/inbox", http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, "/my", http.StatusSeeOther)
+}
+
+func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := views.InboxFilter{Reason: q.Get("reason"), Kind: q.Get("kind"), WorkflowID: strings.TrimSpace(q.Get("workflow")), Newest: q.Get("order") == "newest"}
+	sf := domain.SuspensionFilter{Status: domain.SuspensionPending, Reason: f.Reason, Kind: domain.SuspensionKind(f.Kind), WorkflowID: f.WorkflowID, Newest: f.Newest, Cursor: q.Get("cursor"), Limit: 50}
+	items, next, err := s.Store.Suspensions(r.Context(), sf)
+	var ve *domain.ValidationError
+	if errors.As(err, &ve) {
+		s.renderError(w, r, http.StatusBadRequest, "That page link is not valid", "The link to this page of the inbox is damaged or out of date. Start again from the first page.", s.viewerOf(r))
+		return
+	}
+	if err != nil {
+		s.uiFailure(w, r, err)
+		return
+	}
+	reasons, kinds, err := s.UIStore.PendingCounts(r.Context(), domain.SuspensionFilter{WorkflowID: f.WorkflowID})
+	if err != nil {
+		s.uiFailure(w, r, err)
+		return
+	}
+	p := views.InboxPage{Viewer: s.viewerOf(r), Filter: f, Now: s.Clock.Now()}
+	for _, c := range reasons {
+		p.Reasons = append(p.Reasons, views.Count{Name: c.Name, N: c.N})
+		p.Total += c.N
+	}
+	for _, c := range kinds {
+		p.Kinds = append(p.Kinds, views.Count{Name: c.Name, N: c.N})
+	}
+	for _, sp := range items {
+		p.Items = append(p.Items, views.InboxItem{ID: sp.ID, RunID: sp.RunID, WorkflowID: sp.WorkflowID, WorkflowVersion: sp.WorkflowVersion,
+			StepName: sp.StepName, Reason: sp.Reason, Kind: string(sp.Kind), Assignee: sp.Assignee, SuspendedAt: sp.SuspendedAt})
+	}
+	if next != "" {
+		p.Next = f.Query(next)
+	}
+	s.render(w, r, http.StatusOK, views.Inbox(p))
+}
+
+// my lists the pending suspensions assigned to the signed-in founder; the
+// assignee filter runs in SQL, so no other founder's request is read.
+func (s *Server) my(w http.ResponseWriter, r *http.Request) {
+	v := s.viewerOf(r)
+	items, _, err := s.Store.Suspensions(r.Context(), domain.SuspensionFilter{Status: domain.SuspensionPending, Assignee: v.Email, Limit: 200})
+	if err != nil {
+		s.uiFailure(w, r, err)
+		return
+	}
+	p := views.MyPage{Viewer: v, Now: s.Clock.Now()}
+	for _, sp := range items {
+		p.Items = append(p.Items, views.InboxItem{ID: sp.ID, RunID: sp.RunID, WorkflowID: sp.WorkflowID, WorkflowVersion: sp.WorkflowVersion,
+			StepName: sp.StepName, Reason: sp.Reason, Kind: string(sp.Kind), Assignee: sp.Assignee, SuspendedAt: sp.SuspendedAt})
+	}
+	s.render(w, r, http.StatusOK, views.My(p))
+}
+
+func (s *Server) uiFailure(w http.ResponseWriter, r *http.Request, err error) {
+	s.Log.ErrorContext(r.Context(), "Page failed", "path", r.URL.Path, "error", err)
+	s.renderError(w, r, http.StatusInternalServerError, "Something went wrong", "Tollgate could not load this page. Try again in a moment.", s.viewerOf(r))
+}
+
+// audit appends to the audit log; a failure is logged, not shown.
+func (s *Server) audit(r *http.Request, e domain.AuditEntry) {
+	e.At, e.Address = s.Clock.Now(), s.clientAddr(r)
+	if len(e.Data) == 0 {
+		e.Data = json.RawMessage("{}")
+	}
+	if err := s.UIStore.AppendAudit(context.WithoutCancel(r.Context()), e); err != nil {
+		s.Log.ErrorContext(r.Context(), "Writing the audit log failed", "action", e.Action, "error", err)
+	}
+}
+
+// dummyPasswordHash is checked against when there is no user, so that a
+// login for an unknown email takes as long as one for a known email.
+var dummyPasswordHash = sync.OnceValue(func() string {
+	h, err := HashPassword(rand.Text())
+	if err != nil {
+		panic(err)
+	}
+	return h
+})
+
+// safeNext keeps a post-login redirect on this site: a path, never a
+// scheme, a host or a protocol-relative URL.
+func safeNext(next string) string {
+	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+		return "/"
+	}
+	if u, err := url.Parse(next); err != nil || u.Host != "" || u.Scheme != "" {
+		return "/"
+	}
+	return next
+}
+
+// clientAddr is the client's address: with TrustProxy, the last hop the
+// proxy added to X-Forwarded-For; otherwise the connection's (without port).
+func (s *Server) clientAddr(r *http.Request) string {
+	if s.TrustProxy {
+		if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 {
+			hops := strings.Split(xff[len(xff)-1], ",")
+			if last := strings.TrimSpace(hops[len(hops)-1]); last != "" {
+				return last
+			}
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}

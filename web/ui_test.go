@@ -1,0 +1,303 @@
+package web_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/web"
+)
+
+// browser is an HTTP client with a cookie jar that does not follow
+// redirects, so each answer can be checked.
+type browser struct {
+	t    *testing.T
+	base string
+	hc   *http.Client
+}
+
+type page struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
+func (e *apiEnv) browser(t *testing.T) *browser {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &browser{t: t, base: e.srv.URL, hc: hc}
+}
+
+func (b *browser) do(method, path string, form url.Values, headers ...string) page {
+	b.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequestWithContext(b.t.Context(), method, b.base+path, body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return page{Status: resp.StatusCode, Header: resp.Header, Body: string(raw)}
+}
+
+func (b *browser) get(path string) page { b.t.Helper(); return b.do("GET", path, nil) }
+
+func (b *browser) login(email, password string) page {
+	b.t.Helper()
+	return b.do("POST", "/login", url.Values{"email": {email}, "password": {password}, "next": {"/"}})
+}
+
+func (b *browser) cookie() string {
+	u, _ := url.Parse(b.base)
+	for _, c := range b.hc.Jar.Cookies(u) {
+		if c.Name == "tollgate_session" {
+			return c.Value
+		}
+	}
+	return ""
+}
+
+// withUI enables the browser app on the test server.
+func withUI(s *web.Server) { s.UIStore = s.Store.(web.UIStore) }
+
+// addPerson creates a user who signs in with a password.
+func (e *apiEnv) addPerson(t *testing.T, email string, role domain.Role) (id, password string) {
+	t.Helper()
+	password = "correct horse " + email
+	hash, err := web.HashPassword(password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := e.db.CreateUser(t.Context(), domain.User{ID: "p-" + email, Email: email, Role: role, CreatedAt: time.Now()}, hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.ID, password
+}
+
+func wantPage(t *testing.T, p page, status int, contains ...string) {
+	t.Helper()
+	if p.Status != status {
+		t.Fatalf("status %d, want %d:\n%s", p.Status, status, p.Body)
+	}
+	for _, s := range contains {
+		if !strings.Contains(p.Body, s) {
+			t.Fatalf("page lacks %q:\n%s", s, p.Body)
+		}
+	}
+}
+
+func TestUILoginSessionsAndLogout(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		_, password := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
+		b := e.browser(t)
+
+		// Signed out, a page sends you to log in and back.
+		p := b.get("/inbox?reason=x")
+		if p.Status != http.StatusSeeOther || p.Header.Get("Location") != "/login?next="+url.QueryEscape("/inbox?reason=x") {
+			t.Fatalf("signed-out inbox = %d %q", p.Status, p.Header.Get("Location"))
+		}
+		login := b.get("/login")
+		wantPage(t, login, http.StatusOK, `name="email"`, `name="password"`)
+		for name, want := range map[string]string{
+			"Content-Security-Policy": "script-src 'self'", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+		} {
+			if got := login.Header.Get(name); !strings.Contains(got, want) {
+				t.Errorf("%s = %q; want it to contain %q", name, got, want)
+			}
+		}
+		if csp := login.Header.Get("Content-Security-Policy"); strings.Contains(csp, "unsafe-inline") || !strings.Contains(csp, "frame-ancestors 'none'") {
+			t.Errorf("CSP %q allows inline code or framing", csp)
+		}
+
+		// Wrong passwords and unknown accounts get the same answer.
+		wantPage(t, b.login("rev@example.com", "wrong"), http.StatusUnauthorized, "do not match an active account")
+		wantPage(t, b.login("nobody@example.com", "wrong"), http.StatusUnauthorized, "do not match an active account")
+		if b.cookie() != "" {
+			t.Fatal("a failed login set a session cookie")
+		}
+
+		p = b.login("Rev@Example.com", password)
+		if p.Status != http.StatusSeeOther {
+			t.Fatalf("login = %d:\n%s", p.Status, p.Body)
+		}
+		set := p.Header.Get("Set-Cookie")
+		for _, attr := range []string{"HttpOnly", "SameSite=Lax", "Path=/"} {
+			if !strings.Contains(set, attr) {
+				t.Errorf("session cookie %q lacks %s", set, attr)
+			}
+		}
+		first := b.cookie()
+		p = b.get("/")
+		if p.Status != http.StatusSeeOther || p.Header.Get("Location") != "/inbox" {
+			t.Fatalf("home for a reviewer = %d %q", p.Status, p.Header.Get("Location"))
+		}
+		wantPage(t, b.get("/inbox"), http.StatusOK, "Inbox", "Log out")
+
+		// Logging in again rotates the session: the old id is dead.
+		if p := b.login("rev@example.com", password); p.Status != http.StatusSeeOther {
+			t.Fatalf("second login = %d", p.Status)
+		}
+		if second := b.cookie(); second == first || second == "" {
+			t.Fatalf("session id was not rotated at login: %q then %q", first, second)
+		}
+		stale := e.browser(t)
+		stale.hc.Jar.SetCookies(mustURL(t, e.srv.URL), []*http.Cookie{{Name: "tollgate_session", Value: first, Path: "/"}})
+		if p := stale.get("/inbox"); p.Status != http.StatusSeeOther {
+			t.Fatalf("the pre-login session still works: %d", p.Status)
+		}
+
+		// Logout ends the session on the server, not just in this browser.
+		kept := b.cookie()
+		if p := b.do("POST", "/logout", url.Values{}); p.Status != http.StatusSeeOther || p.Header.Get("Location") != "/login" {
+			t.Fatalf("logout = %d %q", p.Status, p.Header.Get("Location"))
+		}
+		replay := e.browser(t)
+		replay.hc.Jar.SetCookies(mustURL(t, e.srv.URL), []*http.Cookie{{Name: "tollgate_session", Value: kept, Path: "/"}})
+		if p := replay.get("/inbox"); p.Status != http.StatusSeeOther {
+			t.Fatalf("a logged-out session still works: %d", p.Status)
+		}
+
+		// Every login, failure and logout is in the audit log.
+		entries, _, err := e.db.Audit(context.Background(), domain.AuditFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var actions []string
+		for _, en := range entries {
+			actions = append(actions, en.Action)
+		}
+		if got := strings.Join(actions, ","); got != "logout,login,login,login.failed,login.failed" {
+			t.Fatalf("audit actions (newest first) = %s", got)
+		}
+	})
+}
+
+func TestUIRolesAndDisabledUsers(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		founderID, password := e.addPerson(t, "f@example.com", domain.RoleFounder)
+		b := e.browser(t)
+		if p := b.login("f@example.com", password); p.Status != http.StatusSeeOther {
+			t.Fatalf("login = %d", p.Status)
+		}
+		wantPage(t, b.get("/inbox"), http.StatusForbidden, "Not for your role")
+		if p := b.get("/"); p.Header.Get("Location") != "/my" {
+			t.Fatalf("home for a founder goes to %q", p.Header.Get("Location"))
+		}
+		// A founder sees what is assigned to them, and nothing else.
+		e.paused(t, "intake", map[string]string{"claimId": "mine", "assignee": "F@Example.com"})
+		e.paused(t, "intake", map[string]string{"claimId": "theirs", "assignee": "other@example.com"})
+		p := b.get("/my")
+		wantPage(t, p, http.StatusOK, "My requests", "Documents are needed")
+		if n := strings.Count(p.Body, "data-suspension="); n != 1 {
+			t.Fatalf("founder sees %d requests; want only their 1", n)
+		}
+		_, revPassword := e.addPerson(t, "r2@example.com", domain.RoleReviewer)
+		rb := e.browser(t)
+		rb.login("r2@example.com", revPassword)
+		wantPage(t, rb.get("/my"), http.StatusForbidden)
+		// Disabling a user ends their sessions everywhere.
+		if _, err := e.db.Bun().ExecContext(t.Context(), "UPDATE users SET disabled = true WHERE id = ?", founderID); err != nil {
+			t.Fatal(err)
+		}
+		if p := b.get("/inbox"); p.Status != http.StatusSeeOther {
+			t.Fatalf("a disabled user's session still works: %d", p.Status)
+		}
+		wantPage(t, b.login("f@example.com", password), http.StatusUnauthorized)
+	})
+}
+
+func TestUIRefusesCrossOriginPosts(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		_, password := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
+		b := e.browser(t)
+		form := url.Values{"email": {"rev@example.com"}, "password": {password}}
+		wantPage(t, b.do("POST", "/login", form, "Sec-Fetch-Site", "cross-site"), http.StatusForbidden, "sent from another site")
+		wantPage(t, b.do("POST", "/login", form, "Origin", "https://evil.example"), http.StatusForbidden)
+		if b.cookie() != "" {
+			t.Fatal("a refused cross-origin login set a session")
+		}
+		if p := b.do("POST", "/login", form, "Sec-Fetch-Site", "same-origin"); p.Status != http.StatusSeeOther {
+			t.Fatalf("same-origin login = %d", p.Status)
+		}
+		if p := b.do("POST", "/logout", url.Values{}, "Sec-Fetch-Site", "cross-site"); p.Status != http.StatusForbidden {
+			t.Fatalf("cross-site logout = %d; want 403", p.Status)
+		}
+		wantPage(t, b.get("/inbox"), http.StatusOK) // still signed in
+	})
+}
+
+func TestUILoginIsRateLimited(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		_, password := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
+		b := e.browser(t)
+		for range 5 {
+			wantPage(t, b.login("rev@example.com", "guess"), http.StatusUnauthorized)
+		}
+		p := b.login("rev@example.com", password)
+		wantPage(t, p, http.StatusTooManyRequests, "Too many failed attempts")
+		if p.Header.Get("Retry-After") == "" {
+			t.Error("no Retry-After on a throttled login")
+		}
+	})
+}
+
+func TestUIInboxEscapesAndFilters(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		_, password := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
+		e.paused(t, "intake", map[string]string{"claimId": "c-1", "assignee": `<script>alert("x")</script>@example.com`})
+		e.paused(t, "review", map[string]any{"amount": 10})
+		b := e.browser(t)
+		b.login("rev@example.com", password)
+		p := b.get("/inbox")
+		wantPage(t, p, http.StatusOK, "awaiting_documents", "&lt;script&gt;", `<span data-live="pending-total">2</span>`)
+		if strings.Contains(p.Body, `<script>alert`) {
+			t.Fatal("the inbox renders an assignee's markup")
+		}
+		p = b.get("/inbox?kind=approval")
+		wantPage(t, p, http.StatusOK)
+		if strings.Contains(p.Body, `<h2 class="reason">awaiting_documents</h2>`) {
+			t.Fatal("the kind filter let a data suspension through")
+		}
+		wantPage(t, b.get("/inbox?cursor=garbage"), http.StatusBadRequest, "not valid")
+		wantPage(t, b.get("/no/such/page"), http.StatusNotFound, "Page not found")
+		if p := b.get("/static/app.css"); p.Status != http.StatusOK || !strings.Contains(p.Header.Get("Content-Type"), "text/css") {
+			t.Fatalf("static stylesheet = %d %q", p.Status, p.Header.Get("Content-Type"))
+		}
+	})
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
