@@ -67,6 +67,9 @@ func (s *Server) ui(mux *http.ServeMux) {
 	page("GET /{$}", s.signedIn(nil, s.home))
 	page("GET /inbox", s.signedIn(staffRoles, s.inbox))
 	page("GET /my", s.signedIn([]domain.Role{domain.RoleFounder}, s.my))
+	page("GET /suspensions/{id}", s.signedIn(nil, s.suspensionPage))
+	page("POST /suspensions/{id}/resume", s.signedIn(nil, s.resumeFromPage))
+	page("POST /suspensions/{id}/decide", s.signedIn(nil, s.decideFromPage))
 	page("/", func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, http.StatusNotFound, "Page not found", "There is no page at this address. It may have moved, or the link may be mistyped.", s.viewerOf(r))
 	})

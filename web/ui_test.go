@@ -301,3 +301,97 @@ func mustURL(t *testing.T, s string) *url.URL {
 	}
 	return u
 }
+
+func TestUISuspensionPageResumesOnce(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		_, revPass := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
+		_, rev2Pass := e.addPerson(t, "rev2@example.com", domain.RoleReviewer)
+		run, s := e.paused(t, "intake", map[string]string{"claimId": `<img src=x onerror=alert(1)>`, "assignee": "someone@example.com"})
+		b := e.browser(t)
+		b.login("rev@example.com", revPass)
+		path := "/suspensions/" + s.ID
+		p := b.get(path)
+		wantPage(t, p, http.StatusOK, "awaiting_documents", "immutable", "&lt;img src=x onerror=alert(1)&gt;", `name="resumeData"`, "intake")
+		if strings.Contains(p.Body, "<img src=x") {
+			t.Fatal("the checkpoint's markup is rendered, not shown")
+		}
+
+		// Bad input changes nothing and says what is wrong.
+		wantPage(t, b.do("POST", path+"/resume", url.Values{"resumeData": {`{"documentIds": [`}}), http.StatusUnprocessableEntity, "not valid JSON", "documentIds")
+		wantPage(t, b.do("POST", path+"/resume", url.Values{"resumeData": {`{"documentIds": []}`}}), http.StatusUnprocessableEntity, "does not match", "documentIds")
+		e.stillPending(t, s)
+
+		p = b.do("POST", path+"/resume", url.Values{"resumeData": {`{"documentIds": ["d-1"]}`}})
+		if p.Status != http.StatusSeeOther || p.Header.Get("Location") != path+"?done=resumed" {
+			t.Fatalf("resume = %d %q:\n%s", p.Status, p.Header.Get("Location"), p.Body)
+		}
+		wantPage(t, b.get(p.Header.Get("Location")), http.StatusOK, "Resumed. The run goes on.", "Resumed by <strong>rev@example.com</strong>", "d-1")
+		e.waitRun(t, run.ID, "succeeded")
+
+		// The loser is told who won, and the winner's data stands.
+		other := e.browser(t)
+		other.login("rev2@example.com", rev2Pass)
+		wantPage(t, other.do("POST", path+"/resume", url.Values{"resumeData": {`{"documentIds": ["d-2"]}`}}), http.StatusConflict, "Already resumed by rev@example.com")
+		if got := e.suspension(t, s.ID); !strings.Contains(string(got.ResumeData), "d-1") {
+			t.Fatalf("resume data after a losing resume = %s", got.ResumeData)
+		}
+		if n := e.finished.Load(); n != 1 {
+			t.Fatalf("resume step ran %d times; want 1", n)
+		}
+	})
+}
+
+func TestUIFoundersActOnlyOnTheirOwn(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		_, passA := e.addPerson(t, "a@founders.example", domain.RoleFounder)
+		_, passB := e.addPerson(t, "b@founders.example", domain.RoleFounder)
+		run, s := e.paused(t, "intake", map[string]string{"claimId": "c-a", "assignee": "A@Founders.example"})
+		path := "/suspensions/" + s.ID
+		b := e.browser(t)
+		b.login("b@founders.example", passB)
+		wantPage(t, b.get(path), http.StatusNotFound, "Suspension not found")
+		wantPage(t, b.do("POST", path+"/resume", url.Values{"resumeData": {`{"documentIds": ["x"]}`}}), http.StatusNotFound)
+		e.stillPending(t, s)
+
+		a := e.browser(t)
+		a.login("a@founders.example", passA)
+		wantPage(t, a.get(path), http.StatusOK, "My requests")
+		if p := a.do("POST", path+"/resume", url.Values{"resumeData": {`{"documentIds": ["a-1"]}`}}); p.Status != http.StatusSeeOther {
+			t.Fatalf("founder's own resume = %d:\n%s", p.Status, p.Body)
+		}
+		e.waitRun(t, run.ID, "succeeded")
+		entries, _, err := e.db.Audit(t.Context(), domain.AuditFilter{Action: "suspension.resume"})
+		if err != nil || len(entries) != 1 || entries[0].ActorEmail != "a@founders.example" || entries[0].Subject != s.ID {
+			t.Fatalf("audit of the resume = %+v, %v", entries, err)
+		}
+	})
+}
+
+func TestUIApproveAndReject(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		_, pass := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
+		b := e.browser(t)
+		b.login("rev@example.com", pass)
+		approved, s1 := e.paused(t, "review", map[string]any{"amount": 10})
+		wantPage(t, b.get("/suspensions/"+s1.ID), http.StatusOK, "Approve", "Reject", "run step pay")
+		wantPage(t, b.do("POST", "/suspensions/"+s1.ID+"/resume", url.Values{"resumeData": {`{}`}}), http.StatusUnprocessableEntity, "approve or reject")
+		if p := b.do("POST", "/suspensions/"+s1.ID+"/decide", url.Values{"decision": {"approve"}, "comment": {"fine"}}); p.Status != http.StatusSeeOther {
+			t.Fatalf("approve = %d:\n%s", p.Status, p.Body)
+		}
+		e.waitRun(t, approved.ID, "succeeded")
+		rejected, s2 := e.paused(t, "review", map[string]any{"amount": 99})
+		if p := b.do("POST", "/suspensions/"+s2.ID+"/decide", url.Values{"decision": {"reject"}, "comment": {"too much"}}); p.Status != http.StatusSeeOther {
+			t.Fatalf("reject = %d", p.Status)
+		}
+		if got := e.waitRun(t, rejected.ID, "failed"); !strings.Contains(string(jsonString(got.Error)), "rejected") {
+			t.Fatalf("rejected run error = %v", got.Error)
+		}
+		if n := e.paid.Load(); n != 1 {
+			t.Fatalf("deferred step ran %d times; want once, for the approval", n)
+		}
+		wantPage(t, b.get("/suspensions/"+s2.ID), http.StatusOK, "Rejected by <strong>rev@example.com</strong>")
+	})
+}

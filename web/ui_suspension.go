@@ -1,0 +1,234 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/views"
+)
+
+// viewerPrincipal is the signed-in viewer in the shape the API's
+// authorisation rules take.
+func viewerPrincipal(v *views.Viewer) Principal {
+	return Principal{User: domain.User{ID: v.ID, Email: v.Email, Name: v.Name, Role: v.Role}}
+}
+
+// loadSuspension returns the suspension a page names if the viewer may see
+// it. A founder asking for someone else's gets the same "not found" as for
+// one that does not exist: they learn nothing of it.
+func (s *Server) loadSuspension(w http.ResponseWriter, r *http.Request) (domain.Suspension, *views.Viewer, bool) {
+	v := s.viewerOf(r)
+	sp, err := s.Store.Suspension(r.Context(), r.PathValue("id"))
+	if errors.Is(err, domain.ErrNotFound) || (err == nil && (sp.Precompleted || !mayRead(viewerPrincipal(v), sp))) {
+		s.renderError(w, r, http.StatusNotFound, "Suspension not found", "There is no suspension here that you can see. It may belong to someone else, or the link may be wrong.", v)
+		return sp, v, false
+	}
+	if err != nil {
+		s.uiFailure(w, r, err)
+		return sp, v, false
+	}
+	return sp, v, true
+}
+
+func (s *Server) suspensionPage(w http.ResponseWriter, r *http.Request) {
+	sp, v, ok := s.loadSuspension(w, r)
+	if !ok {
+		return
+	}
+	p := s.suspensionView(sp, v)
+	switch r.URL.Query().Get("done") {
+	case "resumed":
+		p.Notice = "Resumed. The run goes on."
+	case "approved":
+		p.Notice = "Approved. The run goes on."
+	case "rejected":
+		p.Notice = "Rejected. The run has been stopped."
+	}
+	s.render(w, r, http.StatusOK, views.SuspensionView(p))
+}
+
+func (s *Server) suspensionView(sp domain.Suspension, v *views.Viewer) views.SuspensionPage {
+	p := views.SuspensionPage{Viewer: v, S: sp, Checkpoint: indentJSON(sp.Checkpoint), CanAct: mayResume(viewerPrincipal(v), sp), Now: s.Clock.Now()}
+	if sp.ResumedAt != nil {
+		p.ResumeData = indentJSON(sp.ResumeData)
+	}
+	for _, c := range sp.Deferred {
+		p.Deferred = append(p.Deferred, views.DescribeCommand(c))
+	}
+	return p
+}
+
+// resumeFromPage resumes with the JSON typed into the form, through the
+// same kernel path as the API: one winner; the others learn who won.
+func (s *Server) resumeFromPage(w http.ResponseWriter, r *http.Request) {
+	sp, v, ok := s.loadSuspension(w, r)
+	if !ok {
+		return
+	}
+	if !s.readForm(w, r, sp, v) {
+		return
+	}
+	text := strings.TrimSpace(r.PostForm.Get("resumeData"))
+	data := json.RawMessage("null")
+	if text != "" {
+		data = json.RawMessage(text)
+	}
+	if !json.Valid(data) {
+		s.refuse(w, r, sp, v, text, http.StatusUnprocessableEntity, &domain.ValidationError{Code: domain.CodeInvalidJSON,
+			Message: "The resume data is not valid JSON. Check quotes, commas and brackets.", Fields: []domain.FieldError{{Field: "", Message: "not valid JSON"}}})
+		return
+	}
+	if !mayResume(viewerPrincipal(v), sp) {
+		s.renderError(w, r, http.StatusForbidden, "Not for your role", "You can see this suspension but not resume it.", v)
+		return
+	}
+	_, err := s.Engine.Resume(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, Data: data, By: v.Email})
+	if err != nil {
+		s.actionFailed(w, r, sp, v, text, err)
+		return
+	}
+	s.audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "suspension.resume", Subject: sp.ID, WorkflowID: sp.WorkflowID, Data: auditData(map[string]any{"runId": sp.RunID, "resumeData": data})})
+	http.Redirect(w, r, "/suspensions/"+sp.ID+"?done=resumed", http.StatusSeeOther)
+}
+
+// decideFromPage approves or rejects a review.
+func (s *Server) decideFromPage(w http.ResponseWriter, r *http.Request) {
+	sp, v, ok := s.loadSuspension(w, r)
+	if !ok {
+		return
+	}
+	if !s.readForm(w, r, sp, v) {
+		return
+	}
+	comment := strings.TrimSpace(r.PostForm.Get("comment"))
+	decision := r.PostForm.Get("decision")
+	if decision != "approve" && decision != "reject" {
+		s.refuse(w, r, sp, v, comment, http.StatusUnprocessableEntity, &domain.ValidationError{Code: domain.CodeValidation, Message: "Choose Approve or Reject."})
+		return
+	}
+	if !mayResume(viewerPrincipal(v), sp) {
+		s.renderError(w, r, http.StatusForbidden, "Not for your role", "You can see this review but not decide it.", v)
+		return
+	}
+	_, err := s.Engine.Decide(r.Context(), sp.ID, decision == "approve", comment, v.Email, "")
+	if err != nil {
+		s.actionFailed(w, r, sp, v, comment, err)
+		return
+	}
+	action, done := "suspension.approve", "approved"
+	if decision == "reject" {
+		action, done = "suspension.reject", "rejected"
+	}
+	s.audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: action, Subject: sp.ID, WorkflowID: sp.WorkflowID, Data: auditData(map[string]any{"runId": sp.RunID, "comment": comment})})
+	http.Redirect(w, r, "/suspensions/"+sp.ID+"?done="+done, http.StatusSeeOther)
+}
+
+func (s *Server) readForm(w http.ResponseWriter, r *http.Request, sp domain.Suspension, v *views.Viewer) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, s.MaxBody)
+	if err := r.ParseForm(); err != nil {
+		s.refuse(w, r, sp, v, "", http.StatusRequestEntityTooLarge, &domain.ValidationError{Code: domain.CodeValidation,
+			Message: fmt.Sprintf("The form is larger than this server accepts (%d bytes).", s.MaxBody)})
+		return false
+	}
+	return true
+}
+
+// actionFailed shows why a resume or decision changed nothing: bad data
+// (with each field), or someone else was first.
+func (s *Server) actionFailed(w http.ResponseWriter, r *http.Request, sp domain.Suspension, v *views.Viewer, typed string, err error) {
+	var ve *domain.ValidationError
+	var ce *domain.ConflictError
+	switch {
+	case errors.As(err, &ve):
+		s.refuse(w, r, sp, v, typed, http.StatusUnprocessableEntity, ve)
+	case errors.As(err, &ce):
+		if fresh, ferr := s.Store.Suspension(r.Context(), sp.ID); ferr == nil {
+			sp = fresh
+		}
+		msg := ce.Message
+		if sp.ResumedAt != nil && sp.ResumedBy != "" {
+			msg = fmt.Sprintf("Already %s by %s at %s.", strings.ToLower(resumedWord(sp)), sp.ResumedBy, sp.ResumedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
+		}
+		s.refuse(w, r, sp, v, "", http.StatusConflict, &domain.ValidationError{Message: msg})
+	default:
+		s.uiFailure(w, r, err)
+	}
+}
+
+func resumedWord(sp domain.Suspension) string {
+	switch sp.Decision {
+	case domain.DecisionApproved:
+		return "approved"
+	case domain.DecisionRejected:
+		return "rejected"
+	}
+	return "resumed"
+}
+
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, sp domain.Suspension, v *views.Viewer, typed string, status int, ve *domain.ValidationError) {
+	p := s.suspensionView(sp, v)
+	p.Form, p.Failure, p.Fields = typed, ve.Message, ve.Fields
+	s.render(w, r, status, views.SuspensionView(p))
+}
+
+// indentJSON formats JSON for reading, in its own key order; what is not
+// JSON is shown as it is. The escapes Go's encoder writes for <, > and &
+// are turned back into the characters: the page escapes them as HTML.
+func indentJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "null"
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return unescapeHTMLSafe(b.String())
+}
+
+// unescapeHTMLSafe replaces \u003c, \u003e and \u0026 inside JSON strings
+// with <, > and &, leaving every other escape (an escaped backslash
+// included) as it is.
+func unescapeHTMLSafe(s string) string {
+	if !strings.Contains(s, `\u00`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		if s[i+1] == 'u' && i+6 <= len(s) {
+			switch s[i+2 : i+6] {
+			case "003c", "003C":
+				b.WriteByte('<')
+				i += 5
+				continue
+			case "003e", "003E":
+				b.WriteByte('>')
+				i += 5
+				continue
+			case "0026":
+				b.WriteByte('&')
+				i += 5
+				continue
+			}
+		}
+		b.WriteString(s[i : i+2]) // any other escape, kept whole
+		i++
+	}
+	return b.String()
+}
+
+func auditData(v map[string]any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage("{}")
+	}
+	return b
+}
