@@ -60,6 +60,9 @@ func (s *Server) suspensionView(sp domain.Suspension, v *views.Viewer) views.Sus
 	for _, c := range sp.Deferred {
 		p.Deferred = append(p.Deferred, views.DescribeCommand(c))
 	}
+	if sp.Kind != domain.KindApproval {
+		p.FormFields, _ = formFields(sp.ResumeSchema)
+	}
 	return p
 }
 
@@ -71,6 +74,10 @@ func (s *Server) resumeFromPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.readForm(w, r, sp, v) {
+		return
+	}
+	if fields, ok := formFields(sp.ResumeSchema); ok && r.PostForm.Get("mode") == "fields" {
+		s.resumeFromFields(w, r, sp, v, fields)
 		return
 	}
 	text := strings.TrimSpace(r.PostForm.Get("resumeData"))
@@ -87,13 +94,57 @@ func (s *Server) resumeFromPage(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, http.StatusForbidden, "Not for your role", "You can see this suspension but not resume it.", v)
 		return
 	}
-	_, err := s.Engine.Resume(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, Data: data, By: v.Email})
-	if err != nil {
+	if err := s.resume(r, sp, v, data); err != nil {
 		s.actionFailed(w, r, sp, v, text, err)
 		return
 	}
-	s.audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "suspension.resume", Subject: sp.ID, WorkflowID: sp.WorkflowID, Data: auditData(map[string]any{"runId": sp.RunID, "resumeData": data})})
 	http.Redirect(w, r, "/suspensions/"+sp.ID+"?done=resumed", http.StatusSeeOther)
+}
+
+// resumeFromFields resumes with the data a generated form assembles. A value
+// that does not read as its type, or breaks the schema, is shown on its
+// field, with everything typed kept.
+func (s *Server) resumeFromFields(w http.ResponseWriter, r *http.Request, sp domain.Suspension, v *views.Viewer, fields []views.FormField) {
+	value, shown, errs := formValue(fields, r.PostForm)
+	refuse := func(status int, ve *domain.ValidationError) {
+		p := s.suspensionView(sp, v)
+		p.FormFields = shown
+		p.Failure, p.Fields = ve.Message, attachErrors(shown, ve.Fields)
+		s.render(w, r, status, views.SuspensionView(p))
+	}
+	if len(errs) > 0 {
+		refuse(http.StatusUnprocessableEntity, &domain.ValidationError{Message: "Some fields need attention.", Fields: errs})
+		return
+	}
+	data, err := json.Marshal(value)
+	if err != nil {
+		s.uiFailure(w, r, err)
+		return
+	}
+	if !mayResume(viewerPrincipal(v), sp) {
+		s.renderError(w, r, http.StatusForbidden, "Not for your role", "You can see this suspension but not resume it.", v)
+		return
+	}
+	err = s.resume(r, sp, v, data)
+	var ve *domain.ValidationError
+	if errors.As(err, &ve) {
+		refuse(http.StatusUnprocessableEntity, &domain.ValidationError{Message: "Some fields need attention.", Fields: ve.Fields})
+		return
+	}
+	if err != nil {
+		s.actionFailed(w, r, sp, v, "", err)
+		return
+	}
+	http.Redirect(w, r, "/suspensions/"+sp.ID+"?done=resumed", http.StatusSeeOther)
+}
+
+// resume applies resume data through the kernel and audits it.
+func (s *Server) resume(r *http.Request, sp domain.Suspension, v *views.Viewer, data json.RawMessage) error {
+	if _, err := s.Engine.Resume(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, Data: data, By: v.Email}); err != nil {
+		return err
+	}
+	s.audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "suspension.resume", Subject: sp.ID, WorkflowID: sp.WorkflowID, Data: auditData(map[string]any{"runId": sp.RunID, "resumeData": data})})
+	return nil
 }
 
 // decideFromPage approves or rejects a review.

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -294,6 +295,27 @@ func TestUIInboxEscapesAndFilters(t *testing.T) {
 	})
 }
 
+// Without a schema (or with one a form cannot express) the resume form is a
+// JSON editor, validated as JSON.
+func TestUIResumeWithJSONEditor(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		_, pass := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
+		e.releaseEarly()
+		run, s := e.paused(t, "early", nil)
+		b := e.browser(t)
+		b.login("rev@example.com", pass)
+		path := "/suspensions/" + s.ID
+		wantPage(t, b.get(path), http.StatusOK, `name="resumeData"`, "Any JSON value")
+		wantPage(t, b.do("POST", path+"/resume", url.Values{"resumeData": {`{"ok": tru`}}), http.StatusUnprocessableEntity, "not valid JSON", `{&#34;ok&#34;: tru`)
+		e.stillPending(t, s)
+		if p := b.do("POST", path+"/resume", url.Values{"resumeData": {`{"ok": true}`}}); p.Status != http.StatusSeeOther {
+			t.Fatalf("resume = %d:\n%s", p.Status, p.Body)
+		}
+		e.waitRun(t, run.ID, "succeeded")
+	})
+}
+
 func mustURL(t *testing.T, s string) *url.URL {
 	u, err := url.Parse(s)
 	if err != nil {
@@ -312,28 +334,36 @@ func TestUISuspensionPageResumesOnce(t *testing.T) {
 		b.login("rev@example.com", revPass)
 		path := "/suspensions/" + s.ID
 		p := b.get(path)
-		wantPage(t, p, http.StatusOK, "awaiting_documents", "immutable", "&lt;img src=x onerror=alert(1)&gt;", `name="resumeData"`, "intake")
+		// The schema becomes form fields: documentIds, one per line, required.
+		wantPage(t, p, http.StatusOK, "awaiting_documents", "immutable", "&lt;img src=x onerror=alert(1)&gt;", "intake",
+			`name="f/documentIds"`, "One per line", `name="f/note"`, `class="required"`)
 		if strings.Contains(p.Body, "<img src=x") {
 			t.Fatal("the checkpoint's markup is rendered, not shown")
 		}
+		if strings.Index(p.Body, `name="f/documentIds"`) > strings.Index(p.Body, `name="f/note"`) {
+			t.Fatal("the form does not keep the schema's property order")
+		}
 
-		// Bad input changes nothing and says what is wrong.
-		wantPage(t, b.do("POST", path+"/resume", url.Values{"resumeData": {`{"documentIds": [`}}), http.StatusUnprocessableEntity, "not valid JSON", "documentIds")
-		wantPage(t, b.do("POST", path+"/resume", url.Values{"resumeData": {`{"documentIds": []}`}}), http.StatusUnprocessableEntity, "does not match", "documentIds")
+		// Bad input changes nothing and is shown on its field, typed values kept.
+		p = b.do("POST", path+"/resume", url.Values{"mode": {"fields"}, "f/documentIds": {""}, "f/note": {"kept <b>"}})
+		wantPage(t, p, http.StatusUnprocessableEntity, "Some fields need attention", `<span class="field-error">minItems`, `value="kept &lt;b&gt;"`, "aria-invalid")
 		e.stillPending(t, s)
 
-		p = b.do("POST", path+"/resume", url.Values{"resumeData": {`{"documentIds": ["d-1"]}`}})
+		p = b.do("POST", path+"/resume", url.Values{"mode": {"fields"}, "f/documentIds": {"d-1\n\n d-2 "}, "f/note": {""}})
 		if p.Status != http.StatusSeeOther || p.Header.Get("Location") != path+"?done=resumed" {
 			t.Fatalf("resume = %d %q:\n%s", p.Status, p.Header.Get("Location"), p.Body)
 		}
 		wantPage(t, b.get(p.Header.Get("Location")), http.StatusOK, "Resumed. The run goes on.", "Resumed by <strong>rev@example.com</strong>", "d-1")
 		e.waitRun(t, run.ID, "succeeded")
+		if got := e.suspension(t, s.ID); !sameJSON(t, got.ResumeData, json.RawMessage(`{"documentIds":["d-1","d-2"]}`)) {
+			t.Fatalf("resume data from the form = %s", got.ResumeData)
+		}
 
 		// The loser is told who won, and the winner's data stands.
 		other := e.browser(t)
 		other.login("rev2@example.com", rev2Pass)
-		wantPage(t, other.do("POST", path+"/resume", url.Values{"resumeData": {`{"documentIds": ["d-2"]}`}}), http.StatusConflict, "Already resumed by rev@example.com")
-		if got := e.suspension(t, s.ID); !strings.Contains(string(got.ResumeData), "d-1") {
+		wantPage(t, other.do("POST", path+"/resume", url.Values{"mode": {"fields"}, "f/documentIds": {"d-9"}}), http.StatusConflict, "Already resumed by rev@example.com")
+		if got := e.suspension(t, s.ID); strings.Contains(string(got.ResumeData), "d-9") {
 			t.Fatalf("resume data after a losing resume = %s", got.ResumeData)
 		}
 		if n := e.finished.Load(); n != 1 {
@@ -358,7 +388,7 @@ func TestUIFoundersActOnlyOnTheirOwn(t *testing.T) {
 		a := e.browser(t)
 		a.login("a@founders.example", passA)
 		wantPage(t, a.get(path), http.StatusOK, "My requests")
-		if p := a.do("POST", path+"/resume", url.Values{"resumeData": {`{"documentIds": ["a-1"]}`}}); p.Status != http.StatusSeeOther {
+		if p := a.do("POST", path+"/resume", url.Values{"mode": {"fields"}, "f/documentIds": {"a-1"}}); p.Status != http.StatusSeeOther {
 			t.Fatalf("founder's own resume = %d:\n%s", p.Status, p.Body)
 		}
 		e.waitRun(t, run.ID, "succeeded")

@@ -1,0 +1,1 @@
+ALTER TABLE suspensions ALTER COLUMN resume_schema TYPE jsonb USING resume_schema::jsonb;
