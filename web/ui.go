@@ -264,8 +264,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		p.Kinds = append(p.Kinds, views.Count{Name: c.Name, N: c.N})
 	}
 	for _, sp := range items {
-		p.Items = append(p.Items, views.InboxItem{ID: sp.ID, RunID: sp.RunID, WorkflowID: sp.WorkflowID, WorkflowVersion: sp.WorkflowVersion,
-			StepName: sp.StepName, Reason: sp.Reason, Kind: string(sp.Kind), Assignee: sp.Assignee, SuspendedAt: sp.SuspendedAt})
+		p.Items = append(p.Items, inboxItem(sp))
 	}
 	if next != "" {
 		p.Next = f.Query(next)
@@ -284,10 +283,14 @@ func (s *Server) my(w http.ResponseWriter, r *http.Request) {
 	}
 	p := views.MyPage{Viewer: v, Now: s.Clock.Now()}
 	for _, sp := range items {
-		p.Items = append(p.Items, views.InboxItem{ID: sp.ID, RunID: sp.RunID, WorkflowID: sp.WorkflowID, WorkflowVersion: sp.WorkflowVersion,
-			StepName: sp.StepName, Reason: sp.Reason, Kind: string(sp.Kind), Assignee: sp.Assignee, SuspendedAt: sp.SuspendedAt})
+		p.Items = append(p.Items, inboxItem(sp))
 	}
 	s.render(w, r, http.StatusOK, views.My(p))
+}
+
+func inboxItem(sp domain.Suspension) views.InboxItem {
+	return views.InboxItem{ID: sp.ID, RunID: sp.RunID, WorkflowID: sp.WorkflowID, WorkflowVersion: sp.WorkflowVersion,
+		StepName: sp.StepName, Reason: sp.Reason, Kind: string(sp.Kind), Assignee: sp.Assignee, SuspendedAt: sp.SuspendedAt}
 }
 
 func (s *Server) uiFailure(w http.ResponseWriter, r *http.Request, err error) {
