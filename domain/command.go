@@ -36,6 +36,8 @@ type Command struct {
 	ResumeStep   string          `json:"resumeStep,omitempty"`
 	ResumeSchema json.RawMessage `json:"resumeSchema,omitempty"`
 	Assignee     string          `json:"assignee,omitempty"`
+	// Accept lists the document types (MIME) a person may upload to resume.
+	Accept []string `json:"accept,omitempty"`
 	// Delay and Until: a delay suspension's timer (one of them).
 	Delay time.Duration `json:"delay,omitempty"`
 	Until time.Time     `json:"until,omitzero"`
@@ -59,6 +61,13 @@ func WithResumeSchema(schema json.RawMessage) SuspendOption {
 
 // WithAssignee names the person expected to resume the suspension.
 func WithAssignee(who string) SuspendOption { return func(c *Command) { c.Assignee = who } }
+
+// WithDocuments asks the person who resumes for documents of the given
+// types (MIME, e.g. "application/pdf"); the web app offers an upload, checks
+// each file's type from its bytes, and resumes with {"documentIds": [...]}.
+func WithDocuments(types ...string) SuspendOption {
+	return func(c *Command) { c.Accept = append([]string(nil), types...) }
+}
 
 // WithResumeStep sets the step that runs on resume (for review, the step that
 // runs after a decision instead of the deferred commands' default handling).

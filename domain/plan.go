@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
+	"strings"
 	"time"
 )
 
@@ -167,10 +169,15 @@ func planPause(o Outcome, c *StepCommit, b Command, cmds []Command) error {
 	if len(b.ResumeSchema) > 0 && !json.Valid(b.ResumeSchema) {
 		return &OrchestrationError{Message: "resume schema is not valid JSON"}
 	}
+	for _, t := range b.Accept {
+		if mt, _, err := mime.ParseMediaType(t); err != nil || !strings.Contains(mt, "/") {
+			return &OrchestrationError{Message: fmt.Sprintf("accepted document type %q is not a MIME type like application/pdf", t)}
+		}
+	}
 	s := &NewSuspension{
 		ID: o.NewID(), WorkflowID: o.Run.WorkflowID, WorkflowVersion: o.Run.WorkflowVersion,
 		StepName: o.Step, Kind: b.Kind, Reason: b.Reason, Checkpoint: checkpoint,
-		ResumeStep: b.ResumeStep, ResumeSchema: b.ResumeSchema, Assignee: b.Assignee,
+		ResumeStep: b.ResumeStep, ResumeSchema: b.ResumeSchema, Assignee: b.Assignee, Accept: b.Accept,
 	}
 	siblings := make([]Command, 0, len(cmds)-1)
 	for _, cmd := range cmds {

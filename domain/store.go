@@ -126,6 +126,7 @@ type NewSuspension struct {
 	ResumeStep      string
 	ResumeSchema    json.RawMessage
 	Assignee        string
+	Accept          []string
 	Deferred        json.RawMessage
 	WakeAt          *time.Time
 }

@@ -68,6 +68,8 @@ type Suspension struct {
 	ResumeData   json.RawMessage
 	ResumeSchema json.RawMessage
 	Assignee     string
+	// Accept lists the document types a person may upload to resume it.
+	Accept []string
 	// Deferred holds the sibling commands of a review, run on approval.
 	Deferred    []Command
 	WakeAt      *time.Time

@@ -373,7 +373,7 @@ func (w *commitWriter) suspensionRow(ns *domain.NewSuspension, key string) *susp
 		ID: ns.ID, RunID: w.run.ID, WorkflowID: ns.WorkflowID, WorkflowVersion: ns.WorkflowVersion,
 		StepName: ns.StepName, StepKey: key, Kind: ns.Kind, Reason: ns.Reason, Status: domain.SuspensionPending,
 		Checkpoint: ns.Checkpoint, ResumeStep: ns.ResumeStep, ResumeSchema: ns.ResumeSchema,
-		Assignee: ns.Assignee, Deferred: ns.Deferred, SuspendedAt: &now, CreatedAt: now,
+		Assignee: ns.Assignee, Accept: acceptJSON(ns.Accept), Deferred: ns.Deferred, SuspendedAt: &now, CreatedAt: now,
 	}
 	if ns.WakeAt != nil {
 		wake := ts(*ns.WakeAt)
@@ -402,7 +402,7 @@ func (w *commitWriter) attach(ctx context.Context, existing, pause *suspensionRo
 	_, err := w.tx.NewUpdate().Model(existing).
 		Set("step_name = ?", pause.StepName).Set("kind = ?", pause.Kind).Set("reason = ?", pause.Reason).
 		Set("checkpoint = ?", pause.Checkpoint).Set("resume_step = ?", pause.ResumeStep).
-		Set("resume_schema = ?", pause.ResumeSchema).Set("assignee = ?", pause.Assignee).
+		Set("resume_schema = ?", pause.ResumeSchema).Set("assignee = ?", pause.Assignee).Set("accept = ?", pause.Accept).
 		Set("deferred = ?", pause.Deferred).Set("suspended_at = ?", pause.SuspendedAt).
 		Set("precompleted = ?", false).
 		Where("id = ? AND precompleted", existing.ID).Returning("*").Exec(ctx)

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -72,6 +73,7 @@ type suspensionRow struct {
 	ResumeRequestKey *string                 `bun:"resume_request_key"`
 	Decision         *string                 `bun:"decision"`
 	Assignee         string                  `bun:"assignee"`
+	Accept           json.RawMessage         `bun:"accept,type:json"`
 	Deferred         json.RawMessage         `bun:"deferred,type:jsonb,nullzero"`
 	WakeAt           *time.Time              `bun:"wake_at"`
 	DeadlineAt       *time.Time              `bun:"deadline_at"`
@@ -100,12 +102,26 @@ func (s *suspensionRow) toDomain() (domain.Suspension, error) {
 	if s.Decision != nil {
 		d.Decision = *s.Decision
 	}
+	if len(s.Accept) > 0 {
+		if err := json.Unmarshal(s.Accept, &d.Accept); err != nil {
+			return d, fmt.Errorf("suspension %s: accepted types: %w", s.ID, err)
+		}
+	}
 	cmds, err := domain.DecodeCommands(s.Deferred)
 	if err != nil {
 		return d, err
 	}
 	d.Deferred = cmds
 	return d, nil
+}
+
+// acceptJSON stores accepted document types as a JSON array (never null).
+func acceptJSON(types []string) json.RawMessage {
+	if types == nil {
+		types = []string{}
+	}
+	b, _ := json.Marshal(types)
+	return b
 }
 
 func utcPtr(t *time.Time) *time.Time {

@@ -68,7 +68,8 @@ func verifyClaim(_ context.Context, req domain.StepRequest) (domain.StepResult, 
 		Events: []domain.StepEvent{{Type: "verification_suspended", Payload: map[string]string{"claimId": in.ClaimID}}},
 		Commands: []domain.Command{domain.Suspend("awaiting_documentation",
 			claimCheckpoint{ClaimID: in.ClaimID, ClaimText: in.ClaimText, RequestedDocType: "financial_statement"},
-			"handleDocumentation", domain.WithAssignee(in.FounderEmail), domain.WithResumeSchema(documentationSchema))},
+			"handleDocumentation", domain.WithAssignee(in.FounderEmail), domain.WithResumeSchema(documentationSchema),
+			domain.WithDocuments("application/pdf", "image/png", "image/jpeg"))},
 	}, nil
 }
 
