@@ -44,6 +44,8 @@ type Server struct {
 	// after SessionIdle without use (12h) and SessionAbsolute after login
 	// (7 days), whichever comes first.
 	SessionIdle, SessionAbsolute time.Duration
+	// UploadLimit bounds each uploaded document (20 MiB).
+	UploadLimit int64
 	// TrustProxy believes X-Forwarded-Proto and X-Forwarded-For from the
 	// proxy in front of the server (session cookies become Secure behind a
 	// TLS-terminating proxy; login limits count the client's address).

@@ -111,7 +111,7 @@ func newAPIEnv(t *testing.T, o storage.Opts, configure func(*web.Server)) *apiEn
 	t.Helper()
 	e := &apiEnv{db: openDB(t, o, true), userIDs: map[string]string{}, entered: make(chan string, 1), gate: make(chan struct{})}
 	reg := domain.NewRegistry()
-	for _, wf := range []*domain.Workflow{e.intake(), e.review(), delayWorkflow(), e.early()} {
+	for _, wf := range []*domain.Workflow{e.intake(), e.review(), delayWorkflow(), e.early(), paperwork()} {
 		if err := reg.Register(wf); err != nil {
 			t.Fatal(err)
 		}
@@ -196,6 +196,29 @@ func (e *apiEnv) intake() *domain.Workflow {
 			return domain.StepResult{Commands: []domain.Command{domain.Complete(map[string]any{
 				"checkpoint": in.Checkpoint, "documents": in.ResumeData,
 			})}}, nil
+		})
+}
+
+// paperwork asks its input's assignee for PDF or PNG documents and
+// completes with the resume data.
+func paperwork() *domain.Workflow {
+	return domain.NewWorkflow("paperwork", "1").
+		Step("ask", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+			var in struct {
+				Assignee string `json:"assignee"`
+			}
+			if err := req.Bind(&in); err != nil {
+				return domain.StepResult{}, err
+			}
+			return domain.StepResult{Commands: []domain.Command{domain.Suspend("awaiting_documentation", map[string]string{"doc": "statement"}, "done",
+				domain.WithAssignee(in.Assignee), domain.WithResumeSchema(docSchema), domain.WithDocuments("application/pdf", "image/png"))}}, nil
+		}).
+		Step("done", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+			var in domain.ResumePayload
+			if err := req.Bind(&in); err != nil {
+				return domain.StepResult{}, err
+			}
+			return domain.StepResult{Commands: []domain.Command{domain.Complete(in.ResumeData)}}, nil
 		})
 }
 

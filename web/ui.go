@@ -27,6 +27,7 @@ import (
 type UIStore interface {
 	domain.SessionStore
 	domain.AuditLog
+	domain.DocumentStore
 	PendingCounts(ctx context.Context, f domain.SuspensionFilter) (reasons, kinds []domain.GroupCount, err error)
 }
 
@@ -70,6 +71,8 @@ func (s *Server) ui(mux *http.ServeMux) {
 	page("GET /suspensions/{id}", s.signedIn(nil, s.suspensionPage))
 	page("POST /suspensions/{id}/resume", s.signedIn(nil, s.resumeFromPage))
 	page("POST /suspensions/{id}/decide", s.signedIn(nil, s.decideFromPage))
+	page("POST /suspensions/{id}/documents", s.signedIn(nil, s.uploadDocuments))
+	page("GET /documents/{id}", s.signedIn(nil, s.downloadDocument))
 	page("/", func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, http.StatusNotFound, "Page not found", "There is no page at this address. It may have moved, or the link may be mistyped.", s.viewerOf(r))
 	})

@@ -40,7 +40,7 @@ func (s *Server) suspensionPage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	p := s.suspensionView(sp, v)
+	p := s.suspensionView(r, sp, v)
 	switch r.URL.Query().Get("done") {
 	case "resumed":
 		p.Notice = "Resumed. The run goes on."
@@ -52,7 +52,7 @@ func (s *Server) suspensionPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, views.SuspensionView(p))
 }
 
-func (s *Server) suspensionView(sp domain.Suspension, v *views.Viewer) views.SuspensionPage {
+func (s *Server) suspensionView(r *http.Request, sp domain.Suspension, v *views.Viewer) views.SuspensionPage {
 	p := views.SuspensionPage{Viewer: v, S: sp, Checkpoint: indentJSON(sp.Checkpoint), CanAct: mayResume(viewerPrincipal(v), sp), Now: s.Clock.Now()}
 	if sp.ResumedAt != nil {
 		p.ResumeData = indentJSON(sp.ResumeData)
@@ -63,6 +63,7 @@ func (s *Server) suspensionView(sp domain.Suspension, v *views.Viewer) views.Sus
 	if sp.Kind != domain.KindApproval {
 		p.FormFields, _ = formFields(sp.ResumeSchema)
 	}
+	p.Documents, p.UploadLimit = s.documentViews(r, sp), s.uploadLimit()
 	return p
 }
 
@@ -107,7 +108,7 @@ func (s *Server) resumeFromPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) resumeFromFields(w http.ResponseWriter, r *http.Request, sp domain.Suspension, v *views.Viewer, fields []views.FormField) {
 	value, shown, errs := formValue(fields, r.PostForm)
 	refuse := func(status int, ve *domain.ValidationError) {
-		p := s.suspensionView(sp, v)
+		p := s.suspensionView(r, sp, v)
 		p.FormFields = shown
 		p.Failure, p.Fields = ve.Message, attachErrors(shown, ve.Fields)
 		s.render(w, r, status, views.SuspensionView(p))
@@ -222,7 +223,7 @@ func resumedWord(sp domain.Suspension) string {
 }
 
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, sp domain.Suspension, v *views.Viewer, typed string, status int, ve *domain.ValidationError) {
-	p := s.suspensionView(sp, v)
+	p := s.suspensionView(r, sp, v)
 	p.Form, p.Failure, p.Fields = typed, ve.Message, ve.Fields
 	s.render(w, r, status, views.SuspensionView(p))
 }

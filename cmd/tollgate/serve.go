@@ -31,6 +31,7 @@ type serveConfig struct {
 	sessionIdle     time.Duration
 	sessionMax      time.Duration
 	trustProxy      bool
+	uploadLimit     int
 	adminEmail      string
 	bootstrapKey    string
 }
@@ -54,6 +55,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.Duration(&c.sessionIdle, "session-idle", "TOLLGATE_SESSION_IDLE", 12*time.Hour, "a browser session ends after this long without use")
 	f.Duration(&c.sessionMax, "session-max", "TOLLGATE_SESSION_MAX", 7*24*time.Hour, "a browser session ends this long after login, used or not")
 	f.Bool(&c.trustProxy, "trust-proxy", "TOLLGATE_TRUST_PROXY", "believe X-Forwarded-Proto and X-Forwarded-For from a reverse proxy in front of the server (Secure cookies behind TLS, client addresses for login limits)")
+	f.Int(&c.uploadLimit, "upload-limit", "TOLLGATE_UPLOAD_LIMIT", 20<<20, "largest document a person may upload, in bytes")
 	f.Duration(&c.shutdownTimeout, "shutdown-timeout", "TOLLGATE_SHUTDOWN_TIMEOUT", 15*time.Second, "how long to finish requests and steps after SIGTERM")
 	f.String(&c.adminEmail, "admin-email", "TOLLGATE_ADMIN_EMAIL", "admin@tollgate.local", "email of the admin created on a fresh database")
 	c.bootstrapKey = getenv("TOLLGATE_BOOTSTRAP_API_KEY")
@@ -89,7 +91,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		ShutdownGrace: c.shutdownTimeout, ValidateResumeData: web.ValidateResumeData, Log: log,
 	})
 	srv := &web.Server{Engine: eng, Store: db, Auth: db, Health: db, Log: log, MaxBody: int64(c.maxBody), KeyCacheTTL: c.keyCacheTTL,
-		UIStore: db, SessionIdle: c.sessionIdle, SessionAbsolute: c.sessionMax, TrustProxy: c.trustProxy}
+		UIStore: db, SessionIdle: c.sessionIdle, SessionAbsolute: c.sessionMax, TrustProxy: c.trustProxy, UploadLimit: int64(c.uploadLimit)}
 	return listenAndServe(ctx, c, srv.Handler(), eng, log, stdout)
 }
 
