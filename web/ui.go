@@ -73,6 +73,8 @@ func (s *Server) ui(mux *http.ServeMux) {
 	page("POST /suspensions/{id}/decide", s.signedIn(nil, s.decideFromPage))
 	page("POST /suspensions/{id}/documents", s.signedIn(nil, s.uploadDocuments))
 	page("GET /documents/{id}", s.signedIn(nil, s.downloadDocument))
+	page("GET /runs", s.signedIn(staffRoles, s.runsPage))
+	page("GET /runs/{id}", s.signedIn(staffRoles, s.runPage))
 	page("/", func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, http.StatusNotFound, "Page not found", "There is no page at this address. It may have moved, or the link may be mistyped.", s.viewerOf(r))
 	})

@@ -425,3 +425,29 @@ func TestUIApproveAndReject(t *testing.T) {
 		wantPage(t, b.get("/suspensions/"+s2.ID), http.StatusOK, "Rejected by <strong>rev@example.com</strong>")
 	})
 }
+
+func TestUIRunPages(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		_, revPass := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
+		_, fPass := e.addPerson(t, "f@example.com", domain.RoleFounder)
+		run, s := e.paused(t, "intake", map[string]string{"claimId": "<b>c-7</b>", "assignee": "f@example.com"})
+		b := e.browser(t)
+		b.login("rev@example.com", revPass)
+		p := b.get("/runs/" + run.ID)
+		wantPage(t, p, http.StatusOK, "intake", `data-live="run-status">suspended`, "RUN_CREATED", "WORKFLOW_PAUSED", "awaiting_documents", "/suspensions/"+s.ID, "&lt;b&gt;c-7&lt;/b&gt;")
+		if strings.Contains(p.Body, "<b>c-7</b>") {
+			t.Fatal("the run input's markup is rendered")
+		}
+		wantPage(t, b.get("/runs"), http.StatusOK, "/runs/"+run.ID)
+		if p := b.get("/runs?status=succeeded"); strings.Contains(p.Body, "/runs/"+run.ID) {
+			t.Fatal("the status filter let a suspended run through")
+		}
+		wantPage(t, b.get("/runs/nope"), http.StatusNotFound, "Run not found")
+		wantPage(t, b.get("/runs?cursor=bad"), http.StatusBadRequest)
+		f := e.browser(t)
+		f.login("f@example.com", fPass)
+		wantPage(t, f.get("/runs/"+run.ID), http.StatusForbidden)
+		wantPage(t, f.get("/runs"), http.StatusForbidden)
+	})
+}

@@ -1,0 +1,65 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/views"
+)
+
+// runPage shows a run to reviewers and admins: input, output or error, its
+// suspensions and its whole event timeline.
+func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
+	v := s.viewerOf(r)
+	run, err := s.Store.Run(r.Context(), r.PathValue("id"))
+	if errors.Is(err, domain.ErrNotFound) {
+		s.renderError(w, r, http.StatusNotFound, "Run not found", "There is no run with this id.", v)
+		return
+	}
+	if err != nil {
+		s.uiFailure(w, r, err)
+		return
+	}
+	events, err := s.Store.Events(r.Context(), run.ID)
+	if err != nil {
+		s.uiFailure(w, r, err)
+		return
+	}
+	sps, _, err := s.Store.Suspensions(r.Context(), domain.SuspensionFilter{RunID: run.ID, Limit: 500})
+	if err != nil {
+		s.uiFailure(w, r, err)
+		return
+	}
+	p := views.RunPage{Viewer: v, Run: run, Input: indentJSON(run.Input), Suspensions: sps, Now: s.Clock.Now()}
+	if len(run.Output) > 0 && string(run.Output) != "null" {
+		p.Output = indentJSON(run.Output)
+	}
+	for _, e := range events {
+		p.Events = append(p.Events, views.EventView{Seq: e.Seq, Type: e.Type, Step: e.Step, Payload: indentJSON(e.Payload), At: e.CreatedAt})
+	}
+	s.render(w, r, http.StatusOK, views.RunView(p))
+}
+
+// runsPage lists runs, newest first, by status and workflow.
+func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
+	v := s.viewerOf(r)
+	q := r.URL.Query()
+	status, workflow := q.Get("status"), strings.TrimSpace(q.Get("workflow"))
+	runs, next, err := s.Store.Runs(r.Context(), domain.RunFilter{Status: domain.RunStatus(status), WorkflowID: workflow, Cursor: q.Get("cursor"), Limit: 50})
+	var ve *domain.ValidationError
+	if errors.As(err, &ve) {
+		s.renderError(w, r, http.StatusBadRequest, "That page link is not valid", "The link to this page of runs is damaged or out of date. Start again from the first page.", v)
+		return
+	}
+	if err != nil {
+		s.uiFailure(w, r, err)
+		return
+	}
+	p := views.RunsPage{Viewer: v, Status: status, Workflow: workflow, Runs: runs, Now: s.Clock.Now()}
+	if next != "" {
+		p.Next = views.RunsURL(status, workflow, next)
+	}
+	s.render(w, r, http.StatusOK, views.Runs(p))
+}
