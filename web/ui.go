@@ -74,13 +74,18 @@ func (s *Server) ui(mux *http.ServeMux) {
 	page("POST /suspensions/{id}/documents", s.signedIn(nil, s.uploadDocuments))
 	page("GET /documents/{id}", s.signedIn(nil, s.downloadDocument))
 	page("GET /runs", s.signedIn(staffRoles, s.runsPage))
+	page("GET /admin/audit", s.signedIn(adminOnly, s.auditPage))
+	page("GET /admin/audit/export", s.signedIn(adminOnly, s.auditExport))
 	page("GET /runs/{id}", s.signedIn(staffRoles, s.runPage))
 	page("/", func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, http.StatusNotFound, "Page not found", "There is no page at this address. It may have moved, or the link may be mistyped.", s.viewerOf(r))
 	})
 }
 
-var staffRoles = []domain.Role{domain.RoleAdmin, domain.RoleReviewer}
+var (
+	staffRoles = []domain.Role{domain.RoleAdmin, domain.RoleReviewer}
+	adminOnly  = []domain.Role{domain.RoleAdmin}
+)
 
 func uiHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -451,3 +451,55 @@ func TestUIRunPages(t *testing.T) {
 		wantPage(t, f.get("/runs"), http.StatusForbidden)
 	})
 }
+
+func TestUIAuditLogForAdmins(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		_, adminPass := e.addPerson(t, "boss@example.com", domain.RoleAdmin)
+		_, revPass := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
+		rev := e.browser(t)
+		rev.login("rev@example.com", "wrong")
+		rev.login("rev@example.com", revPass)
+		wantPage(t, rev.get("/admin/audit"), http.StatusForbidden)
+		wantPage(t, rev.get("/admin/audit/export?format=csv"), http.StatusForbidden)
+		if err := e.db.AppendAudit(t.Context(), domain.AuditEntry{At: time.Now(), ActorEmail: "=cmd|' /C calc'!A0", Action: "login.failed"}); err != nil {
+			t.Fatal(err)
+		}
+
+		a := e.browser(t)
+		a.login("boss@example.com", adminPass)
+		p := a.get("/admin/audit?actor=REV@example.com")
+		wantPage(t, p, http.StatusOK, "Audit log", "login.failed", "rev@example.com")
+		if strings.Contains(p.Body, "boss@example.com</td>") {
+			t.Fatal("the actor filter let another actor's entries through")
+		}
+		today := time.Now().UTC().Format(time.DateOnly)
+		wantPage(t, a.get("/admin/audit?action=login&from="+today+"&to="+today), http.StatusOK, "boss@example.com")
+		wantPage(t, a.get("/admin/audit?from=yesterday"), http.StatusBadRequest, "is not a date")
+
+		csvPage := a.get("/admin/audit/export?format=csv&action=login.failed")
+		if csvPage.Status != http.StatusOK || !strings.HasPrefix(csvPage.Header.Get("Content-Type"), "text/csv") || !strings.Contains(csvPage.Header.Get("Content-Disposition"), ".csv") {
+			t.Fatalf("csv export = %d %v", csvPage.Status, csvPage.Header)
+		}
+		lines := strings.Split(strings.TrimSpace(csvPage.Body), "\n")
+		if len(lines) != 3 || !strings.HasPrefix(lines[0], "id,at,actor_id") || !strings.Contains(csvPage.Body, "'=cmd") {
+			t.Fatalf("csv export:\n%s", csvPage.Body)
+		}
+		jl := a.get("/admin/audit/export?format=jsonl")
+		var n int
+		for _, line := range strings.Split(strings.TrimSpace(jl.Body), "\n") {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(line), &m); err != nil || m["action"] == nil {
+				t.Fatalf("jsonl line %q: %v", line, err)
+			}
+			n++
+		}
+		if n < 5 {
+			t.Fatalf("jsonl export has %d entries; want every entry", n)
+		}
+		wantPage(t, a.get("/admin/audit/export?format=xml"), http.StatusBadRequest)
+		if entries, _, _ := e.db.Audit(t.Context(), domain.AuditFilter{Action: "audit.export"}); len(entries) < 2 {
+			t.Fatalf("exports are not audited: %d entries", len(entries))
+		}
+	})
+}

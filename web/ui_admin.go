@@ -1,0 +1,129 @@
+package web
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/views"
+)
+
+// auditFilter reads the audit page's filter. Dates are whole UTC days;
+// "to" includes its day.
+func auditFilter(r *http.Request) (views.AuditFilterForm, domain.AuditFilter, error) {
+	q := r.URL.Query()
+	form := views.AuditFilterForm{Actor: strings.TrimSpace(q.Get("actor")), Action: strings.TrimSpace(q.Get("action")),
+		Workflow: strings.TrimSpace(q.Get("workflow")), From: q.Get("from"), To: q.Get("to")}
+	f := domain.AuditFilter{ActorEmail: strings.ToLower(form.Actor), Action: form.Action, WorkflowID: form.Workflow, Cursor: q.Get("cursor")}
+	if form.From != "" {
+		t, err := time.Parse(time.DateOnly, form.From)
+		if err != nil {
+			return form, f, errors.New("“From” is not a date like 2026-11-21.")
+		}
+		f.From = t
+	}
+	if form.To != "" {
+		t, err := time.Parse(time.DateOnly, form.To)
+		if err != nil {
+			return form, f, errors.New("“To” is not a date like 2026-11-21.")
+		}
+		f.To = t.AddDate(0, 0, 1)
+	}
+	return form, f, nil
+}
+
+func (s *Server) auditPage(w http.ResponseWriter, r *http.Request) {
+	v := s.viewerOf(r)
+	form, f, err := auditFilter(r)
+	p := views.AuditPage{Viewer: v, Filter: form}
+	if err != nil {
+		p.Failure = err.Error()
+		s.render(w, r, http.StatusBadRequest, views.Audit(p))
+		return
+	}
+	f.Limit = 100
+	entries, next, err := s.UIStore.Audit(r.Context(), f)
+	var ve *domain.ValidationError
+	if errors.As(err, &ve) {
+		p.Failure = "The link to this page of the audit log is damaged or out of date."
+		s.render(w, r, http.StatusBadRequest, views.Audit(p))
+		return
+	}
+	if err != nil {
+		s.uiFailure(w, r, err)
+		return
+	}
+	p.Entries = entries
+	if next != "" {
+		p.Next = "/admin/audit?" + form.Query("cursor", next)
+	}
+	s.render(w, r, http.StatusOK, views.Audit(p))
+}
+
+// auditExport streams every entry the filter selects, newest first, as CSV
+// or JSON Lines, page by page so that a large log is never held in memory.
+func (s *Server) auditExport(w http.ResponseWriter, r *http.Request) {
+	v := s.viewerOf(r)
+	_, f, err := auditFilter(r)
+	format := r.URL.Query().Get("format")
+	if err == nil && format != "csv" && format != "jsonl" {
+		err = errors.New("choose the csv or jsonl format")
+	}
+	if err != nil {
+		s.renderError(w, r, http.StatusBadRequest, "Cannot export", err.Error(), v)
+		return
+	}
+	name := "tollgate-audit-" + s.Clock.Now().UTC().Format("20060102-150405")
+	h := w.Header()
+	h.Set("Cache-Control", "private, no-store")
+	var cw *csv.Writer
+	enc := json.NewEncoder(w)
+	if format == "csv" {
+		h.Set("Content-Type", "text/csv; charset=utf-8")
+		h.Set("Content-Disposition", `attachment; filename="`+name+`.csv"`)
+		cw = csv.NewWriter(w)
+		_ = cw.Write([]string{"id", "at", "actor_id", "actor_email", "action", "subject", "workflow_id", "address", "data"})
+	} else {
+		h.Set("Content-Type", "application/jsonl; charset=utf-8")
+		h.Set("Content-Disposition", `attachment; filename="`+name+`.jsonl"`)
+	}
+	s.audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "audit.export", Data: auditData(map[string]any{"format": format, "query": r.URL.RawQuery})})
+	f.Limit, f.Cursor = 500, ""
+	for {
+		entries, next, err := s.UIStore.Audit(r.Context(), f)
+		if err != nil {
+			// Headers are gone: the truncated file is all that can be said.
+			s.Log.ErrorContext(r.Context(), "Audit export failed", "error", err)
+			return
+		}
+		for _, e := range entries {
+			if cw != nil {
+				_ = cw.Write([]string{strconv.FormatInt(e.ID, 10), e.At.UTC().Format(time.RFC3339Nano), e.ActorID, csvSafe(e.ActorEmail), csvSafe(e.Action),
+					csvSafe(e.Subject), csvSafe(e.WorkflowID), e.Address, csvSafe(string(e.Data))})
+			} else {
+				_ = enc.Encode(map[string]any{"id": e.ID, "at": e.At.UTC(), "actorId": e.ActorID, "actorEmail": e.ActorEmail, "action": e.Action,
+					"subject": e.Subject, "workflowId": e.WorkflowID, "address": e.Address, "data": e.Data})
+			}
+		}
+		if cw != nil {
+			cw.Flush()
+		}
+		if next == "" {
+			return
+		}
+		f.Cursor = next
+	}
+}
+
+// csvSafe keeps a cell from being read as a formula by a spreadsheet.
+func csvSafe(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
