@@ -29,6 +29,9 @@ type UIStore interface {
 	domain.AuditLog
 	domain.DocumentStore
 	PendingCounts(ctx context.Context, f domain.SuspensionFilter) (reasons, kinds []domain.GroupCount, err error)
+	Users(ctx context.Context) ([]domain.User, error)
+	UpdateUser(ctx context.Context, id string, role domain.Role, disabled bool, now time.Time) (domain.User, error)
+	APIKeys(ctx context.Context, userID string) ([]domain.APIKey, error)
 }
 
 // uiCSP allows the page's own scripts, styles and connections, nothing
@@ -76,6 +79,11 @@ func (s *Server) ui(mux *http.ServeMux) {
 	page("GET /runs", s.signedIn(staffRoles, s.runsPage))
 	page("GET /admin/audit", s.signedIn(adminOnly, s.auditPage))
 	page("GET /admin/audit/export", s.signedIn(adminOnly, s.auditExport))
+	page("GET /admin/users", s.signedIn(adminOnly, s.usersPage))
+	page("POST /admin/users", s.signedIn(adminOnly, s.inviteUser))
+	page("POST /admin/users/{id}", s.signedIn(adminOnly, s.updateUser))
+	page("POST /admin/keys", s.signedIn(adminOnly, s.createKey))
+	page("POST /admin/keys/{id}/revoke", s.signedIn(adminOnly, s.revokeKey))
 	page("GET /runs/{id}", s.signedIn(staffRoles, s.runPage))
 	page("/", func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, http.StatusNotFound, "Page not found", "There is no page at this address. It may have moved, or the link may be mistyped.", s.viewerOf(r))

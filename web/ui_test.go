@@ -503,3 +503,83 @@ func TestUIAuditLogForAdmins(t *testing.T) {
 		}
 	})
 }
+
+func TestUIAdminManagesUsersAndKeys(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		bossID, bossPass := e.addPerson(t, "boss@example.com", domain.RoleAdmin)
+		_, revPass := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
+		r := e.browser(t)
+		r.login("rev@example.com", revPass)
+		wantPage(t, r.get("/admin/users"), http.StatusForbidden)
+		wantPage(t, r.do("POST", "/admin/users", url.Values{"email": {"x@example.com"}, "role": {"admin"}}), http.StatusForbidden)
+
+		a := e.browser(t)
+		a.login("boss@example.com", bossPass)
+		wantPage(t, a.get("/admin/users"), http.StatusOK, "rev@example.com", "Invite someone")
+
+		// Invite: the one-time password works, once shown.
+		p := a.do("POST", "/admin/users", url.Values{"email": {"New@Example.com"}, "name": {"Nia"}, "role": {"founder"}})
+		wantPage(t, p, http.StatusOK, "Password for new@example.com")
+		secret := between(p.Body, `<code class="secret-value">`, `</code>`)
+		n := e.browser(t)
+		if got := n.login("new@example.com", secret); got.Status != http.StatusSeeOther {
+			t.Fatalf("login with the invite password = %d", got.Status)
+		}
+		wantPage(t, a.do("POST", "/admin/users", url.Values{"email": {"new@example.com"}, "role": {"founder"}}), http.StatusConflict, "already an account")
+		wantPage(t, a.do("POST", "/admin/users", url.Values{"email": {"not an email"}, "role": {"founder"}}), http.StatusUnprocessableEntity)
+
+		// Disabling ends the user's sessions at once; admins cannot lock themselves out.
+		newID := ""
+		users, _ := e.db.Users(t.Context())
+		for _, u := range users {
+			if u.Email == "new@example.com" {
+				newID = u.ID
+			}
+		}
+		wantPage(t, a.do("POST", "/admin/users/"+newID, url.Values{"role": {"founder"}, "disabled": {"true"}}), http.StatusOK, "Saved new@example.com")
+		if got := n.get("/my"); got.Status != http.StatusSeeOther {
+			t.Fatalf("a disabled user's session still works: %d", got.Status)
+		}
+		wantPage(t, a.do("POST", "/admin/users/"+bossID, url.Values{"role": {"reviewer"}}), http.StatusUnprocessableEntity, "cannot disable your own account")
+
+		// API keys: created once-shown, work, and stop at revocation.
+		p = a.do("POST", "/admin/keys", url.Values{"owner": {e.userIDs[adminEmail]}, "name": {"ci"}})
+		wantPage(t, p, http.StatusOK, "API key “ci”")
+		key := between(p.Body, `<code class="secret-value">`, `</code>`)
+		want(t, e.call(t, "GET", "/api/v1/workflows", key, ""), http.StatusOK)
+		keys, _ := e.db.APIKeys(t.Context(), e.userIDs[adminEmail])
+		var keyID string
+		for _, k := range keys {
+			if k.Name == "ci" {
+				keyID = k.ID
+			}
+		}
+		wantPage(t, a.do("POST", "/admin/keys/"+keyID+"/revoke", url.Values{}), http.StatusOK, "Revoked the key")
+		problem(t, e.call(t, "GET", "/api/v1/workflows", key, ""), http.StatusUnauthorized, "unauthorized")
+		wantPage(t, a.do("POST", "/admin/keys/"+keyID+"/revoke", url.Values{}), http.StatusNotFound, "already revoked")
+
+		actions := map[string]bool{}
+		entries, _, _ := e.db.Audit(t.Context(), domain.AuditFilter{Limit: 500})
+		for _, en := range entries {
+			actions[en.Action] = true
+		}
+		for _, want := range []string{"user.invite", "user.update", "apikey.create", "apikey.revoke"} {
+			if !actions[want] {
+				t.Errorf("no %s in the audit log", want)
+			}
+		}
+	})
+}
+
+func between(s, from, to string) string {
+	i := strings.Index(s, from)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(from):]
+	if j := strings.Index(s, to); j >= 0 {
+		return s[:j]
+	}
+	return ""
+}

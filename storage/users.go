@@ -1,0 +1,65 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// Users lists every user by email.
+func (db *DB) Users(ctx context.Context) ([]domain.User, error) {
+	var rows []userRow
+	if err := db.bun.NewSelect().Model(&rows).OrderExpr("email").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	out := make([]domain.User, len(rows))
+	for i := range rows {
+		out[i] = rows[i].toDomain()
+	}
+	return out, nil
+}
+
+// UpdateUser sets a user's role and whether the account is disabled.
+// Disabling ends the user's browser sessions in the same transaction.
+func (db *DB) UpdateUser(ctx context.Context, id string, role domain.Role, disabled bool, now time.Time) (domain.User, error) {
+	row := new(userRow)
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewUpdate().Model(row).Set("role = ?", role).Set("disabled = ?", disabled).Set("updated_at = ?", ts(now)).
+			Where("id = ?", id).Returning("*").Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return domain.ErrNotFound
+		}
+		if disabled {
+			_, err = tx.NewDelete().Model((*sessionRow)(nil)).Where("user_id = ?", id).Exec(ctx)
+		}
+		return err
+	})
+	if err != nil {
+		return domain.User{}, fmt.Errorf("update user %s: %w", id, translate(err))
+	}
+	return row.toDomain(), nil
+}
+
+// APIKeys lists a user's keys (all users' with userID ""), newest first.
+func (db *DB) APIKeys(ctx context.Context, userID string) ([]domain.APIKey, error) {
+	var rows []apiKeyRow
+	q := db.bun.NewSelect().Model(&rows).ExcludeColumn("hash").OrderExpr("created_at DESC, id")
+	if userID != "" {
+		q.Where("user_id = ?", userID)
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, fmt.Errorf("list api keys: %w", err)
+	}
+	out := make([]domain.APIKey, len(rows))
+	for i, r := range rows {
+		out[i] = domain.APIKey{ID: r.ID, Name: r.Name, Prefix: r.Prefix, UserID: r.UserID, CreatedAt: r.CreatedAt.UTC(), LastUsedAt: utcPtr(r.LastUsedAt), RevokedAt: utcPtr(r.RevokedAt)}
+	}
+	return out, nil
+}
