@@ -94,9 +94,14 @@ type SuspensionFilter struct {
 	// Assignee limits the list to one person's suspensions (case-insensitive
 	// email), so a founder's pages and cursors reveal nothing of others'.
 	Assignee string
-	Newest   bool
-	Cursor   string
-	Limit    int
+	// SuspendedBefore keeps suspensions waiting since before this time.
+	SuspendedBefore time.Time
+	// Search matches a run id exactly, a workflow id by prefix, or text
+	// anywhere in the checkpoint (case-insensitive).
+	Search string
+	Newest bool
+	Cursor string
+	Limit  int
 }
 
 // ResumePayload is what a resume step receives as its input.

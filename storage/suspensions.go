@@ -42,6 +42,17 @@ func (db *DB) Suspensions(ctx context.Context, f domain.SuspensionFilter) ([]dom
 	if f.Assignee != "" {
 		q.Where("lower(assignee) = ?", strings.ToLower(f.Assignee))
 	}
+	if !f.SuspendedBefore.IsZero() {
+		q.Where("suspended_at < ?", ts(f.SuspendedBefore))
+	}
+	if term := strings.TrimSpace(f.Search); term != "" {
+		like := "%" + escapeLike(strings.ToLower(term)) + "%"
+		q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Where("run_id = ?", term).
+				WhereOr("lower(workflow_id) LIKE ? ESCAPE '\\'", escapeLike(strings.ToLower(term))+"%").
+				WhereOr("lower(CAST(checkpoint AS TEXT)) LIKE ? ESCAPE '\\'", like)
+		})
+	}
 	if f.Cursor != "" {
 		at, id, err := decodeCursor(f.Cursor)
 		if err != nil {
@@ -330,6 +341,12 @@ func jsonOrNull(b json.RawMessage) json.RawMessage {
 		return json.RawMessage("null")
 	}
 	return b
+}
+
+// escapeLike makes s match itself literally in a LIKE pattern escaped with
+// a backslash.
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
 func nullString(s string) *string {

@@ -256,8 +256,15 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := views.InboxFilter{Reason: q.Get("reason"), Kind: q.Get("kind"), WorkflowID: strings.TrimSpace(q.Get("workflow")), Newest: q.Get("order") == "newest"}
-	sf := domain.SuspensionFilter{Status: domain.SuspensionPending, Reason: f.Reason, Kind: domain.SuspensionKind(f.Kind), WorkflowID: f.WorkflowID, Newest: f.Newest, Cursor: q.Get("cursor"), Limit: 50}
+	f := views.InboxFilter{Reason: q.Get("reason"), Kind: q.Get("kind"), WorkflowID: strings.TrimSpace(q.Get("workflow")),
+		Age: q.Get("age"), Search: strings.TrimSpace(q.Get("q")), Newest: q.Get("order") == "newest"}
+	sf := domain.SuspensionFilter{Status: domain.SuspensionPending, Reason: f.Reason, Kind: domain.SuspensionKind(f.Kind), WorkflowID: f.WorkflowID,
+		Search: f.Search, Newest: f.Newest, Cursor: q.Get("cursor"), Limit: 50}
+	if age, ok := inboxAges[f.Age]; ok && age > 0 {
+		sf.SuspendedBefore = s.Clock.Now().Add(-age)
+	} else if !ok {
+		f.Age = ""
+	}
 	items, next, err := s.Store.Suspensions(r.Context(), sf)
 	var ve *domain.ValidationError
 	if errors.As(err, &ve) {
@@ -305,6 +312,8 @@ func (s *Server) my(w http.ResponseWriter, r *http.Request) {
 	}
 	s.render(w, r, http.StatusOK, views.My(p))
 }
+
+var inboxAges = map[string]time.Duration{"": 0, "1h": time.Hour, "1d": 24 * time.Hour, "7d": 7 * 24 * time.Hour}
 
 func inboxItem(sp domain.Suspension) views.InboxItem {
 	return views.InboxItem{ID: sp.ID, RunID: sp.RunID, WorkflowID: sp.WorkflowID, WorkflowVersion: sp.WorkflowVersion,

@@ -583,3 +583,42 @@ func between(s, from, to string) string {
 	}
 	return ""
 }
+
+func TestUIInboxSearchAndAge(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		_, pass := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
+		run, s := e.paused(t, "intake", map[string]string{"claimId": "Needle_42%", "assignee": "x@example.com"})
+		_, other := e.paused(t, "review", map[string]any{"amount": 5})
+		b := e.browser(t)
+		b.login("rev@example.com", pass)
+		for q, want := range map[string][]string{
+			"needle_42%": {s.ID},           // checkpoint text, case-insensitive, LIKE characters literal
+			"needle_4_%": {},               // _ is not a wildcard
+			run.ID:       {s.ID},           // a run id
+			"rev":        {other.ID},       // a workflow prefix
+			"":           {s.ID, other.ID}, // everything
+		} {
+			p := b.get("/inbox?q=" + url.QueryEscape(q))
+			wantPage(t, p, http.StatusOK)
+			for _, id := range []string{s.ID, other.ID} {
+				if got, wanted := strings.Contains(p.Body, `data-suspension="`+id+`"`), slicesContains(want, id); got != wanted {
+					t.Errorf("search %q: shows %s = %v, want %v", q, id, got, wanted)
+				}
+			}
+		}
+		if p := b.get("/inbox?age=1h"); strings.Contains(p.Body, "data-suspension=") {
+			t.Fatal("suspensions a second old are listed as waiting over an hour")
+		}
+		wantPage(t, b.get("/inbox?age=bogus"), http.StatusOK, `data-suspension="`+s.ID+`"`)
+	})
+}
+
+func slicesContains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
