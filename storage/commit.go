@@ -49,6 +49,9 @@ func (db *DB) CommitStep(ctx context.Context, c domain.StepCommit) (domain.Commi
 	if woke {
 		db.signal()
 	}
+	if !res.Discarded {
+		db.changed(c.RunID)
+	}
 	return res, nil
 }
 
@@ -194,6 +197,9 @@ func (w *commitWriter) apply(ctx context.Context, c domain.StepCommit, res *doma
 		return err
 	}
 	if err := w.updateRun(ctx, status); err != nil {
+		return err
+	}
+	if err := w.db.notifyChange(ctx, w.b, w.run.ID); err != nil {
 		return err
 	}
 	return w.b.commit(ctx)

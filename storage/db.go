@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -67,9 +68,11 @@ type DB struct {
 	// one process; PostgreSQL needs no such lock.
 	writeMu sync.Mutex
 	wake    chan struct{}
-	stop    context.CancelFunc
-	done    chan struct{}
-	dsn     string
+	// onChange hears of committed run changes (see OnChange).
+	onChange atomic.Pointer[changeFunc]
+	stop     context.CancelFunc
+	done     chan struct{}
+	dsn      string
 }
 
 // Open connects, configures the connection and returns the DB. It does not

@@ -8,7 +8,8 @@ import (
 )
 
 // listen holds one dedicated PostgreSQL connection LISTENing on the jobs
-// channel and turns each notification into a local wake-up. A notification
+// channel, turning each notification into a local wake-up, and on the
+// changes channel, passing each changed run to OnChange. A notification
 // is only a hint to look at the queue, so a lost one costs latency, never
 // correctness: workers also poll. After a broken connection it reconnects
 // with back-off and wakes the workers once, in case it missed something.
@@ -37,12 +38,17 @@ func (db *DB) listenOnce(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+jobsChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+jobsChannel+"; LISTEN "+changesChannel); err != nil {
 		return err
 	}
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
 			return err
+		}
+		if n.Channel == changesChannel {
+			db.emitChange(n.Payload)
+			continue
 		}
 		db.signal()
 	}

@@ -32,6 +32,7 @@ func (db *DB) CreateRun(ctx context.Context, nr domain.NewRun) (domain.Run, bool
 		err := db.insertRun(ctx, db.bun, row, nr, false)
 		if err == nil {
 			db.signal()
+			db.changed(row.ID)
 			return row.toDomain(), true, nil
 		}
 		if !isUniqueViolation(err) {
@@ -59,6 +60,7 @@ func (db *DB) CreateRun(ctx context.Context, nr domain.NewRun) (domain.Run, bool
 	}
 	if created {
 		db.signal()
+		db.changed(row.ID)
 	}
 	return row.toDomain(), created, nil
 }
@@ -79,6 +81,9 @@ func (db *DB) insertRun(ctx context.Context, idb bun.IDB, row *runRow, nr domain
 	}
 	job := jobRowFrom(domain.NewJob{Key: domain.StartJobKey(row.ID), Kind: domain.JobStep, RunID: row.ID, Step: nr.FirstStep, Input: nr.Input, RunAt: now}, now)
 	if err := db.insertJobs(ctx, b, []*jobRow{job}); err != nil {
+		return err
+	}
+	if err := db.notifyChange(ctx, b, row.ID); err != nil {
 		return err
 	}
 	return b.flush(ctx)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/storage"
 )
 
@@ -104,5 +105,50 @@ func TestAuditLogIsAppendOnly(t *testing.T) {
 		if got, _, _ := db.Audit(ctx, domain.AuditFilter{}); len(got) != 7 {
 			t.Fatalf("audit log has %d entries after refused changes; want 7", len(got))
 		}
+	})
+}
+
+// Every committed change of a run is announced: in-process on SQLite, to
+// every process sharing the database on PostgreSQL (here, through the
+// store's own listener).
+func TestChangesAreAnnounced(t *testing.T) {
+	t.Parallel()
+	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
+		db := openDB(t, o)
+		seen := make(chan string, 64)
+		db.OnChange(func(runID string) {
+			select {
+			case seen <- runID:
+			default:
+			}
+		})
+		var n stepCounter
+		e := startEngine(t, db, newRegistry(t, pauseWorkflow("pause", &n)), engine.Opts{PollInterval: 20 * time.Millisecond})
+		run := startRun(t, e, "pause", nil)
+		waitChange := func(what string) {
+			t.Helper()
+			deadline := time.After(10 * time.Second)
+			for {
+				select {
+				case id := <-seen:
+					if id == run.ID {
+						return
+					}
+				case <-deadline:
+					t.Fatalf("no change announced for %s", what)
+				}
+			}
+		}
+		waitChange("the start")
+		waitRun(t, db, run.ID, domain.RunSuspended)
+		s := pendingSuspension(t, db, run.ID)
+		for len(seen) > 0 {
+			<-seen
+		}
+		if _, err := e.Resume(t.Context(), domain.ResumeRequest{SuspensionID: s.ID, By: "tester"}); err != nil {
+			t.Fatal(err)
+		}
+		waitChange("the resume")
+		waitRun(t, db, run.ID, domain.RunSucceeded)
 	})
 }

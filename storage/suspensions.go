@@ -129,6 +129,7 @@ func (db *DB) Resume(ctx context.Context, req domain.ResumeRequest) (domain.Susp
 		return domain.Suspension{}, fmt.Errorf("resume %s: %w", describeResume(req), translate(err))
 	}
 	db.signal()
+	db.changed(out.RunID)
 	return out, nil
 }
 
@@ -268,6 +269,9 @@ func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s *sus
 	if err := b.add(ctx, tx.NewUpdate().Model(run).Column("status", "next_seq", "updated_at").WherePK()); err != nil {
 		return err
 	}
+	if err := db.notifyChange(ctx, b, run.ID); err != nil {
+		return err
+	}
 	return b.commit(ctx)
 }
 
@@ -326,11 +330,15 @@ func (db *DB) CancelRun(ctx context.Context, runID, by string, now time.Time) (d
 			return err
 		}
 		out = run.toDomain()
+		if err := db.notifyChange(ctx, b, runID); err != nil {
+			return err
+		}
 		return b.commit(ctx)
 	})
 	if err != nil {
 		return domain.Run{}, fmt.Errorf("cancel run %s: %w", runID, translate(err))
 	}
+	db.changed(runID)
 	return out, nil
 }
 

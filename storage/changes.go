@@ -1,0 +1,39 @@
+package storage
+
+import "context"
+
+// changesChannel is the PostgreSQL notification channel that tells every
+// process sharing the database which run just changed (its payload is the
+// run id), so that open pages everywhere can update.
+const changesChannel = "tollgate_changes"
+
+type changeFunc = func(runID string)
+
+// OnChange registers f to hear of every committed change to a run: in this
+// process on SQLite, in every process sharing the database on PostgreSQL
+// (notifications are delivered on commit, never for a rollback). f must not
+// block. A notification can be lost when the listening connection breaks;
+// listeners re-read what they show after a reconnect.
+func (db *DB) OnChange(f func(runID string)) { db.onChange.Store(&f) }
+
+func (db *DB) emitChange(runID string) {
+	if f := db.onChange.Load(); f != nil && runID != "" {
+		(*f)(runID)
+	}
+}
+
+// changed reports a committed change of runID. On PostgreSQL it is the
+// notification in the transaction's batch that does this.
+func (db *DB) changed(runID string) {
+	if db.dialect != Postgres {
+		db.emitChange(runID)
+	}
+}
+
+// notifyChange adds the change notification to a PostgreSQL batch.
+func (db *DB) notifyChange(ctx context.Context, b *batch, runID string) error {
+	if db.dialect != Postgres {
+		return nil
+	}
+	return b.add(ctx, b.tx.NewRaw("SELECT pg_notify(?, ?)", changesChannel, runID))
+}
