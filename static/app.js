@@ -1,5 +1,6 @@
 // Tollgate's pages work without this script. It shows times in the
-// viewer's own zone and lets files be dropped onto an upload form.
+// viewer's own zone, lets files be dropped onto an upload form and keeps
+// pages current over a websocket.
 (function () {
   "use strict";
 
@@ -39,8 +40,99 @@
     });
   }
 
+  // Live updates: the server says which run changed; the parts of this
+  // page marked data-live-region are re-read with a normal GET and swapped
+  // in. A region holding a form the viewer is using is left alone and a
+  // note offers a reload instead. After a dropped connection the page is
+  // re-read once, so nothing that happened meanwhile is missed.
+  var dirty = false;
+  var pending = null;
+
+  function refresh() {
+    if (pending) {
+      return;
+    }
+    pending = setTimeout(function () {
+      pending = null;
+      fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } })
+        .then(function (r) {
+          if (r.redirected || !r.ok) {
+            throw new Error("status " + r.status);
+          }
+          return r.text();
+        })
+        .then(function (html) {
+          var fresh = new DOMParser().parseFromString(html, "text/html");
+          document.querySelectorAll("[data-live-region]").forEach(function (el) {
+            var name = el.getAttribute("data-live-region");
+            var next = fresh.querySelector('[data-live-region="' + name + '"]');
+            if (!next || next.innerHTML === el.innerHTML) {
+              return;
+            }
+            if (dirty && el.querySelector("form")) {
+              stale();
+              return;
+            }
+            el.innerHTML = next.innerHTML;
+            localTimes(el);
+            dropzones(el);
+          });
+          document.dispatchEvent(new CustomEvent("tollgate:updated"));
+        })
+        .catch(function () { stale(); });
+    }, 150);
+  }
+
+  function stale() {
+    if (document.getElementById("live-stale")) {
+      return;
+    }
+    var note = document.createElement("p");
+    note.id = "live-stale";
+    note.setAttribute("role", "status");
+    note.className = "notice";
+    note.innerHTML = 'This page has changed. <a href="">Reload</a> to see it.';
+    var main = document.querySelector("main");
+    main.insertBefore(note, main.firstChild);
+  }
+
+  function live() {
+    var marker = document.querySelector("[data-live-scope]");
+    if (!marker || !window.WebSocket) {
+      return;
+    }
+    var scope = marker.getAttribute("data-live-scope");
+    var url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/live?scope=" + encodeURIComponent(scope);
+    var backoff = 1000;
+    var opened = false;
+    function connect() {
+      var ws = new WebSocket(url);
+      ws.onopen = function () {
+        if (opened) {
+          refresh(); // re-sync after a reconnect
+        }
+        opened = true;
+        backoff = 1000;
+        document.documentElement.setAttribute("data-live", "connected");
+      };
+      ws.onmessage = function () { refresh(); };
+      ws.onclose = function () {
+        document.documentElement.setAttribute("data-live", "reconnecting");
+        setTimeout(connect, backoff + Math.random() * 500);
+        backoff = Math.min(backoff * 2, 30000);
+      };
+    }
+    connect();
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     localTimes(document);
     dropzones(document);
+    document.addEventListener("input", function (e) {
+      if (e.target.closest && e.target.closest("[data-live-region] form")) {
+        dirty = true;
+      }
+    });
+    live();
   });
 })();

@@ -4,9 +4,11 @@
 package web
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"runtime/debug"
 	"sync"
@@ -55,6 +57,7 @@ type Server struct {
 	keysOnce sync.Once
 	sessions *sessionStore
 	logins   *loginLimiter
+	live     *liveHub
 }
 
 // ForgetUser makes this server look up every API key of the user again on
@@ -153,6 +156,12 @@ func (w *statusWriter) WriteHeader(code int) {
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Hijack hands the connection over (websocket upgrades).
+func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	w.status = http.StatusSwitchingProtocols
+	return http.NewResponseController(w.ResponseWriter).Hijack()
+}
 
 // logRequests logs each request once. Query strings are left out: resume
 // URLs may carry tokens.

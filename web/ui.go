@@ -53,6 +53,10 @@ func (s *Server) ui(mux *http.ServeMux) {
 		s.sessions.absolute = 7 * 24 * time.Hour
 	}
 	s.logins = newLoginLimiter()
+	s.live = newLiveHub(s.Store, s)
+	if announcer, ok := s.UIStore.(interface{ OnChange(func(runID string)) }); ok {
+		announcer.OnChange(s.live.publish)
+	}
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, http.StatusForbidden, "Request refused", "This form was sent from another site, so it was not accepted. Open Tollgate and try again from there.", nil)
@@ -77,6 +81,7 @@ func (s *Server) ui(mux *http.ServeMux) {
 	page("POST /suspensions/{id}/documents", s.signedIn(nil, s.uploadDocuments))
 	page("GET /documents/{id}", s.signedIn(nil, s.downloadDocument))
 	page("GET /runs", s.signedIn(staffRoles, s.runsPage))
+	page("GET /live", s.signedIn(nil, s.liveSocket))
 	page("GET /admin/audit", s.signedIn(adminOnly, s.auditPage))
 	page("GET /admin/audit/export", s.signedIn(adminOnly, s.auditExport))
 	page("GET /admin/users", s.signedIn(adminOnly, s.usersPage))

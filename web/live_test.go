@@ -1,0 +1,142 @@
+package web_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// socket opens the live stream of a page as the browser b would.
+func (b *browser) socket(scope, origin string) (*websocket.Conn, *http.Response, error) {
+	b.t.Helper()
+	u := "ws" + strings.TrimPrefix(b.base, "http") + "/live?scope=" + scope
+	h := http.Header{}
+	if origin != "" {
+		h.Set("Origin", origin)
+	}
+	for _, c := range b.hc.Jar.Cookies(mustURL(b.t, b.base)) {
+		h.Add("Cookie", c.Name+"="+c.Value)
+	}
+	conn, resp, err := websocket.DefaultDialer.DialContext(b.t.Context(), u, h)
+	if conn != nil {
+		b.t.Cleanup(func() { conn.Close() })
+	}
+	return conn, resp, err
+}
+
+type liveMsg struct {
+	Type  string `json:"type"`
+	RunID string `json:"runId"`
+}
+
+// listen reads a stream's messages into a channel until it closes (a
+// websocket read that times out breaks the connection, so reads never time
+// out here; the channel's reader waits instead).
+func listen(t *testing.T, c *websocket.Conn) <-chan liveMsg {
+	ch := make(chan liveMsg, 64)
+	go func() {
+		defer close(ch)
+		for {
+			_, raw, err := c.ReadMessage()
+			if err != nil {
+				return
+			}
+			var m liveMsg
+			if err := json.Unmarshal(raw, &m); err != nil {
+				t.Errorf("live message %q: %v", raw, err)
+				return
+			}
+			ch <- m
+		}
+	}()
+	return ch
+}
+
+// next waits up to d for a message; ok is false when none came.
+func next(ch <-chan liveMsg, d time.Duration) (liveMsg, bool) {
+	select {
+	case m, ok := <-ch:
+		return m, ok
+	case <-time.After(d):
+		return liveMsg{}, false
+	}
+}
+
+// waitFor reads messages until one is about runID.
+func waitFor(t *testing.T, ch <-chan liveMsg, runID string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if m, ok := next(ch, time.Until(deadline)); ok && m.RunID == runID {
+			return
+		}
+	}
+	t.Fatalf("no live message about run %s", runID)
+}
+
+func TestUILiveUpdates(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		_, revPass := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
+		_, aPass := e.addPerson(t, "a@founders.example", domain.RoleFounder)
+		rev := e.browser(t)
+		rev.login("rev@example.com", revPass)
+		origin := e.srv.URL
+
+		// The handshake must come from this site, from a signed-in tab,
+		// for a scope its role may watch.
+		if _, resp, err := rev.socket("inbox", "https://evil.example"); err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("cross-origin handshake = %v %v; want 403", resp, err)
+		}
+		if _, _, err := e.browser(t).socket("inbox", origin); err == nil {
+			t.Fatal("a signed-out tab opened a live stream")
+		}
+		a := e.browser(t)
+		a.login("a@founders.example", aPass)
+		if _, resp, err := a.socket("inbox", origin); err == nil || resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("founder on the inbox stream = %v; want 403", err)
+		}
+
+		inboxConn, _, err := rev.socket("inbox", origin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mineConn, _, err := a.socket("my", origin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inbox, mine := listen(t, inboxConn), listen(t, mineConn)
+		time.Sleep(50 * time.Millisecond) // registered before the changes below
+
+		// A run for someone else: the reviewer hears of it, founder A not.
+		other, _ := e.paused(t, "intake", map[string]string{"claimId": "x", "assignee": "b@founders.example"})
+		waitFor(t, inbox, other.ID)
+		if m, ok := next(mine, 300*time.Millisecond); ok {
+			t.Fatalf("founder A was told of another founder's run: %+v", m)
+		}
+
+		// A's own run: A hears that something of theirs changed, and no more.
+		run, s := e.paused(t, "intake", map[string]string{"claimId": "y", "assignee": "A@Founders.example"})
+		m, ok := next(mine, 5*time.Second)
+		if !ok || m.Type != "changed" || m.RunID != "" {
+			t.Fatalf("founder's message = %+v, %v; want a bare change notice", m, ok)
+		}
+
+		// A run page's stream carries that run's changes: the resume.
+		runConn, _, err := rev.socket("run:"+run.ID, origin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runTab := listen(t, runConn)
+		time.Sleep(50 * time.Millisecond)
+		want(t, e.call(t, "POST", "/api/v1/suspensions/"+s.ID+"/resume", e.admin, resumeBody("d-1")), http.StatusOK)
+		waitFor(t, runTab, run.ID)
+		waitFor(t, inbox, run.ID)
+	})
+}
