@@ -170,7 +170,7 @@ func Inbox(p InboxPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "</span> waiting for a person</p></hgroup><div class=\"inbox\"><aside aria-label=\"Filters\"><form method=\"get\" action=\"/inbox\" class=\"filters\" role=\"search\"><label for=\"f-search\">Search</label> <input id=\"f-search\" name=\"q\" type=\"search\" value=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "</span> waiting for a person</p></hgroup><div class=\"inbox\"><aside aria-label=\"Filters\"><form method=\"get\" action=\"/inbox\" class=\"filters\"><label for=\"f-search\">Search</label> <input id=\"f-search\" name=\"q\" type=\"search\" value=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -1,0 +1,204 @@
+package web_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// End-to-end tests in a real headless Chromium (installed by .ci/run from
+// Debian's chromium package). TOLLGATE_SCREENSHOTS=1 saves a screenshot of
+// each main page under testdata/screenshots/.
+
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("TOLLGATE_SKIP_BROWSER") == "1" {
+		t.Skip("no Chromium, and TOLLGATE_SKIP_BROWSER=1")
+	}
+	t.Fatal("Chromium is not installed (apt-get install chromium); set TOLLGATE_SKIP_BROWSER=1 to skip the browser tests")
+	return ""
+}
+
+// newBrowser starts a headless Chromium and returns a function that opens
+// an isolated browsing context (its own cookies) in it.
+func newBrowser(t *testing.T) func() context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.NoSandbox,
+		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 900))
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	root, cancelRoot := chromedp.NewContext(alloc)
+	if err := chromedp.Do(root, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("starting Chromium: %v", err)
+	}
+	t.Cleanup(func() { cancelRoot(); cancelAlloc() })
+	return func() context.Context {
+		ctx, cancel := chromedp.NewContext(root, chromedp.WithNewBrowserContext())
+		ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+		t.Cleanup(func() { cancelTimeout(); cancel() })
+		return ctx
+	}
+}
+
+func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func signIn(t *testing.T, ctx context.Context, base, email, password string) {
+	t.Helper()
+	do(t, ctx, "sign in as "+email,
+		chromedp.Navigate(base+"/login"),
+		chromedp.WaitVisible("#email"),
+		chromedp.SendKeys("#email", email),
+		chromedp.SendKeys("#password", password),
+		chromedp.Click(`form[action="/login"] button[type=submit]`),
+		chromedp.WaitVisible(`form[action="/logout"]`),
+	)
+}
+
+// waitTrue polls a JavaScript condition until it holds or d passes.
+func waitTrue(t *testing.T, ctx context.Context, what, js string, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
+		t.Fatalf("%s (within %v): %v", what, d, err)
+	}
+}
+
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	if os.Getenv("TOLLGATE_SCREENSHOTS") != "1" {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	dir := filepath.Join("testdata", "screenshots")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBrowserReviewerApprovesAndSeesTheRunFinish(t *testing.T) {
+	t.Parallel()
+	open := newBrowser(t)
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		_, pass := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
+		run, s := e.paused(t, "review", map[string]any{"amount": 120, "description": "Team dinner"})
+		tab := open()
+		signIn(t, tab, e.srv.URL, "rev@example.com", pass)
+		do(t, tab, "open the inbox", chromedp.Navigate(e.srv.URL+"/inbox"), chromedp.WaitVisible(`tr[data-suspension="`+s.ID+`"]`))
+		screenshot(t, tab, "inbox-"+dialectOf(t))
+
+		// The run page, open in its own tab of the same session, follows the
+		// decision without a reload.
+		runTab, cancel := chromedp.NewContext(tab)
+		defer cancel()
+		do(t, runTab, "open the run page", chromedp.Navigate(e.srv.URL+"/runs/"+run.ID), chromedp.WaitVisible(`[data-live="run-status"]`))
+		waitTrue(t, runTab, "the run page's live connection", `document.documentElement.getAttribute("data-live") === "connected"`, 5*time.Second)
+		screenshot(t, runTab, "run-"+dialectOf(t))
+
+		do(t, tab, "approve",
+			chromedp.Click(`tr[data-suspension="`+s.ID+`"] a`),
+			chromedp.WaitVisible(`button[value="approve"]`),
+			chromedp.SendKeys("#comment", "Within policy"),
+		)
+		screenshot(t, tab, "review-"+dialectOf(t))
+		do(t, tab, "submit the approval", chromedp.Click(`button[value="approve"]`), chromedp.WaitVisible(`p.notice`))
+		waitTrue(t, runTab, "the run page shows the run succeeded", `document.querySelector('[data-live="run-status"]').textContent.trim() === "succeeded"`, 5*time.Second)
+		e.waitRun(t, run.ID, "succeeded")
+	})
+}
+
+func TestBrowserFounderUploadsAPDF(t *testing.T) {
+	t.Parallel()
+	open := newBrowser(t)
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		_, pass := e.addPerson(t, "ada@founders.example", domain.RoleFounder)
+		run, s := e.paused(t, "paperwork", map[string]string{"assignee": "ada@founders.example"})
+		pdf := filepath.Join(t.TempDir(), "statement.pdf")
+		if err := os.WriteFile(pdf, pdfBytes, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		tab := open()
+		signIn(t, tab, e.srv.URL, "ada@founders.example", pass)
+		do(t, tab, "open my requests", chromedp.Navigate(e.srv.URL+"/my"), chromedp.WaitVisible(`article[data-suspension="`+s.ID+`"]`))
+		screenshot(t, tab, "my-"+dialectOf(t))
+		do(t, tab, "open the request", chromedp.Navigate(e.srv.URL+"/suspensions/"+s.ID), chromedp.WaitVisible("#files"))
+		screenshot(t, tab, "upload-"+dialectOf(t))
+		do(t, tab, "upload the statement",
+			chromedp.SetUploadFiles("#files", []string{pdf}),
+			chromedp.Click(`form.upload button[type=submit]`),
+			chromedp.WaitVisible(`p.notice`),
+		)
+		text, err := chromedp.Run(tab, chromedp.Text(`p.notice`))
+		if err != nil || text != "Resumed. The run goes on." {
+			t.Fatalf("after the upload the page says %q (%v)", text, err)
+		}
+		e.waitRun(t, run.ID, "succeeded")
+	})
+}
+
+func TestBrowserTwoReviewersShareAnInbox(t *testing.T) {
+	t.Parallel()
+	open := newBrowser(t)
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		_, pass1 := e.addPerson(t, "one@example.com", domain.RoleReviewer)
+		_, pass2 := e.addPerson(t, "two@example.com", domain.RoleReviewer)
+		_, s := e.paused(t, "intake", map[string]string{"claimId": "c-1", "assignee": "x@example.com"})
+		row := `tr[data-suspension="` + s.ID + `"]`
+		one, two := open(), open()
+		signIn(t, one, e.srv.URL, "one@example.com", pass1)
+		signIn(t, two, e.srv.URL, "two@example.com", pass2)
+		do(t, two, "open the inbox", chromedp.Navigate(e.srv.URL+"/inbox"), chromedp.WaitVisible(row))
+		waitTrue(t, two, "the inbox's live connection", `document.documentElement.getAttribute("data-live") === "connected"`, 5*time.Second)
+
+		do(t, one, "resume from the form",
+			chromedp.Navigate(e.srv.URL+"/suspensions/"+s.ID),
+			chromedp.WaitVisible(`textarea[name="f/documentIds"]`),
+			chromedp.SendKeys(`textarea[name="f/documentIds"]`, "d-1"),
+		)
+		screenshot(t, one, "suspension-"+dialectOf(t))
+		do(t, one, "submit", chromedp.Click(`form.schema-form button[type=submit]`), chromedp.WaitVisible(`p.notice`))
+		waitTrue(t, two, "the resumed row leaves the other reviewer's inbox", `document.querySelector('`+row+`') === null`, time.Second)
+	})
+}
+
+func TestBrowserAdminPages(t *testing.T) {
+	if os.Getenv("TOLLGATE_SCREENSHOTS") != "1" {
+		t.Skip("screenshots only: TOLLGATE_SCREENSHOTS=1")
+	}
+	open := newBrowser(t)
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		_, pass := e.addPerson(t, "boss@example.com", domain.RoleAdmin)
+		tab := open()
+		do(t, tab, "open the login page", chromedp.Navigate(e.srv.URL+"/login"), chromedp.WaitVisible("#email"))
+		screenshot(t, tab, "login-"+dialectOf(t))
+		signIn(t, tab, e.srv.URL, "boss@example.com", pass)
+		do(t, tab, "open users", chromedp.Navigate(e.srv.URL+"/admin/users"), chromedp.WaitVisible("h1"))
+		screenshot(t, tab, "users-"+dialectOf(t))
+		do(t, tab, "open the audit log", chromedp.Navigate(e.srv.URL+"/admin/audit"), chromedp.WaitVisible("h1"))
+		screenshot(t, tab, "audit-"+dialectOf(t))
+	})
+}
+
+func dialectOf(t *testing.T) string { return filepath.Base(t.Name()) }
