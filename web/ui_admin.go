@@ -23,14 +23,14 @@ func auditFilter(r *http.Request) (views.AuditFilterForm, domain.AuditFilter, er
 	if form.From != "" {
 		t, err := time.Parse(time.DateOnly, form.From)
 		if err != nil {
-			return form, f, errors.New("“From” is not a date like 2026-11-21.")
+			return form, f, errors.New("“From” is not a date like 2026-11-21")
 		}
 		f.From = t
 	}
 	if form.To != "" {
 		t, err := time.Parse(time.DateOnly, form.To)
 		if err != nil {
-			return form, f, errors.New("“To” is not a date like 2026-11-21.")
+			return form, f, errors.New("“To” is not a date like 2026-11-21")
 		}
 		f.To = t.AddDate(0, 0, 1)
 	}

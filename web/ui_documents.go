@@ -40,8 +40,7 @@ func (s *Server) uploadDocuments(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, sp, v, "", http.StatusUnprocessableEntity, &domain.ValidationError{Message: "This suspension does not ask for documents."})
 		return
 	}
-	if !mayResume(viewerPrincipal(v), sp) {
-		s.renderError(w, r, http.StatusForbidden, "Not for your role", "You can see this suspension but not resume it.", v)
+	if !s.mayAct(w, r, sp, v) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, s.uploadLimit()*maxUploadFiles+1<<20)

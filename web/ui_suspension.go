@@ -91,8 +91,7 @@ func (s *Server) resumeFromPage(w http.ResponseWriter, r *http.Request) {
 			Message: "The resume data is not valid JSON. Check quotes, commas and brackets.", Fields: []domain.FieldError{{Field: "", Message: "not valid JSON"}}})
 		return
 	}
-	if !mayResume(viewerPrincipal(v), sp) {
-		s.renderError(w, r, http.StatusForbidden, "Not for your role", "You can see this suspension but not resume it.", v)
+	if !s.mayAct(w, r, sp, v) {
 		return
 	}
 	if err := s.resume(r, sp, v, data); err != nil {
@@ -122,8 +121,7 @@ func (s *Server) resumeFromFields(w http.ResponseWriter, r *http.Request, sp dom
 		s.uiFailure(w, r, err)
 		return
 	}
-	if !mayResume(viewerPrincipal(v), sp) {
-		s.renderError(w, r, http.StatusForbidden, "Not for your role", "You can see this suspension but not resume it.", v)
+	if !s.mayAct(w, r, sp, v) {
 		return
 	}
 	err = s.resume(r, sp, v, data)
@@ -163,8 +161,7 @@ func (s *Server) decideFromPage(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, sp, v, comment, http.StatusUnprocessableEntity, &domain.ValidationError{Code: domain.CodeValidation, Message: "Choose Approve or Reject."})
 		return
 	}
-	if !mayResume(viewerPrincipal(v), sp) {
-		s.renderError(w, r, http.StatusForbidden, "Not for your role", "You can see this review but not decide it.", v)
+	if !s.mayAct(w, r, sp, v) {
 		return
 	}
 	_, err := s.Engine.Decide(r.Context(), sp.ID, decision == "approve", comment, v.Email, "")
@@ -178,6 +175,16 @@ func (s *Server) decideFromPage(w http.ResponseWriter, r *http.Request) {
 	}
 	s.audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: action, Subject: sp.ID, WorkflowID: sp.WorkflowID, Data: auditData(map[string]any{"runId": sp.RunID, "comment": comment})})
 	http.Redirect(w, r, "/suspensions/"+sp.ID+"?done="+done, http.StatusSeeOther)
+}
+
+// mayAct reports whether the viewer may resume or decide sp, and answers
+// 403 when not.
+func (s *Server) mayAct(w http.ResponseWriter, r *http.Request, sp domain.Suspension, v *views.Viewer) bool {
+	if mayResume(viewerPrincipal(v), sp) {
+		return true
+	}
+	s.renderError(w, r, http.StatusForbidden, "Not for your role", "You can see this suspension but not act on it.", v)
+	return false
 }
 
 func (s *Server) readForm(w http.ResponseWriter, r *http.Request, sp domain.Suspension, v *views.Viewer) bool {
