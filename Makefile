@@ -16,7 +16,8 @@ test: ## Every test, on SQLite and a real PostgreSQL, with the race detector
 bench: ## Throughput and latency of suspend→resume cycles on both databases
 	$(GO) test -run '^TestBench' -tags bench -count=1 -timeout 30m -v ./cmd/tollgate
 
-generate: ## Regenerate generated code
+generate: ## Regenerate generated code (templ components, from the repository root)
+	$(GO) tool templ generate
 	$(GO) generate ./...
 
 lint: ## gofmt, go vet and staticcheck
