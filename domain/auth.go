@@ -54,8 +54,9 @@ type AuthStore interface {
 	// KeyOwner returns the active key with this hash and its enabled owner,
 	// or ErrNotFound (revoked keys and disabled users are not found).
 	KeyOwner(ctx context.Context, hash []byte) (APIKey, User, error)
-	// RevokeAPIKey ends a key; ErrNotFound if there is no such active key.
-	RevokeAPIKey(ctx context.Context, id string, now time.Time) error
+	// RevokeAPIKey ends a key and returns its owner's id; ErrNotFound if
+	// there is no such active key.
+	RevokeAPIKey(ctx context.Context, id string, now time.Time) (userID string, err error)
 }
 
 // Stats are the gauges the metrics endpoint exports.

@@ -115,24 +115,19 @@ func (db *DB) KeyOwner(ctx context.Context, hash []byte) (domain.APIKey, domain.
 }
 
 // RevokeAPIKey implements domain.AuthStore.
-func (db *DB) RevokeAPIKey(ctx context.Context, id string, now time.Time) error {
-	var n int64
+func (db *DB) RevokeAPIKey(ctx context.Context, id string, now time.Time) (string, error) {
+	var owners []string
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		res, err := tx.NewUpdate().Model((*apiKeyRow)(nil)).Set("revoked_at = ?", ts(now)).
-			Where("id = ? AND revoked_at IS NULL", id).Exec(ctx)
-		if err != nil {
-			return err
-		}
-		n, _ = res.RowsAffected()
-		return nil
+		return tx.NewUpdate().Model((*apiKeyRow)(nil)).Set("revoked_at = ?", ts(now)).
+			Where("id = ? AND revoked_at IS NULL", id).Returning("user_id").Scan(ctx, &owners)
 	})
-	if err != nil {
-		return fmt.Errorf("revoke api key %s: %w", id, err)
+	if err != nil && !isNoRows(err) {
+		return "", fmt.Errorf("revoke api key %s: %w", id, err)
 	}
-	if n == 0 {
-		return fmt.Errorf("revoke api key %s: %w", id, domain.ErrNotFound)
+	if len(owners) == 0 {
+		return "", fmt.Errorf("revoke api key %s: %w", id, domain.ErrNotFound)
 	}
-	return nil
+	return owners[0], nil
 }
 
 // Stats returns the gauges for /metrics.

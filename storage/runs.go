@@ -136,12 +136,7 @@ func (db *DB) Runs(ctx context.Context, f domain.RunFilter) ([]domain.Run, strin
 	if err := q.Scan(ctx); err != nil {
 		return nil, "", fmt.Errorf("list runs: %w", translate(err))
 	}
-	next := ""
-	if len(rows) > limit {
-		rows = rows[:limit]
-		last := rows[limit-1]
-		next = encodeCursor(last.CreatedAt, last.ID)
-	}
+	rows, next := cutPage(rows, limit, func(r runRow) string { return encodeCursor(r.CreatedAt, r.ID) })
 	runs := make([]domain.Run, len(rows))
 	for i := range rows {
 		runs[i] = rows[i].toDomain()
@@ -173,6 +168,16 @@ func clampLimit(n int) int {
 		return 500
 	}
 	return n
+}
+
+// cutPage takes a page from rows fetched with limit+1: a row beyond the
+// limit means there is a next page, which starts after the last row kept.
+func cutPage[T any](rows []T, limit int, cursor func(T) string) ([]T, string) {
+	if len(rows) <= limit {
+		return rows, ""
+	}
+	rows = rows[:limit]
+	return rows, cursor(rows[limit-1])
 }
 
 // Cursors are opaque to clients: base64 of "time|id".

@@ -177,12 +177,7 @@ func (db *DB) Audit(ctx context.Context, f domain.AuditFilter) ([]domain.AuditEn
 	if err := q.Scan(ctx); err != nil {
 		return nil, "", fmt.Errorf("list audit log: %w", err)
 	}
-	next := ""
-	if len(rows) > limit {
-		rows = rows[:limit]
-		last := rows[limit-1]
-		next = encodeCursor(last.At, strconv.FormatInt(last.ID, 10))
-	}
+	rows, next := cutPage(rows, limit, func(r auditRow) string { return encodeCursor(r.At, strconv.FormatInt(r.ID, 10)) })
 	out := make([]domain.AuditEntry, len(rows))
 	for i, r := range rows {
 		out[i] = domain.AuditEntry{ID: r.ID, At: r.At.UTC(), ActorID: r.ActorID, ActorEmail: r.ActorEmail, Action: r.Action, Subject: r.Subject, WorkflowID: r.WorkflowID, Data: r.Data, Address: r.Address}

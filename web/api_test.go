@@ -383,7 +383,7 @@ func TestAPIAuth(t *testing.T) {
 
 		revokedID, revoked := e.addKey(t, e.userIDs[adminEmail])
 		want(t, e.call(t, "GET", "/api/v1/runs", revoked, ""), http.StatusOK)
-		if err := e.db.RevokeAPIKey(t.Context(), revokedID, time.Now()); err != nil {
+		if _, err := e.db.RevokeAPIKey(t.Context(), revokedID, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		// The key's owner was looked up a moment ago and is trusted for the

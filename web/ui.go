@@ -125,6 +125,11 @@ func (s *Server) viewerOf(r *http.Request) *views.Viewer {
 	if err != nil || sess.IsNew {
 		return nil
 	}
+	return sessionViewer(sess)
+}
+
+// sessionViewer is the person a loaded session belongs to.
+func sessionViewer(sess *sessions.Session) *views.Viewer {
 	return &views.Viewer{ID: valueOf(sess, sessUserID), Email: valueOf(sess, sessEmail), Name: valueOf(sess, sessName), Role: domain.Role(valueOf(sess, sessRole))}
 }
 
@@ -142,7 +147,7 @@ func (s *Server) signedIn(roles []domain.Role, next http.HandlerFunc) http.Handl
 			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
-		v := &views.Viewer{ID: valueOf(sess, sessUserID), Email: valueOf(sess, sessEmail), Name: valueOf(sess, sessName), Role: domain.Role(valueOf(sess, sessRole))}
+		v := sessionViewer(sess)
 		if roles != nil && !hasRole(v.Role, roles) {
 			s.renderError(w, r, http.StatusForbidden, "Not for your role", "Your account cannot open this page. Ask an admin if you need access.", v)
 			return

@@ -3,7 +3,6 @@ package web_test
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"mime/multipart"
 	"net/http"
 	"strings"
@@ -41,13 +40,7 @@ func (b *browser) upload(path string, files ...file) page {
 		b.t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", mw.FormDataContentType())
-	resp, err := b.hc.Do(req)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return page{Status: resp.StatusCode, Header: resp.Header, Body: string(raw)}
+	return b.send(req)
 }
 
 func withSmallUploads(s *web.Server) {

@@ -54,6 +54,12 @@ func (b *browser) do(method, path string, form url.Values, headers ...string) pa
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
+	return b.send(req)
+}
+
+// send makes a request and reads the answer whole.
+func (b *browser) send(req *http.Request) page {
+	b.t.Helper()
 	resp, err := b.hc.Do(req)
 	if err != nil {
 		b.t.Fatal(err)

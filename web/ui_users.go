@@ -161,22 +161,12 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
 	v := s.viewerOf(r)
 	id := r.PathValue("id")
-	keys, err := s.UIStore.APIKeys(r.Context(), "")
-	if err != nil {
-		s.uiFailure(w, r, err)
+	owner, err := s.Auth.RevokeAPIKey(r.Context(), id, s.Clock.Now())
+	if errors.Is(err, domain.ErrNotFound) {
+		s.showUsers(w, r, http.StatusNotFound, func(p *views.UsersPage) { p.Failure = "That key is already revoked or does not exist." })
 		return
 	}
-	owner := ""
-	for _, k := range keys {
-		if k.ID == id {
-			owner = k.UserID
-		}
-	}
-	if err := s.Auth.RevokeAPIKey(r.Context(), id, s.Clock.Now()); err != nil {
-		if errors.Is(err, domain.ErrNotFound) {
-			s.showUsers(w, r, http.StatusNotFound, func(p *views.UsersPage) { p.Failure = "That key is already revoked or does not exist." })
-			return
-		}
+	if err != nil {
 		s.uiFailure(w, r, err)
 		return
 	}
