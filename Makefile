@@ -13,8 +13,8 @@ build: ## Build bin/tollgate
 test: ## Every test, on SQLite and a real PostgreSQL, with the race detector
 	$(GO) test -race -count=1 -timeout 18m ./...
 
-bench: ## Throughput and latency of suspend→resume cycles on both databases
-	$(GO) test -run '^TestBench' -tags bench -count=1 -timeout 30m -v ./cmd/tollgate
+bench: ## Suspend→resume throughput and latency on both databases; the web app with 1M suspensions
+	$(GO) test -run '^TestBench' -tags bench -count=1 -timeout 60m -v ./cmd/tollgate
 
 generate: ## Regenerate generated code (templ components, from the repository root)
 	$(GO) tool templ generate

@@ -181,6 +181,11 @@ func cutPage[T any](rows []T, limit int, cursor func(T) string) ([]T, string) {
 }
 
 // Cursors are opaque to clients: base64 of "time|id".
+// Cursor is the keyset cursor of a listing ordered by (time, id) that
+// continues after the row (at, id): a link into the middle of a list made
+// without paging through it.
+func Cursor(at time.Time, id string) string { return encodeCursor(at, id) }
+
 func encodeCursor(at time.Time, id string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(at.UTC().Format(time.RFC3339Nano) + "|" + id))
 }

@@ -6,36 +6,75 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/uptrace/bun"
+
 	"github.com/tollgatehq/tollgate/domain"
 )
 
-// PendingCounts counts pending suspensions by reason and by kind, within the
-// filter's workflow and assignee (its reason and kind are ignored, so each
-// count says what choosing it would show).
-func (db *DB) PendingCounts(ctx context.Context, f domain.SuspensionFilter) (reasons, kinds []domain.GroupCount, err error) {
+// PendingCounts counts pending suspensions by reason and by kind, within a
+// workflow when workflowID is set. It reads the counters migration 0005's
+// triggers keep (plus, on PostgreSQL, the deltas not folded in yet), so it
+// costs the same with a thousand suspensions as with millions.
+func (db *DB) PendingCounts(ctx context.Context, workflowID string) (reasons, kinds []domain.GroupCount, err error) {
+	where, args := "", []any{}
+	if workflowID != "" {
+		where, args = "WHERE workflow_id = ?", []any{workflowID, workflowID}
+	}
+	query := "SELECT reason, kind, n FROM suspension_counts " + where
+	if db.dialect == Postgres {
+		query = "SELECT reason, kind, sum(n) AS n FROM (SELECT reason, kind, n FROM suspension_counts " + where +
+			" UNION ALL SELECT reason, kind, delta FROM suspension_count_deltas " + where + ") c GROUP BY reason, kind"
+	} else if len(args) > 0 {
+		args = args[:1]
+	}
 	var rows []struct {
 		Reason string `bun:"reason"`
 		Kind   string `bun:"kind"`
 		N      int    `bun:"n"`
 	}
-	q := db.bun.NewSelect().Model((*suspensionRow)(nil)).ColumnExpr("reason, kind, count(*) AS n").
-		Where("status = ? AND NOT precompleted", domain.SuspensionPending).GroupExpr("reason, kind")
-	if f.WorkflowID != "" {
-		q.Where("workflow_id = ?", f.WorkflowID)
-	}
-	if f.Assignee != "" {
-		q.Where("lower(assignee) = ?", strings.ToLower(f.Assignee))
-	}
-	if err := q.Scan(ctx, &rows); err != nil {
+	if err := db.bun.NewRaw(query, args...).Scan(ctx, &rows); err != nil {
 		return nil, nil, fmt.Errorf("count pending suspensions: %w", err)
 	}
 	byReason, byKind := map[string]int{}, map[string]int{}
 	for _, r := range rows {
-		byReason[r.Reason] += r.N
-		byKind[r.Kind] += r.N
+		if r.N > 0 {
+			byReason[r.Reason] += r.N
+			byKind[r.Kind] += r.N
+		}
 	}
 	return sortedCounts(byReason), sortedCounts(byKind), nil
 }
+
+// CompactCounts folds PostgreSQL's pending-count deltas into the counters
+// and reports how many it folded; servers call it every few seconds. It
+// moves every delta in one statement (the DELETE's RETURNING feeds the
+// upsert), so a concurrent reader sees each change exactly once, either as
+// a delta or in its counter. Servers sharing a database take turns through
+// an advisory lock. On SQLite the triggers update the counters directly.
+func (db *DB) CompactCounts(ctx context.Context) (int, error) {
+	if db.dialect != Postgres {
+		return 0, nil
+	}
+	var folded int
+	err := db.bun.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var mine bool
+		if err := tx.NewRaw("SELECT pg_try_advisory_xact_lock(?)", countsLock).Scan(ctx, &mine); err != nil || !mine {
+			return err
+		}
+		return tx.NewRaw(`WITH d AS (DELETE FROM suspension_count_deltas RETURNING workflow_id, reason, kind, delta),
+			s AS (SELECT workflow_id, reason, kind, sum(delta) AS n, count(*) AS folded FROM d GROUP BY 1, 2, 3),
+			u AS (INSERT INTO suspension_counts (workflow_id, reason, kind, n) SELECT workflow_id, reason, kind, n FROM s
+				ON CONFLICT (workflow_id, reason, kind) DO UPDATE SET n = suspension_counts.n + excluded.n)
+			SELECT coalesce(sum(folded), 0) FROM s`).Scan(ctx, &folded)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("compact pending counts: %w", err)
+	}
+	return folded, nil
+}
+
+// countsLock is the advisory lock key of CompactCounts ("tgcounts").
+const countsLock int64 = 0x7467636f756e7473
 
 // sortedCounts orders groups largest first, then by name.
 func sortedCounts(m map[string]int) []domain.GroupCount {

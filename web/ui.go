@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/a-h/templ"
@@ -28,7 +30,7 @@ type UIStore interface {
 	domain.SessionStore
 	domain.AuditLog
 	domain.DocumentStore
-	PendingCounts(ctx context.Context, f domain.SuspensionFilter) (reasons, kinds []domain.GroupCount, err error)
+	PendingCounts(ctx context.Context, workflowID string) (reasons, kinds []domain.GroupCount, err error)
 	Users(ctx context.Context) ([]domain.User, error)
 	UpdateUser(ctx context.Context, id string, role domain.Role, disabled bool, now time.Time) (domain.User, error)
 	APIKeys(ctx context.Context, userID string) ([]domain.APIKey, error)
@@ -174,7 +176,11 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c te
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	if err := c.Render(r.Context(), w); err != nil {
-		s.Log.ErrorContext(r.Context(), "Rendering a page failed", "path", r.URL.Path, "error", err)
+		level := slog.LevelError
+		if r.Context().Err() != nil || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+			level = slog.LevelDebug // the browser went away mid-page
+		}
+		s.Log.Log(r.Context(), level, "Rendering a page failed", "path", r.URL.Path, "error", err)
 	}
 }
 
@@ -285,7 +291,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		s.uiFailure(w, r, err)
 		return
 	}
-	reasons, kinds, err := s.UIStore.PendingCounts(r.Context(), domain.SuspensionFilter{WorkflowID: f.WorkflowID})
+	reasons, kinds, err := s.UIStore.PendingCounts(r.Context(), f.WorkflowID)
 	if err != nil {
 		s.uiFailure(w, r, err)
 		return

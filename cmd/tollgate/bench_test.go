@@ -185,7 +185,9 @@ type errorCounter struct{ n *atomic.Int64 }
 func (h errorCounter) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelError }
 func (h errorCounter) Handle(_ context.Context, r slog.Record) error {
 	if h.n.Add(1) <= 5 {
-		fmt.Fprintln(os.Stderr, "bench server error:", r.Message)
+		var attrs strings.Builder
+		r.Attrs(func(a slog.Attr) bool { fmt.Fprintf(&attrs, " %s=%v", a.Key, a.Value); return true })
+		fmt.Fprintln(os.Stderr, "bench server error:", r.Message+attrs.String())
 	}
 	return nil
 }
@@ -196,9 +198,13 @@ func (h errorCounter) WithGroup(string) slog.Handler      { return h }
 // engine and listenAndServe), with bench-cycle registered; the engine is
 // returned so that its metrics can be read.
 func benchServer(t *testing.T, dialect string, errs *atomic.Int64, onCommit func(string, domain.CommitResult)) (*client, *engine.Engine, *storage.DB, func()) {
+	return benchServerOn(t, benchOpts(t, dialect), errs, onCommit)
+}
+
+// benchServerOn is benchServer on the database o names.
+func benchServerOn(t *testing.T, o storage.Opts, errs *atomic.Int64, onCommit func(string, domain.CommitResult)) (*client, *engine.Engine, *storage.DB, func()) {
 	ctx := context.Background()
 	log := slog.New(errorCounter{errs})
-	o := benchOpts(t, dialect)
 	o.Log = log
 	db, err := storage.Open(ctx, o)
 	if err != nil {
@@ -216,8 +222,8 @@ func benchServer(t *testing.T, dialect string, errs *atomic.Int64, onCommit func
 	}
 	eng := engine.New(db, reg, engine.Opts{Workers: benchWorkers, Lease: 30 * time.Second, PollInterval: time.Second,
 		ShutdownGrace: 10 * time.Second, ValidateResumeData: web.ValidateResumeData, Log: log, OnCommit: onCommit})
-	srv := &web.Server{Engine: eng, Store: db, Auth: db, Health: db, Log: log}
 	cfg := serveConfig{addr: "127.0.0.1:0", shutdownTimeout: 10 * time.Second, dbConfig: dbConfig{databaseURL: o.URL, dataDir: o.DataDir}}
+	srv := newServer(cfg, eng, db, log)
 	srvCtx, cancel := context.WithCancel(ctx)
 	out := &syncBuffer{}
 	done := make(chan error, 1)

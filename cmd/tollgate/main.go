@@ -4,6 +4,7 @@
 //	tollgate migrate   apply database migrations
 //	tollgate user add  create a user
 //	tollgate apikey create  create an API key for a user
+//	tollgate seed      fill a database with suspended example runs
 package main
 
 import (
@@ -37,6 +38,8 @@ Usage:
   tollgate migrate [flags]        apply database migrations
   tollgate user add [flags]       create a user
   tollgate apikey create [flags]  create an API key for a user
+  tollgate seed [flags]           fill a database with suspended example runs
+                                  (--suspensions N, for load tests and demos)
 `
 
 // run is the whole program, callable from tests with their own arguments,
@@ -55,6 +58,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return userCmd(ctx, rest, getenv, stdout, stderr)
 	case "apikey":
 		return apikeyCmd(ctx, rest, getenv, stdout, stderr)
+	case "seed":
+		return seedCmd(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

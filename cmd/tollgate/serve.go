@@ -90,9 +90,50 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Workers: c.workers, Lease: c.lease, PollInterval: c.poll, CheckpointLimit: c.checkpointLimit,
 		ShutdownGrace: c.shutdownTimeout, ValidateResumeData: web.ValidateResumeData, Log: log,
 	})
-	srv := &web.Server{Engine: eng, Store: db, Auth: db, Health: db, Log: log, MaxBody: int64(c.maxBody), KeyCacheTTL: c.keyCacheTTL,
-		UIStore: db, SessionIdle: c.sessionIdle, SessionAbsolute: c.sessionMax, TrustProxy: c.trustProxy, UploadLimit: int64(c.uploadLimit)}
+	srv := newServer(c, eng, db, log)
+	hkCtx, stopHousekeeping := context.WithCancel(ctx)
+	var hk sync.WaitGroup
+	hk.Go(func() { housekeep(hkCtx, db, log, housekeepingEvery) })
+	defer func() { stopHousekeeping(); hk.Wait() }()
 	return listenAndServe(ctx, c, srv.Handler(), eng, log, stdout)
+}
+
+// newServer is the web server as serve configures it.
+func newServer(c serveConfig, eng *engine.Engine, db *storage.DB, log *slog.Logger) *web.Server {
+	return &web.Server{Engine: eng, Store: db, Auth: db, Health: db, Log: log, MaxBody: int64(c.maxBody), KeyCacheTTL: c.keyCacheTTL,
+		UIStore: db, SessionIdle: c.sessionIdle, SessionAbsolute: c.sessionMax, TrustProxy: c.trustProxy, UploadLimit: int64(c.uploadLimit)}
+}
+
+// housekeepingEvery is how often housekeep folds the inbox's count deltas;
+// expired sessions are swept every sessionSweepRounds rounds.
+const (
+	housekeepingEvery  = 5 * time.Second
+	sessionSweepRounds = 60
+)
+
+// housekeep keeps the database tidy until ctx ends: it folds pending-count
+// deltas into their counters (so counting stays cheap) and deletes expired
+// sessions. Several servers sharing a database may all run it.
+func housekeep(ctx context.Context, db *storage.DB, log *slog.Logger, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for round := 0; ; round++ {
+		if _, err := db.CompactCounts(ctx); err != nil && ctx.Err() == nil {
+			log.WarnContext(ctx, "Folding the inbox's count deltas failed", "error", err)
+		}
+		if round%sessionSweepRounds == 0 {
+			if n, err := db.DeleteExpiredSessions(ctx, time.Now()); err != nil && ctx.Err() == nil {
+				log.WarnContext(ctx, "Deleting expired sessions failed", "error", err)
+			} else if n > 0 {
+				log.InfoContext(ctx, "Deleted expired sessions", "sessions", n)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 func prepareDB(ctx context.Context, db *storage.DB, noMigrate bool, log *slog.Logger) error {

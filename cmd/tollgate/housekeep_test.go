@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/storage"
+	"github.com/tollgatehq/tollgate/storage/storagetest"
+)
+
+// A serving process folds the inbox's count deltas and sweeps expired
+// sessions on its own; live sessions stay.
+func TestHousekeeping(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db, err := storage.Open(ctx, storage.Opts{URL: storagetest.NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	u, err := db.CreateUser(ctx, domain.User{ID: "u1", Email: "a@example.com", Role: domain.RoleReviewer, CreatedAt: now}, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, expires := range []time.Time{now.Add(-time.Minute), now.Add(time.Hour)} {
+		s := domain.Session{IDHash: []byte{byte(i)}, UserID: u.ID, CreatedAt: now.Add(-2 * time.Hour), SeenAt: now.Add(-time.Hour), ExpiresAt: expires}
+		if err := db.CreateSession(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Bun().ExecContext(ctx, "INSERT INTO suspension_count_deltas (workflow_id, reason, kind, delta) VALUES ('w', 'r', 'input', 2), ('w', 'r', 'input', 1)"); err != nil {
+		t.Fatal(err)
+	}
+
+	hkCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { housekeep(hkCtx, db, slog.New(slog.NewTextHandler(io.Discard, nil)), 10*time.Millisecond) })
+	defer func() { stop(); wg.Wait() }()
+
+	scalar := func(q string) int {
+		var n int
+		if err := db.Bun().QueryRowContext(ctx, q).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for scalar("SELECT count(*) FROM suspension_count_deltas") > 0 || scalar("SELECT count(*) FROM web_sessions") > 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("housekeeping left deltas or expired sessions behind")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := scalar("SELECT n FROM suspension_counts WHERE workflow_id = 'w'"); n != 3 {
+		t.Fatalf("folded count is %d; want 3", n)
+	}
+	if _, _, err := db.SessionByHash(ctx, []byte{1}, now); err != nil {
+		t.Fatalf("the live session was swept: %v", err)
+	}
+}

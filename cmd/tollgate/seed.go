@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/engine"
+	"github.com/tollgatehq/tollgate/storage"
+)
+
+// seedCmd fills a database with suspended runs of the example workflows:
+// founders' documentation requests and expense approvals, waiting from a
+// few seconds to --spread. A few template runs go through the engine, so
+// their rows are exactly what the engine writes; the rest are copies of
+// them made in SQL, which is what makes a million runs affordable.
+func seedCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var n, founders int
+	var spread time.Duration
+	db, err := openForAdmin(ctx, args, getenv, stderr, func(f *envFlags) {
+		f.fs.IntVar(&n, "suspensions", 1000, "how many suspended runs to create")
+		f.fs.IntVar(&founders, "founders", 20, "documentation requests are assigned to founder-1@example.com … founder-N@example.com")
+		f.fs.DurationVar(&spread, "spread", 30*24*time.Hour, "the oldest suspension has waited this long")
+	})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if n < 1 || founders < 1 || spread < 0 {
+		return errors.New("--suspensions and --founders must be positive, --spread not negative")
+	}
+	if err := db.Migrate(ctx); err != nil {
+		return err
+	}
+	start := time.Now()
+	templates, err := seedTemplates(ctx, db, min(n, founders+expenseTemplates), founders)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Ran %d template runs through the engine; copying them %d times…\n", len(templates), n-len(templates))
+	report := max((n-len(templates))/10, 10_000)
+	err = db.CloneSuspendedRuns(ctx, storage.CloneOpts{Templates: templates, N: n - len(templates), Now: time.Now(), Spread: spread,
+		Progress: func(done int) {
+			if done%report < 10_000 || done == n-len(templates) {
+				fmt.Fprintf(stdout, "  %d runs (%s)\n", done, time.Since(start).Round(time.Second))
+			}
+		}})
+	if err != nil {
+		return err
+	}
+	if _, err := db.CompactCounts(ctx); err != nil {
+		return err
+	}
+	if err := db.Analyze(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Seeded %d suspended runs in %s.\n", n, time.Since(start).Round(time.Second))
+	return nil
+}
+
+// expenseTemplates is how many expense approvals seedTemplates runs.
+const expenseTemplates = 5
+
+// seedTemplates runs up to n example runs through the engine until each is
+// suspended: a documentation request for each founder first, then expense
+// approvals. It returns their ids.
+func seedTemplates(ctx context.Context, db *storage.DB, n, founders int) ([]string, error) {
+	reg := domain.NewRegistry()
+	if err := registerExamples(reg); err != nil {
+		return nil, err
+	}
+	eng := engine.New(db, reg, engine.Opts{Workers: 4, PollInterval: 20 * time.Millisecond, Log: slog.New(slog.DiscardHandler)})
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { eng.Run(runCtx) })
+	defer func() { stop(); wg.Wait() }()
+
+	var ids []string
+	for i := range n {
+		wf, input := "expense-approval", any(expenseInput{Amount: float64(40 + 35*i), Description: fmt.Sprintf("Conference travel, batch %d", i)})
+		if i < founders {
+			wf, input = "claim-verification", claimInput{ClaimID: fmt.Sprintf("seed-%d", i+1), FounderEmail: fmt.Sprintf("founder-%d@example.com", i+1),
+				ClaimText: fmt.Sprintf("Revenue grew %d%% year over year to $%d.%dM", 20+i*7%80, 1+i%9, i%10)}
+		}
+		in, err := json.Marshal(input)
+		if err != nil {
+			return nil, err
+		}
+		run, _, err := eng.Start(ctx, wf, in, "")
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, run.ID)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for _, id := range ids {
+		for {
+			run, err := db.Run(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			if run.Status == domain.RunSuspended {
+				break
+			}
+			if run.Status.Terminal() || time.Now().After(deadline) {
+				return nil, fmt.Errorf("template run %s of %s is %s, not suspended", id, run.WorkflowID, run.Status)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return ids, nil
+}
