@@ -95,8 +95,16 @@ func plan(o Outcome, c *StepCommit) error {
 		return err
 	}
 	c.Output = output
-	if o.Step != "" {
-		c.Events = append(c.Events, NewEvent{Type: EventStepCompleted, Step: o.Step, Payload: mustJSON(map[string]json.RawMessage{"output": output})})
+	// A step that pauses, with nothing to show yet, to continue itself
+	// (a wait) completes when it continues, not now.
+	if o.Step != "" && !(o.Result.Output == nil && pausesItself(o.Step, cmds)) {
+		payload := map[string]any{"output": output}
+		for k, v := range o.Result.Completion {
+			if k != "output" {
+				payload[k] = v
+			}
+		}
+		c.Events = append(c.Events, NewEvent{Type: EventStepCompleted, Step: o.Step, Payload: mustJSON(payload)})
 	}
 	for _, e := range o.Result.Events {
 		if e.Type == "" || len(e.Type) > MaxNameLen {
@@ -150,6 +158,11 @@ func checkCommands(wf *Workflow, cmds []Command) error {
 		return &OrchestrationError{Message: "complete and fail end the run and cannot be combined with other commands"}
 	}
 	return nil
+}
+
+func pausesItself(step string, cmds []Command) bool {
+	b := blocking(cmds)
+	return b != nil && b.Type == CmdSuspend && (b.ResumeStep == "" || b.ResumeStep == step)
 }
 
 func blocking(cmds []Command) *Command {

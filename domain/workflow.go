@@ -27,6 +27,9 @@ type StepRequest struct {
 	// Resumed — a ResumePayload {checkpoint, resumeData}.
 	Input   json.RawMessage
 	Resumed bool
+	// Start is true for the run's first step execution, whose Input is the
+	// run input.
+	Start bool
 	// IdempotencyKey is stable across retries of this step execution; pass
 	// it to external systems so a repeated attempt has no second effect.
 	IdempotencyKey string
@@ -50,6 +53,9 @@ type StepResult struct {
 	Output   any
 	Events   []StepEvent
 	Commands []Command
+	// Completion adds fields to the step's STEP_COMPLETED event, beside
+	// its output (a wait step's {"resumedFromWait": true}).
+	Completion map[string]any
 }
 
 // RetryPolicy says how often and how soon a failing step runs again.
@@ -134,6 +140,8 @@ func WithTimeout(d time.Duration) StepOption { return func(s *StepDef) { s.Timeo
 type Workflow struct {
 	ID      string
 	Version string
+	// InputSchema, when set, is a JSON Schema every run input must match.
+	InputSchema json.RawMessage
 	steps   []StepDef
 	byName  map[string]int
 	errs    []error

@@ -46,7 +46,8 @@ type Opts struct {
 	// WorkerID names this process in job claims (hostname-pid).
 	WorkerID string
 	// ValidateResumeData checks resume data against a suspension's JSON
-	// Schema; nil accepts anything.
+	// Schema, and run input against a workflow's InputSchema; nil accepts
+	// anything.
 	ValidateResumeData func(schema, data json.RawMessage) error
 	// OnCommit is called after every committed step outcome.
 	OnCommit func(runID string, res domain.CommitResult)
@@ -124,6 +125,11 @@ func (e *Engine) Start(ctx context.Context, workflowID string, input json.RawMes
 	// that SQLite stores, and a run must start (or not) the same on both.
 	if err := domain.CheckJSON(input); err != nil {
 		return domain.Run{}, false, fmt.Errorf("start run of %s: input: %w", workflowID, err)
+	}
+	if len(wf.InputSchema) > 0 && e.o.ValidateResumeData != nil {
+		if err := e.o.ValidateResumeData(wf.InputSchema, input); err != nil {
+			return domain.Run{}, false, fmt.Errorf("start run of %s: input: %w", workflowID, err)
+		}
 	}
 	if len(idempotencyKey) > 255 {
 		return domain.Run{}, false, &domain.ValidationError{Code: domain.CodeValidation, Message: "Idempotency-Key is longer than 255 characters"}

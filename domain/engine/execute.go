@@ -32,6 +32,7 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 	switch job.Kind {
 	case domain.JobStep:
 		req.Step, req.Input = job.Step, job.Input
+		req.Start = job.Key == domain.StartJobKey(run.ID)
 		req.IdempotencyKey = run.ID + ":" + job.Key
 	case domain.JobResume:
 		s, err := e.resolve(ctx, job)

@@ -1,0 +1,241 @@
+package flow
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// TaskRequest is what a task step's Go handler receives.
+type TaskRequest struct {
+	RunID string
+	Step  string
+	// Attempt counts executions of this step, from 1; IdempotencyKey is
+	// stable across them, for external systems.
+	Attempt        int
+	IdempotencyKey string
+	// Config is the step's config from the document.
+	Config json.RawMessage
+	// Input is the run input; Steps the outputs of the steps that ran
+	// before, by name.
+	Input json.RawMessage
+	Steps map[string]json.RawMessage
+}
+
+// TaskFunc is a task handler. Its result becomes the step's output; an
+// error fails the attempt and the step's retry policy decides what follows.
+type TaskFunc func(ctx context.Context, req TaskRequest) (any, error)
+
+// Tasks holds the task handlers a server offers documents, by name. It is
+// safe for concurrent use.
+type Tasks struct {
+	mu sync.RWMutex
+	m  map[string]TaskFunc
+}
+
+// NewTasks returns an empty set of handlers.
+func NewTasks() *Tasks { return &Tasks{m: map[string]TaskFunc{}} }
+
+// Register adds a handler under name.
+func (t *Tasks) Register(name string, f TaskFunc) error {
+	if err := domain.ValidateName("task handler", name); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, dup := t.m[name]; dup {
+		return fmt.Errorf("task handler %q is registered twice", name)
+	}
+	t.m[name] = f
+	return nil
+}
+
+// Has reports whether a handler is registered under name.
+func (t *Tasks) Has(name string) bool {
+	_, ok := t.get(name)
+	return ok
+}
+
+func (t *Tasks) get(name string) (TaskFunc, bool) {
+	if t == nil {
+		return nil, false
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	f, ok := t.m[name]
+	return f, ok
+}
+
+// Names lists the registered handlers in name order.
+func (t *Tasks) Names() []string {
+	if t == nil {
+		return nil
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	names := make([]string, 0, len(t.m))
+	for n := range t.m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// State is what travels from step to step of a declarative run: the run
+// input and the output of every step that has run, by name (a step that
+// runs again, in a loop, replaces its earlier output). A wait keeps it as
+// its checkpoint.
+type State struct {
+	Input json.RawMessage            `json:"input"`
+	Steps map[string]json.RawMessage `json:"steps"`
+}
+
+// Compile turns a parsed document into a workflow the engine runs. The
+// run's output is the output of its last step.
+func Compile(doc Document, env Env) (*domain.Workflow, error) {
+	if _, err := Parse(mustMarshal(doc), env); err != nil {
+		return nil, err
+	}
+	c := &compiled{doc: doc, env: env, index: map[string]int{}}
+	for i, st := range doc.Steps {
+		c.index[st.Name] = i
+	}
+	wf := domain.NewWorkflow(doc.ID, doc.Version)
+	wf.InputSchema = doc.InputSchema
+	for i, st := range doc.Steps {
+		var opts []domain.StepOption
+		if st.Retry != nil {
+			p, _ := st.Retry.policy() // validated by Parse
+			opts = append(opts, domain.WithRetry(p))
+		}
+		wf.Step(st.Name, c.step(i), opts...)
+	}
+	if err := wf.Validate(); err != nil {
+		return nil, err
+	}
+	return wf, nil
+}
+
+type compiled struct {
+	doc   Document
+	env   Env
+	index map[string]int
+}
+
+func (c *compiled) now() time.Time {
+	if c.env.Now != nil {
+		return c.env.Now()
+	}
+	return time.Now()
+}
+
+func (c *compiled) step(i int) domain.StepFunc {
+	st := c.doc.Steps[i]
+	return func(ctx context.Context, req domain.StepRequest) (domain.StepResult, error) {
+		s, resumed, err := stateOf(req)
+		if err != nil {
+			return domain.StepResult{}, err
+		}
+		switch st.Type {
+		case TypeTask:
+			return c.task(ctx, i, req, s)
+		case TypeWait:
+			if resumed {
+				res := c.advance(i, s, map[string]any{"resumedFromWait": true})
+				res.Completion = map[string]any{"resumedFromWait": true}
+				return res, nil
+			}
+			return c.wait(st, s), nil
+		}
+		return domain.StepResult{}, fmt.Errorf("step %s: %s steps cannot run on this server", st.Name, st.Type)
+	}
+}
+
+// stateOf recovers the run's state from what a step receives: the run
+// input (first step), the state an earlier step passed on, or a resumed
+// checkpoint.
+func stateOf(req domain.StepRequest) (State, bool, error) {
+	switch {
+	case req.Start:
+		return State{Input: req.Input, Steps: map[string]json.RawMessage{}}, false, nil
+	case req.Resumed:
+		var p struct {
+			Checkpoint State `json:"checkpoint"`
+		}
+		err := json.Unmarshal(req.Input, &p)
+		return p.Checkpoint, true, err
+	default:
+		var s State
+		err := json.Unmarshal(req.Input, &s)
+		return s, false, err
+	}
+}
+
+func (c *compiled) task(ctx context.Context, i int, req domain.StepRequest, s State) (domain.StepResult, error) {
+	st := c.doc.Steps[i]
+	f, ok := c.env.Tasks.get(st.Handler)
+	if !ok {
+		return domain.StepResult{Commands: []domain.Command{domain.Fail("unknown_task_handler",
+			fmt.Sprintf("step %s: no task handler %q is registered on this server", st.Name, st.Handler))}}, nil
+	}
+	out, err := f(ctx, TaskRequest{RunID: req.RunID, Step: st.Name, Attempt: req.Attempt, IdempotencyKey: req.IdempotencyKey,
+		Config: st.Config, Input: s.Input, Steps: s.Steps})
+	if err != nil {
+		return domain.StepResult{}, err
+	}
+	return c.advance(i, s, out), nil
+}
+
+// wait pauses until the step's time: durationMs from the step's start, or
+// untilTimestamp (one in the past wakes at once). A wait longer than the
+// server allows fails the run rather than being shortened.
+func (c *compiled) wait(st Step, s State) domain.StepResult {
+	now := c.now()
+	until := now
+	if st.DurationMs != nil {
+		until = now.Add(time.Duration(*st.DurationMs) * time.Millisecond)
+	} else if t, err := parseTimestamp(*st.UntilTimestamp); err == nil {
+		until = t
+	}
+	if until.Sub(now) > c.env.maxWait() {
+		return domain.StepResult{Commands: []domain.Command{domain.Fail("wait_too_long",
+			fmt.Sprintf("step %s would wait until %s, longer than this server's longest wait (%v)", st.Name, until.UTC().Format(time.RFC3339), c.env.maxWait()))}}
+	}
+	return domain.StepResult{Commands: []domain.Command{domain.SleepUntil(until, s, st.Name)}}
+}
+
+// advance records a step's output and moves on: to the next step with the
+// state, or, after the last, ends the run with that output.
+func (c *compiled) advance(i int, s State, out any) domain.StepResult {
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return domain.StepResult{Commands: []domain.Command{domain.Fail("invalid_output", fmt.Sprintf("step %s: output is not JSON: %v", c.doc.Steps[i].Name, err))}}
+	}
+	steps := make(map[string]json.RawMessage, len(s.Steps)+1)
+	for k, v := range s.Steps {
+		steps[k] = v
+	}
+	steps[c.doc.Steps[i].Name] = raw
+	next := following(c.doc.Steps, c.index, i)
+	if next < 0 {
+		return domain.StepResult{Output: json.RawMessage(raw), Commands: []domain.Command{domain.Complete(json.RawMessage(raw))}}
+	}
+	return domain.StepResult{Output: json.RawMessage(raw), Commands: []domain.Command{domain.Invoke(c.doc.Steps[next].Name, State{Input: s.Input, Steps: steps})}}
+}
+
+func mustMarshal(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// Supported reports whether this server runs steps of type t.
+func Supported(t string) bool { return slices.Contains([]string{TypeTask, TypeWait}, t) }

@@ -1,0 +1,465 @@
+// Package flow runs declarative workflows: JSON documents whose steps are
+// timers, registered Go tasks, HTTP calls, webhooks and people. A document
+// is parsed and validated here (every problem at once, each with its JSON
+// path) and compiled into an ordinary domain.Workflow, so declarative runs
+// go through the same kernel, commit path and guarantees as Go ones.
+package flow
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// Step types.
+const (
+	TypeTask     = "task"
+	TypeHTTP     = "http"
+	TypeWait     = "wait"
+	TypeWebhook  = "webhook"
+	TypeApproval = "approval"
+	TypeInput    = "input"
+)
+
+// Types lists every step type.
+var Types = []string{TypeTask, TypeHTTP, TypeWait, TypeWebhook, TypeApproval, TypeInput}
+
+// Document is a declarative workflow as its author writes it.
+type Document struct {
+	ID          string          `json:"id"`
+	Version     string          `json:"version"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+	Steps       []Step          `json:"steps"`
+}
+
+// Step is one step of a document. Which fields apply depends on Type.
+type Step struct {
+	Type string `json:"type"`
+	Name string `json:"name"`
+	// Next names the step that follows; by default the next one in the
+	// list, and after the last step the run succeeds.
+	Next  string `json:"next,omitempty"`
+	Retry *Retry `json:"retry,omitempty"`
+
+	// task
+	Handler string          `json:"handler,omitempty"`
+	Config  json.RawMessage `json:"config,omitempty"`
+
+	// wait: exactly one of them.
+	DurationMs     *int64  `json:"durationMs,omitempty"`
+	UntilTimestamp *string `json:"untilTimestamp,omitempty"`
+
+	// approval and input
+	Reason       string          `json:"reason,omitempty"`
+	Title        string          `json:"title,omitempty"`
+	Instructions string          `json:"instructions,omitempty"`
+	Assignee     string          `json:"assignee,omitempty"` // a JSON pointer into the run input
+	ResumeSchema json.RawMessage `json:"resumeSchema,omitempty"`
+	Accept       []string        `json:"accept,omitempty"`
+	OnReject     string          `json:"onReject,omitempty"` // approval only
+}
+
+// Retry is a step's retry policy as a document states it.
+type Retry struct {
+	MaxAttempts      int     `json:"maxAttempts"`
+	InitialBackoffMs int64   `json:"initialBackoffMs,omitempty"`
+	MaxBackoffMs     int64   `json:"maxBackoffMs,omitempty"`
+	Multiplier       float64 `json:"multiplier,omitempty"`
+	Jitter           float64 `json:"jitter,omitempty"`
+}
+
+// fieldsOf says which fields each step type may carry, beyond the common
+// type, name, next and retry.
+var fieldsOf = map[string][]string{
+	TypeTask:     {"handler", "config"},
+	TypeHTTP:     {},
+	TypeWait:     {"durationMs", "untilTimestamp"},
+	TypeWebhook:  {},
+	TypeApproval: {"reason", "title", "instructions", "assignee", "resumeSchema", "onReject"},
+	TypeInput:    {"reason", "title", "instructions", "assignee", "resumeSchema", "accept"},
+}
+
+var commonFields = []string{"type", "name", "next", "retry"}
+
+var documentFields = []string{"id", "version", "description", "inputSchema", "steps"}
+
+// Problem is one thing wrong with a document, at a JSON path such as
+// steps[2].durationMs.
+type Problem struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// InvalidError lists every problem found in a document.
+type InvalidError struct{ Problems []Problem }
+
+func (e *InvalidError) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = p.Path + ": " + p.Message
+	}
+	return "invalid workflow document: " + strings.Join(parts, "; ")
+}
+
+// Env is what validation and compilation check a document against: the
+// server's task handlers, its longest allowed wait, and a JSON Schema
+// checker (the domain does not carry a schema library).
+type Env struct {
+	Tasks *Tasks
+	// MaxWait bounds every wait step (default 365 days).
+	MaxWait time.Duration
+	// CheckSchema reports why a JSON Schema is unusable, or nil.
+	CheckSchema func(schema json.RawMessage) error
+	// Now is the clock, for resolving waits (default time.Now).
+	Now func() time.Time
+}
+
+// DefaultMaxWait is the longest wait when Env.MaxWait is zero.
+const DefaultMaxWait = 365 * 24 * time.Hour
+
+func (env Env) maxWait() time.Duration {
+	if env.MaxWait > 0 {
+		return env.MaxWait
+	}
+	return DefaultMaxWait
+}
+
+// Parse decodes and validates a document. Every problem is reported at
+// once, each with its JSON path; a document with problems is never
+// returned.
+func Parse(body []byte, env Env) (Document, error) {
+	var v validator
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
+		return Document{}, &InvalidError{Problems: []Problem{{Path: "$", Message: "the document must be a JSON object: " + jsonMessage(err)}}}
+	}
+	v.unknown("", raw, documentFields)
+	var doc Document
+	v.decode("id", raw["id"], &doc.ID)
+	v.decode("version", raw["version"], &doc.Version)
+	v.decode("description", raw["description"], &doc.Description)
+	if s, ok := raw["inputSchema"]; ok && !isNull(s) {
+		doc.InputSchema = s
+	}
+	var steps []json.RawMessage
+	v.decode("steps", raw["steps"], &steps)
+	for i, s := range steps {
+		path := fmt.Sprintf("steps[%d]", i)
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(s, &fields); err != nil || fields == nil {
+			v.add(path, "a step must be a JSON object")
+			doc.Steps = append(doc.Steps, Step{})
+			continue
+		}
+		var st Step
+		v.decode(path+".type", fields["type"], &st.Type)
+		if allowed, ok := fieldsOf[st.Type]; ok {
+			v.unknown(path, fields, append(slices.Clone(commonFields), allowed...))
+		}
+		for name, dst := range map[string]any{
+			"name": &st.Name, "next": &st.Next, "retry": &st.Retry, "handler": &st.Handler, "durationMs": &st.DurationMs,
+			"untilTimestamp": &st.UntilTimestamp, "reason": &st.Reason, "title": &st.Title, "instructions": &st.Instructions,
+			"assignee": &st.Assignee, "accept": &st.Accept, "onReject": &st.OnReject,
+		} {
+			v.decode(path+"."+name, fields[name], dst)
+		}
+		if c, ok := fields["config"]; ok && !isNull(c) {
+			st.Config = c
+		}
+		if c, ok := fields["resumeSchema"]; ok && !isNull(c) {
+			st.ResumeSchema = c
+		}
+		doc.Steps = append(doc.Steps, st)
+	}
+	v.document(doc, raw["steps"] != nil, env)
+	if len(v.problems) > 0 {
+		return Document{}, &InvalidError{Problems: v.problems}
+	}
+	return doc, nil
+}
+
+type validator struct {
+	problems []Problem
+	// failed holds the paths of fields that did not decode, whose
+	// meaning is then not checked again.
+	failed map[string]bool
+}
+
+func (v *validator) add(path, format string, args ...any) {
+	v.problems = append(v.problems, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+// decode reads one field; an absent or null field leaves dst as it is.
+func (v *validator) decode(path string, raw json.RawMessage, dst any) {
+	if raw == nil || isNull(raw) {
+		return
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.DisallowUnknownFields()
+	if err := d.Decode(dst); err != nil {
+		v.add(path, "%s", jsonMessage(err))
+		if v.failed == nil {
+			v.failed = map[string]bool{}
+		}
+		v.failed[path] = true
+	}
+}
+
+// unknown reports fields a document or step may not carry, in name order.
+func (v *validator) unknown(path string, fields map[string]json.RawMessage, allowed []string) {
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if !slices.Contains(allowed, k) {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			if slices.ContainsFunc(slices.Collect(maps.Values(fieldsOf)), func(fs []string) bool { return slices.Contains(fs, k) }) {
+				v.add(p, "a %s step has no %s", typeOf(fields), k)
+			} else {
+				v.add(p, "unknown field")
+			}
+		}
+	}
+}
+
+func typeOf(fields map[string]json.RawMessage) string {
+	var t string
+	_ = json.Unmarshal(fields["type"], &t)
+	return t
+}
+
+func (v *validator) document(doc Document, hasSteps bool, env Env) {
+	v.name("id", "workflow", doc.ID)
+	v.name("version", "version", doc.Version)
+	if len(doc.InputSchema) > 0 {
+		v.schema("inputSchema", doc.InputSchema, env)
+	}
+	if !hasSteps || len(doc.Steps) == 0 {
+		v.add("steps", "a workflow needs at least one step")
+		return
+	}
+	index := map[string]int{}
+	for i, st := range doc.Steps {
+		path := fmt.Sprintf("steps[%d]", i)
+		if st.Name == "" && st.Type == "" {
+			continue // not an object, already reported
+		}
+		v.name(path+".name", "step", st.Name)
+		if j, dup := index[st.Name]; dup && st.Name != "" {
+			v.add(path+".name", "step name %q is already used by steps[%d]", st.Name, j)
+		} else if st.Name != "" {
+			index[st.Name] = i
+		}
+		v.step(path, st, env)
+	}
+	for i, st := range doc.Steps {
+		path := fmt.Sprintf("steps[%d]", i)
+		for field, target := range map[string]string{"next": st.Next, "onReject": st.OnReject} {
+			if _, ok := index[target]; target != "" && !ok {
+				v.add(path+"."+field, "no step is named %q", target)
+			}
+		}
+	}
+	for i, reached := range reachable(doc.Steps, index) {
+		if !reached && doc.Steps[i].Name != "" {
+			v.add(fmt.Sprintf("steps[%d]", i), "step %q is never reached: no step leads to it", doc.Steps[i].Name)
+		}
+	}
+}
+
+func (v *validator) name(path, what, name string) {
+	if name == "" {
+		v.add(path, "a %s name is required", what)
+		return
+	}
+	if err := domain.ValidateName(what, name); err != nil {
+		var ve *domain.ValidationError
+		if errors.As(err, &ve) {
+			v.add(path, "%s", ve.Message)
+			return
+		}
+		v.add(path, "%v", err)
+	}
+}
+
+func (v *validator) step(path string, st Step, env Env) {
+	if _, ok := fieldsOf[st.Type]; !ok {
+		if st.Type == "" {
+			v.add(path+".type", "a step type is required: one of %s", strings.Join(Types, ", "))
+		} else {
+			v.add(path+".type", "unknown step type %q: use one of %s", st.Type, strings.Join(Types, ", "))
+		}
+		return
+	}
+	if !Supported(st.Type) {
+		v.add(path+".type", "%s steps cannot run on this server yet", st.Type)
+	}
+	if st.Retry != nil {
+		if _, err := st.Retry.policy(); err != nil {
+			v.add(path+".retry", "%v", err)
+		}
+	}
+	switch st.Type {
+	case TypeTask:
+		switch {
+		case st.Handler == "":
+			v.add(path+".handler", "a task step names its handler")
+		case env.Tasks == nil || !env.Tasks.Has(st.Handler):
+			v.add(path+".handler", "no task handler %q is registered on this server (registered: %s)", st.Handler, strings.Join(env.Tasks.Names(), ", "))
+		}
+	case TypeWait:
+		switch {
+		case v.failed[path+".durationMs"] || v.failed[path+".untilTimestamp"]:
+		case st.DurationMs == nil && st.UntilTimestamp == nil:
+			v.add(path, "a wait step needs one of durationMs or untilTimestamp")
+		case st.DurationMs != nil && st.UntilTimestamp != nil:
+			v.add(path, "a wait step takes durationMs or untilTimestamp, not both")
+		case st.DurationMs != nil && *st.DurationMs < 0:
+			v.add(path+".durationMs", "must not be negative")
+		case st.DurationMs != nil && time.Duration(*st.DurationMs)*time.Millisecond > env.maxWait():
+			v.add(path+".durationMs", "%d ms is longer than this server's longest wait, %v", *st.DurationMs, env.maxWait())
+		case st.UntilTimestamp != nil:
+			if _, err := parseTimestamp(*st.UntilTimestamp); err != nil {
+				v.add(path+".untilTimestamp", "%q is not an ISO 8601 date and time with a zone, like 2026-04-15T09:00:00.000Z", *st.UntilTimestamp)
+			}
+		}
+	case TypeApproval, TypeInput:
+		if st.Reason != "" {
+			if err := domain.ValidateName("reason", st.Reason); err != nil {
+				v.add(path+".reason", "%v", err)
+			}
+		}
+		if st.Assignee != "" && !strings.HasPrefix(st.Assignee, "/") {
+			v.add(path+".assignee", "must be a JSON pointer into the run input, like /founderEmail")
+		}
+		if len(st.ResumeSchema) > 0 {
+			v.schema(path+".resumeSchema", st.ResumeSchema, env)
+		}
+		for i, t := range st.Accept {
+			if !validMIME(t) {
+				v.add(fmt.Sprintf("%s.accept[%d]", path, i), "%q is not a MIME type like application/pdf", t)
+			}
+		}
+	}
+	if st.Type != TypeApproval && st.OnReject != "" {
+		v.add(path+".onReject", "only approval steps have onReject")
+	}
+}
+
+func (v *validator) schema(path string, schema json.RawMessage, env Env) {
+	if !json.Valid(schema) {
+		v.add(path, "not valid JSON")
+		return
+	}
+	if env.CheckSchema != nil {
+		if err := env.CheckSchema(schema); err != nil {
+			v.add(path, "not a usable JSON Schema: %v", err)
+		}
+	}
+}
+
+// reachable marks the steps a run can reach from the first: through next
+// (or the following step), and an approval's onReject.
+func reachable(steps []Step, index map[string]int) []bool {
+	seen := make([]bool, len(steps))
+	var visit func(i int)
+	visit = func(i int) {
+		if i < 0 || i >= len(steps) || seen[i] {
+			return
+		}
+		seen[i] = true
+		for _, j := range successors(steps, index, i) {
+			visit(j)
+		}
+	}
+	visit(0)
+	return seen
+}
+
+// successors are the steps that may follow steps[i]; -1 means the run ends.
+func successors(steps []Step, index map[string]int, i int) []int {
+	out := []int{following(steps, index, i)}
+	if r, ok := index[steps[i].OnReject]; ok && steps[i].OnReject != "" {
+		out = append(out, r)
+	}
+	return out
+}
+
+// following is the step after steps[i] on the normal path, or -1.
+func following(steps []Step, index map[string]int, i int) int {
+	if n := steps[i].Next; n != "" {
+		if j, ok := index[n]; ok {
+			return j
+		}
+		return -1
+	}
+	if i+1 < len(steps) {
+		return i + 1
+	}
+	return -1
+}
+
+func (r Retry) policy() (domain.RetryPolicy, error) {
+	p := domain.RetryPolicy{
+		MaxAttempts: r.MaxAttempts, InitialBackoff: time.Duration(r.InitialBackoffMs) * time.Millisecond,
+		MaxBackoff: time.Duration(r.MaxBackoffMs) * time.Millisecond, Multiplier: r.Multiplier, Jitter: r.Jitter,
+	}
+	if p.InitialBackoff == 0 {
+		p.InitialBackoff = domain.DefaultRetry.InitialBackoff
+	}
+	if p.MaxBackoff == 0 {
+		p.MaxBackoff = domain.DefaultRetry.MaxBackoff
+	}
+	if p.Multiplier == 0 {
+		p.Multiplier = domain.DefaultRetry.Multiplier
+	}
+	if r.MaxAttempts < 1 || r.InitialBackoffMs < 0 || r.MaxBackoffMs < 0 || r.Multiplier < 0 || r.Jitter < 0 || r.Jitter > 1 {
+		return p, errors.New("maxAttempts must be at least 1, backoffs and multiplier not negative, jitter between 0 and 1")
+	}
+	return p, nil
+}
+
+func parseTimestamp(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }
+
+func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
+
+func validMIME(t string) bool {
+	typ, sub, ok := strings.Cut(t, "/")
+	return ok && typ != "" && sub != "" && !strings.ContainsAny(t, " ;,")
+}
+
+// jsonMessage words a decoding error without Go type names.
+func jsonMessage(err error) string {
+	var te *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return "it is null"
+	case errors.As(err, &te):
+		return fmt.Sprintf("expected %s, found a JSON %s", jsonKind(te.Type.Kind().String()), te.Value)
+	default:
+		return strings.TrimPrefix(err.Error(), "json: ")
+	}
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "int", "int64", "float64":
+		return "a number"
+	case "bool":
+		return "true or false"
+	case "slice":
+		return "an array"
+	default:
+		return "an object"
+	}
+}

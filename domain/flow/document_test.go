@@ -1,0 +1,172 @@
+package flow_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/flow"
+)
+
+func testEnv(t *testing.T) flow.Env {
+	tasks := flow.NewTasks()
+	if err := tasks.Register("sendEmail", func(_ context.Context, req flow.TaskRequest) (any, error) {
+		return map[string]json.RawMessage{"config": req.Config}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return flow.Env{Tasks: tasks, MaxWait: 30 * 24 * time.Hour, CheckSchema: func(s json.RawMessage) error {
+		var m map[string]any
+		if json.Unmarshal(s, &m) != nil {
+			return errors.New("a schema is an object")
+		}
+		if typ, ok := m["type"].(string); ok && typ == "strnig" {
+			return errors.New(`unknown type "strnig"`)
+		}
+		return nil
+	}}
+}
+
+// problems parses body and returns its problems as "path: message".
+func problems(t *testing.T, body string) []string {
+	t.Helper()
+	_, err := flow.Parse([]byte(body), testEnv(t))
+	if err == nil {
+		return nil
+	}
+	var ie *flow.InvalidError
+	if !errors.As(err, &ie) {
+		t.Fatalf("error is %T, not *flow.InvalidError: %v", err, err)
+	}
+	out := make([]string, len(ie.Problems))
+	for i, p := range ie.Problems {
+		out[i] = p.Path + ": " + p.Message
+	}
+	return out
+}
+
+const drip = `{
+  "id": "drip-campaign", "version": "1.0",
+  "steps": [
+    {"type": "task", "name": "send-welcome-email", "handler": "sendEmail", "config": {"template": "welcome"}},
+    {"type": "wait", "name": "wait-2-days", "durationMs": 172800000},
+    {"type": "task", "name": "send-follow-up", "handler": "sendEmail", "config": {"template": "follow-up"}}
+  ]
+}`
+
+func TestParseAcceptsTheSeedsDripCampaign(t *testing.T) {
+	t.Parallel()
+	doc, err := flow.Parse([]byte(drip), testEnv(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.ID != "drip-campaign" || len(doc.Steps) != 3 || *doc.Steps[1].DurationMs != 172800000 || string(doc.Steps[0].Config) != `{"template": "welcome"}` {
+		t.Fatalf("document = %+v", doc)
+	}
+}
+
+// Every problem of a document is reported at once, each at its JSON path.
+func TestParseReportsEveryProblemWithItsPath(t *testing.T) {
+	t.Parallel()
+	got := problems(t, `{
+	  "id": "bad id!", "version": "", "colour": "red", "inputSchema": {"type": "strnig"},
+	  "steps": [
+	    {"type": "wait", "name": "w1"},
+	    {"type": "wait", "name": "w2", "durationMs": 5, "untilTimestamp": "2026-04-15T09:00:00Z"},
+	    {"type": "wait", "name": "w3", "untilTimestamp": "next tuesday"},
+	    {"type": "wait", "name": "w4", "durationMs": -1},
+	    {"type": "wait", "name": "w5", "durationMs": 999999999999},
+	    {"type": "wait", "name": "w1", "durationMs": "soon"},
+	    {"type": "teleport", "name": "t"},
+	    {"type": "task", "name": "mail", "handler": "sendFax", "durationMs": 3, "next": "nowhere"},
+	    {"type": "task", "name": "", "handler": "sendEmail"},
+	    {"type": "task", "name": "x", "retry": {"maxAttempts": 0}, "handler": "sendEmail"},
+	    "not a step"
+	  ]
+	}`)
+	want := []string{
+		`colour: unknown field`,
+		`steps[5].durationMs: expected a number, found a JSON string`,
+		`steps[7].durationMs: a task step has no durationMs`,
+		`id: workflow name "bad id!" has ' ' at position 4; only letters, digits, '-', '_' and '.' are allowed`,
+		`version: a version name is required`,
+		`inputSchema: not a usable JSON Schema: unknown type "strnig"`,
+		`steps[0]: a wait step needs one of durationMs or untilTimestamp`,
+		`steps[1]: a wait step takes durationMs or untilTimestamp, not both`,
+		`steps[2].untilTimestamp: "next tuesday" is not an ISO 8601 date and time with a zone, like 2026-04-15T09:00:00.000Z`,
+		`steps[3].durationMs: must not be negative`,
+		`steps[4].durationMs: 999999999999 ms is longer than this server's longest wait, 720h0m0s`,
+		`steps[5].name: step name "w1" is already used by steps[0]`,
+		`steps[6].type: unknown step type "teleport": use one of task, http, wait, webhook, approval, input`,
+		`steps[7].handler: no task handler "sendFax" is registered on this server (registered: sendEmail)`,
+		`steps[8].name: a step name is required`,
+		`steps[9].retry: maxAttempts must be at least 1, backoffs and multiplier not negative, jitter between 0 and 1`,
+		`steps[10]: a step must be a JSON object`,
+		`steps[7].next: no step is named "nowhere"`,
+		`steps[9]: step "x" is never reached: no step leads to it`,
+	}
+	// Order within the list is the validator's; compare as sets, and show
+	// both in full when they differ.
+	if !sameSet(got, want) {
+		t.Fatalf("problems:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+func TestParseRefusesWhatIsNotADocument(t *testing.T) {
+	t.Parallel()
+	for body, want := range map[string]string{
+		`[]`:                          "$: the document must be a JSON object",
+		`{"id": "a", "version": "1"}`: "steps: a workflow needs at least one step",
+		`{"id": "a", "version": "1", "steps": []}`:                                                     "steps: a workflow needs at least one step",
+		`{"id": 7, "version": "1", "steps": [{"type": "wait", "name": "w", "durationMs": 1}]}`:         "id: expected a string, found a JSON number",
+		`{"id": "a", "version": "1", "steps": [{"type": "approval", "name": "ok", "onReject": "no"}]}`: "steps[0].type: approval steps cannot run on this server yet",
+	} {
+		got := problems(t, body)
+		if len(got) == 0 || !strings.HasPrefix(got[0], want) {
+			t.Errorf("%s: problems %q; want first to start with %q", body, got, want)
+		}
+	}
+}
+
+// next and the order of the list decide reachability; a loop is allowed.
+func TestReachability(t *testing.T) {
+	t.Parallel()
+	if got := problems(t, `{"id": "a", "version": "1", "steps": [
+		{"type": "wait", "name": "a", "durationMs": 1, "next": "c"},
+		{"type": "wait", "name": "b", "durationMs": 1},
+		{"type": "wait", "name": "c", "durationMs": 1, "next": "a"}]}`); !slices.Equal(got, []string{`steps[1]: step "b" is never reached: no step leads to it`}) {
+		t.Fatalf("problems %q", got)
+	}
+}
+
+func TestCompileCarriesRetryAndInputSchema(t *testing.T) {
+	t.Parallel()
+	doc, err := flow.Parse([]byte(`{"id": "a", "version": "1", "inputSchema": {"type": "object"}, "steps": [
+		{"type": "task", "name": "t", "handler": "sendEmail", "retry": {"maxAttempts": 5, "initialBackoffMs": 10}}]}`), testEnv(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf, err := flow.Compile(doc, testEnv(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ok := wf.Lookup("t")
+	if !ok || st.Retry.MaxAttempts != 5 || st.Retry.InitialBackoff != 10*time.Millisecond || st.Retry.Multiplier != domain.DefaultRetry.Multiplier {
+		t.Fatalf("step = %+v", st)
+	}
+	if string(wf.InputSchema) != `{"type": "object"}` {
+		t.Fatalf("input schema %s", wf.InputSchema)
+	}
+}
