@@ -142,9 +142,9 @@ type Workflow struct {
 	Version string
 	// InputSchema, when set, is a JSON Schema every run input must match.
 	InputSchema json.RawMessage
-	steps   []StepDef
-	byName  map[string]int
-	errs    []error
+	steps       []StepDef
+	byName      map[string]int
+	errs        []error
 }
 
 // NewWorkflow starts a workflow definition; add steps with Step.
@@ -223,6 +223,7 @@ type Registry struct {
 	versions map[string]*Workflow // "id@version"
 	latest   map[string]*Workflow
 	order    []*Workflow
+	fallback Resolver
 }
 
 // NewRegistry returns an empty registry.
@@ -262,6 +263,54 @@ func (r *Registry) Get(id, version string) (*Workflow, bool) {
 	defer r.mu.RUnlock()
 	w, ok := r.versions[id+"@"+version]
 	return w, ok
+}
+
+// Resolver finds workflows a registry does not hold in code (declarative
+// documents kept in the database); an empty version asks for the latest.
+// It returns ErrNotFound when there is no such workflow.
+type Resolver func(ctx context.Context, id, version string) (*Workflow, error)
+
+// SetFallback makes f the resolver for workflows not registered in code.
+func (r *Registry) SetFallback(f Resolver) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fallback = f
+}
+
+// Code returns the latest version of id registered in code.
+func (r *Registry) Code(id string) (*Workflow, bool) { return r.Latest(id) }
+
+// Find returns one version of id, or the one new runs start on when
+// version is empty: from code, else from the fallback resolver. A
+// workflow found nowhere is ErrNotFound; other errors (a database that
+// cannot be reached) are returned as they are.
+func (r *Registry) Find(ctx context.Context, id, version string) (*Workflow, error) {
+	var w *Workflow
+	var ok bool
+	if version == "" {
+		w, ok = r.Latest(id)
+	} else {
+		w, ok = r.Get(id, version)
+	}
+	if ok {
+		return w, nil
+	}
+	r.mu.RLock()
+	f := r.fallback
+	r.mu.RUnlock()
+	if f == nil || r.hasID(id) {
+		return nil, ErrNotFound
+	}
+	return f(ctx, id, version)
+}
+
+// hasID reports whether some version of id is registered in code: its
+// other versions are never looked for elsewhere.
+func (r *Registry) hasID(id string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.latest[id]
+	return ok
 }
 
 // All returns every registered version in registration order.

@@ -4,22 +4,88 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/flow"
 )
 
 type workflowJSON struct {
 	ID      string   `json:"id"`
 	Version string   `json:"version"`
 	Steps   []string `json:"steps"`
+	// Source is "code" (registered in Go) or "document".
+	Source    string          `json:"source"`
+	Document  json.RawMessage `json:"document,omitempty"`
+	CreatedBy string          `json:"createdBy,omitempty"`
+	CreatedAt *time.Time      `json:"createdAt,omitempty"`
 }
 
+// listWorkflows lists the workflows in code, then every registered
+// document version.
 func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) error {
 	items := []workflowJSON{}
 	for _, wf := range s.Engine.Registry().All() {
-		items = append(items, workflowJSON{ID: wf.ID, Version: wf.Version, Steps: wf.Steps()})
+		items = append(items, workflowJSON{ID: wf.ID, Version: wf.Version, Steps: wf.Steps(), Source: "code"})
+	}
+	if s.Catalog != nil {
+		defs, err := s.Catalog.List(r.Context())
+		if err != nil {
+			return err
+		}
+		for _, d := range defs {
+			items = append(items, definitionView(d))
+		}
 	}
 	writeJSON(w, http.StatusOK, page[workflowJSON]{Items: items})
+	return nil
+}
+
+func definitionView(d flow.Definition) workflowJSON {
+	var doc flow.Document
+	_ = json.Unmarshal(d.Body, &doc) // stored documents were valid
+	steps := make([]string, len(doc.Steps))
+	for i, st := range doc.Steps {
+		steps[i] = st.Name
+	}
+	at := d.CreatedAt
+	return workflowJSON{ID: d.WorkflowID, Version: d.Version, Steps: steps, Source: "document", Document: d.Body, CreatedBy: d.CreatedBy, CreatedAt: &at}
+}
+
+// registerWorkflow registers a workflow document version (admins only).
+// The id and version in the path must be the document's. A version is
+// immutable: the same document again answers 200, another one 409.
+func (s *Server) registerWorkflow(w http.ResponseWriter, r *http.Request) error {
+	p := principalFrom(r.Context())
+	if p.User.Role != domain.RoleAdmin {
+		return errForbidden
+	}
+	if s.Catalog == nil {
+		return domain.ErrNotFound
+	}
+	var doc json.RawMessage
+	if err := decodeJSON(w, r, &doc, s.MaxBody); err != nil {
+		return err
+	}
+	var ids struct {
+		ID      any `json:"id"`
+		Version any `json:"version"`
+	}
+	_ = json.Unmarshal(doc, &ids)
+	if ids.ID != r.PathValue("workflowId") || ids.Version != r.PathValue("version") {
+		return &domain.ValidationError{Code: flow.CodeInvalidWorkflow, Message: "the document's id and version must be the ones in the URL",
+			Fields: []domain.FieldError{{Field: "id", Message: "must be " + strconv.Quote(r.PathValue("workflowId"))}, {Field: "version", Message: "must be " + strconv.Quote(r.PathValue("version"))}}}
+	}
+	reg, err := s.Catalog.Register(r.Context(), doc, p.User.Email)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if reg.Created {
+		status = http.StatusCreated
+		w.Header().Set("Location", "/api/v1/workflows/"+reg.Document.ID+"/versions/"+reg.Document.Version)
+	}
+	writeJSON(w, status, definitionView(reg.Definition))
 	return nil
 }
 

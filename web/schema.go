@@ -16,21 +16,40 @@ import (
 // and reports each failing field. It is wired into the engine, so every
 // path that resumes — API or UI — applies it.
 func ValidateResumeData(schema, data json.RawMessage) error {
+	return validateJSON(schema, data, "resume data", "/resumeData", "the suspension's schema")
+}
+
+// ValidateRunInput checks a run input against its workflow's input schema.
+func ValidateRunInput(schema, data json.RawMessage) error {
+	return validateJSON(schema, data, "run input", "/input", "the workflow's input schema")
+}
+
+// CheckSchema reports why a JSON Schema cannot be used, or nil.
+func CheckSchema(schema json.RawMessage) error {
+	_, err := compileSchema(schema)
+	return err
+}
+
+func compileSchema(schema json.RawMessage) (*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
-		return fmt.Errorf("suspension resume schema: %w", err)
+		return nil, err
 	}
 	c := jsonschema.NewCompiler()
-	if err := c.AddResource("resume.json", doc); err != nil {
-		return fmt.Errorf("suspension resume schema: %w", err)
+	if err := c.AddResource("schema.json", doc); err != nil {
+		return nil, err
 	}
-	sch, err := c.Compile("resume.json")
+	return c.Compile("schema.json")
+}
+
+func validateJSON(schema, data json.RawMessage, what, root, against string) error {
+	sch, err := compileSchema(schema)
 	if err != nil {
-		return fmt.Errorf("suspension resume schema: %w", err)
+		return fmt.Errorf("%s: %w", against, err)
 	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {
-		return &domain.ValidationError{Code: domain.CodeInvalidJSON, Message: "resume data is not valid JSON"}
+		return &domain.ValidationError{Code: domain.CodeInvalidJSON, Message: what + " is not valid JSON"}
 	}
 	err = sch.Validate(v)
 	var ve *jsonschema.ValidationError
@@ -39,9 +58,9 @@ func ValidateResumeData(schema, data json.RawMessage) error {
 	}
 	fields := leafErrors(ve.DetailedOutput(), nil)
 	if len(fields) == 0 {
-		fields = []domain.FieldError{{Field: "/resumeData", Message: ve.Error()}}
+		fields = []domain.FieldError{{Field: root, Message: ve.Error()}}
 	}
-	return &domain.ValidationError{Code: domain.CodeValidation, Message: "resume data does not match the suspension's schema", Fields: fields}
+	return &domain.ValidationError{Code: domain.CodeValidation, Message: what + " does not match " + against, Fields: fields}
 }
 
 // leafErrors flattens the detailed output to the innermost messages, which

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/engine"
+	"github.com/tollgatehq/tollgate/domain/flow"
 )
 
 // Health is what /readyz checks.
@@ -48,6 +49,9 @@ type Server struct {
 	SessionIdle, SessionAbsolute time.Duration
 	// UploadLimit bounds each uploaded document (20 MiB).
 	UploadLimit int64
+	// Catalog, when set, takes declarative workflow documents
+	// (PUT /api/v1/workflows/{id}/versions/{version}) and lists them.
+	Catalog *flow.Catalog
 	// TrustProxy believes X-Forwarded-Proto and X-Forwarded-For from the
 	// proxy in front of the server (session cookies become Secure behind a
 	// TLS-terminating proxy; login limits count the client's address).
@@ -92,6 +96,7 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle(pattern, s.requireKey(s.handle(h)))
 	}
 	api("GET /api/v1/workflows", s.listWorkflows)
+	api("PUT /api/v1/workflows/{workflowId}/versions/{version}", s.registerWorkflow)
 	api("POST /api/v1/workflows/{workflowId}/runs", s.startRun)
 	api("GET /api/v1/runs", s.listRuns)
 	api("GET /api/v1/runs/{runId}", s.showRun)

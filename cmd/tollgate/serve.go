@@ -13,6 +13,7 @@ import (
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/engine"
+	"github.com/tollgatehq/tollgate/domain/flow"
 	"github.com/tollgatehq/tollgate/storage"
 	"github.com/tollgatehq/tollgate/web"
 )
@@ -32,6 +33,8 @@ type serveConfig struct {
 	sessionMax      time.Duration
 	trustProxy      bool
 	uploadLimit     int
+	workflowsDir    string
+	maxWait         time.Duration
 	adminEmail      string
 	bootstrapKey    string
 }
@@ -56,6 +59,8 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.Duration(&c.sessionMax, "session-max", "TOLLGATE_SESSION_MAX", 7*24*time.Hour, "a browser session ends this long after login, used or not")
 	f.Bool(&c.trustProxy, "trust-proxy", "TOLLGATE_TRUST_PROXY", "believe X-Forwarded-Proto and X-Forwarded-For from a reverse proxy in front of the server (Secure cookies behind TLS, client addresses for login limits)")
 	f.Int(&c.uploadLimit, "upload-limit", "TOLLGATE_UPLOAD_LIMIT", 20<<20, "largest document a person may upload, in bytes")
+	f.String(&c.workflowsDir, "workflows", "TOLLGATE_WORKFLOWS", "", "folder of declarative workflow documents (*.json) to register at start")
+	f.Duration(&c.maxWait, "max-wait", "TOLLGATE_MAX_WAIT", flow.DefaultMaxWait, "longest wait a declarative wait step may ask for")
 	f.Duration(&c.shutdownTimeout, "shutdown-timeout", "TOLLGATE_SHUTDOWN_TIMEOUT", 15*time.Second, "how long to finish requests and steps after SIGTERM")
 	f.String(&c.adminEmail, "admin-email", "TOLLGATE_ADMIN_EMAIL", "admin@tollgate.local", "email of the admin created on a fresh database")
 	c.bootstrapKey = getenv("TOLLGATE_BOOTSTRAP_API_KEY")
@@ -86,11 +91,20 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := registerWorkflows(reg); err != nil {
 		return err
 	}
+	tasks := flow.NewTasks()
+	if err := registerTasks(tasks, log); err != nil {
+		return err
+	}
+	catalog := flow.NewCatalog(db, flow.Env{Tasks: tasks, MaxWait: c.maxWait, CheckSchema: web.CheckSchema}, reg)
+	if err := loadDocuments(ctx, catalog, c.workflowsDir, log); err != nil {
+		return err
+	}
 	eng := engine.New(db, reg, engine.Opts{
 		Workers: c.workers, Lease: c.lease, PollInterval: c.poll, CheckpointLimit: c.checkpointLimit,
-		ShutdownGrace: c.shutdownTimeout, ValidateResumeData: web.ValidateResumeData, Log: log,
+		ShutdownGrace: c.shutdownTimeout, ValidateResumeData: web.ValidateResumeData, ValidateInput: web.ValidateRunInput, Log: log,
 	})
 	srv := newServer(c, eng, db, log)
+	srv.Catalog = catalog
 	hkCtx, stopHousekeeping := context.WithCancel(ctx)
 	var hk sync.WaitGroup
 	hk.Go(func() { housekeep(hkCtx, db, log, housekeepingEvery) })

@@ -46,9 +46,11 @@ type Opts struct {
 	// WorkerID names this process in job claims (hostname-pid).
 	WorkerID string
 	// ValidateResumeData checks resume data against a suspension's JSON
-	// Schema, and run input against a workflow's InputSchema; nil accepts
-	// anything.
+	// Schema; nil accepts anything.
 	ValidateResumeData func(schema, data json.RawMessage) error
+	// ValidateInput checks a run input against its workflow's InputSchema;
+	// nil accepts anything.
+	ValidateInput func(schema, data json.RawMessage) error
 	// OnCommit is called after every committed step outcome.
 	OnCommit func(runID string, res domain.CommitResult)
 	Clock    domain.Clock
@@ -114,9 +116,9 @@ func newID() string { return uuid.Must(uuid.NewV7()).String() }
 // idempotency key already used for that workflow it returns the existing
 // run and created=false.
 func (e *Engine) Start(ctx context.Context, workflowID string, input json.RawMessage, idempotencyKey string) (domain.Run, bool, error) {
-	wf, ok := e.reg.Latest(workflowID)
-	if !ok {
-		return domain.Run{}, false, fmt.Errorf("start run: workflow %q: %w", workflowID, domain.ErrNotFound)
+	wf, err := e.reg.Find(ctx, workflowID, "")
+	if err != nil {
+		return domain.Run{}, false, fmt.Errorf("start run: workflow %q: %w", workflowID, err)
 	}
 	if len(input) == 0 {
 		input = json.RawMessage("null")
@@ -126,8 +128,8 @@ func (e *Engine) Start(ctx context.Context, workflowID string, input json.RawMes
 	if err := domain.CheckJSON(input); err != nil {
 		return domain.Run{}, false, fmt.Errorf("start run of %s: input: %w", workflowID, err)
 	}
-	if len(wf.InputSchema) > 0 && e.o.ValidateResumeData != nil {
-		if err := e.o.ValidateResumeData(wf.InputSchema, input); err != nil {
+	if len(wf.InputSchema) > 0 && e.o.ValidateInput != nil {
+		if err := e.o.ValidateInput(wf.InputSchema, input); err != nil {
 			return domain.Run{}, false, fmt.Errorf("start run of %s: input: %w", workflowID, err)
 		}
 	}

@@ -22,8 +22,11 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 	if run.Status.Terminal() {
 		return base, false, nil // the store discards it and drops the job
 	}
-	wf, ok := e.reg.Get(run.WorkflowID, run.WorkflowVersion)
-	if !ok {
+	wf, err := e.reg.Find(ctx, run.WorkflowID, run.WorkflowVersion)
+	if err != nil && !errors.Is(err, domain.ErrNotFound) {
+		return base, false, err
+	}
+	if err != nil {
 		return e.failWith(job, run, &domain.RunError{Code: domain.CodeVersionMismatch, Message: fmt.Sprintf(
 			"workflow %s version %s is not registered on this server; the run never runs other code", run.WorkflowID, run.WorkflowVersion)}), false, nil
 	}

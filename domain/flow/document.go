@@ -101,6 +101,25 @@ type Problem struct {
 // InvalidError lists every problem found in a document.
 type InvalidError struct{ Problems []Problem }
 
+// CodeInvalidWorkflow is the problem code of a document that breaks the
+// rules.
+const CodeInvalidWorkflow = "invalid_workflow"
+
+// As lets an InvalidError be taken as the *domain.ValidationError an API
+// answers with, one field error per problem.
+func (e *InvalidError) As(target any) bool {
+	p, ok := target.(**domain.ValidationError)
+	if !ok {
+		return false
+	}
+	ve := &domain.ValidationError{Code: CodeInvalidWorkflow, Message: fmt.Sprintf("the workflow document has %d problem(s); each is listed with its JSON path", len(e.Problems))}
+	for _, pr := range e.Problems {
+		ve.Fields = append(ve.Fields, domain.FieldError{Field: pr.Path, Message: pr.Message})
+	}
+	*p = ve
+	return true
+}
+
 func (e *InvalidError) Error() string {
 	parts := make([]string, len(e.Problems))
 	for i, p := range e.Problems {

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain/flow"
+)
+
+// exampleDocuments are the declarative workflows a new server ships with.
+//
+//go:embed examples/*.json
+var exampleDocuments embed.FS
+
+// registerTasks adds the task handlers documents may name. Tests replace
+// it to add handlers of their own.
+var registerTasks = registerExampleTasks
+
+func registerExampleTasks(t *flow.Tasks, log *slog.Logger) error {
+	return t.Register("sendEmail", sendEmail(log))
+}
+
+// sendEmail is the drip-campaign example's task. Tollgate has no mail
+// transport, so it writes the email it stands for to the server log and
+// says so in its output; a program embedding Tollgate registers a
+// sendEmail that delivers.
+func sendEmail(log *slog.Logger) flow.TaskFunc {
+	return func(ctx context.Context, req flow.TaskRequest) (any, error) {
+		var cfg struct {
+			Template string `json:"template"`
+		}
+		var in struct {
+			Email string `json:"email"`
+		}
+		if len(req.Config) > 0 {
+			if err := json.Unmarshal(req.Config, &cfg); err != nil {
+				return nil, fmt.Errorf("sendEmail config: %w", err)
+			}
+		}
+		_ = json.Unmarshal(req.Input, &in)
+		if in.Email == "" {
+			return nil, fmt.Errorf("sendEmail: the run input has no email")
+		}
+		log.InfoContext(ctx, "Email written to the log (no mail transport is configured)", "run_id", req.RunID, "step", req.Step,
+			"to", in.Email, "template", cfg.Template, "idempotency_key", req.IdempotencyKey)
+		return map[string]any{"to": in.Email, "template": cfg.Template, "delivery": "log", "at": time.Now().UTC()}, nil
+	}
+}
+
+// loadDocuments registers the example documents, then every *.json in
+// dir (when set). A document that does not validate stops the server:
+// it would otherwise be missing without anyone noticing.
+func loadDocuments(ctx context.Context, catalog *flow.Catalog, dir string, log *slog.Logger) error {
+	examples, err := fs.Glob(exampleDocuments, "examples/*.json")
+	if err != nil {
+		return err
+	}
+	for _, name := range examples {
+		body, err := exampleDocuments.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		if _, err := catalog.Register(ctx, body, "example"); err != nil {
+			return fmt.Errorf("example workflow %s: %w", name, err)
+		}
+	}
+	if dir == "" {
+		return nil
+	}
+	loaded, err := catalog.LoadDir(ctx, dir)
+	for _, r := range loaded {
+		log.InfoContext(ctx, "Loaded workflow document", "workflow", r.Document.ID, "version", r.Document.Version, "new", r.Created)
+	}
+	if err != nil {
+		return fmt.Errorf("loading workflows from %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgatehq/tollgate/storage/storagetest"
+)
+
+// nap is a declarative workflow: email, a short wait, email again.
+func nap(version string, waitMs int) string {
+	return fmt.Sprintf(`{"id": "nap", "version": %q, "inputSchema": {"type": "object", "required": ["email"]},
+	  "steps": [
+	    {"type": "task", "name": "hello", "handler": "sendEmail", "config": {"template": "hello"}},
+	    {"type": "wait", "name": "nap", "durationMs": %d},
+	    {"type": "task", "name": "bye", "handler": "sendEmail", "config": {"template": "bye"}}]}`, version, waitMs)
+}
+
+func TestDocumentsSQLite(t *testing.T) {
+	t.Parallel()
+	testDocuments(t, map[string]string{})
+}
+
+func TestDocumentsPostgres(t *testing.T) {
+	t.Parallel()
+	testDocuments(t, map[string]string{"DATABASE_URL": storagetest.NewDatabase(t)})
+}
+
+func testDocuments(t *testing.T, env map[string]string) {
+	s := startServer(t, env)
+	c := s.client()
+	put := func(want int, path, body string) response {
+		t.Helper()
+		return c.call(t, want, "PUT", path, json.RawMessage(body))
+	}
+
+	t.Run("registration", func(t *testing.T) {
+		created := put(http.StatusCreated, "/api/v1/workflows/nap/versions/1", nap("1", 300))
+		if created.Header.Get("Location") != "/api/v1/workflows/nap/versions/1" {
+			t.Errorf("Location = %q", created.Header.Get("Location"))
+		}
+		// The same document, formatted differently, is the same version.
+		put(http.StatusOK, "/api/v1/workflows/nap/versions/1", strings.Join(strings.Fields(nap("1", 300)), " "))
+		if r := put(http.StatusConflict, "/api/v1/workflows/nap/versions/1", nap("1", 301)); r.code() != "conflict" {
+			t.Errorf("a different document for a registered version: %s", r.Body)
+		}
+		bad := put(http.StatusUnprocessableEntity, "/api/v1/workflows/bad/versions/1", `{"id": "bad", "version": "1", "steps": [
+			{"type": "wait", "name": "w"}, {"type": "wait", "name": "w", "durationMs": 1, "untilTimestamp": "2026-01-01T00:00:00Z"}]}`)
+		var p struct {
+			Code   string `json:"code"`
+			Errors []struct{ Field, Message string }
+		}
+		if err := json.Unmarshal(bad.Body, &p); err != nil || p.Code != "invalid_workflow" || len(p.Errors) != 3 || p.Errors[0].Field != "steps[0]" {
+			t.Errorf("problems of an invalid document: %s", bad.Body)
+		}
+		put(http.StatusUnprocessableEntity, "/api/v1/workflows/other/versions/1", nap("1", 300))
+		if r := put(http.StatusConflict, "/api/v1/workflows/expense-approval/versions/9", strings.Replace(nap("9", 1), `"nap", "version"`, `"expense-approval", "version"`, 1)); !strings.Contains(string(r.Body), "defined in the server's code") {
+			t.Errorf("a document taking a code workflow's id: %s", r.Body)
+		}
+
+		var list apiPage[struct{ ID, Version, Source string }]
+		c.call(t, http.StatusOK, "GET", "/api/v1/workflows", nil).decode(t, &list)
+		seen := map[string]string{}
+		for _, w := range list.Items {
+			seen[w.ID+"@"+w.Version] = w.Source
+		}
+		if seen["nap@1"] != "document" || seen["drip-campaign@1.0"] != "document" || seen["expense-approval@1"] != "code" || len(seen) != 4 {
+			t.Errorf("workflows listed: %v", seen)
+		}
+	})
+
+	t.Run("a run waits and continues", func(t *testing.T) {
+		if r := c.call(t, http.StatusUnprocessableEntity, "POST", "/api/v1/workflows/nap/runs", map[string]any{"input": map[string]string{"name": "no email"}}); r.code() != "validation_failed" {
+			t.Errorf("input against the input schema: %s", r.Body)
+		}
+		run := c.startRun(t, "nap", map[string]string{"email": "ada@example.com"})
+		paused := c.waitStatus(t, run.ID, "suspended")
+		if len(paused.Suspensions) != 1 || paused.Suspensions[0].Kind != "delay" || paused.Suspensions[0].StepName != "nap" {
+			t.Fatalf("paused run: %+v", paused)
+		}
+		done := c.waitStatus(t, run.ID, "succeeded")
+		var out struct{ To, Template, Delivery string }
+		if err := json.Unmarshal(done.Output, &out); err != nil || out.Template != "bye" || out.To != "ada@example.com" {
+			t.Errorf("output %s", done.Output)
+		}
+		events := c.events(t, run.ID)
+		n := checkLog(t, events)
+		for typ, want := range map[string]int{"STEP_COMPLETED(hello)": 1, "WORKFLOW_PAUSED": 1, "STEP_COMPLETED(nap)": 1, "STEP_COMPLETED(bye)": 1, "RUN_SUCCEEDED": 1} {
+			if n[typ] != want {
+				t.Errorf("%s occurs %d times, want %d: %s", typ, n[typ], want, eventTypes(events))
+			}
+		}
+		for _, e := range events {
+			if e.Type == "STEP_COMPLETED" && e.Step == "nap" && !strings.Contains(string(e.Payload), `"resumedFromWait":true`) {
+				t.Errorf("the wait's completion says %s", e.Payload)
+			}
+		}
+	})
+
+	t.Run("a time in the past resumes at once", func(t *testing.T) {
+		put(http.StatusCreated, "/api/v1/workflows/past/versions/1", `{"id": "past", "version": "1", "steps": [
+			{"type": "wait", "name": "then", "untilTimestamp": "2001-09-09T01:46:40Z"}]}`)
+		run := c.startRun(t, "past", nil)
+		done := c.waitStatus(t, run.ID, "succeeded")
+		if string(done.Output) != `{"resumedFromWait":true}` {
+			t.Errorf("output %s", done.Output)
+		}
+	})
+}
+
+// A document registered through one server runs on another sharing the
+// database; a folder of documents loads at start, and a bad one stops the
+// server with its problems.
+func TestDocumentsAcrossServersAndFromAFolder(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": storagetest.NewDatabase(t)}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "nap.json"), []byte(nap("from-folder", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startServer(t, env, "--workflows", dir).client()
+	b := startServer(t, env).client()
+	a.call(t, http.StatusCreated, "PUT", "/api/v1/workflows/nap/versions/2", json.RawMessage(nap("2", 1)))
+	started := b.startRun(t, "nap", map[string]string{"email": "grace@example.com"})
+	var got struct {
+		WorkflowVersion string `json:"workflowVersion"`
+	}
+	b.call(t, http.StatusOK, "GET", "/api/v1/runs/"+started.ID, nil).decode(t, &got)
+	if got.WorkflowVersion != "2" {
+		t.Errorf("the run started on version %q; want the latest, 2", got.WorkflowVersion)
+	}
+	b.waitStatus(t, started.ID, "succeeded")
+
+	if err := os.WriteFile(filepath.Join(dir, "broken.json"), []byte(`{"id": "broken", "version": "1", "steps": [{"type": "wait", "name": "w"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--workflows", dir}, envFunc(env), io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "broken.json") || !strings.Contains(err.Error(), "steps[0]: a wait step needs one of durationMs or untilTimestamp") {
+		t.Fatalf("serve with a broken document: %v", err)
+	}
+}

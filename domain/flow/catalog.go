@@ -1,0 +1,189 @@
+package flow
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// Definition is a registered document version as stored: its body in
+// canonical form.
+type Definition struct {
+	WorkflowID string
+	Version    string
+	Body       []byte
+	CreatedBy  string
+	CreatedAt  time.Time
+}
+
+// Store keeps definitions; several servers sharing it see each other's.
+type Store interface {
+	// SaveDefinition stores d unless its (workflow, version) exists; then
+	// it returns the stored one and created=false.
+	SaveDefinition(ctx context.Context, d Definition) (stored Definition, created bool, err error)
+	// Definition returns one version, or the latest registered when
+	// version is empty; domain.ErrNotFound when there is none.
+	Definition(ctx context.Context, workflowID, version string) (Definition, error)
+	// Definitions lists every version.
+	Definitions(ctx context.Context) ([]Definition, error)
+}
+
+// Catalog registers documents and resolves them into workflows for the
+// engine. Versions are immutable, so a compiled version is cached for
+// good; which version is the latest is asked of the store each time, since
+// another server may have registered a newer one.
+type Catalog struct {
+	store Store
+	env   Env
+	code  *domain.Registry // workflows written in Go, whose ids documents may not take
+
+	mu       sync.Mutex
+	compiled map[string]*domain.Workflow // "id@version"
+}
+
+// NewCatalog returns a catalog on store that refuses the ids of code's
+// workflows, and makes itself code's fallback for the workflows it holds.
+func NewCatalog(store Store, env Env, code *domain.Registry) *Catalog {
+	c := &Catalog{store: store, env: env, code: code, compiled: map[string]*domain.Workflow{}}
+	code.SetFallback(c.resolve)
+	return c
+}
+
+// Registered is the outcome of registering a document.
+type Registered struct {
+	Document   Document
+	Definition Definition
+	// Created is false when the same version with the same body was
+	// already registered.
+	Created bool
+}
+
+// Register validates body and stores it as a new version. The same
+// version again with the same document is not an error (Created is
+// false); with another document it is a *domain.ConflictError.
+func (c *Catalog) Register(ctx context.Context, body []byte, by string) (Registered, error) {
+	doc, err := Parse(body, c.env)
+	if err != nil {
+		return Registered{}, err
+	}
+	if _, ok := c.code.Code(doc.ID); ok {
+		return Registered{}, &domain.ConflictError{Code: domain.CodeConflict, Message: fmt.Sprintf("workflow %s is defined in the server's code; a document cannot take its id", doc.ID)}
+	}
+	canonical, err := Canonical(body)
+	if err != nil {
+		return Registered{}, err
+	}
+	wf, err := Compile(doc, c.env)
+	if err != nil {
+		return Registered{}, err
+	}
+	stored, created, err := c.store.SaveDefinition(ctx, Definition{WorkflowID: doc.ID, Version: doc.Version, Body: canonical, CreatedBy: by, CreatedAt: time.Now()})
+	if err != nil {
+		return Registered{}, err
+	}
+	if !created && !bytes.Equal(stored.Body, canonical) {
+		return Registered{}, &domain.ConflictError{Code: domain.CodeConflict, Message: fmt.Sprintf("workflow %s version %s is already registered with a different document; versions are immutable: register a new version", doc.ID, doc.Version)}
+	}
+	c.mu.Lock()
+	if _, ok := c.compiled[doc.ID+"@"+doc.Version]; !ok {
+		c.compiled[doc.ID+"@"+doc.Version] = wf
+	}
+	c.mu.Unlock()
+	return Registered{Document: doc, Definition: stored, Created: created}, nil
+}
+
+// LoadDir registers every *.json document in dir, in name order, and
+// reports all that fail at once (with their file names).
+func (c *Catalog) LoadDir(ctx context.Context, dir string) ([]Registered, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	var out []Registered
+	var errs []error
+	for _, f := range files {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r, err := c.Register(ctx, body, "file:"+filepath.Base(f))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f, err))
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, errors.Join(errs...)
+}
+
+// List returns every registered version, compiled, in registration order
+// per workflow.
+func (c *Catalog) List(ctx context.Context) ([]Definition, error) { return c.store.Definitions(ctx) }
+
+// resolve finds a document workflow for the engine: one version, or the
+// latest when version is empty. A document that no longer compiles here
+// (its task handler is gone from this build) is reported, not run.
+func (c *Catalog) resolve(ctx context.Context, id, version string) (*domain.Workflow, error) {
+	if version != "" {
+		c.mu.Lock()
+		wf, ok := c.compiled[id+"@"+version]
+		c.mu.Unlock()
+		if ok {
+			return wf, nil
+		}
+	}
+	d, err := c.store.Definition(ctx, id, version)
+	if err != nil {
+		return nil, err
+	}
+	key := d.WorkflowID + "@" + d.Version
+	c.mu.Lock()
+	wf, ok := c.compiled[key]
+	c.mu.Unlock()
+	if ok {
+		return wf, nil
+	}
+	doc, err := Parse(d.Body, c.env)
+	if err == nil {
+		wf, err = Compile(doc, c.env)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("workflow %s version %s cannot run on this server (%v): %w", d.WorkflowID, d.Version, err, domain.ErrNotFound)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cached, ok := c.compiled[key]; ok {
+		return cached, nil
+	}
+	c.compiled[key] = wf
+	return wf, nil
+}
+
+// Canonical re-encodes a JSON document with sorted keys, no insignificant
+// space and numbers as written, so that equal documents compare equal.
+func Canonical(body []byte) ([]byte, error) {
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}

@@ -1,0 +1,2 @@
+DROP TABLE workflow_definitions;
+DROP FUNCTION workflow_definitions_immutable();
