@@ -4,12 +4,25 @@
 (function () {
   "use strict";
 
+  // Relative times ("waiting 3 days") keep their text and get the local
+  // date as a tooltip; absolute ones (data-local), written in UTC by the
+  // server, are rewritten in the viewer's zone with UTC as the tooltip.
   function localTimes(root) {
     root.querySelectorAll("time[datetime]").forEach(function (el) {
       var d = new Date(el.getAttribute("datetime"));
-      if (!isNaN(d)) {
-        el.title = d.toLocaleString();
+      if (isNaN(d) || el.hasAttribute("data-localized")) {
+        return;
       }
+      el.setAttribute("data-localized", "");
+      var mode = el.getAttribute("data-local");
+      if (!mode) {
+        el.title = d.toLocaleString();
+        return;
+      }
+      el.title = el.textContent;
+      el.textContent = mode === "time"
+        ? d.toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit", fractionalSecondDigits: 3 })
+        : d.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });
     });
   }
 

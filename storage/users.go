@@ -47,6 +47,27 @@ func (db *DB) UpdateUser(ctx context.Context, id string, role domain.Role, disab
 	return row.toDomain(), nil
 }
 
+// SetPassword replaces a user's password hash and ends every browser
+// session of the user in the same transaction: a changed password signs
+// out whoever knew the old one.
+func (db *DB) SetPassword(ctx context.Context, id, hash string, now time.Time) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewUpdate().Model((*userRow)(nil)).Set("password_hash = ?", hash).Set("updated_at = ?", ts(now)).Where("id = ?", id).Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return domain.ErrNotFound
+		}
+		_, err = tx.NewDelete().Model((*sessionRow)(nil)).Where("user_id = ?", id).Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set password of user %s: %w", id, translate(err))
+	}
+	return nil
+}
+
 // APIKeys lists a user's keys (all users' with userID ""), newest first.
 func (db *DB) APIKeys(ctx context.Context, userID string) ([]domain.APIKey, error) {
 	var rows []apiKeyRow

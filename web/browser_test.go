@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/tollgatehq/tollgate/domain"
@@ -113,8 +114,21 @@ func TestBrowserReviewerApprovesAndSeesTheRunFinish(t *testing.T) {
 		// decision without a reload.
 		runTab, cancel := chromedp.NewContext(tab)
 		defer cancel()
-		do(t, runTab, "open the run page", chromedp.Navigate(e.srv.URL+"/runs/"+run.ID), chromedp.WaitVisible(`[data-live="run-status"]`))
+		if _, err := chromedp.Call(runTab, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "Asia/Tokyo"}); err != nil {
+			t.Fatal(err)
+		}
+		do(t, runTab, "open the run page in Tokyo",
+			chromedp.Navigate(e.srv.URL+"/runs/"+run.ID), chromedp.WaitVisible(`[data-live="run-status"]`))
 		waitTrue(t, runTab, "the run page's live connection", `document.documentElement.getAttribute("data-live") === "connected"`, 5*time.Second)
+		// Event times are written in UTC by the server and shown in the
+		// viewer's zone, with UTC kept as the tooltip.
+		waitTrue(t, runTab, "event times in the viewer's zone", `(() => {
+			const el = document.querySelector('time[data-local="time"]');
+			if (!el || !el.title.endsWith("UTC")) return false;
+			const want = new Date(el.getAttribute("datetime")).toLocaleTimeString(undefined,
+				{timeZone: "Asia/Tokyo", hour: "2-digit", minute: "2-digit", second: "2-digit", fractionalSecondDigits: 3});
+			return el.textContent === want;
+		})()`, 5*time.Second)
 		screenshot(t, runTab, "run-"+dialectOf(t))
 
 		do(t, tab, "approve",

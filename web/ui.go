@@ -33,6 +33,7 @@ type UIStore interface {
 	PendingCounts(ctx context.Context, workflowID string) (reasons, kinds []domain.GroupCount, err error)
 	Users(ctx context.Context) ([]domain.User, error)
 	UpdateUser(ctx context.Context, id string, role domain.Role, disabled bool, now time.Time) (domain.User, error)
+	SetPassword(ctx context.Context, id, hash string, now time.Time) error
 	APIKeys(ctx context.Context, userID string) ([]domain.APIKey, error)
 }
 
@@ -82,6 +83,8 @@ func (s *Server) ui(mux *http.ServeMux) {
 	page("POST /suspensions/{id}/decide", s.signedIn(nil, s.decideFromPage))
 	page("POST /suspensions/{id}/documents", s.signedIn(nil, s.uploadDocuments))
 	page("GET /documents/{id}", s.signedIn(nil, s.downloadDocument))
+	page("GET /account", s.signedIn(nil, s.accountPage))
+	page("POST /account/password", s.signedIn(nil, s.changePassword))
 	page("GET /runs", s.signedIn(staffRoles, s.runsPage))
 	page("GET /live", s.signedIn(nil, s.liveSocket))
 	page("GET /admin/audit", s.signedIn(adminOnly, s.auditPage))
@@ -234,19 +237,26 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.logins.succeeded(email)
-	if old, err := s.sessions.Get(r, sessionName); err == nil && !old.IsNew {
-		_ = s.UIStore.DeleteSession(r.Context(), hashSessionID(old.ID))
-	}
-	sess := sessions.NewSession(s.sessions, sessionName)
-	sess.Options = &sessions.Options{Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: s.sessions.secure(r)}
-	sess.Values[sessUserID] = user.ID
-	if err := s.sessions.Save(r, w, sess); err != nil {
+	if err := s.startSession(w, r, user.ID); err != nil {
 		s.Log.ErrorContext(r.Context(), "Creating a session failed", "error", err)
 		s.render(w, r, http.StatusServiceUnavailable, views.Login(email, "Tollgate could not sign you in right now. Try again shortly.", next))
 		return
 	}
 	s.audit(r, domain.AuditEntry{ActorID: user.ID, ActorEmail: user.Email, Action: "login"})
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// startSession gives the browser a new session for userID, ending the one
+// it had: the id changes at every sign-in, so one planted before it is
+// worthless after.
+func (s *Server) startSession(w http.ResponseWriter, r *http.Request, userID string) error {
+	if old, err := s.sessions.Get(r, sessionName); err == nil && !old.IsNew {
+		_ = s.UIStore.DeleteSession(r.Context(), hashSessionID(old.ID))
+	}
+	sess := sessions.NewSession(s.sessions, sessionName)
+	sess.Options = &sessions.Options{Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: s.sessions.secure(r)}
+	sess.Values[sessUserID] = userID
+	return s.sessions.Save(r, w, sess)
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {

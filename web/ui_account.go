@@ -1,0 +1,84 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/views"
+)
+
+// maxPasswordLen bounds what is hashed: argon2id takes any length, but a
+// megabyte "password" is a way to spend the server's CPU.
+const maxPasswordLen = 1024
+
+func (s *Server) accountPage(w http.ResponseWriter, r *http.Request) {
+	s.render(w, r, http.StatusOK, views.Account(views.AccountPage{Viewer: s.viewerOf(r)}))
+}
+
+// changePassword sets a new password after checking the current one. Every
+// session of the user ends, on every server sharing the database; this
+// browser gets a new one, so the person stays signed in here. Wrong current
+// passwords count against the account's login limit.
+func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) {
+	v := s.viewerOf(r)
+	page := views.AccountPage{Viewer: v, Errors: map[string]string{}}
+	fail := func(status int) { s.render(w, r, status, views.Account(page)) }
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := r.ParseForm(); err != nil {
+		page.Failure = "The form could not be read. Try again."
+		fail(http.StatusBadRequest)
+		return
+	}
+	current, next, confirm := r.PostForm.Get("current"), r.PostForm.Get("new"), r.PostForm.Get("confirm")
+	addr, now := s.clientAddr(r), s.Clock.Now()
+	if wait := s.logins.blocked(v.Email, addr, now); wait > 0 {
+		page.Failure = "Too many wrong passwords. Wait a few minutes, then try again."
+		fail(http.StatusTooManyRequests)
+		return
+	}
+	user, hash, err := s.Auth.UserByEmail(r.Context(), v.Email)
+	if err != nil {
+		s.uiFailure(w, r, err)
+		return
+	}
+	if !CheckPassword(hash, current) {
+		s.logins.failed(v.Email, addr, now)
+		s.audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "password.change_failed"})
+		page.Errors["current"] = "This is not your current password."
+		fail(http.StatusUnprocessableEntity)
+		return
+	}
+	switch {
+	case len([]rune(next)) < views.MinPasswordLen:
+		page.Errors["new"] = "Use at least " + strconv.Itoa(views.MinPasswordLen) + " characters."
+	case len(next) > maxPasswordLen:
+		page.Errors["new"] = "Use at most 1,024 bytes."
+	case next == current:
+		page.Errors["new"] = "Choose a password other than the current one."
+	case confirm != next:
+		page.Errors["confirm"] = "This does not match the new password."
+	}
+	if len(page.Errors) > 0 {
+		fail(http.StatusUnprocessableEntity)
+		return
+	}
+	newHash, err := HashPassword(next)
+	if err == nil {
+		err = s.UIStore.SetPassword(r.Context(), user.ID, newHash, now)
+	}
+	if err != nil {
+		s.uiFailure(w, r, err)
+		return
+	}
+	s.logins.succeeded(v.Email)
+	s.audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "password.change", Subject: user.ID})
+	if err := s.startSession(w, r, user.ID); err != nil {
+		s.Log.ErrorContext(r.Context(), "Creating a session after a password change failed", "error", err)
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		return
+	}
+	page.Errors = nil
+	page.Notice = "Your password is changed. Every other session of yours has ended; sign in there with the new password."
+	s.render(w, r, http.StatusOK, views.Account(page))
+}
