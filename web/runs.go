@@ -185,6 +185,8 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.audit(r, domain.AuditEntry{ActorID: p.User.ID, ActorEmail: p.User.Email, Action: "run.cancel", Subject: run.ID, WorkflowID: run.WorkflowID,
+		Data: auditData(map[string]any{"via": "api"})})
 	writeJSON(w, http.StatusOK, runView(run))
 	return nil
 }

@@ -90,6 +90,7 @@ func (s *Server) resumeSuspension(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
+	s.auditAPI(r, "suspension.resume", out, map[string]any{"resumeData": body.ResumeData})
 	writeJSON(w, http.StatusOK, suspensionView(out))
 	return nil
 }
@@ -123,6 +124,7 @@ func (s *Server) resumeStep(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.auditAPI(r, "suspension.resume", out, map[string]any{"resumeData": body.ResumeData, "beforePause": out.Precompleted})
 	status := http.StatusOK
 	if out.Precompleted {
 		status = http.StatusAccepted // kept until the pause commits
@@ -199,6 +201,19 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, approve bool) er
 	if err != nil {
 		return err
 	}
+	action := "suspension.approve"
+	if !approve {
+		action = "suspension.reject"
+	}
+	s.auditAPI(r, action, out, map[string]any{"comment": body.Comment})
 	writeJSON(w, http.StatusOK, suspensionView(out))
 	return nil
+}
+
+// auditAPI records an API call that resumed or decided sp, as the
+// browser app records its own, marked as coming through the API.
+func (s *Server) auditAPI(r *http.Request, action string, sp domain.Suspension, data map[string]any) {
+	p := principalFrom(r.Context())
+	data["runId"], data["via"] = sp.RunID, "api"
+	s.audit(r, domain.AuditEntry{ActorID: p.User.ID, ActorEmail: p.User.Email, Action: action, Subject: sp.ID, WorkflowID: sp.WorkflowID, Data: auditData(data)})
 }

@@ -95,6 +95,7 @@ func (s *Server) ui(mux *http.ServeMux) {
 	page("POST /admin/keys", s.signedIn(adminOnly, s.createKey))
 	page("POST /admin/keys/{id}/revoke", s.signedIn(adminOnly, s.revokeKey))
 	page("GET /runs/{id}", s.signedIn(staffRoles, s.runPage))
+	page("POST /runs/{id}/cancel", s.signedIn(adminOnly, s.cancelFromPage))
 	page("/", func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, http.StatusNotFound, "Page not found", "There is no page at this address. It may have moved, or the link may be mistyped.", s.viewerOf(r))
 	})
@@ -351,8 +352,12 @@ func (s *Server) uiFailure(w http.ResponseWriter, r *http.Request, err error) {
 	s.renderError(w, r, http.StatusInternalServerError, "Something went wrong", "Tollgate could not load this page. Try again in a moment.", s.viewerOf(r))
 }
 
-// audit appends to the audit log; a failure is logged, not shown.
+// audit appends to the audit log; a failure is logged, not shown. A server
+// without the browser app keeps no audit log.
 func (s *Server) audit(r *http.Request, e domain.AuditEntry) {
+	if s.UIStore == nil {
+		return
+	}
 	e.At, e.Address = s.Clock.Now(), s.clientAddr(r)
 	if len(e.Data) == 0 {
 		e.Data = json.RawMessage("{}")

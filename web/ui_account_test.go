@@ -72,6 +72,7 @@ func TestUIEveryRouteForEveryRole(t *testing.T) {
 		}
 		run, own := e.paused(t, "paperwork", map[string]string{"assignee": "founder@example.com"})
 		_, pending := e.paused(t, "paperwork", map[string]string{"assignee": "founder@example.com"})
+		toCancel, _ := e.paused(t, "paperwork", map[string]string{"assignee": "nobody@example.com"})
 		wantPage(t, browsers["founder"].upload("/suspensions/"+own.ID+"/documents", file{"a.pdf", pdfBytes}), http.StatusSeeOther)
 		docs, err := e.db.Documents(t.Context(), own.ID)
 		if err != nil || len(docs) != 1 {
@@ -116,6 +117,7 @@ func TestUIEveryRouteForEveryRole(t *testing.T) {
 			{"POST", "/suspensions/" + pending.ID + "/resume", ownersAndStaffAct},
 			{"POST", "/suspensions/" + pending.ID + "/decide", ownersAndStaffAct},
 			{"POST", "/suspensions/" + pending.ID + "/documents", ownersAndStaffAct},
+			{"POST", "/runs/" + toCancel.ID + "/cancel", adminAction},
 			{"POST", "/account/password", expect{"anonymous": login, "founder": allowed, "other": allowed, "rev": allowed, "boss": allowed}},
 			{"POST", "/admin/users", adminAction},
 			{"POST", "/admin/users/" + admin.ID, adminAction},

@@ -11,6 +11,26 @@ import (
 
 // runPage shows a run to reviewers and admins: input, output or error, its
 // suspensions and its whole event timeline.
+// cancelFromPage cancels a run that has not finished (admins), through the
+// same kernel path as the API, and shows the run again.
+func (s *Server) cancelFromPage(w http.ResponseWriter, r *http.Request) {
+	v := s.viewerOf(r)
+	run, err := s.Engine.Cancel(r.Context(), r.PathValue("id"), v.Email)
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		s.renderError(w, r, http.StatusNotFound, "Run not found", "There is no run with this id.", v)
+		return
+	case errors.As(err, new(*domain.ConflictError)):
+		s.renderError(w, r, http.StatusConflict, "The run has already finished", "A finished run cannot be cancelled.", v)
+		return
+	case err != nil:
+		s.uiFailure(w, r, err)
+		return
+	}
+	s.audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "run.cancel", Subject: run.ID, WorkflowID: run.WorkflowID})
+	http.Redirect(w, r, "/runs/"+run.ID, http.StatusSeeOther)
+}
+
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	v := s.viewerOf(r)
 	run, err := s.Store.Run(r.Context(), r.PathValue("id"))
