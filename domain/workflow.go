@@ -277,9 +277,6 @@ func (r *Registry) SetFallback(f Resolver) {
 	r.fallback = f
 }
 
-// Code returns the latest version of id registered in code.
-func (r *Registry) Code(id string) (*Workflow, bool) { return r.Latest(id) }
-
 // Find returns one version of id, or the one new runs start on when
 // version is empty: from code, else from the fallback resolver. A
 // workflow found nowhere is ErrNotFound; other errors (a database that
@@ -295,22 +292,17 @@ func (r *Registry) Find(ctx context.Context, id, version string) (*Workflow, err
 	if ok {
 		return w, nil
 	}
+	// An id registered in code is never looked for elsewhere.
+	if _, inCode := r.Latest(id); inCode {
+		return nil, ErrNotFound
+	}
 	r.mu.RLock()
 	f := r.fallback
 	r.mu.RUnlock()
-	if f == nil || r.hasID(id) {
+	if f == nil {
 		return nil, ErrNotFound
 	}
 	return f(ctx, id, version)
-}
-
-// hasID reports whether some version of id is registered in code: its
-// other versions are never looked for elsewhere.
-func (r *Registry) hasID(id string) bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	_, ok := r.latest[id]
-	return ok
 }
 
 // All returns every registered version in registration order.

@@ -96,12 +96,10 @@ func (db *DB) CreateAPIKey(ctx context.Context, k domain.APIKey, hash []byte) er
 func (db *DB) KeyOwner(ctx context.Context, hash []byte) (domain.APIKey, domain.User, error) {
 	var row struct {
 		apiKeyRow `bun:",extend"`
-		Email     string      `bun:"email"`
-		UserName  string      `bun:"user_name"`
-		Role      domain.Role `bun:"role"`
+		owner
 	}
 	err := db.bun.NewSelect().Model(&row).
-		ColumnExpr("k.*, u.email, u.name AS user_name, u.role").
+		ColumnExpr("k.*, "+ownerColumns).
 		Join("JOIN users AS u ON u.id = k.user_id").
 		Where("k.hash = ? AND k.revoked_at IS NULL AND NOT u.disabled", hash).Scan(ctx)
 	if err != nil {
@@ -111,7 +109,21 @@ func (db *DB) KeyOwner(ctx context.Context, hash []byte) (domain.APIKey, domain.
 		return domain.APIKey{}, domain.User{}, domain.ErrNotFound
 	}
 	k := domain.APIKey{ID: row.ID, Name: row.Name, Prefix: row.Prefix, UserID: row.UserID, CreatedAt: row.CreatedAt.UTC()}
-	return k, domain.User{ID: row.UserID, Email: row.Email, Name: row.UserName, Role: row.Role}, nil
+	return k, row.user(row.UserID), nil
+}
+
+// owner is the user a key or a session belongs to, read with it through a
+// join on users AS u (ownerColumns).
+type owner struct {
+	Email    string      `bun:"email"`
+	UserName string      `bun:"user_name"`
+	Role     domain.Role `bun:"role"`
+}
+
+const ownerColumns = "u.email, u.name AS user_name, u.role"
+
+func (o owner) user(id string) domain.User {
+	return domain.User{ID: id, Email: o.Email, Name: o.UserName, Role: o.Role}
 }
 
 // RevokeAPIKey implements domain.AuthStore.

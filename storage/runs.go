@@ -136,7 +136,7 @@ func (db *DB) Runs(ctx context.Context, f domain.RunFilter) ([]domain.Run, strin
 	if err := q.Scan(ctx); err != nil {
 		return nil, "", fmt.Errorf("list runs: %w", translate(err))
 	}
-	rows, next := cutPage(rows, limit, func(r runRow) string { return encodeCursor(r.CreatedAt, r.ID) })
+	rows, next := cutPage(rows, limit, func(r runRow) string { return Cursor(r.CreatedAt, r.ID) })
 	runs := make([]domain.Run, len(rows))
 	for i := range rows {
 		runs[i] = rows[i].toDomain()
@@ -182,11 +182,9 @@ func cutPage[T any](rows []T, limit int, cursor func(T) string) ([]T, string) {
 
 // Cursors are opaque to clients: base64 of "time|id".
 // Cursor is the keyset cursor of a listing ordered by (time, id) that
-// continues after the row (at, id): a link into the middle of a list made
-// without paging through it.
-func Cursor(at time.Time, id string) string { return encodeCursor(at, id) }
-
-func encodeCursor(at time.Time, id string) string {
+// continues after the row (at, id); it also makes a link into the middle of
+// a list without paging through it.
+func Cursor(at time.Time, id string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(at.UTC().Format(time.RFC3339Nano) + "|" + id))
 }
 

@@ -47,12 +47,10 @@ func (db *DB) CreateSession(ctx context.Context, s domain.Session) error {
 func (db *DB) SessionByHash(ctx context.Context, hash []byte, now time.Time) (domain.Session, domain.User, error) {
 	var row struct {
 		sessionRow `bun:",extend"`
-		Email      string      `bun:"email"`
-		UserName   string      `bun:"user_name"`
-		Role       domain.Role `bun:"role"`
+		owner
 	}
 	err := db.bun.NewSelect().Model(&row).
-		ColumnExpr("ws.*, u.email, u.name AS user_name, u.role").
+		ColumnExpr("ws.*, "+ownerColumns).
 		Join("JOIN users AS u ON u.id = ws.user_id").
 		Where("ws.id_hash = ? AND ws.expires_at > ? AND NOT u.disabled", hash, ts(now)).Scan(ctx)
 	if err != nil {
@@ -62,7 +60,7 @@ func (db *DB) SessionByHash(ctx context.Context, hash []byte, now time.Time) (do
 	if err := json.Unmarshal(row.Data, &s.Data); err != nil {
 		return domain.Session{}, domain.User{}, fmt.Errorf("decode session: %w", err)
 	}
-	return s, domain.User{ID: row.UserID, Email: row.Email, Name: row.UserName, Role: row.Role}, nil
+	return s, row.user(row.UserID), nil
 }
 
 // TouchSession implements domain.SessionStore.
@@ -177,7 +175,7 @@ func (db *DB) Audit(ctx context.Context, f domain.AuditFilter) ([]domain.AuditEn
 	if err := q.Scan(ctx); err != nil {
 		return nil, "", fmt.Errorf("list audit log: %w", err)
 	}
-	rows, next := cutPage(rows, limit, func(r auditRow) string { return encodeCursor(r.At, strconv.FormatInt(r.ID, 10)) })
+	rows, next := cutPage(rows, limit, func(r auditRow) string { return Cursor(r.At, strconv.FormatInt(r.ID, 10)) })
 	out := make([]domain.AuditEntry, len(rows))
 	for i, r := range rows {
 		out[i] = domain.AuditEntry{ID: r.ID, At: r.At.UTC(), ActorID: r.ActorID, ActorEmail: r.ActorEmail, Action: r.Action, Subject: r.Subject, WorkflowID: r.WorkflowID, Data: r.Data, Address: r.Address}

@@ -67,7 +67,7 @@ func (db *DB) Suspensions(ctx context.Context, f domain.SuspensionFilter) ([]dom
 	if err := q.Scan(ctx); err != nil {
 		return nil, "", fmt.Errorf("list suspensions: %w", translate(err))
 	}
-	rows, next := cutPage(rows, limit, func(r suspensionRow) string { return encodeCursor(*r.SuspendedAt, r.ID) })
+	rows, next := cutPage(rows, limit, func(r suspensionRow) string { return Cursor(*r.SuspendedAt, r.ID) })
 	out := make([]domain.Suspension, 0, len(rows))
 	for i := range rows {
 		s, err := rows[i].toDomain()

@@ -13,26 +13,20 @@ import (
 
 // PendingCounts counts pending suspensions by reason and by kind, within a
 // workflow when workflowID is set. It reads the counters migration 0005's
-// triggers keep (plus, on PostgreSQL, the deltas not folded in yet), so it
-// costs the same with a thousand suspensions as with millions.
+// triggers keep, plus the deltas not folded in yet (PostgreSQL's; SQLite's
+// triggers update the counters and leave none), so it costs the same with a
+// thousand suspensions as with millions.
 func (db *DB) PendingCounts(ctx context.Context, workflowID string) (reasons, kinds []domain.GroupCount, err error) {
-	where, args := "", []any{}
-	if workflowID != "" {
-		where, args = "WHERE workflow_id = ?", []any{workflowID, workflowID}
-	}
-	query := "SELECT reason, kind, n FROM suspension_counts " + where
-	if db.dialect == Postgres {
-		query = "SELECT reason, kind, sum(n) AS n FROM (SELECT reason, kind, n FROM suspension_counts " + where +
-			" UNION ALL SELECT reason, kind, delta FROM suspension_count_deltas " + where + ") c GROUP BY reason, kind"
-	} else if len(args) > 0 {
-		args = args[:1]
-	}
 	var rows []struct {
 		Reason string `bun:"reason"`
 		Kind   string `bun:"kind"`
 		N      int    `bun:"n"`
 	}
-	if err := db.bun.NewRaw(query, args...).Scan(ctx, &rows); err != nil {
+	err = db.bun.NewRaw(`SELECT reason, kind, sum(n) AS n FROM (
+			SELECT workflow_id, reason, kind, n FROM suspension_counts
+			UNION ALL SELECT workflow_id, reason, kind, delta FROM suspension_count_deltas
+		) c WHERE ? = '' OR workflow_id = ? GROUP BY reason, kind`, workflowID, workflowID).Scan(ctx, &rows)
+	if err != nil {
 		return nil, nil, fmt.Errorf("count pending suspensions: %w", err)
 	}
 	byReason, byKind := map[string]int{}, map[string]int{}

@@ -214,6 +214,6 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, approve bool) er
 // browser app records its own, marked as coming through the API.
 func (s *Server) auditAPI(r *http.Request, action string, sp domain.Suspension, data map[string]any) {
 	p := principalFrom(r.Context())
-	data["runId"], data["via"] = sp.RunID, "api"
-	s.audit(r, domain.AuditEntry{ActorID: p.User.ID, ActorEmail: p.User.Email, Action: action, Subject: sp.ID, WorkflowID: sp.WorkflowID, Data: auditData(data)})
+	data["via"] = "api"
+	s.auditSuspension(r, p.User.ID, p.User.Email, action, sp, data)
 }

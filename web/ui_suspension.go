@@ -142,7 +142,7 @@ func (s *Server) resume(r *http.Request, sp domain.Suspension, v *views.Viewer, 
 	if _, err := s.Engine.Resume(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, Data: data, By: v.Email}); err != nil {
 		return err
 	}
-	s.audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "suspension.resume", Subject: sp.ID, WorkflowID: sp.WorkflowID, Data: auditData(map[string]any{"runId": sp.RunID, "resumeData": data})})
+	s.auditSuspension(r, v.ID, v.Email, "suspension.resume", sp, map[string]any{"resumeData": data})
 	return nil
 }
 
@@ -173,7 +173,7 @@ func (s *Server) decideFromPage(w http.ResponseWriter, r *http.Request) {
 	if decision == "reject" {
 		action, done = "suspension.reject", "rejected"
 	}
-	s.audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: action, Subject: sp.ID, WorkflowID: sp.WorkflowID, Data: auditData(map[string]any{"runId": sp.RunID, "comment": comment})})
+	s.auditSuspension(r, v.ID, v.Email, action, sp, map[string]any{"comment": comment})
 	http.Redirect(w, r, "/suspensions/"+sp.ID+"?done="+done, http.StatusSeeOther)
 }
 
@@ -282,6 +282,13 @@ func unescapeHTMLSafe(s string) string {
 		i++
 	}
 	return b.String()
+}
+
+// auditSuspension records that an actor resumed or decided sp, from a page
+// or through the API; data gains the run's id.
+func (s *Server) auditSuspension(r *http.Request, actorID, actorEmail, action string, sp domain.Suspension, data map[string]any) {
+	data["runId"] = sp.RunID
+	s.audit(r, domain.AuditEntry{ActorID: actorID, ActorEmail: actorEmail, Action: action, Subject: sp.ID, WorkflowID: sp.WorkflowID, Data: auditData(data)})
 }
 
 func auditData(v map[string]any) json.RawMessage {

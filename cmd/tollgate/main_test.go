@@ -290,6 +290,14 @@ func (c *client) startRun(t testing.TB, workflow string, input any, hdr ...strin
 	return run
 }
 
+// suspensions lists the first page of GET /api/v1/suspensions?query.
+func (c *client) suspensions(t testing.TB, query string) []apiSuspension {
+	t.Helper()
+	var p apiPage[apiSuspension]
+	c.call(t, http.StatusOK, "GET", "/api/v1/suspensions?"+query, nil).decode(t, &p)
+	return p.Items
+}
+
 func (c *client) run(t testing.TB, id string) apiRun {
 	t.Helper()
 	var run apiRun
@@ -597,10 +605,8 @@ func TestAdminCommands(t *testing.T) {
 	c.waitStatus(t, run.ID, "suspended")
 	c.key = founderKey
 	c.call(t, http.StatusForbidden, "GET", "/api/v1/runs", nil)
-	var p apiPage[apiSuspension]
-	c.call(t, http.StatusOK, "GET", "/api/v1/suspensions?runId="+run.ID, nil).decode(t, &p)
-	if len(p.Items) != 1 || p.Items[0].Assignee != "ada@example.com" {
-		t.Errorf("the founder sees %+v, want their one suspension", p.Items)
+	if got := c.suspensions(t, "runId="+run.ID); len(got) != 1 || got[0].Assignee != "ada@example.com" {
+		t.Errorf("the founder sees %+v, want their one suspension", got)
 	}
 }
 
@@ -643,12 +649,11 @@ func testExamples(t *testing.T, s *testServer) {
 		}
 		c.waitStatus(t, run.ID, "suspended")
 
-		var page apiPage[apiSuspension]
-		c.call(t, http.StatusOK, "GET", "/api/v1/suspensions?status=pending&reason=awaiting_documentation&runId="+run.ID, nil).decode(t, &page)
-		if len(page.Items) != 1 {
-			t.Fatalf("pending suspensions of the run: %+v", page.Items)
+		pending := c.suspensions(t, "status=pending&reason=awaiting_documentation&runId="+run.ID)
+		if len(pending) != 1 {
+			t.Fatalf("pending suspensions of the run: %+v", pending)
 		}
-		sp := page.Items[0]
+		sp := pending[0]
 		if sp.Reason != "awaiting_documentation" || sp.Kind != "input" || sp.Status != "pending" || sp.StepName != "verifyClaim" ||
 			sp.ResumeStep != "handleDocumentation" || sp.Assignee != "ada@example.com" || len(sp.ResumeSchema) == 0 {
 			t.Errorf("suspension = %+v", sp)
@@ -693,12 +698,11 @@ func testExamples(t *testing.T, s *testServer) {
 	expense := func(t *testing.T) (apiRun, apiSuspension) {
 		run := c.startRun(t, "expense-approval", map[string]any{"amount": 120.5, "description": "Conference ticket"})
 		c.waitStatus(t, run.ID, "suspended")
-		var page apiPage[apiSuspension]
-		c.call(t, http.StatusOK, "GET", "/api/v1/suspensions?kind=approval&runId="+run.ID, nil).decode(t, &page)
-		if len(page.Items) != 1 {
-			t.Fatalf("approval suspensions of the run: %+v", page.Items)
+		approvals := c.suspensions(t, "kind=approval&runId="+run.ID)
+		if len(approvals) != 1 {
+			t.Fatalf("approval suspensions of the run: %+v", approvals)
 		}
-		sp := page.Items[0]
+		sp := approvals[0]
 		if sp.Reason != "awaiting_approval" || sp.Status != "pending" || sp.DeferredCount != 1 {
 			t.Errorf("suspension = %+v", sp)
 		}

@@ -71,18 +71,14 @@ type Registered struct {
 // version again with the same document is not an error (Created is
 // false); with another document it is a *domain.ConflictError.
 func (c *Catalog) Register(ctx context.Context, body []byte, by string) (Registered, error) {
-	doc, err := Parse(body, c.env)
+	doc, wf, err := Load(body, c.env)
 	if err != nil {
 		return Registered{}, err
 	}
-	if _, ok := c.code.Code(doc.ID); ok {
+	if _, ok := c.code.Latest(doc.ID); ok {
 		return Registered{}, &domain.ConflictError{Code: domain.CodeConflict, Message: fmt.Sprintf("workflow %s is defined in the server's code; a document cannot take its id", doc.ID)}
 	}
 	canonical, err := Canonical(body)
-	if err != nil {
-		return Registered{}, err
-	}
-	wf, err := Compile(doc, c.env)
 	if err != nil {
 		return Registered{}, err
 	}
@@ -127,8 +123,8 @@ func (c *Catalog) LoadDir(ctx context.Context, dir string) ([]Registered, error)
 	return out, errors.Join(errs...)
 }
 
-// List returns every registered version, compiled, in registration order
-// per workflow.
+// List returns every registered version, by workflow and in registration
+// order.
 func (c *Catalog) List(ctx context.Context) ([]Definition, error) { return c.store.Definitions(ctx) }
 
 // resolve finds a document workflow for the engine: one version, or the
@@ -154,10 +150,7 @@ func (c *Catalog) resolve(ctx context.Context, id, version string) (*domain.Work
 	if ok {
 		return wf, nil
 	}
-	doc, err := Parse(d.Body, c.env)
-	if err == nil {
-		wf, err = Compile(doc, c.env)
-	}
+	_, wf, err = Load(d.Body, c.env)
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s version %s cannot run on this server (%v): %w", d.WorkflowID, d.Version, err, domain.ErrNotFound)
 	}

@@ -96,12 +96,20 @@ type State struct {
 	Steps map[string]json.RawMessage `json:"steps"`
 }
 
-// Compile turns a parsed document into a workflow the engine runs. The
-// run's output is the output of its last step.
-func Compile(doc Document, env Env) (*domain.Workflow, error) {
-	if _, err := Parse(mustMarshal(doc), env); err != nil {
-		return nil, err
+// Load parses and validates a document (see Parse) and compiles it into a
+// workflow the engine runs. The run's output is the output of its last
+// step.
+func Load(body []byte, env Env) (Document, *domain.Workflow, error) {
+	doc, err := Parse(body, env)
+	if err != nil {
+		return Document{}, nil, err
 	}
+	wf, err := compile(doc, env)
+	return doc, wf, err
+}
+
+// compile builds the workflow of a document Parse accepted.
+func compile(doc Document, env Env) (*domain.Workflow, error) {
 	c := &compiled{doc: doc, env: env, index: map[string]int{}}
 	for i, st := range doc.Steps {
 		c.index[st.Name] = i
@@ -227,14 +235,6 @@ func (c *compiled) advance(i int, s State, out any) domain.StepResult {
 		return domain.StepResult{Output: json.RawMessage(raw), Commands: []domain.Command{domain.Complete(json.RawMessage(raw))}}
 	}
 	return domain.StepResult{Output: json.RawMessage(raw), Commands: []domain.Command{domain.Invoke(c.doc.Steps[next].Name, State{Input: s.Input, Steps: steps})}}
-}
-
-func mustMarshal(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
 }
 
 // Supported reports whether this server runs steps of type t.

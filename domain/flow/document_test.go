@@ -153,12 +153,8 @@ func TestReachability(t *testing.T) {
 
 func TestCompileCarriesRetryAndInputSchema(t *testing.T) {
 	t.Parallel()
-	doc, err := flow.Parse([]byte(`{"id": "a", "version": "1", "inputSchema": {"type": "object"}, "steps": [
+	_, wf, err := flow.Load([]byte(`{"id": "a", "version": "1", "inputSchema": {"type": "object"}, "steps": [
 		{"type": "task", "name": "t", "handler": "sendEmail", "retry": {"maxAttempts": 5, "initialBackoffMs": 10}}]}`), testEnv(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	wf, err := flow.Compile(doc, testEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
