@@ -130,6 +130,11 @@ type ResumeRequest struct {
 	// the conflict or replays the winner) nor for a resume kept before its
 	// pause.
 	Check func(Suspension) error
+	// Audit, when set, is written to the audit log in the resume's own
+	// transaction, only if this request changes the suspension (a loss or
+	// a replay of the winner writes nothing). An empty Subject becomes the
+	// suspension's id, an empty WorkflowID the run's workflow.
+	Audit *AuditEntry
 }
 
 // Review decisions, stored with an approval's resume.

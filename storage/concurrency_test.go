@@ -375,7 +375,7 @@ func TestEarlyResumeIsVettedAgainstItsPause(t *testing.T) {
 			t.Fatalf("resume step saw %v; want the late, valid data", got)
 		}
 		rs := pendingSuspension(t, db, review.ID)
-		if _, err := e.Decide(ctx, rs.ID, true, "ok", "late", ""); err != nil {
+		if _, err := e.Decide(ctx, domain.ResumeRequest{SuspensionID: rs.ID, By: "late"}, true, "ok"); err != nil {
 			t.Fatal(err)
 		}
 		waitRun(t, db, review.ID, domain.RunSucceeded)

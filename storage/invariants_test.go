@@ -465,7 +465,7 @@ func TestSiblingCommands(t *testing.T) {
 		if sa.Kind != domain.KindApproval || len(sa.Deferred) != 1 || sa.Deferred[0].Type != domain.CmdInvoke {
 			t.Fatalf("review suspension = %+v", sa)
 		}
-		if _, err := e.Decide(ctx, sa.ID, true, "fine", "reviewer", ""); err != nil {
+		if _, err := e.Decide(ctx, domain.ResumeRequest{SuspensionID: sa.ID, By: "reviewer"}, true, "fine"); err != nil {
 			t.Fatal(err)
 		}
 		if done := waitRun(t, db, approved.ID, domain.RunSucceeded, domain.RunFailed); done.Status != domain.RunSucceeded || !sameJSONText(done.Output, `{"from":"review"}`) {
@@ -474,7 +474,7 @@ func TestSiblingCommands(t *testing.T) {
 		if n.get("review/side") != 1 {
 			t.Fatalf("deferred invoke ran %d times after approval; want 1", n.get("review/side"))
 		}
-		if _, err := e.Decide(ctx, sr.ID, false, "no receipts", "reviewer", ""); err != nil {
+		if _, err := e.Decide(ctx, domain.ResumeRequest{SuspensionID: sr.ID, By: "reviewer"}, false, "no receipts"); err != nil {
 			t.Fatal(err)
 		}
 		done := waitRun(t, db, rejected.ID, domain.RunSucceeded, domain.RunFailed)

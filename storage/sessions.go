@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -123,13 +124,28 @@ type auditRow struct {
 	Address    string          `bun:"address"`
 }
 
-// AppendAudit implements domain.AuditLog.
-func (db *DB) AppendAudit(ctx context.Context, e domain.AuditEntry) error {
+func auditRowFrom(e domain.AuditEntry) *auditRow {
 	data := e.Data
 	if len(data) == 0 {
 		data = json.RawMessage("{}")
 	}
-	row := &auditRow{At: ts(e.At), ActorID: e.ActorID, ActorEmail: e.ActorEmail, Action: e.Action, Subject: e.Subject, WorkflowID: e.WorkflowID, Data: data, Address: e.Address}
+	return &auditRow{At: ts(e.At), ActorID: e.ActorID, ActorEmail: e.ActorEmail, Action: e.Action, Subject: e.Subject, WorkflowID: e.WorkflowID, Data: data, Address: e.Address}
+}
+
+// resumeAudit is the audit row of a resume that changed s, or nil.
+func resumeAudit(req domain.ResumeRequest, s *suspensionRow) *auditRow {
+	if req.Audit == nil {
+		return nil
+	}
+	row := auditRowFrom(*req.Audit)
+	row.Subject = cmp.Or(row.Subject, s.ID)
+	row.WorkflowID = cmp.Or(row.WorkflowID, s.WorkflowID)
+	return row
+}
+
+// AppendAudit implements domain.AuditLog.
+func (db *DB) AppendAudit(ctx context.Context, e domain.AuditEntry) error {
+	row := auditRowFrom(e)
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		_, err := tx.NewInsert().Model(row).ExcludeColumn("id").Exec(ctx)
 		return err

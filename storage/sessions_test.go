@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -150,5 +151,50 @@ func TestChangesAreAnnounced(t *testing.T) {
 		}
 		waitChange("the resume")
 		waitRun(t, db, run.ID, domain.RunSucceeded)
+	})
+}
+
+// A resume's audit entry commits with the resume: of concurrent resumes
+// only the winner's is written, with the suspension as its subject; a
+// resume kept before its pause is audited too.
+func TestResumeAuditCommitsWithTheWinner(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
+		ctx := t.Context()
+		var n stepCounter
+		e := startEngine(t, db, newRegistry(t, pauseWorkflow("pause", &n), askWorkflow("ask")), engine.Opts{})
+		run := startRun(t, e, "pause", 1)
+		waitRun(t, db, run.ID, domain.RunSuspended)
+		sp := pendingSuspension(t, db, run.ID)
+		var wg sync.WaitGroup
+		for i := range 20 {
+			wg.Go(func() {
+				_, _ = e.Resume(ctx, domain.ResumeRequest{SuspensionID: sp.ID, Data: raw(i), By: fmt.Sprintf("u%d", i),
+					Audit: &domain.AuditEntry{At: time.Now(), ActorEmail: fmt.Sprintf("u%d", i), Action: "suspension.resume"}})
+			})
+		}
+		wg.Wait()
+		entries, _, err := db.Audit(ctx, domain.AuditFilter{Action: "suspension.resume"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		won, err := db.Suspension(ctx, sp.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != 1 || entries[0].Subject != sp.ID || entries[0].WorkflowID != "pause" || entries[0].ActorEmail != won.ResumedBy {
+			t.Fatalf("audit entries %+v; want one, by the winner %s", entries, won.ResumedBy)
+		}
+
+		later := startRun(t, e, "ask", map[string]string{"reason": "docs", "kind": "input"})
+		early, err := e.Resume(ctx, domain.ResumeRequest{RunID: later.ID, StepKey: "ask", Data: raw(1), By: "early",
+			Audit: &domain.AuditEntry{At: time.Now(), ActorEmail: "early", Action: "suspension.resume"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, _, err = db.Audit(ctx, domain.AuditFilter{ActorEmail: "early"})
+		if err != nil || len(entries) != 1 || entries[0].Subject != early.ID {
+			t.Fatalf("audit of an early resume: %+v, %v", entries, err)
+		}
 	})
 }

@@ -118,7 +118,7 @@ func (db *DB) Resume(ctx context.Context, req domain.ResumeRequest) (domain.Susp
 		if err != nil {
 			return err
 		}
-		return db.enqueueResume(ctx, tx, run, won, ts(req.Now))
+		return db.enqueueResume(ctx, tx, run, won, ts(req.Now), resumeAudit(req, won))
 	})
 	if err != nil {
 		return domain.Suspension{}, fmt.Errorf("resume %s: %w", describeResume(req), translate(err))
@@ -234,9 +234,15 @@ func decisionOf(row *suspensionRow) string {
 }
 
 // enqueueResume queues the job that continues the run and records the
-// resume in the run's log, in one batch.
-func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s *suspensionRow, now time.Time) error {
+// resume in the run's log (and the audit log, when audit is set), in one
+// batch.
+func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s *suspensionRow, now time.Time, audit *auditRow) error {
 	b := db.newBatch(tx)
+	if audit != nil {
+		if err := b.add(ctx, tx.NewInsert().Model(audit).ExcludeColumn("id")); err != nil {
+			return err
+		}
+	}
 	job := jobRowFrom(domain.NewJob{Key: domain.ResumeJobKey(run.ID, s.StepKey), Kind: domain.JobResume, RunID: run.ID, SuspensionID: s.ID, RunAt: now}, now)
 	if err := db.insertJobs(ctx, b, []*jobRow{job}); err != nil {
 		return err
@@ -294,6 +300,11 @@ func (db *DB) precomplete(ctx context.Context, tx bun.IDB, run *runRow, req doma
 			return domain.Suspension{}, err
 		}
 		return db.lostResume(ctx, tx, existing.ID, req)
+	}
+	if audit := resumeAudit(req, row); audit != nil {
+		if _, err := tx.NewInsert().Model(audit).ExcludeColumn("id").Exec(ctx); err != nil {
+			return domain.Suspension{}, err
+		}
 	}
 	return row.toDomain()
 }

@@ -86,11 +86,11 @@ func (s *Server) resumeSuspension(w http.ResponseWriter, r *http.Request) error 
 	p := principalFrom(r.Context())
 	out, err := s.Engine.Resume(r.Context(), domain.ResumeRequest{
 		SuspensionID: sp.ID, Data: body.ResumeData, By: p.User.Email, RequestKey: r.Header.Get("Idempotency-Key"),
+		Audit: s.apiAudit(r, "suspension.resume", map[string]any{"runId": sp.RunID, "resumeData": body.ResumeData}),
 	})
 	if err != nil {
 		return err
 	}
-	s.auditAPI(r, "suspension.resume", out, map[string]any{"resumeData": body.ResumeData})
 	writeJSON(w, http.StatusOK, suspensionView(out))
 	return nil
 }
@@ -120,11 +120,11 @@ func (s *Server) resumeStep(w http.ResponseWriter, r *http.Request) error {
 	}
 	out, err := s.resumeAt(r, domain.ResumeRequest{
 		RunID: runID, StepKey: key, Data: body.ResumeData, By: p.User.Email, RequestKey: r.Header.Get("Idempotency-Key"),
+		Audit: s.apiAudit(r, "suspension.resume", map[string]any{"runId": runID, "stepKey": key, "resumeData": body.ResumeData}),
 	})
 	if err != nil {
 		return err
 	}
-	s.auditAPI(r, "suspension.resume", out, map[string]any{"resumeData": body.ResumeData, "beforePause": out.Precompleted})
 	status := http.StatusOK
 	if out.Precompleted {
 		status = http.StatusAccepted // kept until the pause commits
@@ -197,23 +197,23 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, approve bool) er
 		return err
 	}
 	p := principalFrom(r.Context())
-	out, err := s.Engine.Decide(r.Context(), sp.ID, approve, body.Comment, p.User.Email, r.Header.Get("Idempotency-Key"))
-	if err != nil {
-		return err
-	}
 	action := "suspension.approve"
 	if !approve {
 		action = "suspension.reject"
 	}
-	s.auditAPI(r, action, out, map[string]any{"comment": body.Comment})
+	out, err := s.Engine.Decide(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, By: p.User.Email, RequestKey: r.Header.Get("Idempotency-Key"),
+		Audit: s.apiAudit(r, action, map[string]any{"runId": sp.RunID, "comment": body.Comment})}, approve, body.Comment)
+	if err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, suspensionView(out))
 	return nil
 }
 
-// auditAPI records an API call that resumed or decided sp, as the
-// browser app records its own, marked as coming through the API.
-func (s *Server) auditAPI(r *http.Request, action string, sp domain.Suspension, data map[string]any) {
+// apiAudit is the audit entry of a resume or decision made through the
+// API: the key's owner is the actor.
+func (s *Server) apiAudit(r *http.Request, action string, data map[string]any) *domain.AuditEntry {
 	p := principalFrom(r.Context())
 	data["via"] = "api"
-	s.auditSuspension(r, p.User.ID, p.User.Email, action, sp, data)
+	return s.auditEntry(r, p.User.ID, p.User.Email, action, data)
 }

@@ -139,11 +139,9 @@ func (s *Server) resumeFromFields(w http.ResponseWriter, r *http.Request, sp dom
 
 // resume applies resume data through the kernel and audits it.
 func (s *Server) resume(r *http.Request, sp domain.Suspension, v *views.Viewer, data json.RawMessage) error {
-	if _, err := s.Engine.Resume(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, Data: data, By: v.Email}); err != nil {
-		return err
-	}
-	s.auditSuspension(r, v.ID, v.Email, "suspension.resume", sp, map[string]any{"resumeData": data})
-	return nil
+	_, err := s.Engine.Resume(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, Data: data, By: v.Email,
+		Audit: s.auditEntry(r, v.ID, v.Email, "suspension.resume", map[string]any{"runId": sp.RunID, "resumeData": data})})
+	return err
 }
 
 // decideFromPage approves or rejects a review.
@@ -164,16 +162,15 @@ func (s *Server) decideFromPage(w http.ResponseWriter, r *http.Request) {
 	if !s.mayAct(w, r, sp, v) {
 		return
 	}
-	_, err := s.Engine.Decide(r.Context(), sp.ID, decision == "approve", comment, v.Email, "")
-	if err != nil {
-		s.actionFailed(w, r, sp, v, comment, err)
-		return
-	}
 	action, done := "suspension.approve", "approved"
 	if decision == "reject" {
 		action, done = "suspension.reject", "rejected"
 	}
-	s.auditSuspension(r, v.ID, v.Email, action, sp, map[string]any{"comment": comment})
+	audit := s.auditEntry(r, v.ID, v.Email, action, map[string]any{"runId": sp.RunID, "comment": comment})
+	if _, err := s.Engine.Decide(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, By: v.Email, Audit: audit}, decision == "approve", comment); err != nil {
+		s.actionFailed(w, r, sp, v, comment, err)
+		return
+	}
 	http.Redirect(w, r, "/suspensions/"+sp.ID+"?done="+done, http.StatusSeeOther)
 }
 
@@ -284,11 +281,15 @@ func unescapeHTMLSafe(s string) string {
 	return b.String()
 }
 
-// auditSuspension records that an actor resumed or decided sp, from a page
-// or through the API; data gains the run's id.
-func (s *Server) auditSuspension(r *http.Request, actorID, actorEmail, action string, sp domain.Suspension, data map[string]any) {
-	data["runId"] = sp.RunID
-	s.audit(r, domain.AuditEntry{ActorID: actorID, ActorEmail: actorEmail, Action: action, Subject: sp.ID, WorkflowID: sp.WorkflowID, Data: auditData(data)})
+// auditEntry is the audit entry of a resume or decision, which the store
+// writes in the resume's own transaction (ResumeRequest.Audit), so that a
+// resume and its audit line commit together; nil on a server without the
+// browser app, which keeps no audit log.
+func (s *Server) auditEntry(r *http.Request, actorID, actorEmail, action string, data map[string]any) *domain.AuditEntry {
+	if s.UIStore == nil {
+		return nil
+	}
+	return &domain.AuditEntry{At: s.Clock.Now(), ActorID: actorID, ActorEmail: actorEmail, Action: action, Data: auditData(data), Address: s.clientAddr(r)}
 }
 
 func auditData(v map[string]any) json.RawMessage {

@@ -172,18 +172,21 @@ func (e *Engine) checkResume(s domain.Suspension, req domain.ResumeRequest) erro
 	return nil
 }
 
-// Decide approves or rejects a review suspension. The decision is the
-// suspension's resume data: {"approved": bool, "comment": string}.
-func (e *Engine) Decide(ctx context.Context, suspensionID string, approve bool, comment, by, requestKey string) (domain.Suspension, error) {
-	decision := domain.DecisionRejected
+// Decide approves or rejects the review suspension req names (by id); req
+// says who decides, and may carry an idempotency key and an audit entry.
+// The decision is the suspension's resume data:
+// {"approved": bool, "comment": string}.
+func (e *Engine) Decide(ctx context.Context, req domain.ResumeRequest, approve bool, comment string) (domain.Suspension, error) {
+	req.Decision = domain.DecisionRejected
 	if approve {
-		decision = domain.DecisionApproved
+		req.Decision = domain.DecisionApproved
 	}
 	data, err := json.Marshal(map[string]any{"approved": approve, "comment": comment})
 	if err != nil {
 		return domain.Suspension{}, err
 	}
-	return e.Resume(ctx, domain.ResumeRequest{SuspensionID: suspensionID, Data: data, By: by, RequestKey: requestKey, Decision: decision})
+	req.Data = data
+	return e.Resume(ctx, req)
 }
 
 // Cancel ends a run that has not finished.
