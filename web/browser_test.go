@@ -212,6 +212,8 @@ func TestBrowserAdminPages(t *testing.T) {
 		screenshot(t, tab, "users-"+dialectOf(t))
 		do(t, tab, "open the audit log", chromedp.Navigate(e.srv.URL+"/admin/audit"), chromedp.WaitVisible("h1"))
 		screenshot(t, tab, "audit-"+dialectOf(t))
+		do(t, tab, "open the account page", chromedp.Navigate(e.srv.URL+"/account"), chromedp.WaitVisible("#pw-current"))
+		screenshot(t, tab, "account-"+dialectOf(t))
 	})
 }
 
