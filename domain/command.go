@@ -38,6 +38,13 @@ type Command struct {
 	Assignee     string          `json:"assignee,omitempty"`
 	// Accept lists the document types (MIME) a person may upload to resume.
 	Accept []string `json:"accept,omitempty"`
+	// Title and Instructions tell the person who resumes what is asked.
+	Title        string `json:"title,omitempty"`
+	Instructions string `json:"instructions,omitempty"`
+	// StepKey, when set, is the pause's key within the run instead of the
+	// step name (a waitpoint's id): resumes addressed to it before the
+	// pause commits are kept for it.
+	StepKey string `json:"stepKey,omitempty"`
 	// Delay and Until: a delay suspension's timer (one of them).
 	Delay time.Duration `json:"delay,omitempty"`
 	Until time.Time     `json:"until,omitzero"`
@@ -68,6 +75,15 @@ func WithAssignee(who string) SuspendOption { return func(c *Command) { c.Assign
 func WithDocuments(types ...string) SuspendOption {
 	return func(c *Command) { c.Accept = append([]string(nil), types...) }
 }
+
+// WithTitle gives the suspension a title and instructions for the person
+// who resumes it; the web app shows them.
+func WithTitle(title, instructions string) SuspendOption {
+	return func(c *Command) { c.Title, c.Instructions = title, instructions }
+}
+
+// WithStepKey sets the pause's key within its run (see Command.StepKey).
+func WithStepKey(key string) SuspendOption { return func(c *Command) { c.StepKey = key } }
 
 // WithResumeStep sets the step that runs on resume (for review, the step that
 // runs after a decision instead of the deferred commands' default handling).

@@ -162,7 +162,7 @@ func checkCommands(wf *Workflow, cmds []Command) error {
 
 func pausesItself(step string, cmds []Command) bool {
 	b := blocking(cmds)
-	return b != nil && b.Type == CmdSuspend && (b.ResumeStep == "" || b.ResumeStep == step)
+	return b != nil && (b.ResumeStep == step || b.Type == CmdSuspend && b.ResumeStep == "")
 }
 
 func blocking(cmds []Command) *Command {
@@ -191,6 +191,7 @@ func planPause(o Outcome, c *StepCommit, b Command, cmds []Command) error {
 		ID: o.NewID(), WorkflowID: o.Run.WorkflowID, WorkflowVersion: o.Run.WorkflowVersion,
 		StepName: o.Step, Kind: b.Kind, Reason: b.Reason, Checkpoint: checkpoint,
 		ResumeStep: b.ResumeStep, ResumeSchema: b.ResumeSchema, Assignee: b.Assignee, Accept: b.Accept,
+		Title: b.Title, Instructions: b.Instructions, StepKey: b.StepKey,
 	}
 	siblings := make([]Command, 0, len(cmds)-1)
 	for _, cmd := range cmds {

@@ -127,7 +127,12 @@ type NewSuspension struct {
 	ResumeSchema    json.RawMessage
 	Assignee        string
 	Accept          []string
-	Deferred        json.RawMessage
+	Title           string
+	Instructions    string
+	// StepKey, when set, is the pause's key; by default the step name
+	// (then name#2, name#3… for later pauses of the same step).
+	StepKey  string
+	Deferred json.RawMessage
 	WakeAt          *time.Time
 }
 

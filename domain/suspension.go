@@ -70,6 +70,9 @@ type Suspension struct {
 	Assignee     string
 	// Accept lists the document types a person may upload to resume it.
 	Accept []string
+	// Title and Instructions say what a person is asked to do.
+	Title        string
+	Instructions string
 	// Deferred holds the sibling commands of a review, run on approval.
 	Deferred    []Command
 	WakeAt      *time.Time

@@ -293,7 +293,10 @@ func (w *commitWriter) insertSuspension(ctx context.Context, step string, ns *do
 	var p pause
 	for n := 1; ; n++ {
 		key := step
-		if n > 1 {
+		switch {
+		case ns.StepKey != "":
+			key = ns.StepKey
+		case n > 1:
 			key = step + "#" + strconv.Itoa(n)
 		}
 		row := w.suspensionRow(ns, key)
@@ -332,6 +335,9 @@ func (w *commitWriter) insertSuspension(ctx context.Context, step string, ns *do
 			return p, err
 		}
 		if !existing.Precompleted {
+			if ns.StepKey != "" {
+				return p, fmt.Errorf("run %s has paused on %q before; a pause key is used once", w.run.ID, key)
+			}
 			continue // an earlier pause of the same step: try the next key
 		}
 		refused, err := w.vetEarly(ctx, existing, row, check)
@@ -380,6 +386,7 @@ func (w *commitWriter) suspensionRow(ns *domain.NewSuspension, key string) *susp
 		StepName: ns.StepName, StepKey: key, Kind: ns.Kind, Reason: ns.Reason, Status: domain.SuspensionPending,
 		Checkpoint: ns.Checkpoint, ResumeStep: ns.ResumeStep, ResumeSchema: ns.ResumeSchema,
 		Assignee: ns.Assignee, Accept: acceptJSON(ns.Accept), Deferred: ns.Deferred, SuspendedAt: &now, CreatedAt: now,
+		Title: ns.Title, Instructions: ns.Instructions,
 	}
 	if ns.WakeAt != nil {
 		wake := ts(*ns.WakeAt)
@@ -410,6 +417,7 @@ func (w *commitWriter) attach(ctx context.Context, existing, pause *suspensionRo
 		Set("checkpoint = ?", pause.Checkpoint).Set("resume_step = ?", pause.ResumeStep).
 		Set("resume_schema = ?", pause.ResumeSchema).Set("assignee = ?", pause.Assignee).Set("accept = ?", pause.Accept).
 		Set("deferred = ?", pause.Deferred).Set("suspended_at = ?", pause.SuspendedAt).
+		Set("title = ?", pause.Title).Set("instructions = ?", pause.Instructions).
 		Set("precompleted = ?", false).
 		Where("id = ? AND precompleted", existing.ID).Returning("*").Exec(ctx)
 	if err != nil {

@@ -74,6 +74,8 @@ type suspensionRow struct {
 	Decision         *string                 `bun:"decision"`
 	Assignee         string                  `bun:"assignee"`
 	Accept           json.RawMessage         `bun:"accept,type:json"`
+	Title            string                  `bun:"title"`
+	Instructions     string                  `bun:"instructions"`
 	Deferred         json.RawMessage         `bun:"deferred,type:jsonb,nullzero"`
 	WakeAt           *time.Time              `bun:"wake_at"`
 	DeadlineAt       *time.Time              `bun:"deadline_at"`
@@ -91,6 +93,7 @@ func (s *suspensionRow) toDomain() (domain.Suspension, error) {
 		StepName: s.StepName, StepKey: s.StepKey, Kind: s.Kind, Reason: s.Reason, Status: s.Status,
 		Checkpoint: s.Checkpoint, ResumeStep: s.ResumeStep, ResumeData: s.ResumeData,
 		ResumeSchema: s.ResumeSchema, Assignee: s.Assignee, WakeAt: utcPtr(s.WakeAt),
+		Title: s.Title, Instructions: s.Instructions,
 		ResumedAt: utcPtr(s.ResumedAt), Precompleted: s.Precompleted,
 	}
 	if s.SuspendedAt != nil {

@@ -344,7 +344,7 @@ var inboxAges = map[string]time.Duration{"": 0, "1h": time.Hour, "1d": 24 * time
 
 func inboxItem(sp domain.Suspension) views.InboxItem {
 	return views.InboxItem{ID: sp.ID, RunID: sp.RunID, WorkflowID: sp.WorkflowID, WorkflowVersion: sp.WorkflowVersion,
-		StepName: sp.StepName, Reason: sp.Reason, Kind: string(sp.Kind), Assignee: sp.Assignee, SuspendedAt: sp.SuspendedAt}
+		StepName: sp.StepName, Title: sp.Title, Reason: sp.Reason, Kind: string(sp.Kind), Assignee: sp.Assignee, SuspendedAt: sp.SuspendedAt}
 }
 
 func (s *Server) uiFailure(w http.ResponseWriter, r *http.Request, err error) {

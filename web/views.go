@@ -45,6 +45,9 @@ type suspensionJSON struct {
 	ResumeSchema    json.RawMessage         `json:"resumeSchema,omitempty"`
 	ResumeData      json.RawMessage         `json:"resumeData"`
 	Assignee        string                  `json:"assignee,omitempty"`
+	Title           string                  `json:"title,omitempty"`
+	Instructions    string                  `json:"instructions,omitempty"`
+	Accept          []string                `json:"accept,omitempty"`
 	Decision        string                  `json:"decision,omitempty"`
 	DeferredCount   int                     `json:"deferredCommands,omitempty"`
 	WakeAt          *time.Time              `json:"wakeAt,omitempty"`
@@ -59,6 +62,7 @@ func suspensionView(s domain.Suspension) suspensionJSON {
 		StepName: s.StepName, StepKey: s.StepKey, Kind: s.Kind, Reason: s.Reason, Status: s.Status,
 		Checkpoint: orNull(s.Checkpoint), ResumeStep: s.ResumeStep, ResumeSchema: s.ResumeSchema,
 		ResumeData: orNull(s.ResumeData), Assignee: s.Assignee, Decision: s.Decision,
+		Title: s.Title, Instructions: s.Instructions, Accept: s.Accept,
 		DeferredCount: len(s.Deferred), WakeAt: s.WakeAt, SuspendedAt: s.SuspendedAt, ResumedAt: s.ResumedAt,
 	}
 	if s.ResumedBy != "" {

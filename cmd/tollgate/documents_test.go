@@ -24,6 +24,16 @@ func nap(version string, waitMs int) string {
 	    {"type": "task", "name": "bye", "handler": "sendEmail", "config": {"template": "bye"}}]}`, version, waitMs)
 }
 
+// hireDoc asks a founder for paperwork, a reviewer for a decision, and
+// then writes a welcome or regrets.
+const hireDoc = `{"id": "hire", "version": "1", "steps": [
+	{"type": "input", "name": "contract", "reason": "paperwork", "title": "Upload the signed contract",
+	 "instructions": "Sign page 4.\nWe need it countersigned.", "assignee": "/founder/email", "accept": ["application/pdf"],
+	 "resumeSchema": {"type": "object", "required": ["startDate"], "properties": {"startDate": {"type": "string"}}}},
+	{"type": "approval", "name": "sign-off", "title": "Approve the hire", "onReject": "regrets"},
+	{"type": "task", "name": "welcome", "handler": "sendEmail", "config": {"template": "welcome"}, "end": true},
+	{"type": "task", "name": "regrets", "handler": "sendEmail", "config": {"template": "regrets"}}]}`
+
 func TestDocumentsSQLite(t *testing.T) {
 	t.Parallel()
 	testDocuments(t, map[string]string{})
@@ -102,6 +112,72 @@ func testDocuments(t *testing.T, env map[string]string) {
 			if e.Type == "STEP_COMPLETED" && e.Step == "nap" && !strings.Contains(string(e.Payload), `"resumedFromWait":true`) {
 				t.Errorf("the wait's completion says %s", e.Payload)
 			}
+		}
+	})
+
+	t.Run("people supply data and decide", func(t *testing.T) {
+		put(http.StatusCreated, "/api/v1/workflows/hire/versions/1", hireDoc)
+		pending := func(runID string) apiSuspension {
+			t.Helper()
+			c.waitStatus(t, runID, "suspended")
+			ss := c.suspensions(t, "status=pending&runId="+runID)
+			if len(ss) != 1 {
+				t.Fatalf("pending suspensions of %s: %+v", runID, ss)
+			}
+			return ss[0]
+		}
+		outcome := func(reject bool) apiRun {
+			t.Helper()
+			run := c.startRun(t, "hire", map[string]any{"email": "hr@example.com", "founder": map[string]string{"email": "ada@example.com"}})
+			in := pending(run.ID)
+			if in.Kind != "input" || in.Reason != "paperwork" || in.Title != "Upload the signed contract" ||
+				!strings.Contains(in.Instructions, "countersigned") || in.Assignee != "ada@example.com" ||
+				len(in.Accept) != 1 || in.Accept[0] != "application/pdf" || len(in.ResumeSchema) == 0 {
+				t.Fatalf("the input step's suspension: %+v", in)
+			}
+			if r := c.call(t, http.StatusUnprocessableEntity, "POST", "/api/v1/suspensions/"+in.ID+"/resume", map[string]any{"resumeData": map[string]int{"salary": 1}}); r.code() != "validation_failed" {
+				t.Errorf("resume data against the step's schema: %s", r.Body)
+			}
+			c.call(t, http.StatusOK, "POST", "/api/v1/suspensions/"+in.ID+"/resume", map[string]any{"resumeData": map[string]string{"startDate": "2027-01-04"}})
+			review := pending(run.ID)
+			if review.Kind != "approval" || review.Reason != "sign-off" || review.Assignee != "" || review.Title != "Approve the hire" {
+				t.Fatalf("the approval step's suspension: %+v", review)
+			}
+			verb := "approve"
+			if reject {
+				verb = "reject"
+			}
+			c.call(t, http.StatusOK, "POST", "/api/v1/suspensions/"+review.ID+"/"+verb, map[string]string{"comment": "budget"})
+			return c.waitStatus(t, run.ID, "succeeded")
+		}
+		approved := outcome(false)
+		var welcome struct {
+			Template string
+			Steps    map[string]json.RawMessage
+		}
+		if err := json.Unmarshal(approved.Output, &welcome); err != nil || welcome.Template != "welcome" {
+			t.Errorf("an approved hire ends at welcome (end: true): %s", approved.Output)
+		}
+		rejected := outcome(true)
+		if err := json.Unmarshal(rejected.Output, &welcome); err != nil || welcome.Template != "regrets" {
+			t.Errorf("a rejected hire goes to onReject: %s", rejected.Output)
+		}
+		var decisions []string
+		for _, e := range c.events(t, rejected.ID) {
+			if e.Type == "STEP_COMPLETED" && e.Step == "sign-off" {
+				var p struct{ Output map[string]any }
+				_ = json.Unmarshal(e.Payload, &p)
+				decisions = append(decisions, fmt.Sprint(p.Output))
+			}
+		}
+		if len(decisions) != 1 || decisions[0] != "map[approved:false comment:budget]" {
+			t.Errorf("the approval completes once, with the decision as its output: %q", decisions)
+		}
+
+		lost := c.startRun(t, "hire", map[string]any{"email": "hr@example.com", "founder": map[string]string{"name": "no email"}})
+		failed := c.waitStatus(t, lost.ID, "failed")
+		if failed.Error == nil || failed.Error.Code != "assignee_not_found" || !strings.Contains(failed.Error.Message, "/founder/email") {
+			t.Errorf("an assignee pointer that leads nowhere: %+v", failed.Error)
 		}
 	})
 

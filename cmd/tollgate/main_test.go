@@ -264,6 +264,9 @@ type apiSuspension struct {
 	ResumeSchema  json.RawMessage `json:"resumeSchema"`
 	ResumeData    json.RawMessage `json:"resumeData"`
 	Assignee      string          `json:"assignee"`
+	Title         string          `json:"title"`
+	Instructions  string          `json:"instructions"`
+	Accept        []string        `json:"accept"`
 	Decision      string          `json:"decision"`
 	DeferredCount int             `json:"deferredCommands"`
 	WakeAt        *time.Time      `json:"wakeAt"`

@@ -3,9 +3,12 @@ package flow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -146,7 +149,7 @@ func (c *compiled) now() time.Time {
 func (c *compiled) step(i int) domain.StepFunc {
 	st := c.doc.Steps[i]
 	return func(ctx context.Context, req domain.StepRequest) (domain.StepResult, error) {
-		s, resumed, err := stateOf(req)
+		s, resumed, data, err := stateOf(req)
 		if err != nil {
 			return domain.StepResult{}, err
 		}
@@ -160,6 +163,16 @@ func (c *compiled) step(i int) domain.StepFunc {
 				return res, nil
 			}
 			return c.wait(st, s), nil
+		case TypeApproval:
+			if resumed {
+				return c.decided(i, s, data), nil
+			}
+			return c.ask(st, s), nil
+		case TypeInput:
+			if resumed {
+				return c.advance(i, s, data), nil
+			}
+			return c.ask(st, s), nil
 		}
 		return domain.StepResult{}, fmt.Errorf("step %s: %s steps cannot run on this server", st.Name, st.Type)
 	}
@@ -168,20 +181,22 @@ func (c *compiled) step(i int) domain.StepFunc {
 // stateOf recovers the run's state from what a step receives: the run
 // input (first step), the state an earlier step passed on, or a resumed
 // checkpoint.
-func stateOf(req domain.StepRequest) (State, bool, error) {
+// With a resume, it also returns the resume data.
+func stateOf(req domain.StepRequest) (State, bool, json.RawMessage, error) {
 	switch {
 	case req.Start:
-		return State{Input: req.Input, Steps: map[string]json.RawMessage{}}, false, nil
+		return State{Input: req.Input, Steps: map[string]json.RawMessage{}}, false, nil, nil
 	case req.Resumed:
 		var p struct {
-			Checkpoint State `json:"checkpoint"`
+			Checkpoint State           `json:"checkpoint"`
+			ResumeData json.RawMessage `json:"resumeData"`
 		}
 		err := json.Unmarshal(req.Input, &p)
-		return p.Checkpoint, true, err
+		return p.Checkpoint, true, p.ResumeData, err
 	default:
 		var s State
 		err := json.Unmarshal(req.Input, &s)
-		return s, false, err
+		return s, false, nil, err
 	}
 }
 
@@ -218,9 +233,72 @@ func (c *compiled) wait(st Step, s State) domain.StepResult {
 	return domain.StepResult{Commands: []domain.Command{domain.SleepUntil(until, s, st.Name)}}
 }
 
+// ask pauses for a person: an approval (a decision) or an input (data or
+// documents matching the step's schema and types). The step continues
+// itself with what they give.
+func (c *compiled) ask(st Step, s State) domain.StepResult {
+	opts := []domain.SuspendOption{domain.WithResumeStep(st.Name), domain.WithTitle(st.Title, st.Instructions)}
+	if st.Assignee != "" {
+		who, err := pointerString(s.Input, st.Assignee)
+		if err != nil {
+			return domain.StepResult{Commands: []domain.Command{domain.Fail("assignee_not_found",
+				fmt.Sprintf("step %s: its assignee %s: %v", st.Name, st.Assignee, err))}}
+		}
+		opts = append(opts, domain.WithAssignee(who))
+	}
+	if len(st.ResumeSchema) > 0 {
+		opts = append(opts, domain.WithResumeSchema(st.ResumeSchema))
+	}
+	if len(st.Accept) > 0 {
+		opts = append(opts, domain.WithDocuments(st.Accept...))
+	}
+	reason := st.Reason
+	if reason == "" {
+		reason = st.Name
+	}
+	if st.Type == TypeApproval {
+		return domain.StepResult{Commands: []domain.Command{domain.Review(reason, s, opts...)}}
+	}
+	opts = append(opts, domain.WithKind(domain.KindInput))
+	return domain.StepResult{Commands: []domain.Command{domain.Suspend(reason, s, st.Name, opts...)}}
+}
+
+// decided continues an approval with its decision as the step's output
+// ({approved, comment}): approved, along the normal path; rejected, to
+// onReject when the step names one, else the run fails with code
+// "rejected".
+func (c *compiled) decided(i int, s State, data json.RawMessage) domain.StepResult {
+	st := c.doc.Steps[i]
+	var d struct {
+		Approved bool   `json:"approved"`
+		Comment  string `json:"comment"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		return domain.StepResult{Commands: []domain.Command{domain.Fail(domain.CodeValidation, fmt.Sprintf("step %s: the decision is not {approved, comment}: %v", st.Name, err))}}
+	}
+	out := map[string]any{"approved": d.Approved, "comment": d.Comment}
+	if d.Approved {
+		return c.advance(i, s, out)
+	}
+	if st.OnReject == "" {
+		msg := "step " + st.Name + " was rejected"
+		if d.Comment != "" {
+			msg += ": " + d.Comment
+		}
+		return domain.StepResult{Output: out, Commands: []domain.Command{domain.Fail(domain.CodeRejected, msg)}}
+	}
+	return c.continueAt(i, c.index[st.OnReject], s, out)
+}
+
 // advance records a step's output and moves on: to the next step with the
 // state, or, after the last, ends the run with that output.
 func (c *compiled) advance(i int, s State, out any) domain.StepResult {
+	return c.continueAt(i, following(c.doc.Steps, c.index, i), s, out)
+}
+
+// continueAt records step i's output and goes on to steps[next], or ends
+// the run with that output when next is -1.
+func (c *compiled) continueAt(i, next int, s State, out any) domain.StepResult {
 	raw, err := json.Marshal(out)
 	if err != nil {
 		return domain.StepResult{Commands: []domain.Command{domain.Fail("invalid_output", fmt.Sprintf("step %s: output is not JSON: %v", c.doc.Steps[i].Name, err))}}
@@ -230,7 +308,6 @@ func (c *compiled) advance(i int, s State, out any) domain.StepResult {
 		steps[k] = v
 	}
 	steps[c.doc.Steps[i].Name] = raw
-	next := following(c.doc.Steps, c.index, i)
 	if next < 0 {
 		return domain.StepResult{Output: json.RawMessage(raw), Commands: []domain.Command{domain.Complete(json.RawMessage(raw))}}
 	}
@@ -238,4 +315,38 @@ func (c *compiled) advance(i int, s State, out any) domain.StepResult {
 }
 
 // Supported reports whether this server runs steps of type t.
-func Supported(t string) bool { return slices.Contains([]string{TypeTask, TypeWait}, t) }
+func Supported(t string) bool {
+	return slices.Contains([]string{TypeTask, TypeWait, TypeApproval, TypeInput}, t)
+}
+
+// pointerString resolves a JSON pointer (RFC 6901) in doc to a non-empty
+// string.
+func pointerString(doc json.RawMessage, pointer string) (string, error) {
+	var v any
+	if err := json.Unmarshal(doc, &v); err != nil {
+		return "", fmt.Errorf("the run input is not JSON: %w", err)
+	}
+	for _, tok := range strings.Split(pointer, "/")[1:] {
+		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
+		switch x := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = x[tok]; !ok {
+				return "", fmt.Errorf("the run input has no %q", tok)
+			}
+		case []any:
+			n, err := strconv.Atoi(tok)
+			if err != nil || n < 0 || n >= len(x) {
+				return "", fmt.Errorf("the run input has no element %q", tok)
+			}
+			v = x[n]
+		default:
+			return "", fmt.Errorf("the run input has no %q", tok)
+		}
+	}
+	s, ok := v.(string)
+	if !ok || s == "" {
+		return "", errors.New("it does not lead to a non-empty string in the run input")
+	}
+	return s, nil
+}

@@ -46,7 +46,10 @@ type Step struct {
 	Name string `json:"name"`
 	// Next names the step that follows; by default the next one in the
 	// list, and after the last step the run succeeds.
-	Next  string `json:"next,omitempty"`
+	Next string `json:"next,omitempty"`
+	// End makes the run succeed after this step, with its output, even
+	// when steps follow it in the list.
+	End   bool   `json:"end,omitempty"`
 	Retry *Retry `json:"retry,omitempty"`
 
 	// task
@@ -87,7 +90,7 @@ var fieldsOf = map[string][]string{
 	TypeInput:    {"reason", "title", "instructions", "assignee", "resumeSchema", "accept"},
 }
 
-var commonFields = []string{"type", "name", "next", "retry"}
+var commonFields = []string{"type", "name", "next", "end", "retry"}
 
 var documentFields = []string{"id", "version", "description", "inputSchema", "steps"}
 
@@ -184,7 +187,7 @@ func Parse(body []byte, env Env) (Document, error) {
 			v.unknown(path, fields, append(slices.Clone(commonFields), allowed...))
 		}
 		for name, dst := range map[string]any{
-			"name": &st.Name, "next": &st.Next, "retry": &st.Retry, "handler": &st.Handler, "durationMs": &st.DurationMs,
+			"name": &st.Name, "next": &st.Next, "end": &st.End, "retry": &st.Retry, "handler": &st.Handler, "durationMs": &st.DurationMs,
 			"untilTimestamp": &st.UntilTimestamp, "reason": &st.Reason, "title": &st.Title, "instructions": &st.Instructions,
 			"assignee": &st.Assignee, "accept": &st.Accept, "onReject": &st.OnReject,
 		} {
@@ -368,6 +371,9 @@ func (v *validator) step(path string, st Step, env Env) {
 			}
 		}
 	}
+	if st.End && st.Next != "" {
+		v.add(path+".end", "a step either ends the run or names its next step, not both")
+	}
 	if st.Type != TypeApproval && st.OnReject != "" {
 		v.add(path+".onReject", "only approval steps have onReject")
 	}
@@ -414,6 +420,9 @@ func successors(steps []Step, index map[string]int, i int) []int {
 
 // following is the step after steps[i] on the normal path, or -1.
 func following(steps []Step, index map[string]int, i int) int {
+	if steps[i].End {
+		return -1
+	}
 	if n := steps[i].Next; n != "" {
 		if j, ok := index[n]; ok {
 			return j

@@ -1,0 +1,3 @@
+DROP TABLE waitpoints;
+ALTER TABLE suspensions DROP COLUMN instructions;
+ALTER TABLE suspensions DROP COLUMN title;
