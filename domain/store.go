@@ -133,7 +133,7 @@ type NewSuspension struct {
 	// (then name#2, name#3… for later pauses of the same step).
 	StepKey  string
 	Deferred json.RawMessage
-	WakeAt          *time.Time
+	WakeAt   *time.Time
 }
 
 // Settle decides a run's status after a commit that neither finished nor

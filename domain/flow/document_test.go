@@ -129,11 +129,11 @@ func TestParseRefusesWhatIsNotADocument(t *testing.T) {
 	for body, want := range map[string]string{
 		`[]`:                          "$: the document must be a JSON object",
 		`{"id": "a", "version": "1"}`: "steps: a workflow needs at least one step",
-		`{"id": "a", "version": "1", "steps": []}`:                                                     "steps: a workflow needs at least one step",
-		`{"id": 7, "version": "1", "steps": [{"type": "wait", "name": "w", "durationMs": 1}]}`:         "id: expected a string, found a JSON number",
-		`{"id": "a", "version": "1", "steps": [{"type": "approval", "name": "ok", "onReject": "no"}]}`: `steps[0].onReject: no step is named "no"`,
+		`{"id": "a", "version": "1", "steps": []}`:                                                                                "steps: a workflow needs at least one step",
+		`{"id": 7, "version": "1", "steps": [{"type": "wait", "name": "w", "durationMs": 1}]}`:                                    "id: expected a string, found a JSON number",
+		`{"id": "a", "version": "1", "steps": [{"type": "approval", "name": "ok", "onReject": "no"}]}`:                            `steps[0].onReject: no step is named "no"`,
 		`{"id": "a", "version": "1", "steps": [{"type": "task", "name": "t", "handler": "sendEmail", "end": true, "next": "t"}]}`: "steps[0].end: a step either ends the run or names its next step, not both",
-		`{"id": "a", "version": "1", "steps": [{"type": "input", "name": "i", "assignee": "founder"}]}`:                     "steps[0].assignee: must be a JSON pointer into the run input, like /founderEmail",
+		`{"id": "a", "version": "1", "steps": [{"type": "input", "name": "i", "assignee": "founder"}]}`:                           "steps[0].assignee: must be a JSON pointer into the run input, like /founderEmail",
 	} {
 		got := problems(t, body)
 		if len(got) == 0 || !strings.HasPrefix(got[0], want) {
