@@ -142,6 +142,9 @@ type Workflow struct {
 	Version string
 	// InputSchema, when set, is a JSON Schema every run input must match.
 	InputSchema json.RawMessage
+	// WebhookTrigger lets any HTTP call to /v1/webhooks/{id} start a run,
+	// with the call as its input.
+	WebhookTrigger bool
 	steps       []StepDef
 	byName      map[string]int
 	errs        []error

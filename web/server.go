@@ -56,7 +56,14 @@ type Server struct {
 	// proxy in front of the server (session cookies become Secure behind a
 	// TLS-terminating proxy; login limits count the client's address).
 	TrustProxy bool
+	// Waitpoints, when set, serves waitpoint resume URLs and webhook
+	// triggers (/v1/…), and gives webhook suspensions their resumeUrl.
+	Waitpoints *flow.Waitpoints
+	// SyncTimeout bounds how long a sync resume or a webhook trigger waits
+	// for its run before answering 202 (30s).
+	SyncTimeout time.Duration
 
+	watch    runWatch
 	keys     *keyCache
 	keysOnce sync.Once
 	sessions *sessionStore
@@ -111,8 +118,19 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("/api/", s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		return domain.ErrNotFound
 	}))
+	mux.Handle("/v1/flow-runs/{runId}/waitpoints/{waitpointId}", s.handle(s.resumeWaitpoint(false)))
+	mux.Handle("/v1/flow-runs/{runId}/waitpoints/{waitpointId}/sync", s.handle(s.resumeWaitpoint(true)))
+	mux.Handle("/v1/webhooks/{workflowId}", s.handle(s.webhookTrigger))
 	if s.UIStore != nil {
 		s.ui(mux)
+	}
+	if announcer, ok := s.Store.(interface{ OnChange(func(runID string)) }); ok {
+		announcer.OnChange(func(runID string) {
+			s.watch.notify(runID)
+			if s.live != nil {
+				s.live.publish(runID)
+			}
+		})
 	}
 	return s.recoverPanics(s.logRequests(securityHeaders(mux)))
 }

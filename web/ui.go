@@ -57,9 +57,6 @@ func (s *Server) ui(mux *http.ServeMux) {
 	}
 	s.logins = newLoginLimiter()
 	s.live = newLiveHub(s.Store, s)
-	if announcer, ok := s.UIStore.(interface{ OnChange(func(runID string)) }); ok {
-		announcer.OnChange(s.live.publish)
-	}
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, http.StatusForbidden, "Request refused", "This form was sent from another site, so it was not accepted. Open Tollgate and try again from there.", nil)

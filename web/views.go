@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"net/http"
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
@@ -54,6 +55,18 @@ type suspensionJSON struct {
 	SuspendedAt     time.Time               `json:"suspendedAt"`
 	ResumedAt       *time.Time              `json:"resumedAt"`
 	ResumedBy       *string                 `json:"resumedBy"`
+	// ResumeURL resumes a pending webhook suspension with any HTTP call;
+	// given to callers who may resume it.
+	ResumeURL string `json:"resumeUrl,omitempty"`
+}
+
+// suspensionJSON is a suspension as the API shows it to the caller of r.
+func (s *Server) suspensionJSON(r *http.Request, sp domain.Suspension) suspensionJSON {
+	v := suspensionView(sp)
+	if sp.Kind == domain.KindWebhook && sp.Status == domain.SuspensionPending && s.Waitpoints != nil && mayResume(principalFrom(r.Context()), sp) {
+		v.ResumeURL = s.Waitpoints.ResumeURL(sp.RunID, sp.StepKey)
+	}
+	return v
 }
 
 func suspensionView(s domain.Suspension) suspensionJSON {

@@ -227,7 +227,7 @@ func benchServerOn(t *testing.T, o storage.Opts, errs *atomic.Int64, onCommit fu
 	srvCtx, cancel := context.WithCancel(ctx)
 	out := &syncBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- listenAndServe(srvCtx, cfg, srv.Handler(), eng, log, out) }()
+	go func() { done <- listenAndServe(srvCtx, cfg, srv.Handler(), eng, log, out, nil) }()
 	var base string
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		if m := runningLine.FindStringSubmatch(out.String()); m != nil {

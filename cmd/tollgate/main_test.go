@@ -241,6 +241,7 @@ type apiRun struct {
 	ID          string          `json:"id"`
 	WorkflowID  string          `json:"workflowId"`
 	Status      string          `json:"status"`
+	Input       json.RawMessage `json:"input"`
 	Output      json.RawMessage `json:"output"`
 	Error       *apiRunError    `json:"error"`
 	Suspensions []apiSuspension `json:"suspensions"`
@@ -267,6 +268,7 @@ type apiSuspension struct {
 	Title         string          `json:"title"`
 	Instructions  string          `json:"instructions"`
 	Accept        []string        `json:"accept"`
+	ResumeURL     string          `json:"resumeUrl"`
 	Decision      string          `json:"decision"`
 	DeferredCount int             `json:"deferredCommands"`
 	WakeAt        *time.Time      `json:"wakeAt"`

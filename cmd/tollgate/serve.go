@@ -35,6 +35,8 @@ type serveConfig struct {
 	uploadLimit     int
 	workflowsDir    string
 	maxWait         time.Duration
+	publicURL       string
+	syncTimeout     time.Duration
 	adminEmail      string
 	bootstrapKey    string
 }
@@ -61,6 +63,8 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.Int(&c.uploadLimit, "upload-limit", "TOLLGATE_UPLOAD_LIMIT", 20<<20, "largest document a person may upload, in bytes")
 	f.String(&c.workflowsDir, "workflows", "TOLLGATE_WORKFLOWS", "", "folder of declarative workflow documents (*.json) to register at start")
 	f.Duration(&c.maxWait, "max-wait", "TOLLGATE_MAX_WAIT", flow.DefaultMaxWait, "longest wait a declarative wait step may ask for")
+	f.String(&c.publicURL, "public-url", "TOLLGATE_PUBLIC_URL", "", "URL where callers reach this server, for the resume URLs it hands out (default: http:// and the listen address)")
+	f.Duration(&c.syncTimeout, "sync-timeout", "TOLLGATE_SYNC_TIMEOUT", 30*time.Second, "how long a sync waitpoint resume or a webhook trigger waits for the run before answering 202")
 	f.Duration(&c.shutdownTimeout, "shutdown-timeout", "TOLLGATE_SHUTDOWN_TIMEOUT", 15*time.Second, "how long to finish requests and steps after SIGTERM")
 	f.String(&c.adminEmail, "admin-email", "TOLLGATE_ADMIN_EMAIL", "admin@tollgate.local", "email of the admin created on a fresh database")
 	c.bootstrapKey = getenv("TOLLGATE_BOOTSTRAP_API_KEY")
@@ -95,7 +99,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := registerTasks(tasks, log); err != nil {
 		return err
 	}
-	catalog := flow.NewCatalog(db, flow.Env{Tasks: tasks, MaxWait: c.maxWait, CheckSchema: web.CheckSchema}, reg)
+	secret, err := loadSecret(c.dataDir, getenv, c.databaseURL != "", log)
+	if err != nil {
+		return err
+	}
+	waitpoints := &flow.Waitpoints{Store: db, Secret: secret, PublicURL: c.publicURL, MaxWait: c.maxWait}
+	catalog := flow.NewCatalog(db, flow.Env{Tasks: tasks, MaxWait: c.maxWait, CheckSchema: web.CheckSchema, Waitpoints: waitpoints}, reg)
 	if err := loadDocuments(ctx, catalog, c.workflowsDir, log); err != nil {
 		return err
 	}
@@ -104,18 +113,23 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		ShutdownGrace: c.shutdownTimeout, ValidateResumeData: web.ValidateResumeData, ValidateInput: web.ValidateRunInput, Log: log,
 	})
 	srv := newServer(c, eng, db, log)
-	srv.Catalog = catalog
+	srv.Catalog, srv.Waitpoints = catalog, waitpoints
 	hkCtx, stopHousekeeping := context.WithCancel(ctx)
 	var hk sync.WaitGroup
 	hk.Go(func() { housekeep(hkCtx, db, log, housekeepingEvery) })
 	defer func() { stopHousekeeping(); hk.Wait() }()
-	return listenAndServe(ctx, c, srv.Handler(), eng, log, stdout)
+	return listenAndServe(ctx, c, srv.Handler(), eng, log, stdout, func(addr net.Addr) {
+		if waitpoints.PublicURL == "" {
+			waitpoints.PublicURL = "http://" + addr.String()
+		}
+	})
 }
 
 // newServer is the web server as serve configures it.
 func newServer(c serveConfig, eng *engine.Engine, db *storage.DB, log *slog.Logger) *web.Server {
 	return &web.Server{Engine: eng, Store: db, Auth: db, Health: db, Log: log, MaxBody: int64(c.maxBody), KeyCacheTTL: c.keyCacheTTL,
-		UIStore: db, SessionIdle: c.sessionIdle, SessionAbsolute: c.sessionMax, TrustProxy: c.trustProxy, UploadLimit: int64(c.uploadLimit)}
+		UIStore: db, SessionIdle: c.sessionIdle, SessionAbsolute: c.sessionMax, TrustProxy: c.trustProxy, UploadLimit: int64(c.uploadLimit),
+		SyncTimeout: c.syncTimeout}
 }
 
 // housekeepingEvery is how often housekeep folds the inbox's count deltas;
@@ -169,10 +183,13 @@ func prepareDB(ctx context.Context, db *storage.DB, noMigrate bool, log *slog.Lo
 	return nil
 }
 
-func listenAndServe(ctx context.Context, c serveConfig, h http.Handler, eng *engine.Engine, log *slog.Logger, stdout io.Writer) error {
+func listenAndServe(ctx context.Context, c serveConfig, h http.Handler, eng *engine.Engine, log *slog.Logger, stdout io.Writer, listening func(net.Addr)) error {
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err
+	}
+	if listening != nil {
+		listening(ln.Addr()) // before the engine starts, which reads what it sets
 	}
 	hs := &http.Server{
 		Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,

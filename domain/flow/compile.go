@@ -29,6 +29,22 @@ type TaskRequest struct {
 	// before, by name.
 	Input json.RawMessage
 	Steps map[string]json.RawMessage
+	// ExecutionType is ExecutionBegin, or ExecutionResume when the handler
+	// runs again after a waitpoint it waited for completed; then
+	// ResumePayload is the resume call (nil for a DELAY waitpoint).
+	ExecutionType string
+	ResumePayload *domain.HTTPCall
+
+	waitpoints *Waitpoints
+	execKey    string
+}
+
+// CreateWaitpoint registers a waitpoint for this execution; return
+// WaitForWaitpoint(wp) to pause on it. Calling it again in the same
+// execution (or a retry of it) returns the same waitpoint and URL, so a
+// handler may hand the URL out before it returns.
+func (r TaskRequest) CreateWaitpoint(ctx context.Context, spec WaitpointSpec) (Waitpoint, error) {
+	return r.waitpoints.create(ctx, r.RunID, r.Step, r.execKey, spec)
 }
 
 // TaskFunc is a task handler. Its result becomes the step's output; an
@@ -97,6 +113,8 @@ func (t *Tasks) Names() []string {
 type State struct {
 	Input json.RawMessage            `json:"input"`
 	Steps map[string]json.RawMessage `json:"steps"`
+	// Waitpoint is the waitpoint a paused step waits for.
+	Waitpoint string `json:"waitpoint,omitempty"`
 }
 
 // Load parses and validates a document (see Parse) and compiles it into a
@@ -118,7 +136,7 @@ func compile(doc Document, env Env) (*domain.Workflow, error) {
 		c.index[st.Name] = i
 	}
 	wf := domain.NewWorkflow(doc.ID, doc.Version)
-	wf.InputSchema = doc.InputSchema
+	wf.InputSchema, wf.WebhookTrigger = doc.InputSchema, doc.WebhookTrigger
 	for i, st := range doc.Steps {
 		var opts []domain.StepOption
 		if st.Retry != nil {
@@ -155,7 +173,16 @@ func (c *compiled) step(i int) domain.StepFunc {
 		}
 		switch st.Type {
 		case TypeTask:
-			return c.task(ctx, i, req, s)
+			return c.task(ctx, i, req, s, resumed, data)
+		case TypeWebhook:
+			if resumed {
+				return c.advance(i, s, data), nil
+			}
+			wp, err := c.env.Waitpoints.create(ctx, req.RunID, st.Name, req.IdempotencyKey, WaitpointSpec{Type: domain.WaitpointWebhook, ResponseToSend: st.ResponseToSend})
+			if err != nil {
+				return domain.StepResult{}, err
+			}
+			return c.waitOn(st, s, wp), nil
 		case TypeWait:
 			if resumed {
 				res := c.advance(i, s, map[string]any{"resumedFromWait": true})
@@ -200,19 +227,46 @@ func stateOf(req domain.StepRequest) (State, bool, json.RawMessage, error) {
 	}
 }
 
-func (c *compiled) task(ctx context.Context, i int, req domain.StepRequest, s State) (domain.StepResult, error) {
+func (c *compiled) task(ctx context.Context, i int, req domain.StepRequest, s State, resumed bool, data json.RawMessage) (domain.StepResult, error) {
 	st := c.doc.Steps[i]
 	f, ok := c.env.Tasks.get(st.Handler)
 	if !ok {
 		return domain.StepResult{Commands: []domain.Command{domain.Fail("unknown_task_handler",
 			fmt.Sprintf("step %s: no task handler %q is registered on this server", st.Name, st.Handler))}}, nil
 	}
-	out, err := f(ctx, TaskRequest{RunID: req.RunID, Step: st.Name, Attempt: req.Attempt, IdempotencyKey: req.IdempotencyKey,
-		Config: st.Config, Input: s.Input, Steps: s.Steps})
+	tr := TaskRequest{RunID: req.RunID, Step: st.Name, Attempt: req.Attempt, IdempotencyKey: req.IdempotencyKey,
+		Config: st.Config, Input: s.Input, Steps: s.Steps, ExecutionType: ExecutionBegin,
+		waitpoints: c.env.Waitpoints, execKey: req.IdempotencyKey}
+	if resumed {
+		tr.ExecutionType = ExecutionResume
+		if len(data) > 0 && !isNull(data) {
+			tr.ResumePayload = new(domain.HTTPCall)
+			if err := json.Unmarshal(data, tr.ResumePayload); err != nil {
+				return domain.StepResult{}, fmt.Errorf("step %s: decode resume payload: %w", st.Name, err)
+			}
+		}
+		s.Waitpoint = ""
+	}
+	out, err := f(ctx, tr)
 	if err != nil {
 		return domain.StepResult{}, err
 	}
+	if w, ok := out.(waitFor); ok {
+		return c.waitOn(st, s, w.wp), nil
+	}
 	return c.advance(i, s, out), nil
+}
+
+// waitOn pauses the step on a waitpoint. The pause's key is the
+// waitpoint's id, so a resume call that comes before the pause commits is
+// kept for it; the step runs again when it completes.
+func (c *compiled) waitOn(st Step, s State, wp Waitpoint) domain.StepResult {
+	s.Waitpoint = wp.ID
+	cmd := domain.Command{Type: domain.CmdSuspend, Kind: domain.KindWebhook, Reason: "webhook", Checkpoint: s, ResumeStep: st.Name, StepKey: wp.ID}
+	if wp.Type == domain.WaitpointDelay {
+		cmd.Kind, cmd.Reason, cmd.Until = domain.KindDelay, "delay", *wp.ResumeAt
+	}
+	return domain.StepResult{Commands: []domain.Command{cmd}}
 }
 
 // wait pauses until the step's time: durationMs from the step's start, or
@@ -316,7 +370,7 @@ func (c *compiled) continueAt(i, next int, s State, out any) domain.StepResult {
 
 // Supported reports whether this server runs steps of type t.
 func Supported(t string) bool {
-	return slices.Contains([]string{TypeTask, TypeWait, TypeApproval, TypeInput}, t)
+	return slices.Contains([]string{TypeTask, TypeWait, TypeApproval, TypeInput, TypeWebhook}, t)
 }
 
 // pointerString resolves a JSON pointer (RFC 6901) in doc to a non-empty

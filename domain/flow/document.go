@@ -37,7 +37,9 @@ type Document struct {
 	Version     string          `json:"version"`
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
-	Steps       []Step          `json:"steps"`
+	// WebhookTrigger lets any HTTP call to /v1/webhooks/{id} start a run.
+	WebhookTrigger bool   `json:"webhookTrigger,omitempty"`
+	Steps          []Step `json:"steps"`
 }
 
 // Step is one step of a document. Which fields apply depends on Type.
@@ -68,6 +70,10 @@ type Step struct {
 	ResumeSchema json.RawMessage `json:"resumeSchema,omitempty"`
 	Accept       []string        `json:"accept,omitempty"`
 	OnReject     string          `json:"onReject,omitempty"` // approval only
+
+	// webhook: answered to the webhook that started the run when it
+	// pauses here ({{resumeUrl}} in its body becomes the resume URL).
+	ResponseToSend *domain.HTTPResponse `json:"responseToSend,omitempty"`
 }
 
 // Retry is a step's retry policy as a document states it.
@@ -85,14 +91,14 @@ var fieldsOf = map[string][]string{
 	TypeTask:     {"handler", "config"},
 	TypeHTTP:     {},
 	TypeWait:     {"durationMs", "untilTimestamp"},
-	TypeWebhook:  {},
+	TypeWebhook:  {"responseToSend"},
 	TypeApproval: {"reason", "title", "instructions", "assignee", "resumeSchema", "onReject"},
 	TypeInput:    {"reason", "title", "instructions", "assignee", "resumeSchema", "accept"},
 }
 
 var commonFields = []string{"type", "name", "next", "end", "retry"}
 
-var documentFields = []string{"id", "version", "description", "inputSchema", "steps"}
+var documentFields = []string{"id", "version", "description", "inputSchema", "webhookTrigger", "steps"}
 
 // Problem is one thing wrong with a document, at a JSON path such as
 // steps[2].durationMs.
@@ -142,6 +148,8 @@ type Env struct {
 	CheckSchema func(schema json.RawMessage) error
 	// Now is the clock, for resolving waits (default time.Now).
 	Now func() time.Time
+	// Waitpoints serves webhook steps and task handlers that wait.
+	Waitpoints *Waitpoints
 }
 
 // DefaultMaxWait is the longest wait when Env.MaxWait is zero.
@@ -168,6 +176,7 @@ func Parse(body []byte, env Env) (Document, error) {
 	v.decode("id", raw["id"], &doc.ID)
 	v.decode("version", raw["version"], &doc.Version)
 	v.decode("description", raw["description"], &doc.Description)
+	v.decode("webhookTrigger", raw["webhookTrigger"], &doc.WebhookTrigger)
 	if s, ok := raw["inputSchema"]; ok && !isNull(s) {
 		doc.InputSchema = s
 	}
@@ -189,7 +198,7 @@ func Parse(body []byte, env Env) (Document, error) {
 		for name, dst := range map[string]any{
 			"name": &st.Name, "next": &st.Next, "end": &st.End, "retry": &st.Retry, "handler": &st.Handler, "durationMs": &st.DurationMs,
 			"untilTimestamp": &st.UntilTimestamp, "reason": &st.Reason, "title": &st.Title, "instructions": &st.Instructions,
-			"assignee": &st.Assignee, "accept": &st.Accept, "onReject": &st.OnReject,
+			"assignee": &st.Assignee, "accept": &st.Accept, "onReject": &st.OnReject, "responseToSend": &st.ResponseToSend,
 		} {
 			v.decode(path+"."+name, fields[name], dst)
 		}
@@ -352,6 +361,10 @@ func (v *validator) step(path string, st Step, env Env) {
 			if _, err := parseTimestamp(*st.UntilTimestamp); err != nil {
 				v.add(path+".untilTimestamp", "%q is not an ISO 8601 date and time with a zone, like 2026-04-15T09:00:00.000Z", *st.UntilTimestamp)
 			}
+		}
+	case TypeWebhook:
+		if r := st.ResponseToSend; r != nil && r.Status != 0 && (r.Status < 200 || r.Status > 599) {
+			v.add(path+".responseToSend.status", "%d is not an HTTP status from 200 to 599", r.Status)
 		}
 	case TypeApproval, TypeInput:
 		if st.Reason != "" {

@@ -17,8 +17,6 @@ CREATE TABLE waitpoints (
     type             text NOT NULL CHECK (type IN ('DELAY','WEBHOOK')),
     -- SHA-256 of the resume URL's token; the token itself is never stored.
     token_hash       bytea,
-    -- Which server secret derived the token (a fingerprint, not the secret).
-    key_id           text NOT NULL DEFAULT '',
     resume_at        timestamptz,
     response_to_send jsonb,
     created_at       timestamptz NOT NULL,

@@ -17,8 +17,6 @@ CREATE TABLE waitpoints (
     type             text NOT NULL CHECK (type IN ('DELAY','WEBHOOK')),
     -- SHA-256 of the resume URL's token; the token itself is never stored.
     token_hash       BLOB,
-    -- Which server secret derived the token (a fingerprint, not the secret).
-    key_id           text NOT NULL DEFAULT '',
     resume_at        TIMESTAMP,
     response_to_send TEXT,
     created_at       TIMESTAMP NOT NULL,

@@ -1,0 +1,172 @@
+package flow
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// Waitpoints creates waitpoints for steps and checks resume calls against
+// them. A WEBHOOK waitpoint's resume URL carries a token derived from the
+// server's secret (HMAC-SHA256 of the run and waitpoint ids, 256 bits): the
+// same waitpoint always has the same URL, so a retried step hands out the
+// URL it handed out before, and the API can show it again. Only the
+// token's SHA-256 is stored; a call is checked against it in constant
+// time.
+type Waitpoints struct {
+	Store domain.WaitpointStore
+	// Secret derives tokens. Servers sharing a database need the same one
+	// to show the same resume URLs; checking a call needs only the stored
+	// hash.
+	Secret []byte
+	// PublicURL is where callers reach this server (https://flows.example.com).
+	PublicURL string
+	// MaxWait bounds a DELAY waitpoint (DefaultMaxWait).
+	MaxWait time.Duration
+	Clock   domain.Clock
+}
+
+// WaitpointSpec is what a step asks for.
+type WaitpointSpec struct {
+	Type domain.WaitpointType
+	// ResumeAt or Delay: when a DELAY waitpoint fires.
+	ResumeAt time.Time
+	Delay    time.Duration
+	// ResponseToSend, for a WEBHOOK waitpoint of a run started by a
+	// webhook, answers that webhook's call when the run pauses here. The
+	// text {{resumeUrl}} in its body is replaced by the resume URL.
+	ResponseToSend *domain.HTTPResponse
+}
+
+// Waitpoint is a created waitpoint as its step sees it.
+type Waitpoint struct {
+	ID   string
+	Type domain.WaitpointType
+	// ResumeURL resumes a WEBHOOK waitpoint with any HTTP call; append
+	// /sync to answer the call with what the run does next.
+	ResumeURL string
+	ResumeAt  *time.Time
+}
+
+// ResumeURLPlaceholder in a responseToSend body becomes the resume URL.
+const ResumeURLPlaceholder = "{{resumeUrl}}"
+
+func (w *Waitpoints) now() time.Time {
+	if w.Clock != nil {
+		return w.Clock.Now()
+	}
+	return time.Now().UTC()
+}
+
+// create registers a step execution's waitpoint, idempotently.
+func (w *Waitpoints) create(ctx context.Context, runID, step, execKey string, spec WaitpointSpec) (Waitpoint, error) {
+	if w == nil || w.Store == nil {
+		return Waitpoint{}, errors.New("this server does not offer waitpoints")
+	}
+	now := w.now()
+	row := domain.Waitpoint{
+		ID: uuid.Must(uuid.NewV7()).String(), RunID: runID, StepName: step, ExecutionKey: execKey,
+		Type: spec.Type, ResponseToSend: spec.ResponseToSend, CreatedAt: now,
+	}
+	switch spec.Type {
+	case domain.WaitpointDelay:
+		at := spec.ResumeAt
+		if at.IsZero() {
+			at = now.Add(spec.Delay)
+		}
+		limit := w.MaxWait
+		if limit <= 0 {
+			limit = DefaultMaxWait
+		}
+		if at.Sub(now) > limit {
+			return Waitpoint{}, &domain.ValidationError{Code: "wait_too_long", Message: fmt.Sprintf(
+				"a waitpoint until %s is longer than this server's longest wait (%v)", at.UTC().Format(time.RFC3339), limit)}
+		}
+		at = at.UTC()
+		row.ResumeAt = &at
+		if spec.ResponseToSend != nil {
+			return Waitpoint{}, &domain.ValidationError{Code: domain.CodeValidation, Message: "only a WEBHOOK waitpoint has a response to send"}
+		}
+	case domain.WaitpointWebhook:
+		h := sha256.Sum256([]byte(w.token(runID, row.ID)))
+		row.TokenHash = h[:]
+	default:
+		return Waitpoint{}, &domain.ValidationError{Code: domain.CodeValidation, Message: fmt.Sprintf("waitpoint type %q is not DELAY or WEBHOOK", spec.Type)}
+	}
+	got, err := w.Store.CreateWaitpoint(ctx, row)
+	if err != nil {
+		return Waitpoint{}, fmt.Errorf("create waitpoint: %w", err)
+	}
+	out := Waitpoint{ID: got.ID, Type: got.Type, ResumeAt: got.ResumeAt}
+	if got.Type == domain.WaitpointWebhook {
+		out.ResumeURL = w.ResumeURL(got.RunID, got.ID)
+	}
+	return out, nil
+}
+
+// token is the secret part of a waitpoint's resume URL.
+func (w *Waitpoints) token(runID, id string) string {
+	m := hmac.New(sha256.New, w.Secret)
+	m.Write([]byte("tollgate-waitpoint\x00" + runID + "\x00" + id))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// ResumeURL is the absolute URL that resumes a WEBHOOK waitpoint.
+func (w *Waitpoints) ResumeURL(runID, id string) string {
+	return strings.TrimRight(w.PublicURL, "/") + "/v1/flow-runs/" + url.PathEscape(runID) + "/waitpoints/" + url.PathEscape(id) +
+		"?token=" + w.token(runID, id)
+}
+
+// Check returns the WEBHOOK waitpoint a resume call names if its token is
+// right. No such waitpoint, a DELAY one and a wrong token all give
+// ErrNotFound, so a caller learns nothing from trying.
+func (w *Waitpoints) Check(ctx context.Context, runID, id, token string) (domain.Waitpoint, error) {
+	wp, err := w.Store.Waitpoint(ctx, runID, id)
+	if err != nil {
+		return domain.Waitpoint{}, err
+	}
+	h := sha256.Sum256([]byte(token))
+	if wp.Type != domain.WaitpointWebhook || len(wp.TokenHash) != len(h) || subtle.ConstantTimeCompare(wp.TokenHash, h[:]) != 1 {
+		return domain.Waitpoint{}, domain.ErrNotFound
+	}
+	return wp, nil
+}
+
+// Response is the waitpoint's response to send with its resume URL in
+// place of the placeholder, or nil.
+func (w *Waitpoints) Response(wp domain.Waitpoint) *domain.HTTPResponse {
+	if wp.ResponseToSend == nil {
+		return nil
+	}
+	r := *wp.ResponseToSend
+	if strings.Contains(string(r.Body), ResumeURLPlaceholder) {
+		r.Body = []byte(strings.ReplaceAll(string(r.Body), ResumeURLPlaceholder, w.ResumeURL(wp.RunID, wp.ID)))
+	}
+	return &r
+}
+
+// waitFor is what a task handler returns to pause on a waitpoint.
+type waitFor struct{ wp Waitpoint }
+
+// WaitForWaitpoint pauses the task's step on wp, created by this
+// execution: return it as the handler's result. The handler runs again
+// when the waitpoint completes, with ExecutionType ExecutionResume and the
+// ResumePayload.
+func WaitForWaitpoint(wp Waitpoint) any { return waitFor{wp: wp} }
+
+// Execution types of a task handler.
+const (
+	ExecutionBegin  = "BEGIN"
+	ExecutionResume = "RESUME"
+)

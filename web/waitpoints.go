@@ -1,0 +1,289 @@
+package web
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// Webhook endpoints. They take any HTTP method and are authorised by what
+// is in their URL, not by an API key: a waitpoint's resume URL by its
+// token, a webhook trigger by the workflow having opted in to it. A wrong
+// token, an unknown waitpoint and a workflow without a webhook trigger all
+// answer 404 alike.
+
+// droppedCallHeaders are credentials a caller may send that a workflow has
+// no use for and the database should not keep.
+var droppedCallHeaders = map[string]bool{"authorization": true, "cookie": true, "proxy-authorization": true}
+
+// readCall turns an HTTP request into what a workflow receives. The body
+// may be of any content type, up to the server's limit.
+func (s *Server) readCall(w http.ResponseWriter, r *http.Request, dropQuery ...string) (json.RawMessage, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, &domain.ValidationError{Code: CodePayloadTooLarge, Message: fmt.Sprintf("the request body is larger than this server takes (%d bytes)", s.MaxBody)}
+		}
+		return nil, &domain.ValidationError{Code: "bad_request", Message: "the request body could not be read"}
+	}
+	call := domain.HTTPCall{Method: r.Method, Headers: map[string]string{}, QueryParams: map[string]string{}, Body: json.RawMessage("null")}
+	for k, v := range r.Header {
+		if k = strings.ToLower(k); !droppedCallHeaders[k] {
+			call.Headers[k] = strings.Join(v, ", ")
+		}
+	}
+	for k, v := range r.URL.Query() {
+		call.QueryParams[k] = strings.Join(v, ",")
+	}
+	for _, k := range dropQuery {
+		delete(call.QueryParams, k)
+	}
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch {
+	case len(body) == 0:
+	case (mt == "application/json" || strings.HasSuffix(mt, "+json")) && json.Valid(body):
+		call.Body = body
+	case utf8.Valid(body):
+		call.Body, _ = json.Marshal(string(body))
+	default:
+		call.Body, _ = json.Marshal(base64.StdEncoding.EncodeToString(body))
+		call.BodyEncoding = "base64"
+	}
+	return json.Marshal(call)
+}
+
+// resumeWaitpoint completes a WEBHOOK waitpoint with the call. The async
+// form answers at once; the sync form waits for what the run does next. A
+// call that comes before the step's pause has committed is kept and
+// applied when it does; a repeated call is absorbed (the run resumes once)
+// and answered as the first was.
+func (s *Server) resumeWaitpoint(sync bool) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if s.Waitpoints == nil {
+			return domain.ErrNotFound
+		}
+		runID, id := r.PathValue("runId"), r.PathValue("waitpointId")
+		wp, err := s.Waitpoints.Check(r.Context(), runID, id, r.URL.Query().Get("token"))
+		if err != nil {
+			return err
+		}
+		data, err := s.readCall(w, r, "token")
+		if err != nil {
+			return err
+		}
+		audit := s.auditEntry(r, "", "webhook", "suspension.resume", map[string]any{"via": "waitpoint", "waitpointId": wp.ID, "runId": runID})
+		_, err = s.Engine.Resume(r.Context(), domain.ResumeRequest{RunID: runID, StepKey: wp.ID, Data: data, By: "webhook", Audit: audit})
+		var ce *domain.ConflictError
+		duplicate := errors.As(err, &ce) && ce.Code == domain.CodeAlreadyResumed
+		if err != nil && !duplicate {
+			return err
+		}
+		if !sync {
+			writeJSON(w, http.StatusOK, map[string]any{"runId": runID, "waitpointId": wp.ID, "status": domain.WaitpointCompleted, "duplicate": duplicate})
+			return nil
+		}
+		s.answerWithRun(w, r, runID, wp.ID)
+		return nil
+	}
+}
+
+// webhookTrigger starts a run of a workflow that takes webhooks, with the
+// call as its input, and answers with what the run does first: its output
+// if it finishes, or the response of the waitpoint it pauses on
+// (respond-then-pause).
+func (s *Server) webhookTrigger(w http.ResponseWriter, r *http.Request) error {
+	wf, err := s.Engine.Registry().Find(r.Context(), r.PathValue("workflowId"), "")
+	if err != nil {
+		return err
+	}
+	if !wf.WebhookTrigger {
+		return domain.ErrNotFound
+	}
+	data, err := s.readCall(w, r)
+	if err != nil {
+		return err
+	}
+	run, created, err := s.Engine.Start(r.Context(), wf.ID, data, r.Header.Get("Idempotency-Key"))
+	if err != nil {
+		return err
+	}
+	if !created {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	s.answerWithRun(w, r, run.ID, "")
+	return nil
+}
+
+// answerWithRun waits for the run to finish or to pause on a waitpoint
+// other than the one just completed, and answers with its output or that
+// waitpoint's response. A run that pauses on something without a response
+// (a person, a timer) or takes longer than SyncTimeout is answered 202
+// with where to follow it.
+func (s *Server) answerWithRun(w http.ResponseWriter, r *http.Request, runID, completed string) {
+	ctx, cancel := context.WithTimeout(r.Context(), s.syncTimeout())
+	defer cancel()
+	changed, stop := s.watch.subscribe(runID)
+	defer stop()
+	poll := time.NewTicker(500 * time.Millisecond) // a notification can be lost
+	defer poll.Stop()
+	for {
+		run, resp, err := s.runAnswer(ctx, runID, completed)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.Log.ErrorContext(r.Context(), "Waiting for a run failed", "run_id", runID, "error", err)
+			writeProblem(w, r, newProblem(http.StatusInternalServerError, "internal", "The server failed to follow the run."))
+			return
+		case resp != nil:
+			writeHTTPResponse(w, resp)
+			return
+		case run.Status == domain.RunSucceeded:
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(orNull(run.Output))
+			return
+		case run.Status.Terminal():
+			p := newProblem(http.StatusInternalServerError, "run_"+string(run.Status), fmt.Sprintf("run %s %s", run.ID, run.Status))
+			if run.Error != nil {
+				p.Detail += ": " + run.Error.Message
+			}
+			writeProblem(w, r, p)
+			return
+		case run.Status == domain.RunSuspended:
+			s.accepted(w, run)
+			return
+		}
+		select {
+		case <-changed:
+		case <-poll.C:
+		case <-ctx.Done():
+			if r.Context().Err() != nil {
+				return // the caller has gone
+			}
+			if run, err = s.Store.Run(r.Context(), runID); err != nil {
+				s.Log.ErrorContext(r.Context(), "Reading a run failed", "run_id", runID, "error", err)
+				run = domain.Run{ID: runID}
+			}
+			s.accepted(w, run)
+			return
+		}
+	}
+}
+
+// runAnswer reads the run and, when it is paused on a waitpoint with a
+// response to send, that response.
+func (s *Server) runAnswer(ctx context.Context, runID, completed string) (domain.Run, *domain.HTTPResponse, error) {
+	run, err := s.Store.Run(ctx, runID)
+	if err != nil || run.Status != domain.RunSuspended {
+		return run, nil, err
+	}
+	wps, err := s.Waitpoints.Store.Waitpoints(ctx, runID)
+	if err != nil {
+		return run, nil, err
+	}
+	for _, wp := range wps {
+		if wp.ID != completed && wp.Paused && wp.Status == domain.WaitpointPending && wp.ResponseToSend != nil {
+			return run, s.Waitpoints.Response(wp), nil
+		}
+	}
+	return run, nil, nil
+}
+
+func (s *Server) accepted(w http.ResponseWriter, run domain.Run) {
+	u := strings.TrimRight(s.Waitpoints.PublicURL, "/") + "/api/v1/runs/" + url.PathEscape(run.ID)
+	w.Header().Set("Location", u)
+	writeJSON(w, http.StatusAccepted, map[string]any{"runId": run.ID, "status": run.Status, "url": u})
+}
+
+func (s *Server) syncTimeout() time.Duration {
+	if s.SyncTimeout > 0 {
+		return s.SyncTimeout
+	}
+	return 30 * time.Second
+}
+
+// refusedResponseHeaders are headers a workflow's response may not set:
+// the server frames the response and owns its cookies.
+var refusedResponseHeaders = map[string]bool{"set-cookie": true, "content-length": true, "transfer-encoding": true, "connection": true}
+
+// writeHTTPResponse sends a workflow's response: a string body as text,
+// any other JSON value as JSON.
+func writeHTTPResponse(w http.ResponseWriter, resp *domain.HTTPResponse) {
+	h := w.Header()
+	for k, v := range resp.Headers {
+		if !refusedResponseHeaders[strings.ToLower(k)] {
+			h.Set(k, v)
+		}
+	}
+	var body []byte
+	var text string
+	switch {
+	case len(resp.Body) == 0 || string(resp.Body) == "null":
+	case json.Unmarshal(resp.Body, &text) == nil:
+		body = []byte(text)
+		if h.Get("Content-Type") == "" {
+			h.Set("Content-Type", "text/plain; charset=utf-8")
+		}
+	default:
+		body = resp.Body
+		if h.Get("Content-Type") == "" {
+			h.Set("Content-Type", "application/json")
+		}
+	}
+	status := resp.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// runWatch tells waiting requests that a run changed.
+type runWatch struct {
+	mu   sync.Mutex
+	subs map[string]map[chan struct{}]struct{}
+}
+
+func (rw *runWatch) subscribe(runID string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	rw.mu.Lock()
+	if rw.subs == nil {
+		rw.subs = map[string]map[chan struct{}]struct{}{}
+	}
+	if rw.subs[runID] == nil {
+		rw.subs[runID] = map[chan struct{}]struct{}{}
+	}
+	rw.subs[runID][ch] = struct{}{}
+	rw.mu.Unlock()
+	return ch, func() {
+		rw.mu.Lock()
+		defer rw.mu.Unlock()
+		delete(rw.subs[runID], ch)
+		if len(rw.subs[runID]) == 0 {
+			delete(rw.subs, runID)
+		}
+	}
+}
+
+func (rw *runWatch) notify(runID string) {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	for ch := range rw.subs[runID] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
