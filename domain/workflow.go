@@ -145,9 +145,9 @@ type Workflow struct {
 	// WebhookTrigger lets any HTTP call to /v1/webhooks/{id} start a run,
 	// with the call as its input.
 	WebhookTrigger bool
-	steps       []StepDef
-	byName      map[string]int
-	errs        []error
+	steps          []StepDef
+	byName         map[string]int
+	errs           []error
 }
 
 // NewWorkflow starts a workflow definition; add steps with Step.
