@@ -45,7 +45,9 @@ type Command struct {
 	// step name (a waitpoint's id): resumes addressed to it before the
 	// pause commits are kept for it.
 	StepKey string `json:"stepKey,omitempty"`
-	// Delay and Until: a delay suspension's timer (one of them).
+	// Delay and Until: a delay suspension's timer (one of them); on any
+	// other suspension, its deadline, when the step runs again with null
+	// resume data unless someone resumed it first.
 	Delay time.Duration `json:"delay,omitempty"`
 	Until time.Time     `json:"until,omitzero"`
 	// Output: complete.

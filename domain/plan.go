@@ -219,7 +219,7 @@ func planPause(o Outcome, c *StepCommit, b Command, cmds []Command) error {
 		}
 		s.Deferred = deferred
 	}
-	if s.Kind == KindDelay {
+	if s.Kind == KindDelay || !b.Until.IsZero() || b.Delay > 0 {
 		wake := b.Until
 		if wake.IsZero() {
 			wake = o.Now.Add(b.Delay)

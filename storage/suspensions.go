@@ -85,40 +85,9 @@ func (db *DB) Suspensions(ctx context.Context, f domain.SuspensionFilter) ([]dom
 // resumes exactly one changes the row.
 func (db *DB) Resume(ctx context.Context, req domain.ResumeRequest) (domain.Suspension, error) {
 	var out domain.Suspension
-	err := db.inPipelinedTx(ctx, func(ctx context.Context, tx bun.IDB) error {
-		run, target, err := db.lockResumeTarget(ctx, tx, req)
-		if err != nil {
-			return err
-		}
-		if target == nil {
-			out, err = db.precomplete(ctx, tx, run, req)
-			return err
-		}
-		if req.Check != nil && target.Status == domain.SuspensionPending && !target.Precompleted {
-			s, err := target.toDomain()
-			if err != nil {
-				return err
-			}
-			if err := req.Check(s); err != nil {
-				return err
-			}
-		}
-		won, err := db.conditionalResume(ctx, tx, target.ID, req)
-		if err != nil {
-			return err
-		}
-		if won == nil {
-			out, err = db.lostResume(ctx, tx, target.ID, req)
-			return err
-		}
-		if err := db.fail("resume.after_update"); err != nil {
-			return err
-		}
-		out, err = won.toDomain()
-		if err != nil {
-			return err
-		}
-		return db.enqueueResume(ctx, tx, run, won, ts(req.Now), resumeAudit(req, won))
+	err := db.inPipelinedTx(ctx, func(ctx context.Context, tx bun.IDB) (err error) {
+		out, err = db.resumeIn(ctx, tx, req)
+		return err
 	})
 	if err != nil {
 		return domain.Suspension{}, fmt.Errorf("resume %s: %w", describeResume(req), translate(err))
@@ -126,6 +95,42 @@ func (db *DB) Resume(ctx context.Context, req domain.ResumeRequest) (domain.Susp
 	db.signal()
 	db.changed(out.RunID)
 	return out, nil
+}
+
+// resumeIn is Resume inside a transaction; on a pipelined one it issues
+// the first statement and ends with the commit.
+func (db *DB) resumeIn(ctx context.Context, tx bun.IDB, req domain.ResumeRequest) (domain.Suspension, error) {
+	run, target, err := db.lockResumeTarget(ctx, tx, req)
+	if err != nil {
+		return domain.Suspension{}, err
+	}
+	if target == nil {
+		return db.precomplete(ctx, tx, run, req)
+	}
+	if req.Check != nil && target.Status == domain.SuspensionPending && !target.Precompleted {
+		s, err := target.toDomain()
+		if err != nil {
+			return s, err
+		}
+		if err := req.Check(s); err != nil {
+			return s, err
+		}
+	}
+	won, err := db.conditionalResume(ctx, tx, target.ID, req)
+	if err != nil {
+		return domain.Suspension{}, err
+	}
+	if won == nil {
+		return db.lostResume(ctx, tx, target.ID, req)
+	}
+	if err := db.fail("resume.after_update"); err != nil {
+		return domain.Suspension{}, err
+	}
+	out, err := won.toDomain()
+	if err != nil {
+		return out, err
+	}
+	return out, db.enqueueResume(ctx, tx, run, won, ts(req.Now), resumeAudit(req, won))
 }
 
 func describeResume(req domain.ResumeRequest) string {

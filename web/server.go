@@ -62,6 +62,9 @@ type Server struct {
 	// SyncTimeout bounds how long a sync resume or a webhook trigger waits
 	// for its run before answering 202 (30s).
 	SyncTimeout time.Duration
+	// WorkItems, when set, takes async http steps' reports at
+	// /webhook/{flowId}/{stepId}/{token}.
+	WorkItems domain.WorkItemStore
 
 	watch    runWatch
 	keys     *keyCache
@@ -121,6 +124,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("/v1/flow-runs/{runId}/waitpoints/{waitpointId}", s.handle(s.resumeWaitpoint(false)))
 	mux.Handle("/v1/flow-runs/{runId}/waitpoints/{waitpointId}/sync", s.handle(s.resumeWaitpoint(true)))
 	mux.Handle("/v1/webhooks/{workflowId}", s.handle(s.webhookTrigger))
+	mux.Handle("POST /webhook/{flowId}/{stepId}/{token}", s.handle(s.reportWork))
 	if s.UIStore != nil {
 		s.ui(mux)
 	}

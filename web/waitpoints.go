@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/flow"
 )
 
 // Webhook endpoints. They take any HTTP method and are authorised by what
@@ -286,4 +288,39 @@ func (rw *runWatch) notify(runID string) {
 		default:
 		}
 	}
+}
+
+// reportWork takes an async http step's report: {"success": true,
+// "outputs": …}, {"success": false, "error": "…"} or {"success": false,
+// "notCompleted": true}. A report is accepted only while the work item is
+// active or not completed; one for a finished item — a repeat, or a
+// different outcome — is refused with 400 and a body that says why, and
+// changes nothing. The receipt token in the URL is checked by its hash.
+func (s *Server) reportWork(w http.ResponseWriter, r *http.Request) error {
+	if s.WorkItems == nil {
+		return domain.ErrNotFound
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBody))
+	if err != nil {
+		return err
+	}
+	o, err := flow.DecodeOutcome(body)
+	if err != nil {
+		return &domain.ValidationError{Code: domain.CodeInvalidJSON, Message: "the report is " + err.Error()}
+	}
+	hash := sha256.Sum256([]byte(r.PathValue("token")))
+	item, err := s.WorkItems.CompleteWorkItem(r.Context(), domain.WorkReport{
+		WorkflowID: r.PathValue("flowId"), StepName: r.PathValue("stepId"), TokenHash: hash[:], Outcome: o}, s.Clock.Now())
+	var se *domain.WorkStateError
+	if errors.As(err, &se) {
+		p := newProblem(http.StatusBadRequest, "work_item_finished", se.Message)
+		p.Extra = map[string]any{"workItemId": se.Item.ID, "state": se.Item.State}
+		writeProblem(w, r, p)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"workItemId": item.ID, "state": item.State, "runId": item.RunID})
+	return nil
 }

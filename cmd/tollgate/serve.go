@@ -37,6 +37,7 @@ type serveConfig struct {
 	maxWait         time.Duration
 	publicURL       string
 	syncTimeout     time.Duration
+	httpAllow       string
 	adminEmail      string
 	bootstrapKey    string
 }
@@ -65,6 +66,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.Duration(&c.maxWait, "max-wait", "TOLLGATE_MAX_WAIT", flow.DefaultMaxWait, "longest wait a declarative wait step may ask for")
 	f.String(&c.publicURL, "public-url", "TOLLGATE_PUBLIC_URL", "", "URL where callers reach this server, for the resume URLs it hands out (default: http:// and the listen address)")
 	f.Duration(&c.syncTimeout, "sync-timeout", "TOLLGATE_SYNC_TIMEOUT", 30*time.Second, "how long a sync waitpoint resume or a webhook trigger waits for the run before answering 202")
+	f.String(&c.httpAllow, "http-allow", "TOLLGATE_HTTP_ALLOW", "", "hosts http steps may call: comma-separated host, host:port or *.domain patterns, * for any (default: public addresses only, never this server's own network)")
 	f.Duration(&c.shutdownTimeout, "shutdown-timeout", "TOLLGATE_SHUTDOWN_TIMEOUT", 15*time.Second, "how long to finish requests and steps after SIGTERM")
 	f.String(&c.adminEmail, "admin-email", "TOLLGATE_ADMIN_EMAIL", "admin@tollgate.local", "email of the admin created on a fresh database")
 	c.bootstrapKey = getenv("TOLLGATE_BOOTSTRAP_API_KEY")
@@ -103,8 +105,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	allow, err := flow.ParseAllowList(c.httpAllow)
+	if err != nil {
+		return err
+	}
 	waitpoints := &flow.Waitpoints{Store: db, Secret: secret, PublicURL: c.publicURL, MaxWait: c.maxWait}
-	catalog := flow.NewCatalog(db, flow.Env{Tasks: tasks, MaxWait: c.maxWait, CheckSchema: web.CheckSchema, Waitpoints: waitpoints}, reg)
+	catalog := flow.NewCatalog(db, flow.Env{Tasks: tasks, MaxWait: c.maxWait, CheckSchema: web.CheckSchema, Waitpoints: waitpoints,
+		HTTP: flow.NewHTTPSteps(allow, db, waitpoints)}, reg)
 	if err := loadDocuments(ctx, catalog, c.workflowsDir, log); err != nil {
 		return err
 	}
@@ -113,7 +120,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		ShutdownGrace: c.shutdownTimeout, ValidateResumeData: web.ValidateResumeData, ValidateInput: web.ValidateRunInput, Log: log,
 	})
 	srv := newServer(c, eng, db, log)
-	srv.Catalog, srv.Waitpoints = catalog, waitpoints
+	srv.Catalog, srv.Waitpoints, srv.WorkItems = catalog, waitpoints, db
 	hkCtx, stopHousekeeping := context.WithCancel(ctx)
 	var hk sync.WaitGroup
 	hk.Go(func() { housekeep(hkCtx, db, log, housekeepingEvery) })

@@ -100,9 +100,10 @@ func (e *Engine) jobRun(ctx context.Context, job domain.Job) (domain.Run, error)
 	return e.store.Run(ctx, job.RunID)
 }
 
-// resolve returns the suspension a resume job continues from. A delay's
-// timer resolves its own suspension first, with the same conditional update
-// a person's resume uses: if someone resumed it early, theirs stands.
+// resolve returns the suspension a resume job continues from. A timer (a
+// delay's wake-up, a callback's deadline) resolves its own suspension
+// first, with the same conditional update a person's resume uses: if
+// someone resumed it early, theirs stands.
 func (e *Engine) resolve(ctx context.Context, job domain.Job) (domain.Suspension, error) {
 	var s domain.Suspension
 	if job.Suspension != nil {
@@ -113,7 +114,7 @@ func (e *Engine) resolve(ctx context.Context, job domain.Job) (domain.Suspension
 			return s, err
 		}
 	}
-	if s.Status != domain.SuspensionPending || s.Kind != domain.KindDelay {
+	if s.Status != domain.SuspensionPending || s.WakeAt == nil {
 		return s, nil
 	}
 	_, err := e.store.Resume(ctx, domain.ResumeRequest{SuspensionID: s.ID, Data: json.RawMessage("null"), By: "timer", Now: e.o.Clock.Now()})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"strconv"
@@ -115,6 +116,10 @@ type State struct {
 	Steps map[string]json.RawMessage `json:"steps"`
 	// Waitpoint is the waitpoint a paused step waits for.
 	Waitpoint string `json:"waitpoint,omitempty"`
+	// WorkItem and Phase: an async http step's work item and what its
+	// pause waits for.
+	WorkItem string `json:"workItem,omitempty"`
+	Phase    string `json:"phase,omitempty"`
 }
 
 // Load parses and validates a document (see Parse) and compiles it into a
@@ -174,6 +179,8 @@ func (c *compiled) step(i int) domain.StepFunc {
 		switch st.Type {
 		case TypeTask:
 			return c.task(ctx, i, req, s, resumed, data)
+		case TypeHTTP:
+			return c.httpStep(ctx, i, req, s, resumed)
 		case TypeWebhook:
 			if resumed {
 				return c.advance(i, s, data), nil
@@ -370,8 +377,11 @@ func (c *compiled) continueAt(i, next int, s State, out any) domain.StepResult {
 
 // Supported reports whether this server runs steps of type t.
 func Supported(t string) bool {
-	return slices.Contains([]string{TypeTask, TypeWait, TypeApproval, TypeInput, TypeWebhook}, t)
+	return slices.Contains(Types, t)
 }
+
+// jitter is a uniform number in [0,1) for backoffs.
+func jitter() float64 { return rand.Float64() }
 
 // pointerString resolves a JSON pointer (RFC 6901) in doc to a non-empty
 // string.

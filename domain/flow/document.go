@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -71,6 +72,22 @@ type Step struct {
 	Accept       []string        `json:"accept,omitempty"`
 	OnReject     string          `json:"onReject,omitempty"` // approval only
 
+	// http
+	URL     string            `json:"url,omitempty"`
+	Method  string            `json:"method,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	// Args are the step's arguments, sent to the endpoint.
+	Args json.RawMessage `json:"args,omitempty"`
+	// Async steps are completed later through their webhook URL.
+	Async bool `json:"async,omitempty"`
+	// TimeoutMs bounds each call (30s); CompletionTimeoutMs how long an
+	// async step waits for its report (1h), after which OnTimeout says
+	// what happens: "fail" (the default) or "retry" (call again, with the
+	// step's backoff, while its retry policy allows).
+	TimeoutMs           int64  `json:"timeoutMs,omitempty"`
+	CompletionTimeoutMs int64  `json:"completionTimeoutMs,omitempty"`
+	OnTimeout           string `json:"onTimeout,omitempty"`
+
 	// webhook: answered to the webhook that started the run when it
 	// pauses here ({{resumeUrl}} in its body becomes the resume URL).
 	ResponseToSend *domain.HTTPResponse `json:"responseToSend,omitempty"`
@@ -89,7 +106,7 @@ type Retry struct {
 // type, name, next and retry.
 var fieldsOf = map[string][]string{
 	TypeTask:     {"handler", "config"},
-	TypeHTTP:     {},
+	TypeHTTP:     {"url", "method", "headers", "args", "async", "timeoutMs", "completionTimeoutMs", "onTimeout"},
 	TypeWait:     {"durationMs", "untilTimestamp"},
 	TypeWebhook:  {"responseToSend"},
 	TypeApproval: {"reason", "title", "instructions", "assignee", "resumeSchema", "onReject"},
@@ -150,6 +167,8 @@ type Env struct {
 	Now func() time.Time
 	// Waitpoints serves webhook steps and task handlers that wait.
 	Waitpoints *Waitpoints
+	// HTTP serves http steps.
+	HTTP *HTTPSteps
 }
 
 // DefaultMaxWait is the longest wait when Env.MaxWait is zero.
@@ -199,6 +218,8 @@ func Parse(body []byte, env Env) (Document, error) {
 			"name": &st.Name, "next": &st.Next, "end": &st.End, "retry": &st.Retry, "handler": &st.Handler, "durationMs": &st.DurationMs,
 			"untilTimestamp": &st.UntilTimestamp, "reason": &st.Reason, "title": &st.Title, "instructions": &st.Instructions,
 			"assignee": &st.Assignee, "accept": &st.Accept, "onReject": &st.OnReject, "responseToSend": &st.ResponseToSend,
+			"url": &st.URL, "method": &st.Method, "headers": &st.Headers, "async": &st.Async, "timeoutMs": &st.TimeoutMs,
+			"completionTimeoutMs": &st.CompletionTimeoutMs, "onTimeout": &st.OnTimeout,
 		} {
 			v.decode(path+"."+name, fields[name], dst)
 		}
@@ -207,6 +228,9 @@ func Parse(body []byte, env Env) (Document, error) {
 		}
 		if c, ok := fields["resumeSchema"]; ok && !isNull(c) {
 			st.ResumeSchema = c
+		}
+		if c, ok := fields["args"]; ok && !isNull(c) {
+			st.Args = c
 		}
 		doc.Steps = append(doc.Steps, st)
 	}
@@ -362,6 +386,8 @@ func (v *validator) step(path string, st Step, env Env) {
 				v.add(path+".untilTimestamp", "%q is not an ISO 8601 date and time with a zone, like 2026-04-15T09:00:00.000Z", *st.UntilTimestamp)
 			}
 		}
+	case TypeHTTP:
+		v.httpStep(path, st, env)
 	case TypeWebhook:
 		if r := st.ResponseToSend; r != nil && r.Status != 0 && (r.Status < 200 || r.Status > 599) {
 			v.add(path+".responseToSend.status", "%d is not an HTTP status from 200 to 599", r.Status)
@@ -389,6 +415,33 @@ func (v *validator) step(path string, st Step, env Env) {
 	}
 	if st.Type != TypeApproval && st.OnReject != "" {
 		v.add(path+".onReject", "only approval steps have onReject")
+	}
+}
+
+func (v *validator) httpStep(path string, st Step, env Env) {
+	u, err := url.Parse(st.URL)
+	switch {
+	case st.URL == "":
+		v.add(path+".url", "an http step needs the url of its endpoint")
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil:
+		v.add(path+".url", "%q is not an absolute http:// or https:// URL without credentials", st.URL)
+	case env.HTTP != nil && !env.HTTP.Allow.Allows(u):
+		v.add(path+".url", "%s is not on this server's http allow-list (%s)", u.Host, env.HTTP.Allow)
+	}
+	if st.Method != "" && !slices.Contains([]string{"GET", "POST", "PUT", "PATCH", "DELETE"}, st.Method) {
+		v.add(path+".method", "use GET, POST, PUT, PATCH or DELETE")
+	}
+	if st.TimeoutMs < 0 || st.CompletionTimeoutMs < 0 {
+		v.add(path, "timeouts must not be negative")
+	}
+	if !st.Async && (st.CompletionTimeoutMs != 0 || st.OnTimeout != "") {
+		v.add(path+".async", "completionTimeoutMs and onTimeout apply to async steps only")
+	}
+	if st.OnTimeout != "" && st.OnTimeout != "fail" && st.OnTimeout != "retry" {
+		v.add(path+".onTimeout", "use fail or retry")
+	}
+	if st.CompletionTimeoutMs > 0 && time.Duration(st.CompletionTimeoutMs)*time.Millisecond > env.maxWait() {
+		v.add(path+".completionTimeoutMs", "longer than this server's longest wait, %v", env.maxWait())
 	}
 }
 

@@ -116,9 +116,15 @@ func (w *Waitpoints) create(ctx context.Context, runID, step, execKey string, sp
 }
 
 // token is the secret part of a waitpoint's resume URL.
-func (w *Waitpoints) token(runID, id string) string {
+func (w *Waitpoints) token(runID, id string) string { return w.mac("waitpoint", runID, id) }
+
+// mac derives a 256-bit token from the secret for a purpose and its ids.
+func (w *Waitpoints) mac(purpose string, ids ...string) string {
 	m := hmac.New(sha256.New, w.Secret)
-	m.Write([]byte("tollgate-waitpoint\x00" + runID + "\x00" + id))
+	m.Write([]byte("tollgate-" + purpose))
+	for _, id := range ids {
+		m.Write([]byte("\x00" + id))
+	}
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 

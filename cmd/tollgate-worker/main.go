@@ -1,0 +1,167 @@
+// Command tollgate-worker is a reference endpoint for Tollgate's async http
+// steps. It acknowledges each call at once, does the work in the
+// background, and reports the outcome to the call's metadata.webhook_url
+// with the safe webhook pattern: 200 means recorded; 400 means the work
+// item is already finished (a repeat), so stop; anything else, or no
+// answer, is retried with exponential backoff.
+//
+// The work it does is what the step's args ask for, so that it can stand
+// in for real work in tests and demos:
+//
+//	{"sleepMs": 50, "echo": {...}}      succeed after a while, outputs {"echo": ...}
+//	{"fail": "message"}                 report a failure
+//	{"notCompletedTimes": 2}            report "not completed" on the first 2 calls
+//	{"reportTwice": true}               send the report twice (the second gets 400)
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "tollgate-worker:", err)
+		os.Exit(1)
+	}
+}
+
+type call struct {
+	Args struct {
+		SleepMs           int             `json:"sleepMs"`
+		Echo              json.RawMessage `json:"echo"`
+		Fail              string          `json:"fail"`
+		NotCompletedTimes int             `json:"notCompletedTimes"`
+		ReportTwice       bool            `json:"reportTwice"`
+	} `json:"args"`
+	Metadata struct {
+		FlowID       string `json:"flow_id"`
+		StepID       string `json:"step_id"`
+		RunID        string `json:"run_id"`
+		Attempt      int    `json:"attempt"`
+		ReceiptToken string `json:"receipt_token"`
+		WebhookURL   string `json:"webhook_url"`
+	} `json:"metadata"`
+}
+
+type report struct {
+	Success      bool            `json:"success"`
+	Outputs      json.RawMessage `json:"outputs,omitempty"`
+	Error        string          `json:"error,omitempty"`
+	NotCompleted bool            `json:"notCompleted,omitempty"`
+}
+
+type worker struct {
+	log       *slog.Logger
+	client    *http.Client
+	attempts  int
+	retryBase time.Duration
+	work      sync.WaitGroup
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("tollgate-worker", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8081", "address to listen on")
+	attempts := fs.Int("attempts", 5, "how many times a report is sent before giving up")
+	retryBase := fs.Duration("retry-base", time.Second, "wait before the first resend; it doubles each time")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	w := &worker{
+		log:    slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		client: &http.Client{Timeout: 10 * time.Second}, attempts: *attempts, retryBase: *retryBase,
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(w.accept), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stdout, "tollgate-worker listening on http://%s\n", ln.Addr())
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	err = srv.Serve(ln)
+	w.work.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// accept acknowledges a call and leaves the work to the background.
+func (w *worker) accept(rw http.ResponseWriter, r *http.Request) {
+	var c call
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&c); err != nil || c.Metadata.WebhookURL == "" {
+		http.Error(rw, `{"success": false, "error": "expected an async step call with metadata.webhook_url"}`, http.StatusBadRequest)
+		return
+	}
+	w.log.Info("Accepted", "flow_id", c.Metadata.FlowID, "step_id", c.Metadata.StepID, "run_id", c.Metadata.RunID,
+		"attempt", c.Metadata.Attempt, "receipt_token", c.Metadata.ReceiptToken)
+	w.work.Go(func() { w.do(c) })
+	rw.Header().Set("Content-Type", "application/json")
+	_, _ = rw.Write([]byte(`{"success": true}`))
+}
+
+func (w *worker) do(c call) {
+	time.Sleep(time.Duration(c.Args.SleepMs) * time.Millisecond)
+	rep := report{Success: true, Outputs: json.RawMessage(`{}`)}
+	switch {
+	case c.Metadata.Attempt <= c.Args.NotCompletedTimes:
+		rep = report{NotCompleted: true}
+	case c.Args.Fail != "":
+		rep = report{Error: c.Args.Fail}
+	case len(c.Args.Echo) > 0:
+		rep.Outputs, _ = json.Marshal(map[string]json.RawMessage{"echo": c.Args.Echo})
+	}
+	w.send(c, rep)
+	if c.Args.ReportTwice {
+		w.send(c, rep)
+	}
+}
+
+// send reports an outcome: 200 is done, 400 is final (already recorded),
+// anything else is tried again after a growing wait.
+func (w *worker) send(c call, rep report) bool {
+	body, _ := json.Marshal(rep)
+	wait := w.retryBase
+	for attempt := 1; ; attempt++ {
+		resp, err := w.client.Post(c.Metadata.WebhookURL, "application/json", bytes.NewReader(body))
+		if err == nil {
+			answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			switch resp.StatusCode {
+			case http.StatusOK:
+				return true
+			case http.StatusBadRequest:
+				w.log.Warn("Report refused: the work item is already finished", "receipt_token", c.Metadata.ReceiptToken, "answer", string(answer))
+				return false
+			}
+			err = fmt.Errorf("HTTP %d", resp.StatusCode)
+		}
+		if attempt == w.attempts {
+			w.log.Error("Report not delivered", "receipt_token", c.Metadata.ReceiptToken, "error", err)
+			return false
+		}
+		w.log.Warn("Report failed; sending it again", "receipt_token", c.Metadata.ReceiptToken, "error", err, "wait", wait)
+		time.Sleep(wait)
+		wait *= 2
+	}
+}

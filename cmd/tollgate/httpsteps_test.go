@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tollgatehq/tollgate/storage/storagetest"
+)
+
+var (
+	workerOnce sync.Once
+	workerBin  string
+	workerErr  error
+)
+
+// startWorker builds and starts the reference worker, reporting fast.
+func startWorker(t *testing.T) string {
+	t.Helper()
+	workerOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "tollgate-worker-")
+		if err != nil {
+			workerErr = err
+			return
+		}
+		workerBin = filepath.Join(dir, "tollgate-worker")
+		out, err := exec.Command("go", "build", "-o", workerBin, "../tollgate-worker").CombinedOutput()
+		if err != nil {
+			workerErr = fmt.Errorf("build the worker: %v\n%s", err, out)
+		}
+	})
+	if workerErr != nil {
+		t.Fatal(workerErr)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, workerBin, "--addr", "127.0.0.1:0", "--retry-base", "20ms")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	m := regexp.MustCompile(`listening on (http://\S+)`).FindStringSubmatch(line)
+	if err != nil || m == nil {
+		t.Fatalf("worker said %q (%v)", line, err)
+	}
+	return m[1]
+}
+
+// endpoint is an http step endpoint that records its calls and answers
+// with what answer returns.
+type endpoint struct {
+	*httptest.Server
+	mu    sync.Mutex
+	calls []endpointCall
+}
+
+type endpointCall struct {
+	IdempotencyKey string
+	Args           json.RawMessage
+	Metadata       map[string]any
+}
+
+func newEndpoint(t *testing.T, answer func(n int, c endpointCall) (int, string)) *endpoint {
+	e := &endpoint{}
+	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var c endpointCall
+		_ = json.NewDecoder(r.Body).Decode(&c)
+		c.IdempotencyKey = r.Header.Get("Idempotency-Key")
+		e.mu.Lock()
+		e.calls = append(e.calls, c)
+		n := len(e.calls)
+		e.mu.Unlock()
+		status, body := answer(n, c)
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}))
+	t.Cleanup(e.Close)
+	return e
+}
+
+func (e *endpoint) recorded() []endpointCall {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]endpointCall(nil), e.calls...)
+}
+
+func TestHTTPStepsSQLite(t *testing.T) {
+	t.Parallel()
+	testHTTPSteps(t, map[string]string{})
+}
+
+func TestHTTPStepsPostgres(t *testing.T) {
+	t.Parallel()
+	testHTTPSteps(t, map[string]string{"DATABASE_URL": storagetest.NewDatabase(t)})
+}
+
+func testHTTPSteps(t *testing.T, env map[string]string) {
+	s := startServer(t, env, "--http-allow", "127.0.0.1")
+	c := s.client()
+	worker := startWorker(t)
+	register := func(id, steps string) {
+		t.Helper()
+		c.call(t, http.StatusCreated, "PUT", "/api/v1/workflows/"+id+"/versions/1", json.RawMessage(`{"id": "`+id+`", "version": "1", "steps": [`+steps+`]}`))
+	}
+	report := func(webhook string, want int, body string) string {
+		t.Helper()
+		resp, err := http.Post(webhook, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want {
+			t.Errorf("report %s: %d %s, want %d", body, resp.StatusCode, b, want)
+		}
+		return string(b)
+	}
+
+	t.Run("sync: retried on 5xx with the same receipt token, then its outputs", func(t *testing.T) {
+		e := newEndpoint(t, func(n int, _ endpointCall) (int, string) {
+			if n == 1 {
+				return http.StatusServiceUnavailable, "busy"
+			}
+			return http.StatusOK, `{"success": true, "outputs": {"price": 42}}`
+		})
+		register("price", `{"type": "http", "name": "quote", "url": "`+e.URL+`/quote", "args": {"sku": "A-1"}, "retry": {"maxAttempts": 3, "initialBackoffMs": 10}}`)
+		run := c.startRun(t, "price", map[string]string{"customer": "ada"})
+		done := c.waitStatus(t, run.ID, "succeeded")
+		if string(done.Output) != `{"price":42}` && string(done.Output) != `{"price": 42}` {
+			t.Errorf("output %s", done.Output)
+		}
+		calls := e.recorded()
+		if len(calls) != 2 || calls[0].IdempotencyKey == "" || calls[0].IdempotencyKey != calls[1].IdempotencyKey ||
+			calls[1].Metadata["receipt_token"] != calls[1].IdempotencyKey || calls[1].Metadata["flow_id"] != "price" ||
+			calls[1].Metadata["step_id"] != "quote" || calls[1].Metadata["run_id"] != run.ID || calls[1].Metadata["attempt"] != 2.0 ||
+			calls[1].Metadata["webhook_url"] != nil || !strings.Contains(string(calls[1].Args), `"A-1"`) {
+			t.Errorf("calls: %+v", calls)
+		}
+	})
+
+	t.Run("sync: a reported failure or a 4xx fails the run", func(t *testing.T) {
+		e := newEndpoint(t, func(n int, c endpointCall) (int, string) {
+			if strings.Contains(string(c.Args), "gone") {
+				return http.StatusNotFound, "no such thing"
+			}
+			return http.StatusOK, `{"success": false, "error": "out of stock"}`
+		})
+		register("stock", `{"type": "http", "name": "reserve", "url": "`+e.URL+`"}`)
+		register("gone", `{"type": "http", "name": "reserve", "url": "`+e.URL+`", "args": "gone"}`)
+		for wf, want := range map[string]string{"stock": "out of stock", "gone": "answered 404: no such thing"} {
+			failed := c.waitStatus(t, c.startRun(t, wf, nil).ID, "failed")
+			if failed.Error == nil || !strings.Contains(failed.Error.Message, want) {
+				t.Errorf("%s: %+v", wf, failed.Error)
+			}
+		}
+		if n := len(e.recorded()); n != 2 {
+			t.Errorf("%d calls; a definite answer is not retried", n)
+		}
+	})
+
+	t.Run("async: the reference worker reports through the webhook", func(t *testing.T) {
+		register("ship", `{"type": "http", "name": "ship", "async": true, "url": "`+worker+`", "args": {"echo": {"box": 1}, "reportTwice": true}},
+			{"type": "http", "name": "label", "async": true, "url": "`+worker+`", "args": {"notCompletedTimes": 1, "echo": "printed"}, "retry": {"maxAttempts": 3, "initialBackoffMs": 20}}`)
+		run := c.startRun(t, "ship", nil)
+		done := c.waitStatus(t, run.ID, "succeeded")
+		if !strings.Contains(string(done.Output), `"printed"`) {
+			t.Errorf("output %s", done.Output)
+		}
+		n := checkLog(t, c.events(t, run.ID))
+		if n["STEP_COMPLETED(ship)"] != 1 || n["STEP_COMPLETED(label)"] != 1 {
+			t.Errorf("log %v", n)
+		}
+		var reasons []string
+		for _, sp := range c.run(t, run.ID).Suspensions {
+			reasons = append(reasons, sp.Kind+":"+sp.Reason)
+		}
+		if strings.Join(reasons, ",") != "callback:callback,callback:callback,delay:retry,callback:callback" {
+			t.Errorf("pauses: %v", reasons)
+		}
+	})
+
+	// Seed 003's state validation, case by case, through the webhook.
+	t.Run("async: state validation of reports", func(t *testing.T) {
+		hooks := make(chan string, 10)
+		e := newEndpoint(t, func(_ int, c endpointCall) (int, string) {
+			hooks <- c.Metadata["webhook_url"].(string)
+			return http.StatusOK, ""
+		})
+		register("manual", `{"type": "http", "name": "work", "async": true, "url": "`+e.URL+`"}`)
+		run := c.startRun(t, "manual", nil)
+		hook := <-hooks
+		if !strings.HasPrefix(hook, s.URL+"/webhook/manual/work/") {
+			t.Fatalf("webhook_url %q", hook)
+		}
+		c.waitStatus(t, run.ID, "suspended")
+		report(hook, http.StatusBadRequest, `{"outputs": {}}`)
+		report(strings.TrimSuffix(hook, hook[len(hook)-3:])+"xyz", http.StatusNotFound, `{"success": true}`)
+		report(strings.Replace(hook, "/manual/", "/other/", 1), http.StatusNotFound, `{"success": true}`)
+		report(hook, http.StatusOK, `{"success": true, "outputs": {"result": "ok"}}`)
+		if b := report(hook, http.StatusBadRequest, `{"success": true, "outputs": {"result": "ok"}}`); !strings.Contains(b, "already WorkSucceeded") {
+			t.Errorf("a duplicate report: %s", b)
+		}
+		if b := report(hook, http.StatusBadRequest, `{"success": false, "error": "changed my mind"}`); !strings.Contains(b, "cannot change to WorkFailed") {
+			t.Errorf("a different outcome: %s", b)
+		}
+		done := c.waitStatus(t, run.ID, "succeeded")
+		if !strings.Contains(string(done.Output), `"ok"`) {
+			t.Errorf("output %s", done.Output)
+		}
+
+		// Not completed → retried with backoff; then a failure is final.
+		register("flaky", `{"type": "http", "name": "work", "async": true, "url": "`+e.URL+`", "retry": {"maxAttempts": 3, "initialBackoffMs": 10}}`)
+		run = c.startRun(t, "flaky", nil)
+		hook = <-hooks
+		report(hook, http.StatusOK, `{"success": false, "notCompleted": true}`)
+		again := <-hooks
+		if again != hook {
+			t.Errorf("a retried work item keeps its receipt token: %q then %q", hook, again)
+		}
+		report(hook, http.StatusOK, `{"success": false, "error": "disk full"}`)
+		report(hook, http.StatusBadRequest, `{"success": false, "error": "disk full"}`)
+		failed := c.waitStatus(t, run.ID, "failed")
+		if failed.Error == nil || !strings.Contains(failed.Error.Message, "disk full") {
+			t.Errorf("error %+v", failed.Error)
+		}
+	})
+
+	t.Run("async: completion timeouts fail or retry", func(t *testing.T) {
+		e := newEndpoint(t, func(int, endpointCall) (int, string) { return http.StatusOK, `{"success": true}` })
+		register("late", `{"type": "http", "name": "work", "async": true, "url": "`+e.URL+`", "completionTimeoutMs": 200}`)
+		register("late-retry", `{"type": "http", "name": "work", "async": true, "url": "`+e.URL+`", "completionTimeoutMs": 200, "onTimeout": "retry", "retry": {"maxAttempts": 2, "initialBackoffMs": 10}}`)
+		late, retried := c.startRun(t, "late", nil), c.startRun(t, "late-retry", nil)
+		for _, id := range []string{late.ID, retried.ID} {
+			failed := c.waitStatus(t, id, "failed")
+			if failed.Error == nil || !strings.Contains(failed.Error.Message, "no report within the completion timeout") {
+				t.Errorf("error %+v", failed.Error)
+			}
+		}
+		if n := len(e.recorded()); n != 3 {
+			t.Errorf("%d calls, want 1 + 2", n)
+		}
+	})
+
+	t.Run("the allow-list is checked at registration", func(t *testing.T) {
+		r := c.call(t, http.StatusUnprocessableEntity, "PUT", "/api/v1/workflows/inside/versions/1",
+			json.RawMessage(`{"id": "inside", "version": "1", "steps": [{"type": "http", "name": "x", "url": "http://10.1.2.3/admin"}]}`))
+		if !strings.Contains(string(r.Body), "steps[0].url") || !strings.Contains(string(r.Body), "allow-list") {
+			t.Errorf("%s", r.Body)
+		}
+	})
+}

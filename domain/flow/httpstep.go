@@ -1,0 +1,457 @@
+package flow
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// HTTP steps call an endpoint with the step's arguments and metadata. A
+// sync step's answer is its StepResult ({success, outputs | error}); an
+// async step's first answer only acknowledges, and the endpoint reports
+// later to metadata.webhook_url, {PUBLIC_URL}/webhook/{flow_id}/{step_id}/
+// {receipt_token}. Calls time out, and are retried with the step's backoff
+// on 5xx, 429 and network errors; each carries the receipt token as its
+// Idempotency-Key. Redirects are not followed.
+
+// HTTPSteps is what http steps need from the server.
+type HTTPSteps struct {
+	Allow     *AllowList
+	WorkItems domain.WorkItemStore
+	// Links gives the secret that derives receipt tokens and the public
+	// URL webhooks are built on.
+	Links *Waitpoints
+	// Client makes the calls; NewHTTPSteps builds one that dials only
+	// what Allow allows.
+	Client *http.Client
+}
+
+// NewHTTPSteps returns http step support whose calls go only where allow
+// lets them.
+func NewHTTPSteps(allow *AllowList, items domain.WorkItemStore, links *Waitpoints) *HTTPSteps {
+	dialer := &net.Dialer{Timeout: 10 * time.Second, Control: allow.control}
+	transport := &http.Transport{
+		Proxy: nil, DialContext: dialer.DialContext, MaxIdleConnsPerHost: 16,
+		IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second,
+	}
+	return &HTTPSteps{Allow: allow, WorkItems: items, Links: links, Client: &http.Client{
+		Transport:     transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+// AllowList says which hosts http steps may call. Without patterns, any
+// host whose addresses are all public (not loopback, private, link-local,
+// shared or unspecified) — the internet, not the server's own network.
+// With patterns, exactly the hosts they match, wherever those are:
+// "api.example.com", "api.example.com:8443", "*.example.com", "10.0.0.7",
+// or "*" for any host.
+type AllowList struct{ patterns []string }
+
+// ParseAllowList reads a comma-separated list of patterns.
+func ParseAllowList(s string) (*AllowList, error) {
+	a := &AllowList{}
+	for p := range strings.SplitSeq(s, ",") {
+		p = strings.ToLower(strings.TrimSpace(p))
+		if p == "" {
+			continue
+		}
+		if strings.ContainsAny(p, "/ @?#") || strings.Count(strings.TrimPrefix(p, "*."), "*") > 0 && p != "*" {
+			return nil, fmt.Errorf("http allow-list: %q is not a host, host:port or *.domain pattern", p)
+		}
+		a.patterns = append(a.patterns, p)
+	}
+	return a, nil
+}
+
+// String describes the list.
+func (a *AllowList) String() string {
+	if a == nil || len(a.patterns) == 0 {
+		return "public addresses only"
+	}
+	return strings.Join(a.patterns, ",")
+}
+
+// Allows reports whether a URL's host may be called. Without patterns the
+// host's addresses are checked when it is dialled.
+func (a *AllowList) Allows(u *url.URL) bool {
+	if a == nil || len(a.patterns) == 0 {
+		if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil {
+			return public(ip)
+		}
+		return !strings.EqualFold(u.Hostname(), "localhost")
+	}
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	for _, p := range a.patterns {
+		ph, pp, hasPort := strings.Cut(p, ":")
+		if strings.HasPrefix(p, "[") { // [::1]:8080
+			if i := strings.LastIndex(p, "]"); i > 0 {
+				ph, pp, hasPort = p[1:i], strings.TrimPrefix(p[i+1:], ":"), strings.HasPrefix(p[i+1:], ":")
+			}
+		}
+		if hasPort && pp != port {
+			continue
+		}
+		switch {
+		case ph == "*", ph == host, strings.HasPrefix(ph, "*.") && strings.HasSuffix(host, ph[1:]):
+			return true
+		}
+	}
+	return false
+}
+
+// control refuses, in the default policy, connections to addresses that
+// are not public: checked on the address actually dialled, so a name that
+// resolves to an internal address is refused too.
+func (a *AllowList) control(_, address string, _ syscall.RawConn) error {
+	if a != nil && len(a.patterns) > 0 {
+		return nil
+	}
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return err
+	}
+	if !public(ap.Addr()) {
+		return fmt.Errorf("%s is not a public address; list the host in --http-allow to call it", ap.Addr())
+	}
+	return nil
+}
+
+var sharedSpace = netip.MustParsePrefix("100.64.0.0/10")
+
+func public(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	return ip.IsGlobalUnicast() && !ip.IsPrivate() && !sharedSpace.Contains(ip) && !ip.IsLoopback() && !ip.IsLinkLocalUnicast()
+}
+
+// receipt is a work item's receipt token: derived from the server's
+// secret, so a retried call carries the same one.
+func (h *HTTPSteps) receipt(runID, key string) string { return h.Links.mac("receipt", runID, key) }
+
+func (h *HTTPSteps) webhookURL(workflowID, step, token string) string {
+	return strings.TrimRight(h.Links.PublicURL, "/") + "/webhook/" + url.PathEscape(workflowID) + "/" + url.PathEscape(step) + "/" + token
+}
+
+// permanent is a call whose failure a retry would not change.
+type permanent struct{ msg string }
+
+func (p *permanent) Error() string { return p.msg }
+
+// stepBody is what an http step's endpoint receives.
+type stepBody struct {
+	Args     json.RawMessage            `json:"args"`
+	Input    json.RawMessage            `json:"input"`
+	Steps    map[string]json.RawMessage `json:"steps"`
+	Metadata map[string]any             `json:"metadata"`
+}
+
+// maxStepResult bounds an endpoint's answer.
+const maxStepResult = 1 << 20
+
+// call makes one call of st's endpoint. A 2xx answer is decoded as a
+// StepResult (an empty one acknowledges, for async steps); 5xx, 429 and
+// network errors are returned as errors to retry; anything else is a
+// permanent failure.
+func (h *HTTPSteps) call(ctx context.Context, st Step, body stepBody, token string) (domain.StepOutcome, error) {
+	u, err := url.Parse(st.URL)
+	if err != nil {
+		return domain.StepOutcome{}, &permanent{fmt.Sprintf("step %s: url: %v", st.Name, err)}
+	}
+	if !h.Allow.Allows(u) {
+		return domain.StepOutcome{}, &permanent{fmt.Sprintf("step %s: %s is not on this server's http allow-list (%s)", st.Name, u.Host, h.Allow)}
+	}
+	payload, err := json.Marshal(body)
+	if err != nil {
+		return domain.StepOutcome{}, err
+	}
+	timeout := 30 * time.Second
+	if st.TimeoutMs > 0 {
+		timeout = time.Duration(st.TimeoutMs) * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	method := st.Method
+	if method == "" {
+		method = http.MethodPost
+	}
+	req, err := http.NewRequestWithContext(ctx, method, st.URL, bytes.NewReader(payload))
+	if err != nil {
+		return domain.StepOutcome{}, &permanent{fmt.Sprintf("step %s: %v", st.Name, err)}
+	}
+	for k, v := range st.Headers {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", token)
+	resp, err := h.Client.Do(req)
+	if err != nil {
+		var pe *permanent
+		if errors.As(err, &pe) {
+			return domain.StepOutcome{}, pe
+		}
+		return domain.StepOutcome{}, fmt.Errorf("step %s: call %s: %w", st.Name, u.Host, err)
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxStepResult+1))
+	if err != nil {
+		return domain.StepOutcome{}, fmt.Errorf("step %s: read the answer of %s: %w", st.Name, u.Host, err)
+	}
+	switch {
+	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
+		return domain.StepOutcome{}, fmt.Errorf("step %s: %s answered %d: %s", st.Name, u.Host, resp.StatusCode, snippet(answer))
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		return domain.StepOutcome{}, &permanent{fmt.Sprintf("step %s: %s answered %d: %s", st.Name, u.Host, resp.StatusCode, snippet(answer))}
+	case len(answer) > maxStepResult:
+		return domain.StepOutcome{}, &permanent{fmt.Sprintf("step %s: %s answered with more than %d bytes", st.Name, u.Host, maxStepResult)}
+	case st.Async && len(bytes.TrimSpace(answer)) == 0:
+		return domain.StepOutcome{Success: true}, nil
+	}
+	o, err := DecodeOutcome(answer)
+	if err != nil {
+		return domain.StepOutcome{}, &permanent{fmt.Sprintf("step %s: %s answered %d with %v", st.Name, u.Host, resp.StatusCode, err)}
+	}
+	return o, nil
+}
+
+// DecodeOutcome reads a StepResult: {"success": true, "outputs": …},
+// {"success": false, "error": "…"}, or {"success": false, "notCompleted":
+// true} for work that should be tried again.
+func DecodeOutcome(b []byte) (domain.StepOutcome, error) {
+	var raw struct {
+		Success      *bool           `json:"success"`
+		Outputs      json.RawMessage `json:"outputs"`
+		Error        string          `json:"error"`
+		NotCompleted bool            `json:"notCompleted"`
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&raw); err != nil {
+		return domain.StepOutcome{}, fmt.Errorf("a body that is not a StepResult {success, outputs | error}: %s", jsonMessage(err))
+	}
+	if raw.Success == nil {
+		return domain.StepOutcome{}, errors.New("a StepResult without success (true or false)")
+	}
+	if *raw.Success && raw.NotCompleted {
+		return domain.StepOutcome{}, errors.New("a StepResult both successful and not completed")
+	}
+	o := domain.StepOutcome{Success: *raw.Success, Outputs: raw.Outputs, Error: raw.Error, NotCompleted: raw.NotCompleted}
+	if len(o.Outputs) == 0 || isNull(o.Outputs) {
+		o.Outputs = json.RawMessage("{}")
+	}
+	if !o.Success && !o.NotCompleted && o.Error == "" {
+		o.Error = "the endpoint reported a failure without saying why"
+	}
+	return o, nil
+}
+
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	if s == "" {
+		return "(no body)"
+	}
+	return s
+}
+
+// httpStep runs an http step: a sync one in one execution, an async one
+// through its work item (see async).
+func (c *compiled) httpStep(ctx context.Context, i int, req domain.StepRequest, s State, resumed bool) (domain.StepResult, error) {
+	st := c.doc.Steps[i]
+	h := c.env.HTTP
+	if h == nil {
+		return domain.StepResult{}, errors.New("this server does not run http steps")
+	}
+	if !st.Async {
+		token := h.receipt(req.RunID, req.IdempotencyKey)
+		o, err := h.call(ctx, st, c.body(st, req, s, req.Attempt, token, ""), token)
+		return c.settle(i, s, o, err)
+	}
+	return c.async(ctx, i, req, s, resumed)
+}
+
+func (c *compiled) body(st Step, req domain.StepRequest, s State, attempt int, token, webhook string) stepBody {
+	meta := map[string]any{"flow_id": c.doc.ID, "step_id": st.Name, "run_id": req.RunID, "attempt": attempt, "receipt_token": token}
+	if webhook != "" {
+		meta["webhook_url"] = webhook
+	}
+	args := st.Args
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	return stepBody{Args: args, Input: s.Input, Steps: s.Steps, Metadata: meta}
+}
+
+// settle turns a call's result into the step's: outputs and on; a
+// reported or permanent failure fails the run; anything else is returned
+// to be retried with the step's backoff.
+func (c *compiled) settle(i int, s State, o domain.StepOutcome, err error) (domain.StepResult, error) {
+	var pe *permanent
+	switch {
+	case errors.As(err, &pe):
+		return failed(pe.msg), nil
+	case err != nil:
+		return domain.StepResult{}, err
+	case o.Success:
+		s.WorkItem, s.Phase = "", ""
+		return c.advance(i, s, o.Outputs), nil
+	default:
+		msg := o.Error
+		if o.NotCompleted {
+			msg = "the endpoint reported the work not completed"
+		}
+		return failed(fmt.Sprintf("step %s failed: %s", c.doc.Steps[i].Name, msg)), nil
+	}
+}
+
+func failed(msg string) domain.StepResult {
+	return domain.StepResult{Commands: []domain.Command{domain.Fail(domain.CodeStepFailed, msg)}}
+}
+
+// Phases of an async step's pause.
+const (
+	phaseCallback = "callback" // waiting for the endpoint's report, until the completion timeout
+	phaseBackoff  = "backoff"  // waiting to call the endpoint again
+)
+
+// async moves an async step's work item along. Its state is the truth: a
+// pause may be resumed by the endpoint's report or by its own timer, and
+// the step reads what the item says.
+func (c *compiled) async(ctx context.Context, i int, req domain.StepRequest, s State, resumed bool) (domain.StepResult, error) {
+	st, h := c.doc.Steps[i], c.env.HTTP
+	var item domain.WorkItem
+	var err error
+	if s.WorkItem == "" {
+		id := uuid.Must(uuid.NewV7()).String()
+		hash := sha256.Sum256([]byte(h.receipt(req.RunID, id)))
+		item, err = h.WorkItems.StartWorkItem(ctx, domain.WorkItem{ID: id, RunID: req.RunID, WorkflowID: c.doc.ID, StepName: st.Name,
+			ExecutionKey: req.IdempotencyKey, TokenHash: hash[:], WaitKey: id + ".1", CreatedAt: c.now()})
+		s.WorkItem, s.Phase = item.ID, ""
+	} else {
+		item, err = h.WorkItems.WorkItem(ctx, s.WorkItem)
+	}
+	if err != nil {
+		return domain.StepResult{}, err
+	}
+	attempts := 3
+	if st.Retry != nil {
+		attempts = st.Retry.MaxAttempts
+	}
+	for {
+		var moved bool
+		switch {
+		case item.State == domain.WorkSucceeded:
+			return c.settle(i, s, *item.Result, nil)
+		case item.State == domain.WorkFailed:
+			return c.settle(i, s, *item.Result, nil)
+		case item.State == domain.WorkActive && resumed && s.Phase == phaseCallback:
+			// The completion timeout passed without a report.
+			if st.OnTimeout == "retry" && item.Dispatch < attempts {
+				if item, moved, err = h.WorkItems.MoveWorkItem(ctx, item.ID, []domain.WorkState{domain.WorkActive}, domain.WorkNotCompleted, item.Dispatch, backoffKey(item), nil, c.now()); err == nil && moved {
+					return c.backoff(st, s, item), nil
+				}
+			} else {
+				o := &domain.StepOutcome{Error: fmt.Sprintf("no report within the completion timeout (%v) after %d call(s)", c.completionTimeout(st), item.Dispatch)}
+				item, _, err = h.WorkItems.MoveWorkItem(ctx, item.ID, []domain.WorkState{domain.WorkActive}, domain.WorkFailed, item.Dispatch, item.WaitKey, o, c.now())
+			}
+		case item.State == domain.WorkNotCompleted && !(resumed && s.Phase == phaseBackoff):
+			// Reported not completed: wait, then call again while attempts remain.
+			if item.Dispatch < attempts {
+				if item.WaitKey == backoffKey(item) {
+					return c.backoff(st, s, item), nil // a retried execution of this step
+				}
+				if item, moved, err = h.WorkItems.MoveWorkItem(ctx, item.ID, []domain.WorkState{domain.WorkNotCompleted}, domain.WorkNotCompleted, item.Dispatch, backoffKey(item), nil, c.now()); err == nil && moved {
+					return c.backoff(st, s, item), nil
+				}
+			} else {
+				o := &domain.StepOutcome{Error: fmt.Sprintf("the work was not completed after %d call(s)", item.Dispatch)}
+				item, _, err = h.WorkItems.MoveWorkItem(ctx, item.ID, []domain.WorkState{domain.WorkNotCompleted}, domain.WorkFailed, item.Dispatch, item.WaitKey, o, c.now())
+			}
+		case item.State == domain.WorkNotCompleted:
+			// The backoff is over: call again.
+			n := item.Dispatch + 1
+			if item, moved, err = h.WorkItems.MoveWorkItem(ctx, item.ID, []domain.WorkState{domain.WorkNotCompleted}, domain.WorkActive, n, fmt.Sprintf("%s.%d", item.ID, n), nil, c.now()); err == nil && moved {
+				return c.dispatch(ctx, i, req, s, item)
+			}
+		default: // active: call (again, after a retryable failure of the last call)
+			return c.dispatch(ctx, i, req, s, item)
+		}
+		if err != nil {
+			return domain.StepResult{}, err
+		}
+	}
+}
+
+func backoffKey(item domain.WorkItem) string {
+	return fmt.Sprintf("%s.%d.backoff", item.ID, item.Dispatch)
+}
+
+// dispatch calls the endpoint for an active item and pauses until its
+// report or its completion timeout.
+func (c *compiled) dispatch(ctx context.Context, i int, req domain.StepRequest, s State, item domain.WorkItem) (domain.StepResult, error) {
+	st, h := c.doc.Steps[i], c.env.HTTP
+	token := h.receipt(req.RunID, item.ID)
+	o, err := h.call(ctx, st, c.body(st, req, s, item.Dispatch, token, h.webhookURL(c.doc.ID, st.Name, token)), token)
+	var pe *permanent
+	switch {
+	case errors.As(err, &pe):
+		o = domain.StepOutcome{Error: pe.msg}
+	case err != nil:
+		return domain.StepResult{}, err // the same item is called again on retry
+	}
+	if !o.Success && !o.NotCompleted {
+		if _, _, err := h.WorkItems.MoveWorkItem(ctx, item.ID, []domain.WorkState{domain.WorkActive}, domain.WorkFailed, item.Dispatch, item.WaitKey, &o, c.now()); err != nil {
+			return domain.StepResult{}, err
+		}
+		return c.settle(i, s, o, nil)
+	}
+	s.Phase = phaseCallback
+	return domain.StepResult{Commands: []domain.Command{{
+		Type: domain.CmdSuspend, Kind: domain.KindCallback, Reason: "callback", Checkpoint: s, ResumeStep: st.Name,
+		StepKey: item.WaitKey, Until: c.now().Add(c.completionTimeout(st)),
+	}}}, nil
+}
+
+// backoff pauses before the next call; a report that comes meanwhile
+// ends the wait.
+func (c *compiled) backoff(st Step, s State, item domain.WorkItem) domain.StepResult {
+	p := domain.DefaultRetry
+	if st.Retry != nil {
+		p, _ = st.Retry.policy()
+	}
+	s.Phase = phaseBackoff
+	return domain.StepResult{Commands: []domain.Command{{
+		Type: domain.CmdSuspend, Kind: domain.KindDelay, Reason: "retry", Checkpoint: s, ResumeStep: st.Name,
+		StepKey: item.WaitKey, Until: c.now().Add(p.Backoff(item.Dispatch, jitter())),
+	}}}
+}
+
+// DefaultCompletionTimeout is how long an async step waits for its report
+// when its document does not say.
+const DefaultCompletionTimeout = time.Hour
+
+func (c *compiled) completionTimeout(st Step) time.Duration {
+	if st.CompletionTimeoutMs > 0 {
+		return time.Duration(st.CompletionTimeoutMs) * time.Millisecond
+	}
+	return DefaultCompletionTimeout
+}

@@ -1,0 +1,56 @@
+package flow
+
+import (
+	"net/url"
+	"testing"
+)
+
+func TestAllowList(t *testing.T) {
+	def, err := ParseAllowList("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed, err := ParseAllowList(" api.example.com, 10.0.0.7:8443 ,*.corp.example,[::1]:9000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	any, _ := ParseAllowList("*")
+	for _, c := range []struct {
+		list *AllowList
+		url  string
+		want bool
+	}{
+		{def, "https://api.example.com/x", true},
+		{def, "http://8.8.8.8/", true},
+		{def, "http://127.0.0.1:8080/", false},
+		{def, "http://localhost/", false},
+		{def, "http://10.1.2.3/", false},
+		{def, "http://192.168.0.1/", false},
+		{def, "http://169.254.169.254/latest/meta-data", false},
+		{def, "http://100.64.0.1/", false},
+		{def, "http://[::1]/", false},
+		{def, "http://[fd00::1]/", false},
+		{listed, "https://api.example.com/x", true},
+		{listed, "https://other.example.com/x", false},
+		{listed, "https://10.0.0.7:8443/", true},
+		{listed, "https://10.0.0.7/", false},
+		{listed, "http://build.corp.example/", true},
+		{listed, "http://corp.example.evil/", false},
+		{listed, "http://[::1]:9000/", true},
+		{any, "http://127.0.0.1/", true},
+	} {
+		u, _ := url.Parse(c.url)
+		if got := c.list.Allows(u); got != c.want {
+			t.Errorf("%s allows %s = %v, want %v", c.list, c.url, got, c.want)
+		}
+	}
+	// The default policy checks the address actually dialled.
+	if def.control("tcp", "127.0.0.1:80", nil) == nil || def.control("tcp", "93.184.216.34:443", nil) != nil || listed.control("tcp", "127.0.0.1:80", nil) != nil {
+		t.Error("dial control")
+	}
+	for _, bad := range []string{"http://x", "a/b", "x*y.com", "user@host"} {
+		if _, err := ParseAllowList(bad); err == nil {
+			t.Errorf("%q was accepted", bad)
+		}
+	}
+}

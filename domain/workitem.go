@@ -1,0 +1,98 @@
+package domain
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// WorkState is where an async HTTP step's work item is.
+type WorkState string
+
+// Work item states. Succeeded and failed are final.
+const (
+	WorkActive       WorkState = "WorkActive"
+	WorkNotCompleted WorkState = "WorkNotCompleted"
+	WorkSucceeded    WorkState = "WorkSucceeded"
+	WorkFailed       WorkState = "WorkFailed"
+)
+
+// Final reports whether s can no longer change.
+func (s WorkState) Final() bool { return s == WorkSucceeded || s == WorkFailed }
+
+// WorkItem is an async HTTP step's work, from its first call until its
+// outcome.
+type WorkItem struct {
+	ID           string
+	RunID        string
+	WorkflowID   string
+	StepName     string
+	ExecutionKey string
+	// TokenHash is the SHA-256 of the receipt token.
+	TokenHash []byte
+	State     WorkState
+	// Dispatch counts calls of the step's endpoint.
+	Dispatch int
+	// WaitKey is the step key of the pause a completion resumes.
+	WaitKey   string
+	Result    *StepOutcome
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// StepOutcome is what an HTTP step's endpoint reports (the StepResult of
+// the protocol): success with outputs, failure with an error, or — async
+// only — that the work is not completed yet and should be tried again.
+type StepOutcome struct {
+	Success      bool            `json:"success"`
+	Outputs      json.RawMessage `json:"outputs,omitempty"`
+	Error        string          `json:"error,omitempty"`
+	NotCompleted bool            `json:"notCompleted,omitempty"`
+}
+
+// State is the work item state the outcome moves an item to.
+func (o StepOutcome) State() WorkState {
+	switch {
+	case o.Success:
+		return WorkSucceeded
+	case o.NotCompleted:
+		return WorkNotCompleted
+	default:
+		return WorkFailed
+	}
+}
+
+// WorkItemStore keeps work items.
+type WorkItemStore interface {
+	// StartWorkItem inserts w, or returns the item its execution started
+	// before.
+	StartWorkItem(ctx context.Context, w WorkItem) (WorkItem, error)
+	// WorkItem returns one item, or ErrNotFound.
+	WorkItem(ctx context.Context, id string) (WorkItem, error)
+	// MoveWorkItem sets the item's state, dispatch count and wait key if
+	// its state is one of from; it returns the item as it is afterwards and
+	// whether it changed.
+	MoveWorkItem(ctx context.Context, id string, from []WorkState, to WorkState, dispatch int, waitKey string, result *StepOutcome, now time.Time) (WorkItem, bool, error)
+	// CompleteWorkItem records an endpoint's report for the item with the
+	// given token hash and resumes the pause waiting for it, in one
+	// transaction. A report for a finished item is refused with a
+	// *WorkStateError and changes nothing.
+	CompleteWorkItem(ctx context.Context, r WorkReport, now time.Time) (WorkItem, error)
+}
+
+// WorkReport is an endpoint's report on a work item, as its webhook URL
+// names it.
+type WorkReport struct {
+	WorkflowID string
+	StepName   string
+	TokenHash  []byte
+	Outcome    StepOutcome
+}
+
+// WorkStateError refuses a report a work item's state does not allow.
+type WorkStateError struct {
+	Item    WorkItem
+	Message string
+}
+
+func (e *WorkStateError) Error() string { return e.Message }

@@ -1,0 +1,148 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+type workItemRow struct {
+	bun.BaseModel `bun:"table:work_items,alias:wi"`
+
+	ID           string           `bun:"id,pk"`
+	RunID        string           `bun:"run_id"`
+	WorkflowID   string           `bun:"workflow_id"`
+	StepName     string           `bun:"step_name"`
+	ExecutionKey string           `bun:"execution_key"`
+	TokenHash    []byte           `bun:"token_hash"`
+	State        domain.WorkState `bun:"state"`
+	Dispatch     int              `bun:"dispatch"`
+	WaitKey      string           `bun:"wait_key"`
+	Result       json.RawMessage  `bun:"result,type:jsonb,nullzero"`
+	CreatedAt    time.Time        `bun:"created_at"`
+	UpdatedAt    time.Time        `bun:"updated_at"`
+}
+
+func (r *workItemRow) toDomain() (domain.WorkItem, error) {
+	w := domain.WorkItem{
+		ID: r.ID, RunID: r.RunID, WorkflowID: r.WorkflowID, StepName: r.StepName, ExecutionKey: r.ExecutionKey,
+		TokenHash: r.TokenHash, State: r.State, Dispatch: r.Dispatch, WaitKey: r.WaitKey,
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}
+	if len(r.Result) > 0 {
+		w.Result = new(domain.StepOutcome)
+		if err := json.Unmarshal(r.Result, w.Result); err != nil {
+			return w, fmt.Errorf("decode result of work item %s: %w", r.ID, err)
+		}
+	}
+	return w, nil
+}
+
+// StartWorkItem implements domain.WorkItemStore.
+func (db *DB) StartWorkItem(ctx context.Context, w domain.WorkItem) (domain.WorkItem, error) {
+	now := ts(w.CreatedAt)
+	row := &workItemRow{
+		ID: w.ID, RunID: w.RunID, WorkflowID: w.WorkflowID, StepName: w.StepName, ExecutionKey: w.ExecutionKey,
+		TokenHash: w.TokenHash, State: domain.WorkActive, Dispatch: 1, WaitKey: w.WaitKey, CreatedAt: now, UpdatedAt: now,
+	}
+	if _, err := db.bun.NewInsert().Model(row).On("CONFLICT (run_id, execution_key) DO NOTHING").Exec(ctx); err != nil {
+		return domain.WorkItem{}, fmt.Errorf("start work item of run %s: %w", w.RunID, translate(err))
+	}
+	existing := new(workItemRow)
+	if err := db.bun.NewSelect().Model(existing).Where("run_id = ? AND execution_key = ?", w.RunID, w.ExecutionKey).Scan(ctx); err != nil {
+		return domain.WorkItem{}, fmt.Errorf("read work item of run %s: %w", w.RunID, translate(err))
+	}
+	return existing.toDomain()
+}
+
+// WorkItem implements domain.WorkItemStore.
+func (db *DB) WorkItem(ctx context.Context, id string) (domain.WorkItem, error) {
+	row := new(workItemRow)
+	if err := db.bun.NewSelect().Model(row).Where("id = ?", id).Scan(ctx); err != nil {
+		return domain.WorkItem{}, fmt.Errorf("work item %s: %w", id, translate(err))
+	}
+	return row.toDomain()
+}
+
+// MoveWorkItem implements domain.WorkItemStore with one conditional
+// update: of a step moving the item and a completion arriving, exactly one
+// changes it first, and the other sees what it did.
+func (db *DB) MoveWorkItem(ctx context.Context, id string, from []domain.WorkState, to domain.WorkState, dispatch int, waitKey string, result *domain.StepOutcome, now time.Time) (domain.WorkItem, bool, error) {
+	var rows []workItemRow
+	q := db.bun.NewUpdate().Model(&rows).Set("state = ?", to).Set("dispatch = ?", dispatch).Set("wait_key = ?", waitKey).
+		Set("updated_at = ?", ts(now)).Where("id = ? AND state IN (?)", id, bun.In(from)).Returning("*")
+	if result != nil {
+		q.Set("result = ?", mustJSON(result))
+	}
+	if err := q.Scan(ctx); err != nil && !isNoRows(err) {
+		return domain.WorkItem{}, false, fmt.Errorf("move work item %s: %w", id, translate(err))
+	}
+	if len(rows) == 1 {
+		w, err := rows[0].toDomain()
+		return w, true, err
+	}
+	w, err := db.WorkItem(ctx, id)
+	return w, false, err
+}
+
+// CompleteWorkItem implements domain.WorkItemStore. The item is locked,
+// its state checked and changed, and the pause named by its wait key
+// resumed (or, when that pause has not committed yet, a pre-completed
+// resume kept for it) in one transaction. A pause a timeout has already
+// resumed is left as it is: the step reads the item's state when it runs.
+func (db *DB) CompleteWorkItem(ctx context.Context, r domain.WorkReport, now time.Time) (domain.WorkItem, error) {
+	now, o := ts(now), r.Outcome
+	var out domain.WorkItem
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		row := new(workItemRow)
+		q := tx.NewSelect().Model(row).Where("token_hash = ? AND workflow_id = ? AND step_name = ?", r.TokenHash, r.WorkflowID, r.StepName)
+		if db.dialect == Postgres {
+			q.For("UPDATE")
+		}
+		if err := q.Scan(ctx); err != nil {
+			return translate(err)
+		}
+		item, err := row.toDomain()
+		if err != nil {
+			return err
+		}
+		if item.State.Final() {
+			return &domain.WorkStateError{Item: item, Message: refusal(item, o)}
+		}
+		row.State, row.Result, row.UpdatedAt = o.State(), mustJSON(o), now
+		if _, err := tx.NewUpdate().Model(row).Column("state", "result", "updated_at").WherePK().Exec(ctx); err != nil {
+			return err
+		}
+		if out, err = row.toDomain(); err != nil {
+			return err
+		}
+		_, err = db.resumeIn(ctx, tx, domain.ResumeRequest{RunID: item.RunID, StepKey: item.WaitKey, Data: mustJSON(o), By: "webhook", Now: now})
+		var ce *domain.ConflictError
+		if errors.As(err, &ce) && ce.Code == domain.CodeAlreadyResumed {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return out, fmt.Errorf("complete work item: %w", translate(err))
+	}
+	db.signal()
+	db.changed(out.RunID)
+	return out, nil
+}
+
+// refusal says why a report for a finished item is refused.
+func refusal(item domain.WorkItem, o domain.StepOutcome) string {
+	if o.State() == item.State {
+		return fmt.Sprintf("work item %s is already %s; this report repeats one that was recorded at %s", item.ID, item.State, item.UpdatedAt.Format(time.RFC3339Nano))
+	}
+	return fmt.Sprintf("work item %s is already %s; its outcome cannot change to %s", item.ID, item.State, o.State())
+}
+
+var _ domain.WorkItemStore = (*DB)(nil)
