@@ -76,7 +76,7 @@ func (db *DB) WorkItem(ctx context.Context, id string) (domain.WorkItem, error) 
 func (db *DB) MoveWorkItem(ctx context.Context, id string, from []domain.WorkState, to domain.WorkState, dispatch int, waitKey string, result *domain.StepOutcome, now time.Time) (domain.WorkItem, bool, error) {
 	var rows []workItemRow
 	q := db.bun.NewUpdate().Model(&rows).Set("state = ?", to).Set("dispatch = ?", dispatch).Set("wait_key = ?", waitKey).
-		Set("updated_at = ?", ts(now)).Where("id = ? AND state IN (?)", id, bun.In(from)).Returning("*")
+		Set("updated_at = ?", ts(now)).Where("id = ? AND state IN (?)", id, bun.List(from)).Returning("*")
 	if result != nil {
 		q.Set("result = ?", mustJSON(result))
 	}
