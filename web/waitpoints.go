@@ -107,6 +107,9 @@ func (s *Server) resumeWaitpoint(sync bool) func(http.ResponseWriter, *http.Requ
 // if it finishes, or the response of the waitpoint it pauses on
 // (respond-then-pause).
 func (s *Server) webhookTrigger(w http.ResponseWriter, r *http.Request) error {
+	if s.Waitpoints == nil {
+		return domain.ErrNotFound
+	}
 	wf, err := s.Engine.Registry().Find(r.Context(), r.PathValue("workflowId"), "")
 	if err != nil {
 		return err
