@@ -125,7 +125,7 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request) error {
 	v := runView(run)
 	v.Suspensions = make([]suspensionJSON, len(ss))
 	for i, sp := range ss {
-		v.Suspensions[i] = s.suspensionJSON(r, sp)
+		v.Suspensions[i] = s.suspensionOut(r, sp)
 	}
 	writeJSON(w, http.StatusOK, v)
 	return nil

@@ -40,7 +40,7 @@ func (s *Server) listSuspensions(w http.ResponseWriter, r *http.Request) error {
 	}
 	for _, sp := range ss {
 		if mayRead(p, sp) {
-			items = append(items, s.suspensionJSON(r, sp))
+			items = append(items, s.suspensionOut(r, sp))
 		}
 	}
 	writeJSON(w, http.StatusOK, page[suspensionJSON]{Items: items, NextCursor: next})
@@ -65,7 +65,7 @@ func (s *Server) showSuspension(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.suspensionJSON(r, sp))
+	writeJSON(w, http.StatusOK, s.suspensionOut(r, sp))
 	return nil
 }
 
@@ -91,7 +91,7 @@ func (s *Server) resumeSuspension(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.suspensionJSON(r, out))
+	writeJSON(w, http.StatusOK, s.suspensionOut(r, out))
 	return nil
 }
 
@@ -129,7 +129,7 @@ func (s *Server) resumeStep(w http.ResponseWriter, r *http.Request) error {
 	if out.Precompleted {
 		status = http.StatusAccepted // kept until the pause commits
 	}
-	writeJSON(w, status, s.suspensionJSON(r, out))
+	writeJSON(w, status, s.suspensionOut(r, out))
 	return nil
 }
 
@@ -206,7 +206,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, approve bool) er
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.suspensionJSON(r, out))
+	writeJSON(w, http.StatusOK, s.suspensionOut(r, out))
 	return nil
 }
 

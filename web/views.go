@@ -60,8 +60,8 @@ type suspensionJSON struct {
 	ResumeURL string `json:"resumeUrl,omitempty"`
 }
 
-// suspensionJSON is a suspension as the API shows it to the caller of r.
-func (s *Server) suspensionJSON(r *http.Request, sp domain.Suspension) suspensionJSON {
+// suspensionOut is a suspension as the API shows it to the caller of r.
+func (s *Server) suspensionOut(r *http.Request, sp domain.Suspension) suspensionJSON {
 	v := suspensionView(sp)
 	if sp.Kind == domain.KindWebhook && sp.Status == domain.SuspensionPending && s.Waitpoints != nil && mayResume(principalFrom(r.Context()), sp) {
 		v.ResumeURL = s.Waitpoints.ResumeURL(sp.RunID, sp.StepKey)

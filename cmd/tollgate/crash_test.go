@@ -172,6 +172,41 @@ func (w *readyWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// newCrashHarness prepares server processes on a free address, with a
+// fresh data folder and ledger; the test's end kills any still running.
+func newCrashHarness(t *testing.T, extraEnv map[string]string) *crashHarness {
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	h := &crashHarness{t: t, dir: dir, ledger: filepath.Join(dir, "ledger"), addr: addr, killed: map[int]bool{}}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TOLLGATE_") && !strings.HasPrefix(kv, "DATABASE_URL=") {
+			h.env = append(h.env, kv)
+		}
+	}
+	h.env = append(h.env, crashChildEnv+"=1", crashLedgerEnv+"="+h.ledger, "TOLLGATE_BOOTSTRAP_API_KEY="+testKey)
+	for k, v := range extraEnv {
+		h.env = append(h.env, k+"="+v)
+	}
+	t.Cleanup(func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for _, p := range h.procs {
+			select {
+			case <-p.exited:
+			default:
+				p.cmd.Process.Kill()
+				<-p.exited
+			}
+		}
+	})
+	return h
+}
+
 func (h *crashHarness) start() (*crashProc, error) {
 	h.n++
 	errPath := filepath.Join(h.dir, fmt.Sprintf("server-%02d.stderr", h.n))
@@ -337,35 +372,8 @@ func crashTest(t *testing.T, extraEnv map[string]string, cycles int) {
 		minKills = 10
 	)
 	began := time.Now()
-	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	h := &crashHarness{t: t, dir: dir, ledger: filepath.Join(dir, "ledger"), addr: addr, killed: map[int]bool{}}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TOLLGATE_") && !strings.HasPrefix(kv, "DATABASE_URL=") {
-			h.env = append(h.env, kv)
-		}
-	}
-	h.env = append(h.env, crashChildEnv+"=1", crashLedgerEnv+"="+h.ledger, "TOLLGATE_BOOTSTRAP_API_KEY="+testKey)
-	for k, v := range extraEnv {
-		h.env = append(h.env, k+"="+v)
-	}
-	t.Cleanup(func() {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		for _, p := range h.procs {
-			select {
-			case <-p.exited:
-			default:
-				p.cmd.Process.Kill()
-				<-p.exited
-			}
-		}
-	})
+	h := newCrashHarness(t, extraEnv)
+	addr := h.addr
 
 	// The chaos goroutine owns the server: it starts it, lets it live for
 	// 0.3–1.5s, kills it and starts it again, until told to stop; then it

@@ -109,9 +109,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	waitpoints := &flow.Waitpoints{Store: db, Secret: secret, PublicURL: c.publicURL, MaxWait: c.maxWait}
+	links := &flow.Links{Secret: secret, PublicURL: c.publicURL}
+	waitpoints := &flow.Waitpoints{Links: links, Store: db, MaxWait: c.maxWait}
 	catalog := flow.NewCatalog(db, flow.Env{Tasks: tasks, MaxWait: c.maxWait, CheckSchema: web.CheckSchema, Waitpoints: waitpoints,
-		HTTP: flow.NewHTTPSteps(allow, db, waitpoints)}, reg)
+		HTTP: flow.NewHTTPSteps(allow, db, links)}, reg)
 	if err := loadDocuments(ctx, catalog, c.workflowsDir, log); err != nil {
 		return err
 	}
@@ -126,8 +127,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	hk.Go(func() { housekeep(hkCtx, db, log, housekeepingEvery) })
 	defer func() { stopHousekeeping(); hk.Wait() }()
 	return listenAndServe(ctx, c, srv.Handler(), eng, log, stdout, func(addr net.Addr) {
-		if waitpoints.PublicURL == "" {
-			waitpoints.PublicURL = "http://" + addr.String()
+		if links.PublicURL == "" {
+			links.PublicURL = "http://" + addr.String()
 		}
 	})
 }

@@ -9,10 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -307,39 +304,13 @@ func TestDeclarativeWaitsSurviveSIGKILL(t *testing.T) {
 	t.Parallel()
 	for name, env := range map[string]map[string]string{"sqlite": nil, "postgres": {"DATABASE_URL": storagetest.NewDatabase(t)}} {
 		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr := ln.Addr().String()
-			ln.Close()
-			h := &crashHarness{t: t, dir: dir, ledger: filepath.Join(dir, "ledger"), addr: addr, killed: map[int]bool{}}
-			for _, kv := range os.Environ() {
-				if !strings.HasPrefix(kv, "TOLLGATE_") && !strings.HasPrefix(kv, "DATABASE_URL=") {
-					h.env = append(h.env, kv)
-				}
-			}
-			h.env = append(h.env, crashChildEnv+"=1", crashLedgerEnv+"="+h.ledger, "TOLLGATE_BOOTSTRAP_API_KEY="+testKey)
-			for k, v := range env {
-				h.env = append(h.env, k+"="+v)
-			}
+			h := newCrashHarness(t, env)
 			first, err := h.start()
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() {
-				for _, p := range h.procs {
-					select {
-					case <-p.exited:
-					default:
-						_ = p.cmd.Process.Kill()
-						<-p.exited
-					}
-				}
-			})
 			<-first.ready
-			c := &client{base: "http://" + addr, key: testKey, hc: &http.Client{Timeout: 10 * time.Second}}
+			c := &client{base: "http://" + h.addr, key: testKey, hc: &http.Client{Timeout: 10 * time.Second}}
 			c.call(t, http.StatusCreated, "PUT", "/api/v1/workflows/naps/versions/1", json.RawMessage(`{"id": "naps", "version": "1", "steps": [
 				{"type": "wait", "name": "nap", "durationMs": 1500}, {"type": "wait", "name": "done", "durationMs": 0}]}`))
 			var runs []string

@@ -33,9 +33,8 @@ import (
 type HTTPSteps struct {
 	Allow     *AllowList
 	WorkItems domain.WorkItemStore
-	// Links gives the secret that derives receipt tokens and the public
-	// URL webhooks are built on.
-	Links *Waitpoints
+	// Links derive receipt tokens and webhook URLs.
+	Links *Links
 	// Client makes the calls; NewHTTPSteps builds one that dials only
 	// what Allow allows.
 	Client *http.Client
@@ -43,7 +42,7 @@ type HTTPSteps struct {
 
 // NewHTTPSteps returns http step support whose calls go only where allow
 // lets them.
-func NewHTTPSteps(allow *AllowList, items domain.WorkItemStore, links *Waitpoints) *HTTPSteps {
+func NewHTTPSteps(allow *AllowList, items domain.WorkItemStore, links *Links) *HTTPSteps {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, Control: allow.control}
 	transport := &http.Transport{
 		Proxy: nil, DialContext: dialer.DialContext, MaxIdleConnsPerHost: 16,

@@ -25,16 +25,21 @@ import (
 // token's SHA-256 is stored; a call is checked against it in constant
 // time.
 type Waitpoints struct {
+	*Links
 	Store domain.WaitpointStore
-	// Secret derives tokens. Servers sharing a database need the same one
-	// to show the same resume URLs; checking a call needs only the stored
-	// hash.
-	Secret []byte
-	// PublicURL is where callers reach this server (https://flows.example.com).
-	PublicURL string
 	// MaxWait bounds a DELAY waitpoint (DefaultMaxWait).
 	MaxWait time.Duration
 	Clock   domain.Clock
+}
+
+// Links are what the URLs a server hands out are made of: its public
+// address and the secret their tokens derive from.
+type Links struct {
+	// Secret derives tokens. Servers sharing a database need the same one
+	// to show the same URLs; checking a call needs only the stored hash.
+	Secret []byte
+	// PublicURL is where callers reach this server (https://flows.example.com).
+	PublicURL string
 }
 
 // WaitpointSpec is what a step asks for.
@@ -119,8 +124,8 @@ func (w *Waitpoints) create(ctx context.Context, runID, step, execKey string, sp
 func (w *Waitpoints) token(runID, id string) string { return w.mac("waitpoint", runID, id) }
 
 // mac derives a 256-bit token from the secret for a purpose and its ids.
-func (w *Waitpoints) mac(purpose string, ids ...string) string {
-	m := hmac.New(sha256.New, w.Secret)
+func (l *Links) mac(purpose string, ids ...string) string {
+	m := hmac.New(sha256.New, l.Secret)
 	m.Write([]byte("tollgate-" + purpose))
 	for _, id := range ids {
 		m.Write([]byte("\x00" + id))
