@@ -129,11 +129,21 @@ func TestParseRefusesWhatIsNotADocument(t *testing.T) {
 	for body, want := range map[string]string{
 		`[]`:                          "$: the document must be a JSON object",
 		`{"id": "a", "version": "1"}`: "steps: a workflow needs at least one step",
-		`{"id": "a", "version": "1", "steps": []}`:                                                                                "steps: a workflow needs at least one step",
-		`{"id": 7, "version": "1", "steps": [{"type": "wait", "name": "w", "durationMs": 1}]}`:                                    "id: expected a string, found a JSON number",
-		`{"id": "a", "version": "1", "steps": [{"type": "approval", "name": "ok", "onReject": "no"}]}`:                            `steps[0].onReject: no step is named "no"`,
-		`{"id": "a", "version": "1", "steps": [{"type": "task", "name": "t", "handler": "sendEmail", "end": true, "next": "t"}]}`: "steps[0].end: a step either ends the run or names its next step, not both",
-		`{"id": "a", "version": "1", "steps": [{"type": "input", "name": "i", "assignee": "founder"}]}`:                           "steps[0].assignee: must be a JSON pointer into the run input, like /founderEmail",
+		`{"id": "a", "version": "1", "steps": []}`:                                                                                   "steps: a workflow needs at least one step",
+		`{"id": 7, "version": "1", "steps": [{"type": "wait", "name": "w", "durationMs": 1}]}`:                                       "id: expected a string, found a JSON number",
+		`{"id": "a", "version": "1", "steps": [{"type": "approval", "name": "ok", "onReject": "no"}]}`:                               `steps[0].onReject: no step is named "no"`,
+		`{"id": "a", "version": "1", "steps": [{"type": "task", "name": "t", "handler": "sendEmail", "end": true, "next": "t"}]}`:    "steps[0].end: a step either ends the run or names its next step, not both",
+		`{"id": "a", "version": "1", "steps": [{"type": "input", "name": "i", "assignee": "founder"}]}`:                              "steps[0].assignee: must be a JSON pointer into the run input, like /founderEmail",
+		`{"id": "a", "version": "1", "steps": [{"type": "http", "name": "h"}]}`:                                                      "steps[0].url: an http step needs the url of its endpoint",
+		`{"id": "a", "version": "1", "steps": [{"type": "http", "name": "h", "url": "ftp://x/y"}]}`:                                  `steps[0].url: "ftp://x/y" is not an absolute http:// or https:// URL without credentials`,
+		`{"id": "a", "version": "1", "steps": [{"type": "http", "name": "h", "url": "https://u:p@x/y"}]}`:                            `steps[0].url: "https://u:p@x/y" is not an absolute http:// or https:// URL without credentials`,
+		`{"id": "a", "version": "1", "steps": [{"type": "http", "name": "h", "url": "https://x", "method": "TRACE"}]}`:               "steps[0].method: use GET, POST, PUT, PATCH or DELETE",
+		`{"id": "a", "version": "1", "steps": [{"type": "http", "name": "h", "url": "https://x", "onTimeout": "retry"}]}`:            "steps[0].async: completionTimeoutMs and onTimeout apply to async steps only",
+		`{"id": "a", "version": "1", "steps": [{"type": "http", "name": "h", "url": "https://x", "async": true, "onTimeout": "x"}]}`: "steps[0].onTimeout: use fail or retry",
+		`{"id": "a", "version": "1", "steps": [{"type": "http", "name": "h", "url": "https://x", "timeoutMs": -1}]}`:                 "steps[0]: timeouts must not be negative",
+		`{"id": "a", "version": "1", "steps": [{"type": "webhook", "name": "w", "responseToSend": {"status": 99}}]}`:                 "steps[0].responseToSend.status: 99 is not an HTTP status from 200 to 599",
+		`{"id": "a", "version": "1", "steps": [{"type": "webhook", "name": "w", "url": "https://x"}]}`:                               "steps[0].url: a webhook step has no url",
+		`{"id": "a", "version": "1", "webhookTrigger": "yes", "steps": [{"type": "webhook", "name": "w"}]}`:                          "webhookTrigger: expected true or false",
 	} {
 		got := problems(t, body)
 		if len(got) == 0 || !strings.HasPrefix(got[0], want) {
