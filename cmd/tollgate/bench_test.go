@@ -27,6 +27,7 @@ import (
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/engine"
+	"github.com/tollgatehq/tollgate/domain/flow"
 	"github.com/tollgatehq/tollgate/storage"
 	"github.com/tollgatehq/tollgate/storage/storagetest"
 	"github.com/tollgatehq/tollgate/web"
@@ -198,11 +199,21 @@ func (h errorCounter) WithGroup(string) slog.Handler      { return h }
 // engine and listenAndServe), with bench-cycle registered; the engine is
 // returned so that its metrics can be read.
 func benchServer(t *testing.T, dialect string, errs *atomic.Int64, onCommit func(string, domain.CommitResult)) (*client, *engine.Engine, *storage.DB, func()) {
-	return benchServerOn(t, benchOpts(t, dialect), errs, onCommit)
+	return benchServerOn(t, benchOpts(t, dialect), errs, onCommit, nil)
 }
 
-// benchServerOn is benchServer on the database o names.
-func benchServerOn(t *testing.T, o storage.Opts, errs *atomic.Int64, onCommit func(string, domain.CommitResult)) (*client, *engine.Engine, *storage.DB, func()) {
+// benchFlows asks a bench server for declarative workflows, as serve wires
+// them: the catalog (documents registered through the API), waitpoints and
+// http steps. The server fills in links and sets its public URL.
+type benchFlows struct {
+	tasks *flow.Tasks
+	allow string // --http-allow
+	links *flow.Links
+}
+
+// benchServerOn is benchServer on the database o names, with declarative
+// workflows when flows is not nil.
+func benchServerOn(t *testing.T, o storage.Opts, errs *atomic.Int64, onCommit func(string, domain.CommitResult), flows *benchFlows) (*client, *engine.Engine, *storage.DB, func()) {
 	ctx := context.Background()
 	log := slog.New(errorCounter{errs})
 	o.Log = log
@@ -224,6 +235,17 @@ func benchServerOn(t *testing.T, o storage.Opts, errs *atomic.Int64, onCommit fu
 		ShutdownGrace: 10 * time.Second, ValidateResumeData: web.ValidateResumeData, Log: log, OnCommit: onCommit})
 	cfg := serveConfig{addr: "127.0.0.1:0", shutdownTimeout: 10 * time.Second, dbConfig: dbConfig{databaseURL: o.URL, dataDir: o.DataDir}}
 	srv := newServer(cfg, eng, db, log)
+	if flows != nil {
+		allow, err := flow.ParseAllowList(flows.allow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		flows.links = &flow.Links{Secret: []byte("bench secret, 32 bytes or more.."), PublicURL: ""}
+		waitpoints := &flow.Waitpoints{Links: flows.links, Store: db}
+		srv.Catalog = flow.NewCatalog(db, flow.Env{Tasks: flows.tasks, CheckSchema: web.CheckSchema, Waitpoints: waitpoints,
+			HTTP: flow.NewHTTPSteps(allow, db, flows.links)}, reg)
+		srv.Waitpoints, srv.WorkItems = waitpoints, db
+	}
 	srvCtx, cancel := context.WithCancel(ctx)
 	out := &syncBuffer{}
 	done := make(chan error, 1)
@@ -238,6 +260,9 @@ func benchServerOn(t *testing.T, o storage.Opts, errs *atomic.Int64, onCommit fu
 			t.Fatal("the server did not start")
 		}
 		time.Sleep(time.Millisecond)
+	}
+	if flows != nil {
+		flows.links.PublicURL = base
 	}
 	tr := &http.Transport{MaxIdleConns: 128, MaxIdleConnsPerHost: 64}
 	c := &client{base: base, key: testKey, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
@@ -278,7 +303,11 @@ func (w *commitWatch) get(id string) *watchedRun {
 func (w *commitWatch) onCommit(runID string, res domain.CommitResult) {
 	r := w.get(runID)
 	w.mu.Lock()
-	r.status = res.Status
+	// Callbacks of one run's commits may come out of order (the next
+	// step's worker can report first); a terminal status is the last.
+	if !r.status.Terminal() {
+		r.status = res.Status
+	}
 	if res.Suspension != nil {
 		r.suspension = res.Suspension.ID
 	}
@@ -646,68 +675,18 @@ func benchRSS(t *testing.T, dialect string, r *benchResult) {
 	_, eng, db, stop := benchServer(t, dialect, &errs, nil)
 	defer stop()
 	ctx := context.Background()
-	created := 0
 	var ids []string
-	create := func(target int) {
-		var wg sync.WaitGroup
-		var next atomic.Int64
-		next.Store(int64(created))
-		var mu sync.Mutex
-		for range benchClients {
-			wg.Go(func() {
-				for {
-					n := next.Add(1)
-					if n > int64(target) {
-						return
-					}
-					run, _, err := eng.Start(ctx, "bench-cycle", json.RawMessage(`{"n":`+strconv.FormatInt(n, 10)+`}`), "")
-					if err != nil {
-						t.Errorf("start: %v", err)
-						return
-					}
-					if n%int64(rssLarge/10) == 0 {
-						mu.Lock()
-						ids = append(ids, run.ID)
-						mu.Unlock()
-					}
-				}
-			})
+	keep := func(n int64, runID string) {
+		if n%int64(rssLarge/10) == 0 {
+			ids = append(ids, runID)
 		}
-		wg.Wait()
-		for {
-			var n int
-			if err := db.Bun().NewSelect().Table("runs").ColumnExpr("count(*)").Where("status = 'suspended'").Scan(ctx, &n); err != nil {
-				t.Fatal(err)
-			}
-			if n == target {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		created = target
-	}
-	rss := func() int64 {
-		runtime.GC()
-		debug.FreeOSMemory()
-		b, err := os.ReadFile("/proc/self/status")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for l := range strings.Lines(string(b)) {
-			if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-				return kb << 10
-			}
-		}
-		t.Fatal("no VmRSS in /proc/self/status")
-		return 0
 	}
 	began := time.Now()
-	create(rssSmall)
-	r.rssSmall = rss()
-	create(rssLarge)
+	startSuspended(t, eng, db, "bench-cycle", 0, rssSmall, keep)
+	r.rssSmall = residentBytes(t)
+	startSuspended(t, eng, db, "bench-cycle", rssSmall, rssLarge, keep)
 	r.rssCreateTime = time.Since(began)
-	r.rssLarge = rss()
+	r.rssLarge = residentBytes(t)
 	// They are real suspended runs: resume a sample and watch them finish.
 	for _, id := range ids {
 		ss, _, err := db.Suspensions(ctx, domain.SuspensionFilter{RunID: id, Status: domain.SuspensionPending})
@@ -736,4 +715,71 @@ func benchRSS(t *testing.T, dialect string, r *benchResult) {
 	}
 	t.Logf("RSS: %s with %d suspended runs, %s with %d (%+.1f MiB); created in %v; %d resumed afterwards",
 		mib(r.rssSmall), rssSmall, mib(r.rssLarge), rssLarge, float64(r.rssLarge-r.rssSmall)/(1<<20), r.rssCreateTime.Round(time.Second), r.rssResumedAfterwards)
+}
+
+// startSuspended starts runs from+1…to of a workflow through the engine
+// from 16 goroutines, with input {"n": n}, and returns once the workflow has
+// to suspended runs. keep sees each run started (serially).
+func startSuspended(t *testing.T, eng *engine.Engine, db *storage.DB, workflow string, from, to int, keep func(n int64, runID string)) {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	next.Store(int64(from))
+	var mu sync.Mutex
+	for range benchClients {
+		wg.Go(func() {
+			for {
+				n := next.Add(1)
+				if n > int64(to) {
+					return
+				}
+				run, _, err := eng.Start(ctx, workflow, json.RawMessage(`{"n":`+strconv.FormatInt(n, 10)+`}`), "")
+				if err != nil {
+					t.Errorf("start: %v", err)
+					return
+				}
+				if keep != nil {
+					mu.Lock()
+					keep(n, run.ID)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	for deadline := time.Now().Add(5 * time.Minute); ; {
+		var n int
+		if err := db.Bun().NewSelect().Table("runs").ColumnExpr("count(*)").Where("status = 'suspended' AND workflow_id = ?", workflow).Scan(ctx, &n); err != nil {
+			t.Fatal(err)
+		}
+		if n == to {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d runs of %s are suspended after 5 minutes", n, to, workflow)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// residentBytes is this process's VmRSS after a collection that returns
+// freed memory to the system.
+func residentBytes(t *testing.T) int64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS in /proc/self/status")
+	return 0
 }

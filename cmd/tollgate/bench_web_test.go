@@ -62,7 +62,7 @@ func TestBenchWeb(t *testing.T) {
 	t.Logf("seeded %d suspensions in %v", webSuspensions, seedTime.Round(time.Second))
 
 	var errs atomic.Int64
-	api, _, db, stop := benchServerOn(t, storage.Opts{URL: dsn}, &errs, nil)
+	api, _, db, stop := benchServerOn(t, storage.Opts{URL: dsn}, &errs, nil, nil)
 	defer stop()
 	browser := signIn(t, api.base, db)
 

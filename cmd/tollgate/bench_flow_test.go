@@ -1,0 +1,468 @@
+//go:build bench
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/engine"
+	"github.com/tollgatehq/tollgate/domain/flow"
+	"github.com/tollgatehq/tollgate/storage"
+)
+
+// make bench, declarative workflows: a herd of wait steps due at the same
+// instant, async http step round trips, and waitpoint resumes through the
+// async and the sync endpoint — each through the server as serve wires it.
+const (
+	herdRuns = 10_000
+	// herdLead is how far ahead of the herd's start its instant lies: the
+	// time to start and pause herdRuns runs, with room to spare.
+	herdLead       = 40 * time.Second
+	hookAsyncRuns  = 5_000
+	hookSyncRuns   = 500
+	roundTripWarm  = 2 * time.Second
+	roundTripCount = 10 * time.Second
+)
+
+type flowBenchResult struct {
+	dialect string
+	herd    herdResult
+	// resident memory with 1k and rssLarge pending wait timers
+	timersSmall, timersLarge int64
+	trips                    tripResult
+	hooks                    hookResult
+}
+
+type herdResult struct {
+	created                   time.Duration // starting and pausing the runs
+	p50, p99, min, max        time.Duration // lateness of the next step's start
+	last                      time.Duration // the last run's success after the instant
+	runs, stamped, duplicates int
+	wakes, distinctWakes      int // STEP_COMPLETED of the wait steps
+}
+
+type tripResult struct {
+	rate     float64
+	trips    int
+	p50, p99 time.Duration
+}
+
+type hookResult struct {
+	asyncRate                      float64
+	asyncP50, asyncP99             time.Duration
+	syncP50, syncP99               time.Duration
+	ownP50, ownP99                 time.Duration // async resume → the run's terminal commit
+	afterCommitP50, afterCommitP99 time.Duration
+}
+
+func TestBenchFlows(t *testing.T) {
+	var results []flowBenchResult
+	for _, dialect := range []string{"sqlite", "postgres"} {
+		t.Run(dialect, func(t *testing.T) {
+			r := flowBenchResult{dialect: dialect}
+			if benchPart("herd") {
+				benchHerd(t, dialect, &r)
+			}
+			if benchPart("trips") {
+				r.trips = benchRoundTrips(t, dialect)
+			}
+			if benchPart("hooks") {
+				r.hooks = benchHooks(t, dialect)
+			}
+			results = append(results, r)
+		})
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nDeclarative workflows through the server, %d engine workers; GOMAXPROCS %d, %d CPUs.\n\n", benchWorkers, runtime.GOMAXPROCS(0), runtime.NumCPU())
+	fmt.Fprintf(&b, "%d wait steps due at one instant (untilTimestamp), each followed by a task step; lateness = the task's start − the instant:\n\n", herdRuns)
+	fmt.Fprintf(&b, "%-9s %10s %9s %9s %9s %9s %10s %s\n", "dialect", "paused in", "min", "p50", "p99", "max", "all done", "fired")
+	for _, r := range results {
+		h := r.herd
+		fmt.Fprintf(&b, "%-9s %10v %9s %9s %9s %9s %10s %d of %d waits completed (%d distinct), %d next steps started, %d twice\n", r.dialect, h.created.Round(100*time.Millisecond),
+			ms(h.min), ms(h.p50), ms(h.p99), ms(h.max), ms(h.last), h.wakes, h.runs, h.distinctWakes, h.stamped, h.duplicates)
+	}
+	b.WriteString("\nResident memory (VmRSS after runtime.GC + debug.FreeOSMemory) with pending wait steps (durationMs one day):\n\n")
+	fmt.Fprintf(&b, "%-9s %10s %10s %11s\n", "dialect", "1k waits", fmt.Sprintf("%dk waits", rssLarge/1000), "difference")
+	for _, r := range results {
+		fmt.Fprintf(&b, "%-9s %10s %10s %11s\n", r.dialect, mib(r.timersSmall), mib(r.timersLarge), mib(r.timersLarge-r.timersSmall))
+	}
+	fmt.Fprintf(&b, "\nAsync http step round trips, %d clients: call received by the endpoint → its webhook report → the next step's start:\n\n", benchClients)
+	fmt.Fprintf(&b, "%-9s %12s %9s %9s\n", "dialect", "trips/s", "p50", "p99")
+	for _, r := range results {
+		fmt.Fprintf(&b, "%-9s %12.1f %9s %9s  (%d trips in %v)\n", r.dialect, r.trips.rate, ms(r.trips.p50), ms(r.trips.p99), r.trips.trips, roundTripCount)
+	}
+	fmt.Fprintf(&b, "\nWaitpoint resumes: %d async calls from %d clients; %d sync calls, and %d async ones for comparison, from one client.\n", hookAsyncRuns, benchClients, hookSyncRuns, hookSyncRuns)
+	b.WriteString("own work: async call sent → the run's terminal commit (the engine's callback); sync added = sync p50 − own work p50.\n\n")
+	fmt.Fprintf(&b, "%-9s %10s %-19s | %-19s | %-19s | %-19s | %s\n", "dialect", "async/s", "async p50/p99", "sync p50/p99", "own work p50/p99", "sync after commit", "sync added p50")
+	for _, r := range results {
+		h := r.hooks
+		fmt.Fprintf(&b, "%-9s %10.1f %8s/%-9s | %8s/%-9s | %8s/%-9s | %8s/%-9s | %s\n", r.dialect, h.asyncRate, ms(h.asyncP50), ms(h.asyncP99),
+			ms(h.syncP50), ms(h.syncP99), ms(h.ownP50), ms(h.ownP99), ms(h.afterCommitP50), ms(h.afterCommitP99), ms(h.syncP50-h.ownP50))
+	}
+	b.WriteString("\nTargets:\n")
+	for _, r := range results {
+		if h := r.herd; benchPart("herd") {
+			fmt.Fprintf(&b, "  %s  %-8s herd lateness p50 ≤ 20ms: %s\n", verdict(h.p50 <= 20*time.Millisecond), r.dialect, ms(h.p50))
+			fmt.Fprintf(&b, "  %s  %-8s herd lateness p99 ≤ 100ms: %s\n", verdict(h.p99 <= 100*time.Millisecond), r.dialect, ms(h.p99))
+			fmt.Fprintf(&b, "  %s  %-8s every wait fired once, none early: %d completions of %d runs, %d distinct, %d twice, earliest %s\n",
+				verdict(h.wakes == h.runs && h.distinctWakes == h.runs && h.stamped == h.runs && h.duplicates == 0 && h.min >= 0), r.dialect, h.wakes, h.runs, h.distinctWakes, h.duplicates, ms(h.min))
+			d := r.timersLarge - r.timersSmall
+			fmt.Fprintf(&b, "  %s  %-8s RSS growth from 1k to %dk pending waits %s ≤ 20 MiB\n", verdict(d <= 20<<20), r.dialect, rssLarge/1000, mib(d))
+		}
+		if h := r.hooks; benchPart("hooks") {
+			fmt.Fprintf(&b, "  %s  %-8s sync endpoint added latency p50 ≤ 5ms: %s\n", verdict(h.syncP50-h.ownP50 <= 5*time.Millisecond), r.dialect, ms(h.syncP50-h.ownP50))
+		}
+	}
+	fmt.Print(b.String())
+}
+
+// benchPart reports whether TOLLGATE_BENCH_FLOWS (a comma-separated list
+// of herd, trips and hooks; all when unset) asks for a part.
+func benchPart(name string) bool {
+	parts := os.Getenv("TOLLGATE_BENCH_FLOWS")
+	return parts == "" || slices.Contains(strings.Split(parts, ","), name)
+}
+
+// stamps records when each run's task step starts.
+type stamps struct {
+	mu sync.Mutex
+	at map[string][]time.Time
+}
+
+func newStamps() *stamps { return &stamps{at: map[string][]time.Time{}} }
+
+func (s *stamps) task(_ context.Context, req flow.TaskRequest) (any, error) {
+	now := time.Now()
+	s.mu.Lock()
+	s.at[req.RunID] = append(s.at[req.RunID], now)
+	s.mu.Unlock()
+	return "stamped", nil
+}
+
+func (s *stamps) first(runID string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at := s.at[runID]
+	if len(at) == 0 {
+		return time.Time{}, false
+	}
+	return at[0], true
+}
+
+// flowServer is a bench server with declarative workflows whose task
+// handler "stamp" records into st, and the documents registered.
+func flowServer(t *testing.T, dialect string, st *stamps, onCommit func(string, domain.CommitResult), docs ...string) (*client, *engine.Engine, *storage.DB, *benchFlows, func()) {
+	tasks := flow.NewTasks()
+	if err := tasks.Register("stamp", st.task); err != nil {
+		t.Fatal(err)
+	}
+	flows := &benchFlows{tasks: tasks, allow: "*"}
+	var errs atomic.Int64
+	c, eng, db, stop := benchServerOn(t, benchOpts(t, dialect), &errs, onCommit, flows)
+	for _, doc := range docs {
+		var d struct{ ID, Version string }
+		if err := json.Unmarshal([]byte(doc), &d); err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.do(context.Background(), "PUT", "/api/v1/workflows/"+d.ID+"/versions/"+d.Version, json.RawMessage(doc))
+		if err != nil || res.Status != http.StatusCreated {
+			t.Fatalf("register %s: %v %d %s", d.ID, err, res.Status, res.Body)
+		}
+	}
+	return c, eng, db, flows, func() {
+		stop()
+		if n := errs.Load(); n > 0 {
+			t.Errorf("the server logged %d errors", n)
+		}
+	}
+}
+
+// waitForCount returns once count runs of workflow are in status.
+func waitForCount(t *testing.T, db *storage.DB, workflow string, status domain.RunStatus, count int, timeout time.Duration) {
+	ctx := context.Background()
+	for deadline := time.Now().Add(timeout); ; {
+		var n int
+		if err := db.Bun().NewSelect().Table("runs").ColumnExpr("count(*)").Where("status = ? AND workflow_id = ?", status, workflow).Scan(ctx, &n); err != nil {
+			t.Fatal(err)
+		}
+		if n == count {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d runs of %s are %s after %v", n, count, workflow, status, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// benchHerd pauses herdRuns runs on one untilTimestamp and measures how
+// late the step after the wait starts; then the memory pending waits take.
+func benchHerd(t *testing.T, dialect string, r *flowBenchResult) {
+	st := newStamps()
+	due := time.Now().Add(herdLead).UTC().Truncate(time.Second)
+	herd := fmt.Sprintf(`{"id": "herd", "version": "1", "steps": [{"type": "wait", "name": "due", "untilTimestamp": %q}, {"type": "task", "name": "after", "handler": "stamp"}]}`, due.Format(time.RFC3339Nano))
+	idle := `{"id": "idle", "version": "1", "steps": [{"type": "wait", "name": "tomorrow", "durationMs": 86400000}]}`
+	_, eng, db, _, stop := flowServer(t, dialect, st, nil, herd, idle)
+	defer stop()
+	began := time.Now()
+	startSuspended(t, eng, db, "herd", 0, herdRuns, nil)
+	h := &r.herd
+	h.created, h.runs = time.Since(began), herdRuns
+	if left := time.Until(due); left < 2*time.Second {
+		t.Fatalf("pausing %d runs took %v, too close to their instant (%v ahead); raise herdLead", herdRuns, h.created, herdLead)
+	}
+	waitForCount(t, db, "herd", domain.RunSucceeded, herdRuns, time.Until(due)+5*time.Minute)
+	h.last = time.Since(due)
+	var late []time.Duration
+	st.mu.Lock()
+	for _, at := range st.at {
+		h.stamped++
+		if len(at) > 1 {
+			h.duplicates++
+		}
+		late = append(late, at[0].Sub(due))
+	}
+	st.mu.Unlock()
+	slices.Sort(late)
+	h.p50, h.p99, h.min, h.max = quantile(late, 0.5), quantile(late, 0.99), late[0], late[len(late)-1]
+	if err := db.Bun().QueryRowContext(context.Background(), `SELECT count(*), count(DISTINCT run_id) FROM events WHERE type = ? AND step = 'due'`, domain.EventStepCompleted).
+		Scan(&h.wakes, &h.distinctWakes); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("herd: %d runs paused in %v; lateness of the next step's start min %s p50 %s p99 %s max %s; all succeeded %s after the instant; %d wait completions (%d runs), %d started twice",
+		herdRuns, h.created.Round(time.Millisecond), ms(h.min), ms(h.p50), ms(h.p99), ms(h.max), ms(h.last), h.wakes, h.distinctWakes, h.duplicates)
+
+	// Pending timers are rows, not memory: 1k, then rssLarge of them.
+	startSuspended(t, eng, db, "idle", 0, rssSmall, nil)
+	r.timersSmall = residentBytes(t)
+	startSuspended(t, eng, db, "idle", rssSmall, rssLarge, nil)
+	r.timersLarge = residentBytes(t)
+	t.Logf("pending waits: RSS %s with %d, %s with %d", mib(r.timersSmall), rssSmall, mib(r.timersLarge), rssLarge)
+}
+
+// benchRoundTrips runs an async http step and a task step after it, from
+// benchClients clients at once. The endpoint acknowledges each call and
+// reports its completion to the webhook at once.
+func benchRoundTrips(t *testing.T, dialect string) tripResult {
+	var arrived sync.Map // run id → time.Time
+	reports := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	var reportErrs atomic.Int64
+	endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		now := time.Now()
+		var call struct {
+			Metadata struct {
+				RunID      string `json:"run_id"`
+				WebhookURL string `json:"webhook_url"`
+			} `json:"metadata"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&call); err != nil || call.Metadata.WebhookURL == "" {
+			http.Error(w, "no webhook_url", http.StatusBadRequest)
+			return
+		}
+		arrived.LoadOrStore(call.Metadata.RunID, now)
+		w.WriteHeader(http.StatusAccepted)
+		go func() {
+			resp, err := reports.Post(call.Metadata.WebhookURL, "application/json", strings.NewReader(`{"success": true, "outputs": {"shipped": true}}`))
+			if err != nil {
+				reportErrs.Add(1)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				reportErrs.Add(1)
+			}
+		}()
+	}))
+	defer endpoint.Close()
+	st := newStamps()
+	watch := &commitWatch{runs: map[string]*watchedRun{}}
+	doc := `{"id": "trip", "version": "1", "steps": [{"type": "http", "name": "ship", "async": true, "url": "` + endpoint.URL + `"}, {"type": "task", "name": "after", "handler": "stamp"}]}`
+	c, _, _, _, stop := flowServer(t, dialect, st, watch.onCommit, doc)
+	defer stop()
+	ctx := context.Background()
+	start := time.Now()
+	warmEnd, measureEnd := start.Add(roundTripWarm), start.Add(roundTripWarm+roundTripCount)
+	var (
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		latencies []time.Duration
+		failed    atomic.Bool
+	)
+	for range benchClients {
+		wg.Go(func() {
+			for !failed.Load() && time.Now().Before(measureEnd) {
+				res, err := c.do(ctx, "POST", "/api/v1/workflows/trip/runs", map[string]any{"input": map[string]bool{"go": true}})
+				if err != nil || res.Status != http.StatusCreated {
+					failed.Store(true)
+					t.Errorf("start: %v %d %s", err, res.Status, res.Body)
+					return
+				}
+				var run apiRun
+				_ = json.Unmarshal(res.Body, &run)
+				if _, err := watch.wait(run.ID, domain.RunSucceeded); err != nil {
+					failed.Store(true)
+					t.Error(err)
+					return
+				}
+				watch.forget(run.ID)
+				at, _ := arrived.Load(run.ID)
+				started, ok := st.first(run.ID)
+				if !ok || at == nil {
+					failed.Store(true)
+					t.Errorf("run %s succeeded without its call or next step recorded", run.ID)
+					return
+				}
+				if from := at.(time.Time); !from.Before(warmEnd) && !started.After(measureEnd) {
+					mu.Lock()
+					latencies = append(latencies, started.Sub(from))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	if n := reportErrs.Load(); n > 0 {
+		t.Fatalf("%d webhook reports failed", n)
+	}
+	slices.Sort(latencies)
+	r := tripResult{trips: len(latencies), rate: float64(len(latencies)) / roundTripCount.Seconds(), p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99)}
+	t.Logf("round trips: %d in %v = %.1f/s; p50 %s p99 %s", r.trips, roundTripCount, r.rate, ms(r.p50), ms(r.p99))
+	return r
+}
+
+// benchHooks resumes runs paused on a webhook step: hookAsyncRuns through
+// the async endpoint from benchClients clients; then, from one client,
+// hookSyncRuns through the sync endpoint and as many through the async one
+// followed to their terminal commit, the same work without the sync
+// endpoint's waiting.
+func benchHooks(t *testing.T, dialect string) hookResult {
+	var finished sync.Map // run id → time of its terminal commit
+	watch := &commitWatch{runs: map[string]*watchedRun{}}
+	onCommit := func(runID string, res domain.CommitResult) {
+		if res.Status.Terminal() {
+			finished.LoadOrStore(runID, time.Now())
+		}
+		watch.onCommit(runID, res)
+	}
+	doc := `{"id": "hook", "version": "1", "steps": [{"type": "webhook", "name": "paid"}]}`
+	c, eng, db, _, stop := flowServer(t, dialect, newStamps(), onCommit, doc)
+	defer stop()
+	ctx := context.Background()
+	total := hookAsyncRuns + 2*hookSyncRuns
+	ids := make([]string, 0, total)
+	startSuspended(t, eng, db, "hook", 0, total, func(_ int64, id string) { ids = append(ids, id) })
+	urls := make([]string, len(ids))
+	parallel(len(ids), func(i int) {
+		run, err := getRun(ctx, c, ids[i])
+		if err != nil || len(run.Suspensions) != 1 || run.Suspensions[0].ResumeURL == "" {
+			t.Errorf("run %s: %+v %v", ids[i], run.Suspensions, err)
+			return
+		}
+		urls[i] = run.Suspensions[0].ResumeURL
+	})
+	if t.Failed() {
+		t.FailNow()
+	}
+	hc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	post := func(url string) (time.Duration, error) {
+		t0 := time.Now()
+		resp, err := hc.Post(url, "application/json", bytes.NewReader([]byte(`{"paid": true}`)))
+		if err != nil {
+			return 0, err
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return 0, fmt.Errorf("%s: %d %s", url, resp.StatusCode, body)
+		}
+		return time.Since(t0), nil
+	}
+	var h hookResult
+
+	async := make([]time.Duration, hookAsyncRuns)
+	began := time.Now()
+	parallel(hookAsyncRuns, func(i int) {
+		d, err := post(urls[i])
+		if err != nil {
+			t.Error(err)
+		}
+		async[i] = d
+	})
+	h.asyncRate = float64(hookAsyncRuns) / time.Since(began).Seconds()
+	if t.Failed() {
+		t.FailNow()
+	}
+	waitForCount(t, db, "hook", domain.RunSucceeded, hookAsyncRuns, time.Minute)
+	slices.Sort(async)
+	h.asyncP50, h.asyncP99 = quantile(async, 0.5), quantile(async, 0.99)
+
+	var own, syncs, afterCommit []time.Duration
+	for i := range hookSyncRuns {
+		id, url := ids[hookAsyncRuns+i], urls[hookAsyncRuns+i]
+		t0 := time.Now()
+		if _, err := post(url); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := watch.wait(id, domain.RunSucceeded); err != nil {
+			t.Fatal(err)
+		}
+		done, _ := finished.Load(id)
+		own = append(own, done.(time.Time).Sub(t0))
+
+		id, url = ids[hookAsyncRuns+hookSyncRuns+i], urls[hookAsyncRuns+hookSyncRuns+i]
+		d, err := post(strings.Replace(url, "?", "/sync?", 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		answered := time.Now()
+		syncs = append(syncs, d)
+		// The sync answer may come before the engine's callback has run.
+		if _, err := watch.wait(id, domain.RunSucceeded); err != nil {
+			t.Fatal(err)
+		}
+		done, _ = finished.Load(id)
+		afterCommit = append(afterCommit, answered.Sub(done.(time.Time)))
+	}
+	for _, d := range [][]time.Duration{own, syncs, afterCommit} {
+		slices.Sort(d)
+	}
+	h.ownP50, h.ownP99 = quantile(own, 0.5), quantile(own, 0.99)
+	h.syncP50, h.syncP99 = quantile(syncs, 0.5), quantile(syncs, 0.99)
+	h.afterCommitP50, h.afterCommitP99 = quantile(afterCommit, 0.5), quantile(afterCommit, 0.99)
+	t.Logf("waitpoints: async %.1f/s p50 %s p99 %s; one client: own work p50 %s p99 %s, sync p50 %s p99 %s, answered after the commit p50 %s p99 %s",
+		h.asyncRate, ms(h.asyncP50), ms(h.asyncP99), ms(h.ownP50), ms(h.ownP99), ms(h.syncP50), ms(h.syncP99), ms(h.afterCommitP50), ms(h.afterCommitP99))
+	return h
+}
+
+// parallel calls f(0…n-1) from benchClients goroutines.
+func parallel(n int, f func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range benchClients {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
+}
