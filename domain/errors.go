@@ -17,6 +17,11 @@ var (
 	// ErrStale means a worker lost its claim on a job (its lease expired and
 	// another worker took it); its outcome must not be committed.
 	ErrStale = errors.New("stale job claim")
+	// ErrLogConflict means a run's log grew after the writer read it: an
+	// append that expected another next index wrote nothing. The writer
+	// reads the log again and runs its invocation again; it never
+	// overwrites.
+	ErrLogConflict = errors.New("the run's log changed since it was read")
 )
 
 // Error codes are stable, machine-readable identifiers of failures. They are

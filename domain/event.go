@@ -50,4 +50,7 @@ type NewEvent struct {
 type StepEvent struct {
 	Type    string
 	Payload any
+	// Step names the event's step in the run's log; empty means the step
+	// that returned it. Replay workflows record their durable step ids.
+	Step string
 }

@@ -44,6 +44,7 @@ func Plan(o Outcome) StepCommit {
 	if o.Err != nil {
 		return planFailure(o, c)
 	}
+	c.ExpectSeq = o.Result.ExpectSeq
 	if err := plan(o, &c); err != nil {
 		c = StepCommit{Job: o.Job.Ref(), RunID: o.Run.ID, Step: o.Step, Now: o.Now}
 		return failRun(c, o.Step, failureError(err), o.Job.Attempt)
@@ -114,7 +115,11 @@ func plan(o Outcome, c *StepCommit) error {
 		if err != nil {
 			return err
 		}
-		c.Events = append(c.Events, NewEvent{Type: e.Type, Step: o.Step, Payload: p})
+		step := o.Step
+		if e.Step != "" {
+			step = e.Step
+		}
+		c.Events = append(c.Events, NewEvent{Type: e.Type, Step: step, Payload: p})
 	}
 	if b := blocking(cmds); b != nil {
 		return planPause(o, c, *b, cmds)

@@ -95,6 +95,10 @@ type StepCommit struct {
 	// Output is the branch's output: the run's output if this commit leaves
 	// the run with no other work.
 	Output json.RawMessage
+	// ExpectSeq, when not zero, is the run's next event index the step's
+	// outcome was computed from: a commit that finds the log has grown
+	// since writes nothing and fails with ErrLogConflict.
+	ExpectSeq int64
 }
 
 // RunFinish is a run's terminal status and result.

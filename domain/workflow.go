@@ -56,6 +56,10 @@ type StepResult struct {
 	// Completion adds fields to the step's STEP_COMPLETED event, beside
 	// its output (a wait step's {"resumedFromWait": true}).
 	Completion map[string]any
+	// ExpectSeq is the run's next event index this result was computed
+	// from (see StepCommit.ExpectSeq); zero for steps that do not read the
+	// log.
+	ExpectSeq int64
 }
 
 // RetryPolicy says how often and how soon a failing step runs again.

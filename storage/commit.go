@@ -36,6 +36,9 @@ func (db *DB) CommitStep(ctx context.Context, c domain.StepCommit) (domain.Commi
 			res = domain.CommitResult{Status: run.Status, Discarded: true}
 			return nil
 		}
+		if c.ExpectSeq != 0 && run.NextSeq != c.ExpectSeq {
+			return domain.ErrLogConflict
+		}
 		w := commitWriter{db: db, tx: tx, b: db.newBatch(tx), run: run, now: ts(c.Now)}
 		if err := w.apply(ctx, c, &res); err != nil {
 			return err

@@ -317,6 +317,14 @@ func (e *Engine) execute(ctx, shutdown context.Context, job domain.Job) {
 		e.release(job, 0, false)
 		return
 	}
+	if errors.Is(err, domain.ErrLogConflict) {
+		// Another invocation wrote to the run's log first: run again at
+		// once from the longer log. The attempt counts, so two drivers
+		// that keep colliding end the run rather than loop.
+		e.log.InfoContext(ctx, "The run's log changed under the step; it runs again", "job_id", job.ID, "run_id", job.RunID)
+		e.release(job, 0, true)
+		return
+	}
 	// Not due at once: a database that keeps refusing this commit would
 	// otherwise have the job claimed, run and refused again in a hot loop.
 	// The attempt counts, so a commit that never succeeds ends its run

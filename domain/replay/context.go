@@ -1,0 +1,387 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// Context is what a replay handler gets: a context.Context for the
+// invocation, and the durable primitives. Every call of a primitive is
+// matched against the run's log by its durable id; recorded results come
+// back without running anything again.
+type Context struct {
+	context.Context
+	RunID           string
+	WorkflowID      string
+	WorkflowVersion string
+
+	env     *Env
+	hist    *history
+	pos     int            // primitives reached so far
+	counts  map[string]int // positional ids, per primitive
+	pending []domain.NewEvent
+	pause   *pause
+	stop    error // set once the invocation cannot go on: pause, conflict, nondeterminism
+}
+
+// pause is the wait an invocation stopped at.
+type pause struct {
+	StepID   string                `json:"stepId"`
+	Kind     domain.SuspensionKind `json:"kind"`
+	Name     string                `json:"name,omitempty"` // signal name
+	Deadline *time.Time            `json:"deadline,omitempty"`
+	Approval *ApproveOptions       `json:"approval,omitempty"`
+}
+
+// ErrPaused is returned by a primitive that waits for something not in the
+// log yet. Return it (or any error wrapping it) from the handler: the run
+// pauses there and the handler runs again from the top when the wait
+// resolves. A handler that swallows it pauses all the same.
+var ErrPaused = errors.New("replay: the run pauses here")
+
+// StepError is a failure recorded in the log: replay returns it again, with
+// its original message and code.
+type StepError struct {
+	StepID  string `json:"stepId,omitempty"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *StepError) Error() string {
+	return fmt.Sprintf("step %s failed (%s): %s", e.StepID, e.Code, e.Message)
+}
+
+// ErrTimeout is returned by WaitForEvent when its deadline passed first.
+var ErrTimeout = errors.New("replay: the wait's deadline passed before the event came")
+
+// Option sets a primitive's explicit durable id (and, for WaitForEvent,
+// its deadline).
+type Option func(*options)
+
+type options struct {
+	id       string
+	timeout  time.Duration
+	deadline time.Time
+}
+
+// WithID gives a primitive an explicit durable id. Without one the id is
+// positional (__now-0, __uuid-1, __wait-payment-0, __timer-0, …): stable
+// as long as the handler reaches the same primitives in the same order.
+func WithID(id string) Option { return func(o *options) { o.id = id } }
+
+// Timeout bounds a WaitForEvent from when it is first reached.
+func Timeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
+
+// Deadline bounds a WaitForEvent by an absolute time.
+func Deadline(t time.Time) Option { return func(o *options) { o.deadline = t } }
+
+func optionsOf(opts []Option) options {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+// reach checks the next primitive against the log: at a position the log
+// has seen, the handler must reach the same primitive with the same id.
+// It returns the log's record for the id, if any.
+func (c *Context) reach(kind primitive, id, positional string) (string, *record, error) {
+	if c.stop != nil {
+		return "", nil, c.stop
+	}
+	if id == "" {
+		n := c.counts[positional]
+		c.counts[positional] = n + 1
+		id = positional + "-" + strconv.Itoa(n)
+	}
+	got := call{kind: kind, id: id}
+	p := c.pos
+	c.pos++
+	r := c.hist.byID[id]
+	switch {
+	case p < len(c.hist.order) && c.hist.order[p] != got:
+		return "", nil, c.halt(&StepError{Code: CodeNondeterminism, Message: fmt.Sprintf(
+			"replay reached %s at position %d, where the log has %s: the handler must reach the same primitives in the same order on every replay", got, p, c.hist.order[p])})
+	case p >= len(c.hist.order) && r != nil:
+		return "", nil, c.halt(&StepError{Code: CodeNondeterminism, Message: fmt.Sprintf(
+			"replay reached %s at position %d, but that id was used earlier in the run: durable ids are unique", got, p)})
+	}
+	return id, r, nil
+}
+
+// halt stops the invocation for good with err (the run fails with it).
+func (c *Context) halt(err error) error {
+	c.stop = err
+	return err
+}
+
+// record queues a log entry; it is written with the next append or the
+// invocation's commit.
+func (c *Context) record(typ, stepID string, payload any) {
+	c.pending = append(c.pending, domain.NewEvent{Type: typ, Step: stepID, Payload: mustJSON(payload)})
+}
+
+// flush appends the queued entries at the log's next index. Losing the
+// race to another writer stops the invocation; the driver runs it again.
+func (c *Context) flush() error {
+	if len(c.pending) == 0 {
+		return nil
+	}
+	err := c.env.Store.AppendEvents(c, c.RunID, c.hist.next, c.pending, c.env.now())
+	if err != nil {
+		c.stop = err
+		return err
+	}
+	c.hist.next += int64(len(c.pending))
+	c.pending = c.pending[:0]
+	return nil
+}
+
+// Emit sends an observability-only CUSTOM event to the run's subscribers;
+// it is not kept in the log.
+func (c *Context) Emit(name string, payload any) {
+	c.env.emit(c.RunID, EventCustom, "", map[string]any{"name": name, "payload": payload})
+}
+
+// Now is the time, recorded on first reach: a replay gets the same value.
+func (c *Context) Now(opts ...Option) (time.Time, error) {
+	id, r, err := c.reach(primNow, optionsOf(opts).id, "__now")
+	if err != nil {
+		return time.Time{}, err
+	}
+	if r != nil && r.done != nil {
+		var v recorded
+		var ms int64
+		if err := errors.Join(json.Unmarshal(r.done.Payload, &v), json.Unmarshal(v.Value, &ms)); err != nil {
+			return time.Time{}, c.halt(fmt.Errorf("decode %s: %w", r.call, err))
+		}
+		return time.UnixMilli(ms).UTC(), nil
+	}
+	now := c.env.now().Truncate(time.Millisecond)
+	c.record(EventNowRecorded, id, recorded{StepID: id, Value: mustJSON(now.UnixMilli())})
+	return now, nil
+}
+
+// UUID is a random UUID, recorded on first reach.
+func (c *Context) UUID(opts ...Option) (string, error) {
+	id, r, err := c.reach(primUUID, optionsOf(opts).id, "__uuid")
+	if err != nil {
+		return "", err
+	}
+	if r != nil && r.done != nil {
+		var v recorded
+		var s string
+		if err := errors.Join(json.Unmarshal(r.done.Payload, &v), json.Unmarshal(v.Value, &s)); err != nil {
+			return "", c.halt(fmt.Errorf("decode %s: %w", r.call, err))
+		}
+		return s, nil
+	}
+	v := uuid.NewString()
+	c.record(EventUUIDRecorded, id, recorded{StepID: id, Value: mustJSON(v)})
+	return v, nil
+}
+
+// Step runs fn once per run under a durable id and returns its result,
+// typed. The result is recorded before Step returns; on replay the recorded
+// result (or error, as a *StepError) comes back and fn is not called.
+func Step[T any](c *Context, id string, fn func(ctx context.Context) (T, error)) (T, error) {
+	var zero T
+	if err := domain.ValidateName("step id", id); err != nil {
+		return zero, c.halt(err)
+	}
+	id, r, err := c.reach(primStep, id, "")
+	if err != nil {
+		return zero, err
+	}
+	if r != nil && r.done != nil {
+		return replayed[T](c, r)
+	}
+	c.env.emit(c.RunID, EventStepStarted, id, map[string]any{"stepId": id})
+	out, ferr := protect(c, fn)
+	if ferr != nil {
+		se := &StepError{StepID: id, Code: "step_failed", Message: ferr.Error()}
+		var typed *StepError
+		if errors.As(ferr, &typed) {
+			se.Code, se.Message = typed.Code, typed.Message
+		}
+		c.record(EventStepFailed, id, stepFailed{StepID: id, Error: se})
+		if err := c.flush(); err != nil {
+			return zero, err
+		}
+		return zero, se
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return zero, c.halt(fmt.Errorf("step %s: its result is not JSON: %w", id, err))
+	}
+	c.record(EventStepFinished, id, stepFinished{StepID: id, Result: b})
+	if err := c.flush(); err != nil {
+		return zero, err
+	}
+	// The caller sees the result as a replay will: decoded from its JSON.
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		return zero, c.halt(fmt.Errorf("step %s: decode its result: %w", id, err))
+	}
+	return v, nil
+}
+
+func replayed[T any](c *Context, r *record) (T, error) {
+	var zero T
+	if r.done.Type == EventStepFailed {
+		var f stepFailed
+		if err := json.Unmarshal(r.done.Payload, &f); err != nil || f.Error == nil {
+			return zero, c.halt(fmt.Errorf("decode %s: %v", r.call, err))
+		}
+		return zero, f.Error
+	}
+	var f stepFinished
+	var v T
+	if err := json.Unmarshal(r.done.Payload, &f); err != nil {
+		return zero, c.halt(fmt.Errorf("decode %s: %w", r.call, err))
+	}
+	if err := json.Unmarshal(f.Result, &v); err != nil {
+		return zero, c.halt(fmt.Errorf("decode the result of %s: %w", r.call, err))
+	}
+	return v, nil
+}
+
+// protect runs fn, turning a panic into an error.
+func protect[T any](ctx context.Context, fn func(ctx context.Context) (T, error)) (out T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return fn(ctx)
+}
+
+// Sleep pauses the run for d, durably: the wake time is recorded when the
+// sleep is first reached.
+func (c *Context) Sleep(d time.Duration, opts ...Option) error {
+	return c.SleepUntil(c.env.now().Add(d), opts...)
+}
+
+// SleepUntil pauses the run until t (a wait on the __timer signal).
+func (c *Context) SleepUntil(t time.Time, opts ...Option) error {
+	o := optionsOf(opts)
+	o.deadline = t
+	_, err := c.wait(TimerSignal, o, "__timer")
+	return err
+}
+
+// WaitForEvent pauses the run until the signal name is delivered, and
+// returns its payload, typed. With Timeout or Deadline, ErrTimeout comes
+// back if the deadline passes first. A signal delivered before the wait
+// is reached was kept for it.
+func WaitForEvent[T any](c *Context, name string, opts ...Option) (T, error) {
+	var zero T
+	if err := domain.ValidateName("signal name", name); err != nil {
+		return zero, c.halt(err)
+	}
+	o := optionsOf(opts)
+	if o.timeout > 0 {
+		o.deadline = c.env.now().Add(o.timeout)
+	}
+	payload, err := c.wait(name, o, "__wait-"+name)
+	if err != nil {
+		return zero, err
+	}
+	var v T
+	if len(payload) > 0 {
+		if err := json.Unmarshal(payload, &v); err != nil {
+			return zero, &StepError{Code: "invalid_signal_payload", Message: fmt.Sprintf("signal %s: %v", name, err)}
+		}
+	}
+	return v, nil
+}
+
+// wait resolves a signal wait from the log or a kept delivery, or pauses.
+func (c *Context) wait(name string, o options, positional string) (json.RawMessage, error) {
+	id, r, err := c.reach(primSignal, o.id, positional)
+	if err != nil {
+		return nil, err
+	}
+	if r != nil && r.done != nil {
+		var s signalResolved
+		if err := json.Unmarshal(r.done.Payload, &s); err != nil {
+			return nil, c.halt(fmt.Errorf("decode %s: %w", r.call, err))
+		}
+		if s.TimedOut {
+			return nil, ErrTimeout
+		}
+		return s.Payload, nil
+	}
+	p := &pause{StepID: id, Kind: domain.KindSignal, Name: name}
+	if name == TimerSignal {
+		p.Kind = domain.KindDelay
+	}
+	if r != nil && r.awaited != nil {
+		var a signalAwaited
+		if err := json.Unmarshal(r.awaited.Payload, &a); err != nil {
+			return nil, c.halt(fmt.Errorf("decode %s: %w", r.call, err))
+		}
+		p.Deadline = a.Deadline // first reached earlier: its deadline stands
+	} else {
+		if !o.deadline.IsZero() {
+			d := o.deadline.UTC()
+			p.Deadline = &d
+		}
+		c.record(EventSignalAwaited, id, signalAwaited{StepID: id, Name: name, Deadline: p.Deadline})
+	}
+	c.pause = p
+	c.stop = ErrPaused
+	return nil, ErrPaused
+}
+
+// ApproveOptions describe an approval request.
+type ApproveOptions struct {
+	ID          string `json:"id,omitempty"`
+	Title       string `json:"title"`
+	Description string `json:"description,omitempty"`
+	// Approver is the email of the person asked; empty leaves it to any
+	// reviewer.
+	Approver string `json:"approver,omitempty"`
+	// Schema is a JSON Schema the approver's data must satisfy.
+	Schema json.RawMessage `json:"schema,omitempty"`
+}
+
+// Decision is an approval's outcome.
+type Decision struct {
+	Approved bool   `json:"approved"`
+	Feedback string `json:"feedback,omitempty"`
+	By       string `json:"by,omitempty"`
+}
+
+// Approve pauses the run until a person approves or rejects, and returns
+// their decision.
+func (c *Context) Approve(opts ApproveOptions) (Decision, error) {
+	id, r, err := c.reach(primApproval, opts.ID, "__approval")
+	if err != nil {
+		return Decision{}, err
+	}
+	if r != nil && r.done != nil {
+		var a approvalResolved
+		if err := json.Unmarshal(r.done.Payload, &a); err != nil {
+			return Decision{}, c.halt(fmt.Errorf("decode %s: %w", r.call, err))
+		}
+		return Decision{Approved: a.Approved, Feedback: a.Feedback, By: a.By}, nil
+	}
+	if r == nil || r.awaited == nil {
+		c.record(EventApprovalRequested, id, approvalRequested{StepID: id, ApprovalID: id, Title: opts.Title, Description: opts.Description})
+	}
+	opts.ID = id
+	c.pause = &pause{StepID: id, Kind: domain.KindApproval, Approval: &opts}
+	c.stop = ErrPaused
+	return Decision{}, ErrPaused
+}

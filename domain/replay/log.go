@@ -1,0 +1,174 @@
+package replay
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// Log event types. Checkpoint events are what replay reads to skip work;
+// coordination events say which wait a run is paused on; both are kept in
+// the run's log. Observability events go to subscribers only.
+const (
+	EventStepFinished      = "STEP_FINISHED"
+	EventStepFailed        = "STEP_FAILED"
+	EventSignalResolved    = "SIGNAL_RESOLVED"
+	EventApprovalResolved  = "APPROVAL_RESOLVED"
+	EventNowRecorded       = "NOW_RECORDED"
+	EventUUIDRecorded      = "UUID_RECORDED"
+	EventRunFinished       = "RUN_FINISHED"
+	EventRunErrored        = "RUN_ERRORED"
+	EventSignalAwaited     = "SIGNAL_AWAITED"
+	EventApprovalRequested = "APPROVAL_REQUESTED"
+
+	EventRunStarted  = "RUN_STARTED"
+	EventStepStarted = "STEP_STARTED"
+	EventStateDelta  = "STATE_DELTA"
+	EventCustom      = "CUSTOM"
+)
+
+// Error codes of replay runs.
+const (
+	CodeNondeterminism = "nondeterminism"
+	CodeSignalLost     = "signal_lost"
+	CodeHandlerFailed  = "handler_failed"
+)
+
+// TimerSignal is the signal name a sleep waits on.
+const TimerSignal = "__timer"
+
+// primitive is the kind of a context call, as the log records it.
+type primitive string
+
+const (
+	primStep     primitive = "Step"
+	primNow      primitive = "Now"
+	primUUID     primitive = "UUID"
+	primSignal   primitive = "WaitForEvent"
+	primApproval primitive = "Approve"
+)
+
+func primitiveOf(eventType string) (primitive, bool) {
+	switch eventType {
+	case EventStepFinished, EventStepFailed:
+		return primStep, true
+	case EventNowRecorded:
+		return primNow, true
+	case EventUUIDRecorded:
+		return primUUID, true
+	case EventSignalAwaited, EventSignalResolved:
+		return primSignal, true
+	case EventApprovalRequested, EventApprovalResolved:
+		return primApproval, true
+	}
+	return "", false
+}
+
+// call is one primitive reached by the handler, by kind and durable id.
+type call struct {
+	kind primitive
+	id   string
+}
+
+func (c call) String() string { return fmt.Sprintf("%s(%q)", c.kind, c.id) }
+
+// record is what the log holds for one durable id.
+type record struct {
+	call
+	done    *domain.Event // STEP_FINISHED/FAILED, SIGNAL/APPROVAL_RESOLVED, NOW/UUID_RECORDED
+	awaited *domain.Event // SIGNAL_AWAITED, APPROVAL_REQUESTED
+}
+
+// history is a run's log, read once per invocation and indexed by durable
+// id: replaying a step is a map lookup, never a scan.
+type history struct {
+	byID  map[string]*record
+	order []call // primitives in the order the log first saw them
+	next  int64  // the log's next index
+}
+
+func newHistory(events []domain.Event) *history {
+	h := &history{byID: make(map[string]*record, len(events)), next: 1}
+	for i := range events {
+		e := &events[i]
+		h.next = max(h.next, e.Seq+1)
+		kind, ok := primitiveOf(e.Type)
+		if !ok || e.Type == EventStepFailed && !ownFailure(e) {
+			continue
+		}
+		r := h.byID[e.Step]
+		if r == nil {
+			r = &record{call: call{kind: kind, id: e.Step}}
+			h.byID[e.Step] = r
+			h.order = append(h.order, r.call)
+		}
+		switch e.Type {
+		case EventSignalAwaited, EventApprovalRequested:
+			r.awaited = e
+		default:
+			r.done = e
+		}
+	}
+	return h
+}
+
+// ownFailure tells a durable step's STEP_FAILED from the kernel's event of
+// the same name, which reports a failed invocation and has no stepId.
+func ownFailure(e *domain.Event) bool {
+	var p struct {
+		StepID string `json:"stepId"`
+	}
+	return json.Unmarshal(e.Payload, &p) == nil && p.StepID == e.Step
+}
+
+// Log payloads.
+type (
+	stepFinished struct {
+		StepID string          `json:"stepId"`
+		Result json.RawMessage `json:"result"`
+	}
+	stepFailed struct {
+		StepID string     `json:"stepId"`
+		Error  *StepError `json:"error"`
+	}
+	recorded struct {
+		StepID string          `json:"stepId"`
+		Value  json.RawMessage `json:"value"`
+	}
+	signalAwaited struct {
+		StepID   string     `json:"stepId"`
+		Name     string     `json:"name"`
+		Deadline *time.Time `json:"deadline,omitempty"`
+	}
+	signalResolved struct {
+		StepID   string          `json:"stepId"`
+		Name     string          `json:"name"`
+		SignalID string          `json:"signalId,omitempty"`
+		Payload  json.RawMessage `json:"payload,omitempty"`
+		TimedOut bool            `json:"timedOut,omitempty"`
+	}
+	approvalRequested struct {
+		StepID      string `json:"stepId"`
+		ApprovalID  string `json:"approvalId"`
+		Title       string `json:"title"`
+		Description string `json:"description,omitempty"`
+	}
+	approvalResolved struct {
+		StepID     string          `json:"stepId"`
+		ApprovalID string          `json:"approvalId"`
+		Approved   bool            `json:"approved"`
+		Feedback   string          `json:"feedback,omitempty"`
+		By         string          `json:"by,omitempty"`
+		Data       json.RawMessage `json:"data,omitempty"`
+	}
+)
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("replay: encode log payload: %v", err))
+	}
+	return b
+}

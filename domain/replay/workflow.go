@@ -1,0 +1,266 @@
+// Package replay runs workflows written as plain Go functions that wait.
+// Every invocation runs the handler from the top; the run's log short-cuts
+// completed work, and reaching a wait that is not resolved yet pauses the
+// run through the kernel's single commit. See the README's "Replay
+// workflows" for the rules a handler follows.
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// StepName is the kernel step every invocation of a replay workflow runs
+// as.
+const StepName = "replay"
+
+// Store is what replay needs besides the kernel's commit: the run, its log,
+// and appends to the log at an expected next index.
+type Store interface {
+	Run(ctx context.Context, id string) (domain.Run, error)
+	Events(ctx context.Context, runID string) ([]domain.Event, error)
+	// AppendEvents writes events at indexes expect, expect+1, … or nothing:
+	// ErrLogConflict if the log has grown since it was read.
+	AppendEvents(ctx context.Context, runID string, expect int64, events []domain.NewEvent, now time.Time) error
+}
+
+// Env is what replay workflows run with.
+type Env struct {
+	Store Store
+	Clock domain.Clock
+	// Observe receives observability events (RUN_STARTED, STEP_STARTED,
+	// STATE_DELTA, CUSTOM), which are not kept in the log. May be nil.
+	Observe func(runID string, e domain.Event)
+	// Retries is how often an invocation that lost the log to another
+	// writer runs again at once before the kernel retries the job.
+	Retries int
+}
+
+func (e *Env) now() time.Time {
+	if e.Clock == nil {
+		return time.Now().UTC()
+	}
+	return e.Clock.Now()
+}
+
+func (e *Env) emit(runID, typ, step string, payload any) {
+	if e.Observe != nil {
+		e.Observe(runID, domain.Event{RunID: runID, Type: typ, Step: step, Payload: mustJSON(payload), CreatedAt: e.now()})
+	}
+}
+
+// Definition is one version of a replay workflow.
+type Definition struct {
+	ID, Version string
+	handler     func(c *Context, input json.RawMessage) (any, error)
+	previous    []*Definition
+}
+
+// Workflow defines version of workflow id with a typed handler: in is the
+// run input, decoded; the returned value is the run's output.
+func Workflow[In, Out any](id, version string, handler func(c *Context, in In) (Out, error)) *Definition {
+	return &Definition{ID: id, Version: version, handler: func(c *Context, input json.RawMessage) (any, error) {
+		var in In
+		if len(input) > 0 && string(input) != "null" {
+			if err := json.Unmarshal(input, &in); err != nil {
+				return nil, &StepError{Code: domain.CodeValidation, Message: fmt.Sprintf("the run input does not fit the workflow's input type: %v", err)}
+			}
+		}
+		return handler(c, in)
+	}}
+}
+
+// PreviousVersions keeps older versions callable for the runs they
+// started: a run always resumes on its own version. Drop one only after
+// every run on it has ended.
+func (d *Definition) PreviousVersions(old ...*Definition) *Definition {
+	d.previous = append(d.previous, old...)
+	return d
+}
+
+// Register adds this version and its previous versions to reg.
+func (d *Definition) Register(reg *domain.Registry, env *Env) error {
+	var errs []error
+	for _, v := range append([]*Definition{d}, d.previous...) {
+		if v.ID != d.ID {
+			errs = append(errs, fmt.Errorf("replay workflow %s: a previous version belongs to workflow %s", d.ID, v.ID))
+			continue
+		}
+		if _, ok := reg.Get(v.ID, v.Version); ok && v != d {
+			continue // registered by an earlier call
+		}
+		wf := domain.NewWorkflow(v.ID, v.Version).Step(StepName, v.invocation(env), domain.WithRetry(domain.RetryPolicy{
+			MaxAttempts: 5, InitialBackoff: time.Second, MaxBackoff: time.Minute, Multiplier: 2, Jitter: 0.2}))
+		errs = append(errs, reg.Register(wf))
+	}
+	return errors.Join(errs...)
+}
+
+// invocation is the kernel step: one invocation of the handler, run again
+// at once while it loses its log to another writer.
+func (d *Definition) invocation(env *Env) domain.StepFunc {
+	return func(ctx context.Context, req domain.StepRequest) (domain.StepResult, error) {
+		for try := 0; ; try++ {
+			res, err := d.invoke(ctx, env, req)
+			if !errors.Is(err, domain.ErrLogConflict) || try >= env.Retries {
+				return res, err
+			}
+		}
+	}
+}
+
+func (d *Definition) invoke(ctx context.Context, env *Env, req domain.StepRequest) (domain.StepResult, error) {
+	run, err := env.Store.Run(ctx, req.RunID)
+	if err != nil {
+		return domain.StepResult{}, err
+	}
+	events, err := env.Store.Events(ctx, req.RunID)
+	if err != nil {
+		return domain.StepResult{}, err
+	}
+	c := &Context{Context: ctx, RunID: run.ID, WorkflowID: run.WorkflowID, WorkflowVersion: run.WorkflowVersion,
+		env: env, hist: newHistory(events), counts: map[string]int{}}
+	if req.Resumed {
+		if err := c.resolve(req.Input); err != nil {
+			return domain.StepResult{}, err
+		}
+	}
+	env.emit(run.ID, EventRunStarted, "", map[string]any{"runId": run.ID, "workflowId": run.WorkflowID, "workflowVersion": run.WorkflowVersion})
+	out, herr := d.call(c, run.Input)
+	switch {
+	case errors.Is(c.stop, domain.ErrLogConflict):
+		return domain.StepResult{}, c.stop
+	case c.pause != nil && c.stop == ErrPaused:
+		return c.paused(), nil
+	case c.stop != nil:
+		return c.errored(c.stop), nil
+	case herr != nil:
+		return c.errored(herr), nil
+	}
+	c.record(EventRunFinished, "", map[string]any{"runId": run.ID, "output": out})
+	return c.result(domain.Complete(out)), nil
+}
+
+// call runs the handler; a panic ends the run as an error, not the server.
+func (d *Definition) call(c *Context, input json.RawMessage) (out any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &StepError{Code: CodeHandlerFailed, Message: fmt.Sprintf("the handler panicked: %v", p)}
+		}
+	}()
+	return d.handler(c, input)
+}
+
+// resolve records how the wait this invocation resumes from ended, unless
+// the log has it already (an earlier try of this invocation wrote it).
+func (c *Context) resolve(input json.RawMessage) error {
+	var rp struct {
+		Checkpoint pause           `json:"checkpoint"`
+		ResumeData json.RawMessage `json:"resumeData"`
+	}
+	if err := json.Unmarshal(input, &rp); err != nil {
+		return fmt.Errorf("decode the resume of run %s: %w", c.RunID, err)
+	}
+	p := rp.Checkpoint
+	if r := c.hist.byID[p.StepID]; r != nil && r.done != nil {
+		return nil
+	}
+	data := rp.ResumeData
+	timedOut := len(data) == 0 || string(data) == "null"
+	var e domain.NewEvent
+	switch p.Kind {
+	case domain.KindApproval:
+		var d struct {
+			Approved bool   `json:"approved"`
+			Comment  string `json:"comment"`
+		}
+		_ = json.Unmarshal(data, &d)
+		e = domain.NewEvent{Type: EventApprovalResolved, Step: p.StepID, Payload: mustJSON(approvalResolved{
+			StepID: p.StepID, ApprovalID: p.StepID, Approved: d.Approved, Feedback: d.Comment, Data: data})}
+	default:
+		s := signalResolved{StepID: p.StepID, Name: p.Name, TimedOut: timedOut && p.Kind != domain.KindDelay}
+		if !timedOut {
+			var d Delivery
+			if err := json.Unmarshal(data, &d); err != nil {
+				return fmt.Errorf("decode the signal that resumed run %s: %w", c.RunID, err)
+			}
+			s.SignalID, s.Payload = d.SignalID, d.Payload
+		}
+		e = domain.NewEvent{Type: EventSignalResolved, Step: p.StepID, Payload: mustJSON(s)}
+	}
+	// Known now for the replay that follows.
+	c.pending = append(c.pending, e)
+	ev := domain.Event{RunID: c.RunID, Seq: c.hist.next + int64(len(c.pending)) - 1, Type: e.Type, Step: e.Step, Payload: e.Payload}
+	r := c.hist.byID[p.StepID]
+	if r == nil {
+		kind, _ := primitiveOf(e.Type)
+		r = &record{call: call{kind: kind, id: p.StepID}}
+		c.hist.byID[p.StepID] = r
+		c.hist.order = append(c.hist.order, r.call)
+	}
+	r.done = &ev
+	return nil
+}
+
+// Delivery is a signal as a resume carries it.
+type Delivery struct {
+	Name     string          `json:"name"`
+	SignalID string          `json:"signalId"`
+	Payload  json.RawMessage `json:"payload,omitempty"`
+}
+
+// result is the kernel's step result: the queued log entries, written by
+// the commit at the index they were computed for.
+func (c *Context) result(cmds ...domain.Command) domain.StepResult {
+	res := domain.StepResult{Commands: cmds, ExpectSeq: c.hist.next}
+	for _, e := range c.pending {
+		res.Events = append(res.Events, domain.StepEvent{Type: e.Type, Step: e.Step, Payload: e.Payload})
+	}
+	return res
+}
+
+// paused is the commit of a pause: the wait's suspension, resumed by the
+// kernel into this same step.
+func (c *Context) paused() domain.StepResult {
+	p := c.pause
+	opts := []domain.SuspendOption{domain.WithStepKey(p.StepID), domain.WithKind(p.Kind)}
+	var cmd domain.Command
+	switch p.Kind {
+	case domain.KindApproval:
+		a := p.Approval
+		opts = append(opts, domain.WithResumeStep(StepName), domain.WithTitle(a.Title, a.Description))
+		if a.Approver != "" {
+			opts = append(opts, domain.WithAssignee(a.Approver))
+		}
+		if len(a.Schema) > 0 {
+			opts = append(opts, domain.WithResumeSchema(a.Schema))
+		}
+		cmd = domain.Review("approval", p, opts...)
+	case domain.KindDelay:
+		cmd = domain.SleepUntil(*p.Deadline, p, StepName)
+		cmd.StepKey = p.StepID
+	default:
+		cmd = domain.Suspend(p.Name, p, StepName, opts...)
+		if p.Deadline != nil {
+			cmd.Until = *p.Deadline
+		}
+	}
+	return c.result(cmd)
+}
+
+// errored ends the run: RUN_ERRORED in the log, and the run failed with
+// the same code.
+func (c *Context) errored(err error) domain.StepResult {
+	se := &StepError{Code: CodeHandlerFailed, Message: err.Error()}
+	var typed *StepError
+	if errors.As(err, &typed) {
+		se = typed
+	}
+	c.record(EventRunErrored, "", map[string]any{"runId": c.RunID, "code": se.Code, "message": se.Message})
+	return c.result(domain.Fail(se.Code, se.Message))
+}

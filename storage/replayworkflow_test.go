@@ -1,0 +1,329 @@
+package storage_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/engine"
+	"github.com/tollgatehq/tollgate/domain/replay"
+	"github.com/tollgatehq/tollgate/storage"
+)
+
+type user struct {
+	ID   string `json:"id"`
+	Tier string `json:"tier"`
+}
+
+type payment struct {
+	Amount int `json:"amount"`
+}
+
+// replayLog is the run's replay entries: type and durable id, in order.
+func replayLog(t *testing.T, db *storage.DB, runID string) []string {
+	t.Helper()
+	events, err := db.Events(context.Background(), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range events {
+		switch e.Type {
+		case replay.EventStepFinished, replay.EventStepFailed, replay.EventNowRecorded, replay.EventUUIDRecorded, replay.EventSignalAwaited,
+			replay.EventSignalResolved, replay.EventApprovalRequested, replay.EventApprovalResolved, replay.EventRunFinished, replay.EventRunErrored:
+			out = append(out, e.Type+" "+e.Step)
+		}
+	}
+	return out
+}
+
+func deliver(ctx context.Context, e interface {
+	Resume(context.Context, domain.ResumeRequest) (domain.Suspension, error)
+}, runID, stepID, signalID string, payload any) error {
+	_, err := e.Resume(ctx, domain.ResumeRequest{RunID: runID, StepKey: stepID, By: "signal", RequestKey: signalID,
+		Data: raw(replay.Delivery{Name: "payment", SignalID: signalID, Payload: raw(payload)})})
+	return err
+}
+
+// A replay workflow end to end on both databases: completed steps are not
+// run again, Now is recorded once, a signal and an approval pause and
+// resume the run, the log holds the seed's events in order, and the same
+// signal id twice is one delivery while another id loses.
+func TestReplayWorkflow(t *testing.T) {
+	t.Parallel()
+	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
+		ctx := t.Context()
+		db := openDB(t, o)
+		t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+		clock := &fakeClock{now: t0}
+		var fetches, finals atomic.Int32
+		var nows []time.Time
+		pipeline := replay.Workflow("payment-pipeline", "1", func(c *replay.Context, in struct{ UserID string }) (map[string]any, error) {
+			u, err := replay.Step(c, "fetch-user", func(context.Context) (user, error) {
+				fetches.Add(1)
+				return user{ID: in.UserID, Tier: "pro"}, nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			started, err := c.Now()
+			if err != nil {
+				return nil, err
+			}
+			nows = append(nows, started)
+			p, err := replay.WaitForEvent[payment](c, "payment", replay.WithID("payment-webhook"), replay.Timeout(time.Hour))
+			if err != nil {
+				return nil, err
+			}
+			d, err := c.Approve(replay.ApproveOptions{ID: "review", Title: "Continue?"})
+			if err != nil {
+				return nil, err
+			}
+			return replay.Step(c, "finalize", func(context.Context) (map[string]any, error) {
+				finals.Add(1)
+				return map[string]any{"ok": d.Approved, "user": u.ID, "amount": p.Amount, "startedAt": started}, nil
+			})
+		})
+		reg := domain.NewRegistry()
+		env := &replay.Env{Store: db, Clock: clock, Retries: 3}
+		if err := pipeline.Register(reg, env); err != nil {
+			t.Fatal(err)
+		}
+		e := startEngine(t, db, reg, engine0(clock))
+		run := startRun(t, e, "payment-pipeline", map[string]string{"UserID": "u-1"})
+		waitRun(t, db, run.ID, domain.RunSuspended)
+		s := pendingSuspension(t, db, run.ID)
+		if s.Kind != domain.KindSignal || s.StepKey != "payment-webhook" || s.Reason != "payment" || s.WakeAt == nil || !s.WakeAt.Equal(t0.Add(time.Hour)) {
+			t.Fatalf("the signal wait's suspension: %+v", s)
+		}
+		clock.Set(t0.Add(time.Minute))
+		if err := deliver(ctx, e, run.ID, "payment-webhook", "evt-1", payment{Amount: 42}); err != nil {
+			t.Fatal(err)
+		}
+		if err := deliver(ctx, e, run.ID, "payment-webhook", "evt-1", payment{Amount: 42}); err != nil {
+			t.Errorf("the same signal id again is an idempotent success: %v", err)
+		}
+		var ce *domain.ConflictError
+		if err := deliver(ctx, e, run.ID, "payment-webhook", "evt-2", payment{Amount: 7}); !errors.As(err, &ce) || ce.Code != domain.CodeAlreadyResumed {
+			t.Errorf("another signal id for the resolved wait loses: %v", err)
+		}
+		waitFor(t, 10*time.Second, "the approval", func() bool {
+			return count(t, db, "SELECT count(*) FROM suspensions WHERE run_id = ? AND status = 'pending' AND kind = 'approval'", run.ID) == 1
+		})
+		a := pendingSuspension(t, db, run.ID)
+		if a.StepKey != "review" || a.Title != "Continue?" || a.ResumeStep != replay.StepName {
+			t.Fatalf("the approval's suspension: %+v", a)
+		}
+		if _, err := e.Decide(ctx, domain.ResumeRequest{SuspensionID: a.ID, By: "rita@example.com"}, true, "fine"); err != nil {
+			t.Fatal(err)
+		}
+		done := waitRun(t, db, run.ID, domain.RunSucceeded)
+		var out struct {
+			OK        bool
+			User      string
+			Amount    int
+			StartedAt time.Time
+		}
+		if err := json.Unmarshal(done.Output, &out); err != nil || !out.OK || out.User != "u-1" || out.Amount != 42 || !out.StartedAt.Equal(t0) {
+			t.Errorf("output %s (%v)", done.Output, err)
+		}
+		if fetches.Load() != 1 || finals.Load() != 1 {
+			t.Errorf("fetch-user ran %d times, finalize %d; each once", fetches.Load(), finals.Load())
+		}
+		if len(nows) != 3 || nows[0] != nows[1] || nows[1] != nows[2] {
+			t.Errorf("Now across the three invocations: %v", nows)
+		}
+		want := []string{"STEP_FINISHED fetch-user", "NOW_RECORDED __now-0", "SIGNAL_AWAITED payment-webhook", "SIGNAL_RESOLVED payment-webhook",
+			"APPROVAL_REQUESTED review", "APPROVAL_RESOLVED review", "STEP_FINISHED finalize", "RUN_FINISHED replay"}
+		if got := replayLog(t, db, run.ID); !slices.Equal(got, want) {
+			t.Errorf("the log:\n got %q\nwant %q", got, want)
+		}
+	})
+}
+
+func engine0(clock domain.Clock) engine.Opts {
+	return engine.Opts{Clock: clock, PollInterval: 20 * time.Millisecond}
+}
+
+// Sleeps and deadlines are durable timers on the engine's clock; a
+// handler whose path changes between invocations fails the run with
+// nondeterminism instead of continuing.
+func TestReplayTimersAndNondeterminism(t *testing.T) {
+	t.Parallel()
+	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
+		db := openDB(t, o)
+		t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+		clock := &fakeClock{now: t0}
+		var invocations atomic.Int32
+		reg := domain.NewRegistry()
+		env := &replay.Env{Store: db, Clock: clock}
+		defs := []*replay.Definition{
+			replay.Workflow("nap", "1", func(c *replay.Context, _ any) (string, error) {
+				if err := c.Sleep(time.Hour); err != nil {
+					return "", err
+				}
+				_, err := replay.WaitForEvent[any](c, "never", replay.Timeout(10*time.Minute))
+				if errors.Is(err, replay.ErrTimeout) {
+					return "timed out", nil
+				}
+				return "signalled", err
+			}),
+			replay.Workflow("flaky", "1", func(c *replay.Context, _ any) (string, error) {
+				// A branch on something that is not recorded: the second
+				// invocation takes the other path.
+				id := "first-path"
+				if invocations.Add(1) > 1 {
+					id = "second-path"
+				}
+				if _, err := replay.Step(c, id, func(context.Context) (int, error) { return 1, nil }); err != nil {
+					return "", err
+				}
+				return "", c.Sleep(time.Minute)
+			}),
+		}
+		for _, d := range defs {
+			if err := d.Register(reg, env); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e := startEngine(t, db, reg, engine0(clock))
+		nap := startRun(t, e, "nap", nil)
+		flaky := startRun(t, e, "flaky", nil)
+		waitRun(t, db, nap.ID, domain.RunSuspended)
+		waitRun(t, db, flaky.ID, domain.RunSuspended)
+		if s := pendingSuspension(t, db, nap.ID); s.Kind != domain.KindDelay || s.StepKey != "__timer-0" || !s.WakeAt.Equal(t0.Add(time.Hour)) {
+			t.Fatalf("the sleep's suspension: %+v", s)
+		}
+		clock.Set(t0.Add(59 * time.Minute))
+		time.Sleep(150 * time.Millisecond)
+		if r, _ := db.Run(t.Context(), nap.ID); r.Status != domain.RunSuspended {
+			t.Fatalf("a minute early the sleeping run is %s", r.Status)
+		}
+		clock.Set(t0.Add(61 * time.Minute))
+		waitFor(t, 10*time.Second, "the signal wait after the sleep", func() bool {
+			s, _, _ := db.Suspensions(t.Context(), domain.SuspensionFilter{RunID: nap.ID, Status: domain.SuspensionPending})
+			return len(s) == 1 && s[0].StepKey == "__wait-never-0"
+		})
+		clock.Set(t0.Add(72 * time.Minute))
+		if r := waitRun(t, db, nap.ID, domain.RunSucceeded); !sameJSONText(r.Output, `"timed out"`) {
+			t.Errorf("the wait's deadline: output %s", r.Output)
+		}
+		failed := waitRun(t, db, flaky.ID, domain.RunFailed)
+		if failed.Error == nil || failed.Error.Code != replay.CodeNondeterminism {
+			t.Fatalf("the run that changed its path: %+v", failed.Error)
+		}
+		if log := replayLog(t, db, flaky.ID); log[len(log)-1] != "RUN_ERRORED replay" {
+			t.Errorf("the log ends %q", log)
+		}
+	})
+}
+
+// The log is written with optimistic concurrency on its next index. A
+// step's result that lost the race to another writer is not recorded over
+// it: the invocation runs again from the longer log, for appends during
+// the invocation and for its final commit alike; two writers appending at
+// the same index, one wins.
+func TestReplayLogConflicts(t *testing.T) {
+	t.Parallel()
+	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
+		ctx := t.Context()
+		db := openDB(t, o)
+		var stepRuns, commits atomic.Int32
+		foreign := func(c *replay.Context, what string) {
+			events, err := db.Events(ctx, c.RunID)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if err := db.AppendEvents(ctx, c.RunID, events[len(events)-1].Seq+1, []domain.NewEvent{{Type: "OTHER_WRITER", Step: what}}, time.Now()); err != nil {
+				t.Error(err)
+			}
+		}
+		defs := []*replay.Definition{
+			replay.Workflow("step-race", "1", func(c *replay.Context, _ any) (int, error) {
+				return replay.Step(c, "charge", func(context.Context) (int, error) {
+					if stepRuns.Add(1) == 1 {
+						foreign(c, "during-step")
+					}
+					return 7, nil
+				})
+			}),
+			replay.Workflow("commit-race", "1", func(c *replay.Context, _ any) (string, error) {
+				if _, err := c.Now(); err != nil {
+					return "", err
+				}
+				if commits.Add(1) == 1 {
+					foreign(c, "before-commit")
+				}
+				return "done", nil
+			}),
+		}
+		reg := domain.NewRegistry()
+		env := &replay.Env{Store: db, Retries: 3}
+		for _, d := range defs {
+			if err := d.Register(reg, env); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e := startEngine(t, db, reg, engine.Opts{PollInterval: 20 * time.Millisecond})
+		stepRace, commitRace := startRun(t, e, "step-race", nil), startRun(t, e, "commit-race", nil)
+		waitRun(t, db, stepRace.ID, domain.RunSucceeded)
+		waitRun(t, db, commitRace.ID, domain.RunSucceeded)
+		if got, want := replayLog(t, db, stepRace.ID), []string{"STEP_FINISHED charge", "RUN_FINISHED replay"}; stepRuns.Load() != 2 || !slices.Equal(got, want) {
+			t.Errorf("a step whose append lost ran %d times (want 2, the second from the longer log); log %q", stepRuns.Load(), got)
+		}
+		if got, want := replayLog(t, db, commitRace.ID), []string{"NOW_RECORDED __now-0", "RUN_FINISHED replay"}; commits.Load() != 2 || !slices.Equal(got, want) {
+			t.Errorf("an invocation whose commit lost ran %d times (want 2); log %q", commits.Load(), got)
+		}
+
+		// Writers racing at one index: one wins, the rest write nothing.
+		entered, release := make(chan struct{}), make(chan struct{})
+		blocked := domain.NewWorkflow("held", "1").Step("hold", func(ctx context.Context, _ domain.StepRequest) (domain.StepResult, error) {
+			close(entered)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return domain.StepResult{}, nil
+		})
+		if err := reg.Register(blocked); err != nil {
+			t.Fatal(err)
+		}
+		held := startRun(t, e, "held", nil)
+		<-entered
+		events, err := db.Events(ctx, held.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := events[len(events)-1].Seq + 1
+		var wins, conflicts atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 50 {
+			wg.Go(func() {
+				err := db.AppendEvents(ctx, held.ID, next, []domain.NewEvent{{Type: "RACER", Step: fmt.Sprint(i)}, {Type: "RACER", Step: fmt.Sprint(i)}}, time.Now())
+				switch {
+				case err == nil:
+					wins.Add(1)
+				case errors.Is(err, domain.ErrLogConflict):
+					conflicts.Add(1)
+				default:
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		close(release)
+		if wins.Load() != 1 || conflicts.Load() != 49 || count(t, db, "SELECT count(*) FROM events WHERE run_id = ? AND type = 'RACER'", held.ID) != 2 {
+			t.Errorf("50 appends at one index: %d won, %d conflicts, %d RACER events", wins.Load(), conflicts.Load(),
+				count(t, db, "SELECT count(*) FROM events WHERE run_id = ? AND type = 'RACER'", held.ID))
+		}
+		waitRun(t, db, held.ID, domain.RunSucceeded)
+	})
+}
