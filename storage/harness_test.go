@@ -169,15 +169,22 @@ func count(t testing.TB, db *storage.DB, query string, args ...any) int {
 // eventTypes lists a run's event types in order.
 func eventTypes(t testing.TB, db domain.Store, runID string) []string {
 	t.Helper()
-	events, err := db.Events(context.Background(), runID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	events := runEvents(t, db, runID)
 	types := make([]string, len(events))
 	for i, ev := range events {
 		types[i] = ev.Type
 	}
 	return types
+}
+
+// runEvents is the run's log, or fails the test.
+func runEvents(t testing.TB, db domain.Store, runID string) []domain.Event {
+	t.Helper()
+	events, err := db.Events(context.Background(), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events
 }
 
 // waitFor polls cond until it holds, or fails the test after timeout.

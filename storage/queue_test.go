@@ -70,12 +70,8 @@ type retryEvent struct {
 
 func retryEvents(t *testing.T, db *storage.DB, runID string) []retryEvent {
 	t.Helper()
-	events, err := db.Events(context.Background(), runID)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []retryEvent
-	for _, ev := range events {
+	for _, ev := range runEvents(t, db, runID) {
 		if ev.Type != domain.EventStepRetrying {
 			continue
 		}

@@ -29,12 +29,8 @@ type payment struct {
 // replayLog is the run's replay entries: type and durable id, in order.
 func replayLog(t *testing.T, db *storage.DB, runID string) []string {
 	t.Helper()
-	events, err := db.Events(context.Background(), runID)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, e := range events {
+	for _, e := range runEvents(t, db, runID) {
 		switch e.Type {
 		case replay.EventStepFinished, replay.EventStepFailed, replay.EventNowRecorded, replay.EventUUIDRecorded, replay.EventSignalAwaited,
 			replay.EventSignalResolved, replay.EventApprovalRequested, replay.EventApprovalResolved, replay.EventRunFinished, replay.EventRunErrored:
@@ -236,6 +232,7 @@ func TestReplayLogConflicts(t *testing.T) {
 		ctx := t.Context()
 		db := openDB(t, o)
 		var stepRuns, commits atomic.Int32
+		// foreign runs on an engine worker: it may not stop the test.
 		foreign := func(c *replay.Context, what string) {
 			events, err := db.Events(ctx, c.RunID)
 			if err != nil {
@@ -298,10 +295,7 @@ func TestReplayLogConflicts(t *testing.T) {
 		}
 		held := startRun(t, e, "held", nil)
 		<-entered
-		events, err := db.Events(ctx, held.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		events := runEvents(t, db, held.ID)
 		next := events[len(events)-1].Seq + 1
 		var wins, conflicts atomic.Int32
 		var wg sync.WaitGroup
