@@ -1,8 +1,9 @@
 // Package replay runs workflows written as plain Go functions that wait.
 // Every invocation runs the handler from the top; the run's log short-cuts
 // completed work, and reaching a wait that is not resolved yet pauses the
-// run through the kernel's single commit. See the README's "Replay
-// workflows" for the rules a handler follows.
+// run through the kernel's single commit. A handler must reach the same
+// primitives, with the same durable ids, in the same order on every
+// invocation: time, randomness and I/O go through Now, UUID and Step.
 package replay
 
 import (
