@@ -209,12 +209,18 @@ func (w *commitWriter) apply(ctx context.Context, c domain.StepCommit, res *doma
 }
 
 func (w *commitWriter) addEvent(e domain.NewEvent) {
+	w.events = append(w.events, newEventRow(w.run.ID, w.run.NextSeq, e, w.now))
+	w.run.NextSeq++
+}
+
+// newEventRow is event e of a run's log at index seq; an empty payload is
+// {}.
+func newEventRow(runID string, seq int64, e domain.NewEvent, now time.Time) *eventRow {
 	payload := e.Payload
 	if len(payload) == 0 {
 		payload = []byte("{}")
 	}
-	w.events = append(w.events, &eventRow{RunID: w.run.ID, Seq: w.run.NextSeq, Type: e.Type, Step: e.Step, Payload: payload, CreatedAt: w.now})
-	w.run.NextSeq++
+	return &eventRow{RunID: runID, Seq: seq, Type: e.Type, Step: e.Step, Payload: payload, CreatedAt: now}
 }
 
 func (w *commitWriter) flushEvents(ctx context.Context) error {

@@ -24,8 +24,12 @@ func NewAPIKey() (secret, prefix string, hash []byte) {
 }
 
 // HashAPIKey is the stored form of an API key.
-func HashAPIKey(secret string) []byte {
-	h := sha256.Sum256([]byte(secret))
+func HashAPIKey(secret string) []byte { return sha256Bytes(secret) }
+
+// sha256Bytes is the SHA-256 of s: the stored form of the high-entropy
+// secrets (API keys, session IDs) that are looked up by their hash.
+func sha256Bytes(s string) []byte {
+	h := sha256.Sum256([]byte(s))
 	return h[:]
 }
 

@@ -166,8 +166,8 @@ func (s *Server) liveSocket(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(scope, "run:") && v.Staff():
 		c.scope, c.runID = "run", strings.TrimPrefix(scope, "run:")
 	case strings.HasPrefix(scope, "suspension:"):
-		sp, err := s.Store.Suspension(r.Context(), strings.TrimPrefix(scope, "suspension:"))
-		if err != nil || sp.Precompleted || !mayRead(viewerPrincipal(v), sp) {
+		sp, err := s.visibleSuspension(r, viewerPrincipal(v), strings.TrimPrefix(scope, "suspension:"))
+		if err != nil {
 			http.Error(w, "no such page", http.StatusNotFound)
 			return
 		}

@@ -2,7 +2,6 @@ package web
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
 	"errors"
 	"net/http"
 	"strings"
@@ -155,10 +154,8 @@ func (s *sessionStore) expiry(created, now time.Time) time.Time {
 	return idle
 }
 
-func hashSessionID(id string) []byte {
-	h := sha256.Sum256([]byte(id))
-	return h[:]
-}
+// hashSessionID is the stored form of a session ID.
+func hashSessionID(id string) []byte { return sha256Bytes(id) }
 
 func valueOf(sess *sessions.Session, key string) string {
 	v, _ := sess.Values[key].(string)

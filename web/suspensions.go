@@ -47,21 +47,23 @@ func (s *Server) listSuspensions(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// visibleSuspension loads a suspension the caller may see; others are
-// reported as not found, so their existence does not leak.
-func (s *Server) visibleSuspension(r *http.Request) (domain.Suspension, error) {
-	sp, err := s.Store.Suspension(r.Context(), r.PathValue("id"))
+// visibleSuspension loads suspension id if p may see it. One p may not
+// see, and a pre-completed resume (which has no pause yet), is reported as
+// domain.ErrNotFound, so its existence does not leak; the store's own
+// errors are returned as they are.
+func (s *Server) visibleSuspension(r *http.Request, p Principal, id string) (domain.Suspension, error) {
+	sp, err := s.Store.Suspension(r.Context(), id)
 	if err != nil {
 		return sp, err
 	}
-	if sp.Precompleted || !mayRead(principalFrom(r.Context()), sp) {
+	if sp.Precompleted || !mayRead(p, sp) {
 		return domain.Suspension{}, domain.ErrNotFound
 	}
 	return sp, nil
 }
 
 func (s *Server) showSuspension(w http.ResponseWriter, r *http.Request) error {
-	sp, err := s.visibleSuspension(r)
+	sp, err := s.visibleSuspension(r, principalFrom(r.Context()), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -79,11 +81,11 @@ func (s *Server) resumeSuspension(w http.ResponseWriter, r *http.Request) error 
 	if err := decodeJSON(w, r, &body, s.MaxBody); err != nil {
 		return err
 	}
-	sp, err := s.visibleSuspension(r)
+	p := principalFrom(r.Context())
+	sp, err := s.visibleSuspension(r, p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	p := principalFrom(r.Context())
 	out, err := s.Engine.Resume(r.Context(), domain.ResumeRequest{
 		SuspensionID: sp.ID, Data: body.ResumeData, By: p.User.Email, RequestKey: r.Header.Get("Idempotency-Key"),
 		Audit: s.apiAudit(r, "suspension.resume", map[string]any{"runId": sp.RunID, "resumeData": body.ResumeData}),
@@ -192,11 +194,11 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, approve bool) er
 	if len(body.Comment) > 10_000 {
 		return &domain.ValidationError{Code: domain.CodeValidation, Message: "comment is too long", Fields: []domain.FieldError{{Field: "comment", Message: "at most 10000 characters"}}}
 	}
-	sp, err := s.visibleSuspension(r)
+	p := principalFrom(r.Context())
+	sp, err := s.visibleSuspension(r, p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	p := principalFrom(r.Context())
 	action := "suspension.approve"
 	if !approve {
 		action = "suspension.reject"

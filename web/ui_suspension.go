@@ -23,8 +23,8 @@ func viewerPrincipal(v *views.Viewer) Principal {
 // one that does not exist: they learn nothing of it.
 func (s *Server) loadSuspension(w http.ResponseWriter, r *http.Request) (domain.Suspension, *views.Viewer, bool) {
 	v := s.viewerOf(r)
-	sp, err := s.Store.Suspension(r.Context(), r.PathValue("id"))
-	if errors.Is(err, domain.ErrNotFound) || (err == nil && (sp.Precompleted || !mayRead(viewerPrincipal(v), sp))) {
+	sp, err := s.visibleSuspension(r, viewerPrincipal(v), r.PathValue("id"))
+	if errors.Is(err, domain.ErrNotFound) {
 		s.renderError(w, r, http.StatusNotFound, "Suspension not found", "There is no suspension here that you can see. It may belong to someone else, or the link may be wrong.", v)
 		return sp, v, false
 	}

@@ -166,7 +166,7 @@ func (s *stamps) first(runID string) (time.Time, bool) {
 
 // flowServer is a bench server with declarative workflows whose task
 // handler "stamp" records into st, and the documents registered.
-func flowServer(t *testing.T, dialect string, st *stamps, onCommit func(string, domain.CommitResult), docs ...string) (*client, *engine.Engine, *storage.DB, *benchFlows, func()) {
+func flowServer(t *testing.T, dialect string, st *stamps, onCommit func(string, domain.CommitResult), docs ...string) (*client, *engine.Engine, *storage.DB, func()) {
 	tasks := flow.NewTasks()
 	if err := tasks.Register("stamp", st.task); err != nil {
 		t.Fatal(err)
@@ -184,29 +184,11 @@ func flowServer(t *testing.T, dialect string, st *stamps, onCommit func(string, 
 			t.Fatalf("register %s: %v %d %s", d.ID, err, res.Status, res.Body)
 		}
 	}
-	return c, eng, db, flows, func() {
+	return c, eng, db, func() {
 		stop()
 		if n := errs.Load(); n > 0 {
 			t.Errorf("the server logged %d errors", n)
 		}
-	}
-}
-
-// waitForCount returns once count runs of workflow are in status.
-func waitForCount(t *testing.T, db *storage.DB, workflow string, status domain.RunStatus, count int, timeout time.Duration) {
-	ctx := context.Background()
-	for deadline := time.Now().Add(timeout); ; {
-		var n int
-		if err := db.Bun().NewSelect().Table("runs").ColumnExpr("count(*)").Where("status = ? AND workflow_id = ?", status, workflow).Scan(ctx, &n); err != nil {
-			t.Fatal(err)
-		}
-		if n == count {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d runs of %s are %s after %v", n, count, workflow, status, timeout)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -217,7 +199,7 @@ func benchHerd(t *testing.T, dialect string, r *flowBenchResult) {
 	due := time.Now().Add(herdLead).UTC().Truncate(time.Second)
 	herd := fmt.Sprintf(`{"id": "herd", "version": "1", "steps": [{"type": "wait", "name": "due", "untilTimestamp": %q}, {"type": "task", "name": "after", "handler": "stamp"}]}`, due.Format(time.RFC3339Nano))
 	idle := `{"id": "idle", "version": "1", "steps": [{"type": "wait", "name": "tomorrow", "durationMs": 86400000}]}`
-	_, eng, db, _, stop := flowServer(t, dialect, st, nil, herd, idle)
+	_, eng, db, stop := flowServer(t, dialect, st, nil, herd, idle)
 	defer stop()
 	began := time.Now()
 	startSuspended(t, eng, db, "herd", 0, herdRuns, nil)
@@ -293,7 +275,7 @@ func benchRoundTrips(t *testing.T, dialect string) tripResult {
 	st := newStamps()
 	watch := &commitWatch{runs: map[string]*watchedRun{}}
 	doc := `{"id": "trip", "version": "1", "steps": [{"type": "http", "name": "ship", "async": true, "url": "` + endpoint.URL + `"}, {"type": "task", "name": "after", "handler": "stamp"}]}`
-	c, _, _, _, stop := flowServer(t, dialect, st, watch.onCommit, doc)
+	c, _, _, stop := flowServer(t, dialect, st, watch.onCommit, doc)
 	defer stop()
 	ctx := context.Background()
 	start := time.Now()
@@ -364,7 +346,7 @@ func benchHooks(t *testing.T, dialect string) hookResult {
 		watch.onCommit(runID, res)
 	}
 	doc := `{"id": "hook", "version": "1", "steps": [{"type": "webhook", "name": "paid"}]}`
-	c, eng, db, _, stop := flowServer(t, dialect, newStamps(), onCommit, doc)
+	c, eng, db, stop := flowServer(t, dialect, newStamps(), onCommit, doc)
 	defer stop()
 	ctx := context.Background()
 	total := hookAsyncRuns + 2*hookSyncRuns

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"runtime"
@@ -30,7 +31,6 @@ import (
 	"github.com/tollgatehq/tollgate/domain/flow"
 	"github.com/tollgatehq/tollgate/storage"
 	"github.com/tollgatehq/tollgate/storage/storagetest"
-	"github.com/tollgatehq/tollgate/web"
 )
 
 // make bench: throughput and latency of suspend→resume cycles through the
@@ -204,17 +204,29 @@ func benchServer(t *testing.T, dialect string, errs *atomic.Int64, onCommit func
 
 // benchFlows asks a bench server for declarative workflows, as serve wires
 // them: the catalog (documents registered through the API), waitpoints and
-// http steps. The server fills in links and sets its public URL.
+// http steps; the server sets its public URL once it listens.
 type benchFlows struct {
 	tasks *flow.Tasks
 	allow string // --http-allow
-	links *flow.Links
 }
 
 // benchServerOn is benchServer on the database o names, with declarative
-// workflows when flows is not nil.
+// workflows when flows is not nil. Its configuration is serve's (parseServe,
+// engineOpts, newFlows, newServer, listenAndServe) with the bench's
+// choices: 16 workers, its commit callback and error-counting logger, a
+// fixed secret, and no housekeeping (TestBenchWeb measures counts with
+// deltas not yet folded).
 func benchServerOn(t *testing.T, o storage.Opts, errs *atomic.Int64, onCommit func(string, domain.CommitResult), flows *benchFlows) (*client, *engine.Engine, *storage.DB, func()) {
 	ctx := context.Background()
+	args := []string{"--addr", "127.0.0.1:0", "--shutdown-timeout", "10s", "--workers", strconv.Itoa(benchWorkers),
+		"--job-lease", "30s", "--poll-interval", "1s", "--data", o.DataDir, "--database-url", o.URL}
+	if flows != nil {
+		args = append(args, "--http-allow", flows.allow)
+	}
+	cfg, err := parseServe(args, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
 	log := slog.New(errorCounter{errs})
 	o.Log = log
 	db, err := storage.Open(ctx, o)
@@ -231,38 +243,44 @@ func benchServerOn(t *testing.T, o storage.Opts, errs *atomic.Int64, onCommit fu
 	if err := errors.Join(registerExamples(reg), reg.Register(benchCycle())); err != nil {
 		t.Fatal(err)
 	}
-	eng := engine.New(db, reg, engine.Opts{Workers: benchWorkers, Lease: 30 * time.Second, PollInterval: time.Second,
-		ShutdownGrace: 10 * time.Second, ValidateResumeData: web.ValidateResumeData, Log: log, OnCommit: onCommit})
-	cfg := serveConfig{addr: "127.0.0.1:0", shutdownTimeout: 10 * time.Second, dbConfig: dbConfig{databaseURL: o.URL, dataDir: o.DataDir}}
-	srv := newServer(cfg, eng, db, log)
+	var links *flow.Links
+	var waitpoints *flow.Waitpoints
+	var catalog *flow.Catalog
 	if flows != nil {
-		allow, err := flow.ParseAllowList(flows.allow)
+		links, waitpoints, catalog, err = newFlows(cfg, db, reg, flows.tasks, []byte("bench secret, 32 bytes or more.."))
 		if err != nil {
 			t.Fatal(err)
 		}
-		flows.links = &flow.Links{Secret: []byte("bench secret, 32 bytes or more.."), PublicURL: ""}
-		waitpoints := &flow.Waitpoints{Links: flows.links, Store: db}
-		srv.Catalog = flow.NewCatalog(db, flow.Env{Tasks: flows.tasks, CheckSchema: web.CheckSchema, Waitpoints: waitpoints,
-			HTTP: flow.NewHTTPSteps(allow, db, flows.links)}, reg)
-		srv.Waitpoints, srv.WorkItems = waitpoints, db
+	}
+	opts := engineOpts(cfg, log)
+	opts.OnCommit = onCommit
+	eng := engine.New(db, reg, opts)
+	srv := newServer(cfg, eng, db, log)
+	if flows != nil {
+		srv.Catalog, srv.Waitpoints, srv.WorkItems = catalog, waitpoints, db
 	}
 	srvCtx, cancel := context.WithCancel(ctx)
-	out := &syncBuffer{}
+	listening := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- listenAndServe(srvCtx, cfg, srv.Handler(), eng, log, out, nil) }()
+	go func() {
+		done <- listenAndServe(srvCtx, cfg, srv.Handler(), eng, log, io.Discard, func(addr net.Addr) {
+			base := "http://" + addr.String()
+			if links != nil && links.PublicURL == "" {
+				links.PublicURL = base
+			}
+			listening <- base
+		})
+	}()
 	var base string
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if m := runningLine.FindStringSubmatch(out.String()); m != nil {
-			base = "http://" + m[1]
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the server did not start")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	if flows != nil {
-		flows.links.PublicURL = base
+	select {
+	case base = <-listening:
+	case err := <-done:
+		cancel()
+		db.Close()
+		t.Fatalf("the server did not start: %v", err)
+	case <-time.After(10 * time.Second):
+		cancel()
+		t.Fatal("the server did not start within 10s")
 	}
 	tr := &http.Transport{MaxIdleConns: 128, MaxIdleConnsPerHost: 64}
 	c := &client{base: base, key: testKey, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
@@ -750,18 +768,24 @@ func startSuspended(t *testing.T, eng *engine.Engine, db *storage.DB, workflow s
 	if t.Failed() {
 		t.FailNow()
 	}
-	for deadline := time.Now().Add(5 * time.Minute); ; {
+	waitForCount(t, db, workflow, domain.RunSuspended, to, 5*time.Minute)
+}
+
+// waitForCount returns once count runs of workflow are in status.
+func waitForCount(t *testing.T, db *storage.DB, workflow string, status domain.RunStatus, count int, timeout time.Duration) {
+	ctx := context.Background()
+	for deadline := time.Now().Add(timeout); ; {
 		var n int
-		if err := db.Bun().NewSelect().Table("runs").ColumnExpr("count(*)").Where("status = 'suspended' AND workflow_id = ?", workflow).Scan(ctx, &n); err != nil {
+		if err := db.Bun().NewSelect().Table("runs").ColumnExpr("count(*)").Where("status = ? AND workflow_id = ?", status, workflow).Scan(ctx, &n); err != nil {
 			t.Fatal(err)
 		}
-		if n == to {
+		if n == count {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d runs of %s are suspended after 5 minutes", n, to, workflow)
+			t.Fatalf("%d of %d runs of %s are %s after %v", n, count, workflow, status, timeout)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

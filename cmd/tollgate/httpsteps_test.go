@@ -141,9 +141,7 @@ func testHTTPSteps(t *testing.T, env map[string]string) {
 		register("price", `{"type": "http", "name": "quote", "url": "`+e.URL+`/quote", "args": {"sku": "A-1"}, "retry": {"maxAttempts": 3, "initialBackoffMs": 10}}`)
 		run := c.startRun(t, "price", map[string]string{"customer": "ada"})
 		done := c.waitStatus(t, run.ID, "succeeded")
-		if string(done.Output) != `{"price":42}` && string(done.Output) != `{"price": 42}` {
-			t.Errorf("output %s", done.Output)
-		}
+		jsonEqual(t, "output", done.Output, map[string]any{"price": 42})
 		calls := e.recorded()
 		if len(calls) != 2 || calls[0].IdempotencyKey == "" || calls[0].IdempotencyKey != calls[1].IdempotencyKey ||
 			calls[1].Metadata["receipt_token"] != calls[1].IdempotencyKey || calls[1].Metadata["flow_id"] != "price" ||

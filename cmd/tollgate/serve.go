@@ -105,21 +105,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	allow, err := flow.ParseAllowList(c.httpAllow)
+	links, waitpoints, catalog, err := newFlows(c, db, reg, tasks, secret)
 	if err != nil {
 		return err
 	}
-	links := &flow.Links{Secret: secret, PublicURL: c.publicURL}
-	waitpoints := &flow.Waitpoints{Links: links, Store: db, MaxWait: c.maxWait}
-	catalog := flow.NewCatalog(db, flow.Env{Tasks: tasks, MaxWait: c.maxWait, CheckSchema: web.CheckSchema, Waitpoints: waitpoints,
-		HTTP: flow.NewHTTPSteps(allow, db, links)}, reg)
 	if err := loadDocuments(ctx, catalog, c.workflowsDir, log); err != nil {
 		return err
 	}
-	eng := engine.New(db, reg, engine.Opts{
-		Workers: c.workers, Lease: c.lease, PollInterval: c.poll, CheckpointLimit: c.checkpointLimit,
-		ShutdownGrace: c.shutdownTimeout, ValidateResumeData: web.ValidateResumeData, ValidateInput: web.ValidateRunInput, Log: log,
-	})
+	eng := engine.New(db, reg, engineOpts(c, log))
 	srv := newServer(c, eng, db, log)
 	srv.Catalog, srv.Waitpoints, srv.WorkItems = catalog, waitpoints, db
 	hkCtx, stopHousekeeping := context.WithCancel(ctx)
@@ -131,6 +124,30 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			links.PublicURL = "http://" + addr.String()
 		}
 	})
+}
+
+// engineOpts are the engine's options as serve configures them.
+func engineOpts(c serveConfig, log *slog.Logger) engine.Opts {
+	return engine.Opts{
+		Workers: c.workers, Lease: c.lease, PollInterval: c.poll, CheckpointLimit: c.checkpointLimit,
+		ShutdownGrace: c.shutdownTimeout, ValidateResumeData: web.ValidateResumeData, ValidateInput: web.ValidateRunInput, Log: log,
+	}
+}
+
+// newFlows wires declarative workflows as serve configures them: the links
+// that sign resume URLs (PublicURL stays empty without --public-url, for
+// the caller to fill in once it listens), waitpoints, and the catalog with
+// http steps limited by --http-allow.
+func newFlows(c serveConfig, db *storage.DB, reg *domain.Registry, tasks *flow.Tasks, secret []byte) (*flow.Links, *flow.Waitpoints, *flow.Catalog, error) {
+	allow, err := flow.ParseAllowList(c.httpAllow)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	links := &flow.Links{Secret: secret, PublicURL: c.publicURL}
+	waitpoints := &flow.Waitpoints{Links: links, Store: db, MaxWait: c.maxWait}
+	catalog := flow.NewCatalog(db, flow.Env{Tasks: tasks, MaxWait: c.maxWait, CheckSchema: web.CheckSchema, Waitpoints: waitpoints,
+		HTTP: flow.NewHTTPSteps(allow, db, links)}, reg)
+	return links, waitpoints, catalog, nil
 }
 
 // newServer is the web server as serve configures it.
