@@ -30,6 +30,8 @@ type StepRequest struct {
 	// Start is true for the run's first step execution, whose Input is the
 	// run input.
 	Start bool
+	// RunInput is the run's input, whichever step runs.
+	RunInput json.RawMessage
 	// IdempotencyKey is stable across retries of this step execution; pass
 	// it to external systems so a repeated attempt has no second effect.
 	IdempotencyKey string

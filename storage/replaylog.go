@@ -8,9 +8,10 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/replay"
 )
 
-// AppendEvents implements domain.ReplayStore. The run's next index moves
+// AppendEvents implements replay.Store. The run's next index moves
 // from expect to expect+len(events) by one conditional update, and the
 // events take those indexes, in one transaction. A run whose log has grown
 // since the caller read it (or that has finished) matches no row: nothing
@@ -38,16 +39,18 @@ func (db *DB) AppendEvents(ctx context.Context, runID string, expect int64, even
 			}
 			return domain.ErrLogConflict
 		}
-		rows := make([]eventRow, len(events))
+		rows := make([]*eventRow, len(events))
 		for i, e := range events {
-			payload := e.Payload
-			if len(payload) == 0 {
-				payload = []byte("{}")
-			}
-			rows[i] = eventRow{RunID: runID, Seq: expect + int64(i), Type: e.Type, Step: e.Step, Payload: payload, CreatedAt: now}
+			rows[i] = newEventRow(runID, expect+int64(i), e, now)
 		}
-		_, err = tx.NewInsert().Model(&rows).Exec(ctx)
-		return err
+		b := db.newBatch(tx)
+		if err := b.add(ctx, tx.NewInsert().Model(&rows)); err != nil {
+			return err
+		}
+		if err := db.notifyChange(ctx, b, runID); err != nil {
+			return err
+		}
+		return b.flush(ctx)
 	})
 	if err != nil {
 		return fmt.Errorf("append to the log of run %s: %w", runID, translate(err))
@@ -55,3 +58,5 @@ func (db *DB) AppendEvents(ctx context.Context, runID string, expect int64, even
 	db.changed(runID)
 	return nil
 }
+
+var _ replay.Store = (*DB)(nil)

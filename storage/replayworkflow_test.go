@@ -88,7 +88,7 @@ func TestReplayWorkflow(t *testing.T) {
 			})
 		})
 		reg := domain.NewRegistry()
-		env := &replay.Env{Store: db, Clock: clock, Retries: 3}
+		env := &replay.Env{Store: db, Clock: clock}
 		if err := pipeline.Register(reg, env); err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +157,7 @@ func TestReplayTimersAndNondeterminism(t *testing.T) {
 		db := openDB(t, o)
 		t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 		clock := &fakeClock{now: t0}
-		var invocations atomic.Int32
+		var invocations, charges atomic.Int32
 		reg := domain.NewRegistry()
 		env := &replay.Env{Store: db, Clock: clock}
 		defs := []*replay.Definition{
@@ -170,6 +170,18 @@ func TestReplayTimersAndNondeterminism(t *testing.T) {
 					return "timed out", nil
 				}
 				return "signalled", err
+			}),
+			replay.Workflow("twice", "1", func(c *replay.Context, _ any) (int, error) {
+				// One durable id reached twice in the same invocation.
+				for range 2 {
+					if _, err := replay.Step(c, "charge", func(context.Context) (int, error) { return int(charges.Add(1)), nil }); err != nil {
+						return 0, err
+					}
+				}
+				return 0, nil
+			}),
+			replay.Workflow("reserved", "1", func(c *replay.Context, _ any) (int, error) {
+				return replay.WaitForEvent[int](c, replay.TimerSignal)
 			}),
 			replay.Workflow("flaky", "1", func(c *replay.Context, _ any) (string, error) {
 				// A branch on something that is not recorded: the second
@@ -218,6 +230,13 @@ func TestReplayTimersAndNondeterminism(t *testing.T) {
 		if log := replayLog(t, db, flaky.ID); log[len(log)-1] != "RUN_ERRORED replay" {
 			t.Errorf("the log ends %q", log)
 		}
+		twice, reserved := startRun(t, e, "twice", nil), startRun(t, e, "reserved", nil)
+		if r := waitRun(t, db, twice.ID, domain.RunFailed); r.Error == nil || r.Error.Code != replay.CodeNondeterminism || charges.Load() != 1 {
+			t.Errorf("an id reached twice in one invocation: %+v, the step ran %d times", r.Error, charges.Load())
+		}
+		if r := waitRun(t, db, reserved.ID, domain.RunFailed); r.Error == nil || r.Error.Code != domain.CodeValidation {
+			t.Errorf("waiting for a signal named %s: %+v", replay.TimerSignal, r.Error)
+		}
 	})
 }
 
@@ -263,7 +282,7 @@ func TestReplayLogConflicts(t *testing.T) {
 			}),
 		}
 		reg := domain.NewRegistry()
-		env := &replay.Env{Store: db, Retries: 3}
+		env := &replay.Env{Store: db}
 		for _, d := range defs {
 			if err := d.Register(reg, env); err != nil {
 				t.Fatal(err)

@@ -47,11 +47,7 @@ func (s *Server) uploadDocuments(w http.ResponseWriter, r *http.Request) {
 	files, err := s.readUploads(r, sp.Accept)
 	var ve *domain.ValidationError
 	if errors.As(err, &ve) {
-		status := http.StatusUnprocessableEntity
-		if strings.Contains(ve.Message, "larger") {
-			status = http.StatusRequestEntityTooLarge
-		}
-		s.refuse(w, r, sp, v, "", status, ve)
+		s.refuse(w, r, sp, v, "", validationStatus(ve.Code), ve)
 		return
 	}
 	if err != nil {
@@ -110,7 +106,7 @@ func (s *Server) readUploads(r *http.Request, accept []string) ([]upload, error)
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
-				return nil, &domain.ValidationError{Message: fmt.Sprintf("The upload is larger than this server accepts (%d files of %s at most).", maxUploadFiles, humanSize(limit))}
+				return nil, &domain.ValidationError{Code: CodePayloadTooLarge, Message: fmt.Sprintf("The upload is larger than this server accepts (%d files of %s at most).", maxUploadFiles, humanSize(limit))}
 			}
 			return nil, err
 		}
@@ -141,12 +137,12 @@ func readPart(part *multipart.Part, limit int64, accept []string) (upload, error
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return upload{}, &domain.ValidationError{Message: fmt.Sprintf("The upload is larger than this server accepts (%s per file).", humanSize(limit))}
+			return upload{}, &domain.ValidationError{Code: CodePayloadTooLarge, Message: fmt.Sprintf("The upload is larger than this server accepts (%s per file).", humanSize(limit))}
 		}
 		return upload{}, err
 	}
 	if n > limit {
-		return upload{}, &domain.ValidationError{Message: fmt.Sprintf("%s is larger than %s, the most this server accepts per file.", name, humanSize(limit)),
+		return upload{}, &domain.ValidationError{Code: CodePayloadTooLarge, Message: fmt.Sprintf("%s is larger than %s, the most this server accepts per file.", name, humanSize(limit)),
 			Fields: []domain.FieldError{{Field: name, Message: "too large"}}}
 	}
 	if n == 0 {
@@ -236,8 +232,7 @@ func (s *Server) downloadDocument(w http.ResponseWriter, r *http.Request) {
 		s.uiFailure(w, r, err)
 		return
 	}
-	sp, err := s.Store.Suspension(r.Context(), d.SuspensionID)
-	if err != nil || !mayRead(viewerPrincipal(v), sp) {
+	if _, err := s.visibleSuspension(r, viewerPrincipal(v), d.SuspensionID); err != nil {
 		notFound()
 		return
 	}

@@ -186,9 +186,7 @@ func testDocuments(t *testing.T, env map[string]string) {
 			{"type": "wait", "name": "then", "untilTimestamp": "2001-09-09T01:46:40Z"}]}`)
 		run := c.startRun(t, "past", nil)
 		done := c.waitStatus(t, run.ID, "succeeded")
-		if string(done.Output) != `{"resumedFromWait":true}` {
-			t.Errorf("output %s", done.Output)
-		}
+		jsonEqual(t, "output", done.Output, map[string]any{"resumedFromWait": true})
 	})
 }
 
@@ -204,6 +202,15 @@ func TestDocumentsAcrossServersAndFromAFolder(t *testing.T) {
 	}
 	a := startServer(t, env, "--workflows", dir).client()
 	b := startServer(t, env).client()
+	var list apiPage[struct{ ID, Version, Source string }]
+	a.call(t, http.StatusOK, "GET", "/api/v1/workflows", nil).decode(t, &list)
+	listed := map[string]string{}
+	for _, w := range list.Items {
+		listed[w.ID+"@"+w.Version] = w.Source
+	}
+	if listed["nap@from-folder"] != "document" {
+		t.Fatalf("the folder's document is not listed as nap@from-folder: %v", listed)
+	}
 	a.call(t, http.StatusCreated, "PUT", "/api/v1/workflows/nap/versions/2", json.RawMessage(nap("2", 1)))
 	started := b.startRun(t, "nap", map[string]string{"email": "grace@example.com"})
 	var got struct {

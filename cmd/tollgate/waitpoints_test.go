@@ -259,6 +259,9 @@ func testWaitpoints(t *testing.T, env map[string]string) {
 		if err := json.Unmarshal(done.Output, &out); err != nil || out["executionType"] != "RESUME" || out["payload"] != nil || len(out) != 2 {
 			t.Errorf("output %s", done.Output)
 		}
+		if n := checkLog(t, c.events(t, run.ID)); n["RUN_RESUMED"] != 1 || n["RUN_RESUMED(nap)"] != 1 || n["STEP_COMPLETED(nap)"] != 1 {
+			t.Errorf("the waitpoint fires once and the step completes once: %v", n)
+		}
 	})
 
 	// Each run's handler resumes its own waitpoint twice: before the pause
@@ -266,12 +269,15 @@ func testWaitpoints(t *testing.T, env map[string]string) {
 	// once, with the first call's payload.
 	t.Run("resume before pause", func(t *testing.T) {
 		var runs []string
+		before := map[string]bool{}
 		for i := range 40 {
 			wf := "race"
 			if i%4 == 0 {
 				wf = "before"
 			}
-			runs = append(runs, c.startRun(t, wf, nil).ID)
+			id := c.startRun(t, wf, nil).ID
+			runs = append(runs, id)
+			before[id] = wf == "before"
 		}
 		early := 0
 		for _, id := range runs {
@@ -282,14 +288,20 @@ func testWaitpoints(t *testing.T, env map[string]string) {
 			if !bytes.Contains(done.Output, []byte(`"from":"self"`)) {
 				t.Errorf("run %s output %s", id, done.Output)
 			}
-			n := checkLog(t, c.events(t, id))
+			events := c.events(t, id)
+			n := checkLog(t, events)
 			if n["STEP_COMPLETED(pay)"] != 1 || n["RUN_SUCCEEDED"] != 1 {
 				t.Errorf("run %s log: %v", id, n)
 			}
-			for _, e := range c.events(t, id) {
+			resumedEarly := false
+			for _, e := range events {
 				if bytes.Contains(e.Payload, []byte(`"resumedBeforePause":true`)) {
 					early++
+					resumedEarly = true
 				}
+			}
+			if before[id] && !resumedEarly {
+				t.Errorf("run %s resumed itself before its pause, but no event says resumedBeforePause: %s", id, eventTypes(events))
 			}
 		}
 		if early < len(runs)/4 {

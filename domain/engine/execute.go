@@ -31,7 +31,7 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 			"workflow %s version %s is not registered on this server; the run never runs other code", run.WorkflowID, run.WorkflowVersion)}), false, nil
 	}
 	o := domain.Outcome{Job: job, Run: run, Workflow: wf, Now: now, Rand: jitter(), CheckpointLimit: e.o.CheckpointLimit, NewID: newID}
-	req := domain.StepRequest{RunID: run.ID, WorkflowID: run.WorkflowID, WorkflowVersion: run.WorkflowVersion, Attempt: job.Attempt}
+	req := domain.StepRequest{RunID: run.ID, WorkflowID: run.WorkflowID, WorkflowVersion: run.WorkflowVersion, Attempt: job.Attempt, RunInput: run.Input}
 	switch job.Kind {
 	case domain.JobStep:
 		req.Step, req.Input = job.Step, job.Input
@@ -71,6 +71,9 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 	o.Result, o.Err = e.call(ctx, def, req)
 	if o.Err != nil && ctx.Err() != nil {
 		return base, false, ctx.Err() // cancelled by shutdown or a lost lease, not a step failure
+	}
+	if errors.Is(o.Err, domain.ErrLogConflict) {
+		return base, false, o.Err // not a step failure: execute runs the job again at once
 	}
 	if o.Err != nil {
 		e.log.WarnContext(ctx, "Step attempt failed", "run_id", run.ID, "step", def.Name, "attempt", job.Attempt, "error", o.Err)
@@ -117,12 +120,15 @@ func (e *Engine) resolve(ctx context.Context, job domain.Job) (domain.Suspension
 	if s.Status != domain.SuspensionPending || s.WakeAt == nil {
 		return s, nil
 	}
-	_, err := e.store.Resume(ctx, domain.ResumeRequest{SuspensionID: s.ID, Data: json.RawMessage("null"), By: "timer", Now: e.o.Clock.Now()})
+	won, err := e.store.Resume(ctx, domain.ResumeRequest{SuspensionID: s.ID, Data: json.RawMessage("null"), By: "timer", Now: e.o.Clock.Now()})
+	if err == nil {
+		return won, nil
+	}
 	var ce *domain.ConflictError
-	if err != nil && !errors.As(err, &ce) {
+	if !errors.As(err, &ce) {
 		return s, err
 	}
-	return e.store.Suspension(ctx, job.SuspensionID)
+	return e.store.Suspension(ctx, job.SuspensionID) // someone else's resume stands: read it
 }
 
 // decided applies a review's decision when no resume step handles it:

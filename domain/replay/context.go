@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -92,12 +93,19 @@ func optionsOf(opts []Option) options {
 	return o
 }
 
+// reserved starts the ids and signal names replay makes up itself.
+const reserved = "__"
+
 // reach checks the next primitive against the log: at a position the log
 // has seen, the handler must reach the same primitive with the same id.
 // It returns the log's record for the id, if any.
 func (c *Context) reach(kind primitive, id, positional string) (string, *record, error) {
 	if c.stop != nil {
 		return "", nil, c.stop
+	}
+	if strings.HasPrefix(id, reserved) {
+		return "", nil, c.halt(&StepError{Code: domain.CodeValidation, Message: fmt.Sprintf(
+			"%s(%q): ids starting with %q are the positional ids replay generates; choose another", kind, id, reserved)})
 	}
 	if id == "" {
 		n := c.counts[positional]
@@ -126,9 +134,12 @@ func (c *Context) halt(err error) error {
 }
 
 // record queues a log entry; it is written with the next append or the
-// invocation's commit.
+// invocation's commit. It counts as logged from now on, so an id reached
+// twice in one invocation is caught as it would be on replay.
 func (c *Context) record(typ, stepID string, payload any) {
-	c.pending = append(c.pending, domain.NewEvent{Type: typ, Step: stepID, Payload: mustJSON(payload)})
+	e := domain.NewEvent{Type: typ, Step: stepID, Payload: mustJSON(payload)}
+	c.pending = append(c.pending, e)
+	c.hist.add(&domain.Event{RunID: c.RunID, Type: e.Type, Step: e.Step, Payload: e.Payload})
 }
 
 // flush appends the queued entries at the log's next index. Losing the
@@ -276,7 +287,7 @@ func (c *Context) Sleep(d time.Duration, opts ...Option) error {
 func (c *Context) SleepUntil(t time.Time, opts ...Option) error {
 	o := optionsOf(opts)
 	o.deadline = t
-	_, err := c.wait(TimerSignal, o, "__timer")
+	_, err := c.wait(domain.KindDelay, TimerSignal, o, "__timer")
 	return err
 }
 
@@ -289,11 +300,14 @@ func WaitForEvent[T any](c *Context, name string, opts ...Option) (T, error) {
 	if err := domain.ValidateName("signal name", name); err != nil {
 		return zero, c.halt(err)
 	}
+	if strings.HasPrefix(name, reserved) {
+		return zero, c.halt(&StepError{Code: domain.CodeValidation, Message: fmt.Sprintf("signal name %q: names starting with %q are replay's own", name, reserved)})
+	}
 	o := optionsOf(opts)
 	if o.timeout > 0 {
 		o.deadline = c.env.now().Add(o.timeout)
 	}
-	payload, err := c.wait(name, o, "__wait-"+name)
+	payload, err := c.wait(domain.KindSignal, name, o, "__wait-"+name)
 	if err != nil {
 		return zero, err
 	}
@@ -307,7 +321,7 @@ func WaitForEvent[T any](c *Context, name string, opts ...Option) (T, error) {
 }
 
 // wait resolves a signal wait from the log or a kept delivery, or pauses.
-func (c *Context) wait(name string, o options, positional string) (json.RawMessage, error) {
+func (c *Context) wait(kind domain.SuspensionKind, name string, o options, positional string) (json.RawMessage, error) {
 	id, r, err := c.reach(primSignal, o.id, positional)
 	if err != nil {
 		return nil, err
@@ -322,10 +336,7 @@ func (c *Context) wait(name string, o options, positional string) (json.RawMessa
 		}
 		return s.Payload, nil
 	}
-	p := &pause{StepID: id, Kind: domain.KindSignal, Name: name}
-	if name == TimerSignal {
-		p.Kind = domain.KindDelay
-	}
+	p := &pause{StepID: id, Kind: kind, Name: name}
 	if r != nil && r.awaited != nil {
 		var a signalAwaited
 		if err := json.Unmarshal(r.awaited.Payload, &a); err != nil {

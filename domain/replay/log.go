@@ -94,24 +94,31 @@ func newHistory(events []domain.Event) *history {
 	for i := range events {
 		e := &events[i]
 		h.next = max(h.next, e.Seq+1)
-		kind, ok := primitiveOf(e.Type)
-		if !ok || e.Type == EventStepFailed && !ownFailure(e) {
-			continue
-		}
-		r := h.byID[e.Step]
-		if r == nil {
-			r = &record{call: call{kind: kind, id: e.Step}}
-			h.byID[e.Step] = r
-			h.order = append(h.order, r.call)
-		}
-		switch e.Type {
-		case EventSignalAwaited, EventApprovalRequested:
-			r.awaited = e
-		default:
-			r.done = e
+		if e.Type != EventStepFailed || ownFailure(e) {
+			h.add(e)
 		}
 	}
 	return h
+}
+
+// add indexes one entry of the log (read, or written by this invocation).
+func (h *history) add(e *domain.Event) {
+	kind, ok := primitiveOf(e.Type)
+	if !ok {
+		return
+	}
+	r := h.byID[e.Step]
+	if r == nil {
+		r = &record{call: call{kind: kind, id: e.Step}}
+		h.byID[e.Step] = r
+		h.order = append(h.order, r.call)
+	}
+	switch e.Type {
+	case EventSignalAwaited, EventApprovalRequested:
+		r.awaited = e
+	default:
+		r.done = e
+	}
 }
 
 // ownFailure tells a durable step's STEP_FAILED from the kernel's event of

@@ -20,10 +20,9 @@ import (
 // as.
 const StepName = "replay"
 
-// Store is what replay needs besides the kernel's commit: the run, its log,
-// and appends to the log at an expected next index.
+// Store is what replay needs besides the kernel's commit: the run's log,
+// and appends to it at an expected next index.
 type Store interface {
-	Run(ctx context.Context, id string) (domain.Run, error)
 	Events(ctx context.Context, runID string) ([]domain.Event, error)
 	// AppendEvents writes events at indexes expect, expect+1, … or nothing:
 	// ErrLogConflict if the log has grown since it was read.
@@ -37,9 +36,6 @@ type Env struct {
 	// Observe receives observability events (RUN_STARTED, STEP_STARTED,
 	// STATE_DELTA, CUSTOM), which are not kept in the log. May be nil.
 	Observe func(runID string, e domain.Event)
-	// Retries is how often an invocation that lost the log to another
-	// writer runs again at once before the kernel retries the job.
-	Retries int
 }
 
 func (e *Env) now() time.Time {
@@ -102,37 +98,29 @@ func (d *Definition) Register(reg *domain.Registry, env *Env) error {
 	return errors.Join(errs...)
 }
 
-// invocation is the kernel step: one invocation of the handler, run again
-// at once while it loses its log to another writer.
+// invocation is the kernel step: one invocation of the handler. One that
+// loses the log to another writer returns ErrLogConflict, and the engine
+// runs it again at once from the longer log.
 func (d *Definition) invocation(env *Env) domain.StepFunc {
 	return func(ctx context.Context, req domain.StepRequest) (domain.StepResult, error) {
-		for try := 0; ; try++ {
-			res, err := d.invoke(ctx, env, req)
-			if !errors.Is(err, domain.ErrLogConflict) || try >= env.Retries {
-				return res, err
-			}
-		}
+		return d.invoke(ctx, env, req)
 	}
 }
 
 func (d *Definition) invoke(ctx context.Context, env *Env, req domain.StepRequest) (domain.StepResult, error) {
-	run, err := env.Store.Run(ctx, req.RunID)
-	if err != nil {
-		return domain.StepResult{}, err
-	}
 	events, err := env.Store.Events(ctx, req.RunID)
 	if err != nil {
 		return domain.StepResult{}, err
 	}
-	c := &Context{Context: ctx, RunID: run.ID, WorkflowID: run.WorkflowID, WorkflowVersion: run.WorkflowVersion,
+	c := &Context{Context: ctx, RunID: req.RunID, WorkflowID: req.WorkflowID, WorkflowVersion: req.WorkflowVersion,
 		env: env, hist: newHistory(events), counts: map[string]int{}}
 	if req.Resumed {
 		if err := c.resolve(req.Input); err != nil {
 			return domain.StepResult{}, err
 		}
 	}
-	env.emit(run.ID, EventRunStarted, "", map[string]any{"runId": run.ID, "workflowId": run.WorkflowID, "workflowVersion": run.WorkflowVersion})
-	out, herr := d.call(c, run.Input)
+	env.emit(c.RunID, EventRunStarted, "", map[string]any{"runId": c.RunID, "workflowId": c.WorkflowID, "workflowVersion": c.WorkflowVersion})
+	out, herr := d.call(c, req.RunInput)
 	switch {
 	case errors.Is(c.stop, domain.ErrLogConflict):
 		return domain.StepResult{}, c.stop
@@ -143,7 +131,7 @@ func (d *Definition) invoke(ctx context.Context, env *Env, req domain.StepReques
 	case herr != nil:
 		return c.errored(herr), nil
 	}
-	c.record(EventRunFinished, "", map[string]any{"runId": run.ID, "output": out})
+	c.record(EventRunFinished, "", map[string]any{"runId": c.RunID, "output": out})
 	return c.result(domain.Complete(out)), nil
 }
 
@@ -168,43 +156,34 @@ func (c *Context) resolve(input json.RawMessage) error {
 		return fmt.Errorf("decode the resume of run %s: %w", c.RunID, err)
 	}
 	p := rp.Checkpoint
-	if r := c.hist.byID[p.StepID]; r != nil && r.done != nil {
+	r := c.hist.byID[p.StepID]
+	if r == nil {
+		// A pause commits with the entry that says what it awaits.
+		return fmt.Errorf("run %s resumes from %s, which its log never awaited", c.RunID, p.StepID)
+	}
+	if r.done != nil {
 		return nil
 	}
 	data := rp.ResumeData
 	timedOut := len(data) == 0 || string(data) == "null"
-	var e domain.NewEvent
-	switch p.Kind {
-	case domain.KindApproval:
+	if p.Kind == domain.KindApproval {
 		var d struct {
 			Approved bool   `json:"approved"`
 			Comment  string `json:"comment"`
 		}
 		_ = json.Unmarshal(data, &d)
-		e = domain.NewEvent{Type: EventApprovalResolved, Step: p.StepID, Payload: mustJSON(approvalResolved{
-			StepID: p.StepID, ApprovalID: p.StepID, Approved: d.Approved, Feedback: d.Comment, Data: data})}
-	default:
-		s := signalResolved{StepID: p.StepID, Name: p.Name, TimedOut: timedOut && p.Kind != domain.KindDelay}
-		if !timedOut {
-			var d Delivery
-			if err := json.Unmarshal(data, &d); err != nil {
-				return fmt.Errorf("decode the signal that resumed run %s: %w", c.RunID, err)
-			}
-			s.SignalID, s.Payload = d.SignalID, d.Payload
+		c.record(EventApprovalResolved, p.StepID, approvalResolved{StepID: p.StepID, ApprovalID: p.StepID, Approved: d.Approved, Feedback: d.Comment, Data: data})
+		return nil
+	}
+	s := signalResolved{StepID: p.StepID, Name: p.Name, TimedOut: timedOut && p.Kind != domain.KindDelay}
+	if !timedOut {
+		var d Delivery
+		if err := json.Unmarshal(data, &d); err != nil {
+			return fmt.Errorf("decode the signal that resumed run %s: %w", c.RunID, err)
 		}
-		e = domain.NewEvent{Type: EventSignalResolved, Step: p.StepID, Payload: mustJSON(s)}
+		s.SignalID, s.Payload = d.SignalID, d.Payload
 	}
-	// Known now for the replay that follows.
-	c.pending = append(c.pending, e)
-	ev := domain.Event{RunID: c.RunID, Seq: c.hist.next + int64(len(c.pending)) - 1, Type: e.Type, Step: e.Step, Payload: e.Payload}
-	r := c.hist.byID[p.StepID]
-	if r == nil {
-		kind, _ := primitiveOf(e.Type)
-		r = &record{call: call{kind: kind, id: p.StepID}}
-		c.hist.byID[p.StepID] = r
-		c.hist.order = append(c.hist.order, r.call)
-	}
-	r.done = &ev
+	c.record(EventSignalResolved, p.StepID, s)
 	return nil
 }
 
