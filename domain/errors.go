@@ -43,6 +43,7 @@ const (
 	CodeCheckpointTooLarge  = "checkpoint_too_large"
 	CodeRunFinished         = "run_finished"
 	CodeCommitFailed        = "commit_failed"
+	CodeSignalLost          = "signal_lost"
 )
 
 // FieldError is one problem with one part of an input, addressed by a JSON

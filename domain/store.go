@@ -46,10 +46,18 @@ type Store interface {
 	// CancelRun ends a run that has not finished: pending suspensions are
 	// cancelled and queued jobs dropped. ErrConflict if it had finished.
 	CancelRun(ctx context.Context, runID, by string, now time.Time) (Run, error)
+	// SendSignal delivers a signal (see SignalRequest): it resolves its
+	// wait by conditional update, or is kept for a wait still to come. A
+	// repeated signal id returns the first delivery, Duplicate set; a
+	// delivery to a wait that has ended is a *ConflictError with
+	// CodeSignalLost.
+	SendSignal(ctx context.Context, req SignalRequest) (Signal, error)
 
 	// ClaimJobs leases up to limit due jobs to worker. On PostgreSQL
 	// concurrent claimers never receive the same job.
 	ClaimJobs(ctx context.Context, worker string, now time.Time, lease time.Duration, limit int) ([]Job, error)
+	// ClaimRunJobs is ClaimJobs for the jobs of one run.
+	ClaimRunJobs(ctx context.Context, worker, runID string, now time.Time, lease time.Duration, limit int) ([]Job, error)
 	// ExtendLease keeps a long-running job's claim; ErrStale if it was lost.
 	ExtendLease(ctx context.Context, ref JobRef, until time.Time) error
 	// ReleaseJob gives a claimed job back to the queue, due at the given

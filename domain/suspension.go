@@ -111,6 +111,9 @@ type SuspensionFilter struct {
 type ResumePayload struct {
 	Checkpoint json.RawMessage `json:"checkpoint"`
 	ResumeData json.RawMessage `json:"resumeData"`
+	// ResumedBy says who resumed: a person's email, "timer", a signal's
+	// sender.
+	ResumedBy string `json:"resumedBy,omitempty"`
 }
 
 // ResumeRequest asks to resume one suspension, by ID or by (run, step key).

@@ -151,9 +151,14 @@ type Workflow struct {
 	// WebhookTrigger lets any HTTP call to /v1/webhooks/{id} start a run,
 	// with the call as its input.
 	WebhookTrigger bool
-	steps          []StepDef
-	byName         map[string]int
-	errs           []error
+	// FailEvent, when set, is logged with {runId, code, message} besides
+	// RUN_FAILED when the kernel fails a run of this workflow itself, as
+	// when the run's version is no longer registered: replay workflows
+	// close their log with RUN_ERRORED.
+	FailEvent string
+	steps     []StepDef
+	byName    map[string]int
+	errs      []error
 }
 
 // NewWorkflow starts a workflow definition; add steps with Step.

@@ -294,7 +294,8 @@ type pause struct {
 
 // insertSuspension creates the pause of step, idempotently on (run, step
 // key). If a resume for this pause arrived first, the pre-completed row is
-// completed with the pause's fields and the run continues at once. With
+// completed with the pause's fields and the run continues at once; so does
+// a signal wait for which a signal of its name was kept. With
 // count, the run's outstanding work is counted in the same statement on
 // PostgreSQL (its snapshot does not include the new row) and just before the
 // insert on SQLite.
@@ -337,6 +338,11 @@ func (w *commitWriter) insertSuspension(ctx context.Context, step string, ns *do
 			inserted = k == 1
 		}
 		if inserted {
+			if row.Kind == domain.KindSignal {
+				if taken, ok, err := w.takeKeptSignal(ctx, row, p); ok || err != nil {
+					return taken, err
+				}
+			}
 			return w.created(row, p)
 		}
 		existing := new(suspensionRow)
@@ -435,6 +441,13 @@ func (w *commitWriter) attach(ctx context.Context, existing, pause *suspensionRo
 	s, err := existing.toDomain()
 	if err != nil {
 		return p, err
+	}
+	if existing.ResumeRequestKey != nil && pause.Kind == domain.KindSignal {
+		// A signal addressed to this wait: delivered now.
+		if err := w.b.add(ctx, w.tx.NewUpdate().Model((*signalRow)(nil)).Set("delivered_at = ?", w.now).
+			Where("run_id = ? AND signal_id = ? AND step_key = ?", w.run.ID, *existing.ResumeRequestKey, existing.StepKey)); err != nil {
+			return p, err
+		}
 	}
 	w.addEvent(domain.NewEvent{Type: domain.EventRunResumed, Step: s.StepName, Payload: mustJSON(map[string]any{
 		"suspensionId": s.ID, "resumedBy": s.ResumedBy, "resumedBeforePause": true,

@@ -53,11 +53,24 @@ func (db *DB) notifyJobs(ctx context.Context, b *batch) error {
 // suspension, is one statement; SQLite has one writer, so the write lock
 // already makes the claim exclusive.
 func (db *DB) ClaimJobs(ctx context.Context, worker string, now time.Time, lease time.Duration, limit int) ([]domain.Job, error) {
+	return db.claimJobs(ctx, worker, "", now, lease, limit)
+}
+
+// ClaimRunJobs implements domain.Store.
+func (db *DB) ClaimRunJobs(ctx context.Context, worker, runID string, now time.Time, lease time.Duration, limit int) ([]domain.Job, error) {
+	return db.claimJobs(ctx, worker, runID, now, lease, limit)
+}
+
+// claimJobs claims due jobs, of one run when runID is set.
+func (db *DB) claimJobs(ctx context.Context, worker, runID string, now time.Time, lease time.Duration, limit int) ([]domain.Job, error) {
 	now = ts(now)
 	claim := func(idb bun.IDB) *bun.UpdateQuery {
 		due := idb.NewSelect().Model((*jobRow)(nil)).Column("id").
 			Where("status = ?", jobAvailable).Where("run_at <= ?", now).
 			OrderExpr("run_at, id").Limit(int64(limit))
+		if runID != "" {
+			due.Where("run_id = ?", runID)
+		}
 		if db.dialect == Postgres {
 			due.For("UPDATE SKIP LOCKED")
 		}

@@ -40,12 +40,10 @@ func replayLog(t *testing.T, db *storage.DB, runID string) []string {
 	return out
 }
 
-func deliver(ctx context.Context, e interface {
-	Resume(context.Context, domain.ResumeRequest) (domain.Suspension, error)
-}, runID, stepID, signalID string, payload any) error {
-	_, err := e.Resume(ctx, domain.ResumeRequest{RunID: runID, StepKey: stepID, By: "signal", RequestKey: signalID,
-		Data: raw(replay.Delivery{Name: "payment", SignalID: signalID, Payload: raw(payload)})})
-	return err
+// deliver sends signal payment to a run's wait stepID ("" for the run's
+// wait of that name, or to keep it).
+func deliver(ctx context.Context, e *engine.Engine, runID, stepID, signalID string, payload any) (domain.Signal, error) {
+	return e.Signal(ctx, domain.SignalRequest{RunID: runID, Name: "payment", StepKey: stepID, SignalID: signalID, Payload: raw(payload), By: "billing"})
 }
 
 // A replay workflow end to end on both databases: completed steps are not
@@ -100,14 +98,14 @@ func TestReplayWorkflow(t *testing.T) {
 			t.Fatalf("the signal wait's suspension: %+v", s)
 		}
 		clock.Set(t0.Add(time.Minute))
-		if err := deliver(ctx, e, run.ID, "payment-webhook", "evt-1", payment{Amount: 42}); err != nil {
-			t.Fatal(err)
+		if sig, err := deliver(ctx, e, run.ID, "payment-webhook", "evt-1", payment{Amount: 42}); err != nil || sig.DeliveredAt == nil || sig.Duplicate {
+			t.Fatalf("the signal: %+v, %v", sig, err)
 		}
-		if err := deliver(ctx, e, run.ID, "payment-webhook", "evt-1", payment{Amount: 42}); err != nil {
-			t.Errorf("the same signal id again is an idempotent success: %v", err)
+		if sig, err := deliver(ctx, e, run.ID, "payment-webhook", "evt-1", payment{Amount: 42}); err != nil || !sig.Duplicate {
+			t.Errorf("the same signal id again is an idempotent success: %+v, %v", sig, err)
 		}
 		var ce *domain.ConflictError
-		if err := deliver(ctx, e, run.ID, "payment-webhook", "evt-2", payment{Amount: 7}); !errors.As(err, &ce) || ce.Code != domain.CodeAlreadyResumed {
+		if _, err := deliver(ctx, e, run.ID, "payment-webhook", "evt-2", payment{Amount: 7}); !errors.As(err, &ce) || ce.Code != domain.CodeSignalLost || ce.Detail["winnerSignalId"] != "evt-1" {
 			t.Errorf("another signal id for the resolved wait loses: %v", err)
 		}
 		waitFor(t, 10*time.Second, "the approval", func() bool {

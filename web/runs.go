@@ -127,6 +127,9 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request) error {
 	for i, sp := range ss {
 		v.Suspensions[i] = s.suspensionOut(r, sp)
 	}
+	if run.Status == domain.RunSuspended {
+		v.Awaiting = awaiting(ss)
+	}
 	writeJSON(w, http.StatusOK, v)
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/domain/flow"
+	"github.com/tollgatehq/tollgate/domain/replay"
 )
 
 // Health is what /readyz checks.
@@ -65,6 +66,9 @@ type Server struct {
 	// WorkItems, when set, takes async http steps' reports at
 	// /webhook/{flowId}/{stepId}/{token}.
 	WorkItems domain.WorkItemStore
+	// Feed, when set, carries replay workflows' observability events to
+	// clients attached to their runs.
+	Feed *replay.Feed
 
 	watch    runWatch
 	keys     *keyCache
@@ -113,6 +117,8 @@ func (s *Server) Handler() http.Handler {
 	api("GET /api/v1/runs/{runId}/events", s.listEvents)
 	api("POST /api/v1/runs/{runId}/cancel", s.cancelRun)
 	api("POST /api/v1/runs/{runId}/steps/{stepKey}/resume", s.resumeStep)
+	api("POST /api/v1/runs/{runId}/signals", s.sendSignal)
+	api("GET /api/v1/runs/{runId}/attach", s.attachRun)
 	api("GET /api/v1/suspensions", s.listSuspensions)
 	api("GET /api/v1/suspensions/{id}", s.showSuspension)
 	api("POST /api/v1/suspensions/{id}/resume", s.resumeSuspension)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/engine"
+	"github.com/tollgatehq/tollgate/domain/replay"
 	"github.com/tollgatehq/tollgate/storage"
 	"github.com/tollgatehq/tollgate/storage/storagetest"
 	"github.com/tollgatehq/tollgate/web"
@@ -116,12 +117,16 @@ func newAPIEnv(t *testing.T, o storage.Opts, configure func(*web.Server)) *apiEn
 			t.Fatal(err)
 		}
 	}
+	feed := &replay.Feed{}
+	if err := replayPipeline().Register(reg, &replay.Env{Store: e.db, Observe: feed.Publish}); err != nil {
+		t.Fatal(err)
+	}
 	log := testLogger(t)
 	eng := engine.New(e.db, reg, engine.Opts{
 		PollInterval: 20 * time.Millisecond, ShutdownGrace: 2 * time.Second,
 		ValidateResumeData: web.ValidateResumeData, Log: log,
 	})
-	srv := &web.Server{Engine: eng, Store: e.db, Auth: e.db, Health: e.db, Log: log}
+	srv := &web.Server{Engine: eng, Store: e.db, Auth: e.db, Health: e.db, Log: log, Feed: feed}
 	if configure != nil {
 		configure(srv)
 	}
@@ -362,6 +367,12 @@ type runBody struct {
 	CreatedAt       time.Time        `json:"createdAt"`
 	UpdatedAt       time.Time        `json:"updatedAt"`
 	Suspensions     []suspensionBody `json:"suspensions"`
+	Awaiting        []struct {
+		StepID       string `json:"stepId"`
+		Kind         string `json:"kind"`
+		Name         string `json:"name"`
+		SuspensionID string `json:"suspensionId"`
+	} `json:"awaiting"`
 }
 
 type suspensionBody struct {

@@ -22,6 +22,8 @@ type runJSON struct {
 	CreatedAt       time.Time        `json:"createdAt"`
 	UpdatedAt       time.Time        `json:"updatedAt"`
 	Suspensions     []suspensionJSON `json:"suspensions,omitempty"`
+	// Awaiting lists the waits a suspended run is paused on.
+	Awaiting []awaitJSON `json:"awaiting,omitempty"`
 }
 
 func runView(r domain.Run) runJSON {

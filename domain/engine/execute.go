@@ -27,8 +27,14 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 		return base, false, err
 	}
 	if err != nil {
-		return e.failWith(job, run, &domain.RunError{Code: domain.CodeVersionMismatch, Message: fmt.Sprintf(
-			"workflow %s version %s is not registered on this server; the run never runs other code", run.WorkflowID, run.WorkflowVersion)}), false, nil
+		re := &domain.RunError{Code: domain.CodeVersionMismatch, Message: fmt.Sprintf(
+			"workflow %s version %s is not registered on this server; the run never runs other code", run.WorkflowID, run.WorkflowVersion)}
+		c := e.failWith(job, run, re)
+		if other, ok := e.reg.Latest(run.WorkflowID); ok && other.FailEvent != "" {
+			c.Events = append([]domain.NewEvent{{Type: other.FailEvent, Step: job.Step, Payload: mustJSON(map[string]any{
+				"runId": run.ID, "code": re.Code, "message": re.Message})}}, c.Events...)
+		}
+		return c, false, nil
 	}
 	o := domain.Outcome{Job: job, Run: run, Workflow: wf, Now: now, Rand: jitter(), CheckpointLimit: e.o.CheckpointLimit, NewID: newID}
 	req := domain.StepRequest{RunID: run.ID, WorkflowID: run.WorkflowID, WorkflowVersion: run.WorkflowVersion, Attempt: job.Attempt, RunInput: run.Input}
@@ -51,7 +57,7 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 			}
 			return e.decided(o, s), false, nil
 		}
-		payload, err := json.Marshal(domain.ResumePayload{Checkpoint: s.Checkpoint, ResumeData: s.ResumeData})
+		payload, err := json.Marshal(domain.ResumePayload{Checkpoint: s.Checkpoint, ResumeData: s.ResumeData, ResumedBy: s.ResumedBy})
 		if err != nil {
 			return base, false, err
 		}

@@ -32,7 +32,7 @@ const (
 // Error codes of replay runs.
 const (
 	CodeNondeterminism = "nondeterminism"
-	CodeSignalLost     = "signal_lost"
+	CodeSignalLost     = domain.CodeSignalLost
 	CodeHandlerFailed  = "handler_failed"
 )
 

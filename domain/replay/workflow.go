@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
@@ -83,7 +84,8 @@ func (d *Definition) PreviousVersions(old ...*Definition) *Definition {
 // Register adds this version and its previous versions to reg.
 func (d *Definition) Register(reg *domain.Registry, env *Env) error {
 	var errs []error
-	for _, v := range append([]*Definition{d}, d.previous...) {
+	// The last version registered is the one new runs start on.
+	for _, v := range append(slices.Clone(d.previous), d) {
 		if v.ID != d.ID {
 			errs = append(errs, fmt.Errorf("replay workflow %s: a previous version belongs to workflow %s", d.ID, v.ID))
 			continue
@@ -93,6 +95,7 @@ func (d *Definition) Register(reg *domain.Registry, env *Env) error {
 		}
 		wf := domain.NewWorkflow(v.ID, v.Version).Step(StepName, v.invocation(env), domain.WithRetry(domain.RetryPolicy{
 			MaxAttempts: 5, InitialBackoff: time.Second, MaxBackoff: time.Minute, Multiplier: 2, Jitter: 0.2}))
+		wf.FailEvent = EventRunErrored
 		errs = append(errs, reg.Register(wf))
 	}
 	return errors.Join(errs...)
@@ -151,6 +154,7 @@ func (c *Context) resolve(input json.RawMessage) error {
 	var rp struct {
 		Checkpoint pause           `json:"checkpoint"`
 		ResumeData json.RawMessage `json:"resumeData"`
+		ResumedBy  string          `json:"resumedBy"`
 	}
 	if err := json.Unmarshal(input, &rp); err != nil {
 		return fmt.Errorf("decode the resume of run %s: %w", c.RunID, err)
@@ -172,12 +176,12 @@ func (c *Context) resolve(input json.RawMessage) error {
 			Comment  string `json:"comment"`
 		}
 		_ = json.Unmarshal(data, &d)
-		c.record(EventApprovalResolved, p.StepID, approvalResolved{StepID: p.StepID, ApprovalID: p.StepID, Approved: d.Approved, Feedback: d.Comment, Data: data})
+		c.record(EventApprovalResolved, p.StepID, approvalResolved{StepID: p.StepID, ApprovalID: p.StepID, Approved: d.Approved, Feedback: d.Comment, By: rp.ResumedBy, Data: data})
 		return nil
 	}
 	s := signalResolved{StepID: p.StepID, Name: p.Name, TimedOut: timedOut && p.Kind != domain.KindDelay}
 	if !timedOut {
-		var d Delivery
+		var d domain.SignalData
 		if err := json.Unmarshal(data, &d); err != nil {
 			return fmt.Errorf("decode the signal that resumed run %s: %w", c.RunID, err)
 		}
@@ -185,13 +189,6 @@ func (c *Context) resolve(input json.RawMessage) error {
 	}
 	c.record(EventSignalResolved, p.StepID, s)
 	return nil
-}
-
-// Delivery is a signal as a resume carries it.
-type Delivery struct {
-	Name     string          `json:"name"`
-	SignalID string          `json:"signalId"`
-	Payload  json.RawMessage `json:"payload,omitempty"`
 }
 
 // result is the kernel's step result: the queued log entries, written by

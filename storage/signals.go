@@ -1,0 +1,202 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+type signalRow struct {
+	bun.BaseModel `bun:"table:signals,alias:sg"`
+
+	ID          string          `bun:"id,pk"`
+	RunID       string          `bun:"run_id"`
+	Name        string          `bun:"name"`
+	SignalID    string          `bun:"signal_id"`
+	Payload     json.RawMessage `bun:"payload,type:jsonb,nullzero"`
+	SentBy      string          `bun:"sent_by"`
+	CreatedAt   time.Time       `bun:"created_at"`
+	StepKey     *string         `bun:"step_key"`
+	DeliveredAt *time.Time      `bun:"delivered_at"`
+}
+
+func (r *signalRow) toDomain() domain.Signal {
+	return domain.Signal{RunID: r.RunID, Name: r.Name, SignalID: r.SignalID, Payload: r.Payload, SentBy: r.SentBy,
+		SentAt: r.CreatedAt.UTC(), StepKey: derefString(r.StepKey), DeliveredAt: utcPtr(r.DeliveredAt)}
+}
+
+// data is the resume data of the wait the signal resolves.
+func (r *signalRow) data() json.RawMessage {
+	return mustJSON(domain.SignalData{Name: r.Name, SignalID: r.SignalID, Payload: r.Payload})
+}
+
+// SendSignal implements domain.Store. Everything happens under the run's
+// lock, which a pause also commits under: a signal either finds the
+// pending wait it resolves, or is kept where the pause will find it. Never
+// both, never neither.
+func (db *DB) SendSignal(ctx context.Context, req domain.SignalRequest) (domain.Signal, error) {
+	var out domain.Signal
+	resumed := false
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) (err error) {
+		out, resumed, err = db.sendSignal(ctx, tx, req)
+		return err
+	})
+	if err != nil {
+		return domain.Signal{}, fmt.Errorf("signal %s to run %s: %w", req.Name, req.RunID, translate(err))
+	}
+	if resumed {
+		db.signal()
+		db.changed(req.RunID)
+	}
+	return out, nil
+}
+
+func (db *DB) sendSignal(ctx context.Context, tx bun.Tx, req domain.SignalRequest) (domain.Signal, bool, error) {
+	run, err := db.lockRun(ctx, tx, req.RunID)
+	if err != nil {
+		return domain.Signal{}, false, err
+	}
+	earlier := new(signalRow)
+	err = tx.NewSelect().Model(earlier).Where("run_id = ? AND signal_id = ?", req.RunID, req.SignalID).Scan(ctx)
+	switch {
+	case err == nil:
+		s := earlier.toDomain()
+		s.Duplicate = true
+		return s, false, nil
+	case !isNoRows(err):
+		return domain.Signal{}, false, err
+	}
+	now := ts(req.Now)
+	sig := &signalRow{ID: uuid.Must(uuid.NewV7()).String(), RunID: run.ID, Name: req.Name, SignalID: req.SignalID,
+		Payload: req.Payload, SentBy: req.By, CreatedAt: now}
+	if len(sig.Payload) == 0 || string(sig.Payload) == "null" {
+		sig.Payload = nil
+	}
+	target, err := db.signalTarget(ctx, tx, req)
+	if err != nil {
+		return domain.Signal{}, false, err
+	}
+	if target != nil && (target.Status != domain.SuspensionPending || target.Precompleted) {
+		return domain.Signal{}, false, lostSignal(req, target)
+	}
+	// A wait that ended says more than its run's end; with none, the run
+	// must still be going.
+	if run.Status.Terminal() {
+		return domain.Signal{}, false, &domain.ConflictError{Code: domain.CodeRunFinished, Message: fmt.Sprintf(
+			"run %s is %s; it waits for no signal", run.ID, run.Status), Detail: map[string]any{"status": run.Status}}
+	}
+	if target == nil && req.StepKey != "" {
+		// Addressed to a wait the run has not reached: kept as the resume
+		// of that wait, which the pause takes when it commits.
+		key := req.StepKey
+		sig.StepKey = &key
+		if _, err := db.precomplete(ctx, tx, run, domain.ResumeRequest{RunID: run.ID, StepKey: key, Data: sig.data(),
+			By: req.By, RequestKey: req.SignalID, Now: now}); err != nil {
+			return domain.Signal{}, false, err
+		}
+		return sig.toDomain(), false, db.insertSignal(ctx, tx, sig)
+	}
+	if target == nil {
+		return sig.toDomain(), false, db.insertSignal(ctx, tx, sig) // kept for the first wait of its name
+	}
+	if target.Kind != domain.KindSignal || target.Reason != req.Name {
+		return domain.Signal{}, false, &domain.ValidationError{Code: domain.CodeValidation, Message: fmt.Sprintf(
+			"step %s of run %s does not wait for signal %s (it is a %s wait for %q); nothing was delivered", target.StepKey, run.ID, req.Name, target.Kind, target.Reason)}
+	}
+	won, err := db.conditionalResume(ctx, tx, target.ID, domain.ResumeRequest{Data: sig.data(), By: req.By, RequestKey: req.SignalID, Now: now})
+	if err != nil {
+		return domain.Signal{}, false, err
+	}
+	if won == nil { // cannot happen under the run's lock; kept rather than lost
+		return sig.toDomain(), false, db.insertSignal(ctx, tx, sig)
+	}
+	key := won.StepKey
+	sig.StepKey, sig.DeliveredAt = &key, &now
+	if err := db.insertSignal(ctx, tx, sig); err != nil {
+		return domain.Signal{}, false, err
+	}
+	return sig.toDomain(), true, db.enqueueResume(ctx, tx, run, won, now, nil)
+}
+
+// signalTarget is the wait a signal is for: the one it addresses, or the
+// run's oldest pending wait of its name. Nil when there is none (yet).
+func (db *DB) signalTarget(ctx context.Context, tx bun.Tx, req domain.SignalRequest) (*suspensionRow, error) {
+	target := new(suspensionRow)
+	q := tx.NewSelect().Model(target).Where("run_id = ?", req.RunID)
+	if req.StepKey != "" {
+		q.Where("step_key = ?", req.StepKey)
+	} else {
+		q.Where("status = ? AND kind = ? AND reason = ? AND NOT precompleted", domain.SuspensionPending, domain.KindSignal, req.Name).
+			OrderExpr("suspended_at ASC, id ASC").Limit(1)
+	}
+	err := q.Scan(ctx)
+	if isNoRows(err) {
+		return nil, nil
+	}
+	return target, err
+}
+
+func (db *DB) insertSignal(ctx context.Context, tx bun.IDB, sig *signalRow) error {
+	_, err := tx.NewInsert().Model(sig).Exec(ctx)
+	return err
+}
+
+// lostSignal explains why a signal addressed to a wait changed nothing:
+// another signal resolved it (which, and when), its deadline passed, or
+// it was cancelled.
+func lostSignal(req domain.SignalRequest, target *suspensionRow) error {
+	detail := map[string]any{"runId": req.RunID, "stepId": target.StepKey, "status": target.Status, "signalId": req.SignalID}
+	how := string(target.Status)
+	if target.Status == domain.SuspensionResumed {
+		var won domain.SignalData
+		if json.Unmarshal(target.ResumeData, &won) == nil && won.SignalID != "" {
+			detail["winnerSignalId"] = won.SignalID
+			how = "resolved by signal " + won.SignalID
+		} else {
+			how = "resolved by " + derefString(target.ResumedBy)
+		}
+		if target.ResumedAt != nil {
+			detail["resolvedAt"] = target.ResumedAt.UTC()
+			how += " at " + target.ResumedAt.UTC().Format(time.RFC3339Nano)
+		}
+	}
+	return &domain.ConflictError{Code: domain.CodeSignalLost, Detail: detail, Message: fmt.Sprintf(
+		"signal %s lost: wait %s of run %s was already %s; the run goes on without this delivery", req.SignalID, target.StepKey, req.RunID, how)}
+}
+
+// takeKeptSignal lets a signal wait that has just been created take the
+// oldest signal of its name that was kept for it: the wait is resumed at
+// once with it, as if it had come just now. ok is false when none is kept.
+func (w *commitWriter) takeKeptSignal(ctx context.Context, row *suspensionRow, p pause) (_ pause, ok bool, err error) {
+	sig := new(signalRow)
+	err = w.tx.NewUpdate().Model(sig).Set("step_key = ?", row.StepKey).Set("delivered_at = ?", w.now).
+		Where("id = (SELECT id FROM signals WHERE run_id = ? AND name = ? AND step_key IS NULL ORDER BY id LIMIT 1)", w.run.ID, row.Reason).
+		Returning("*").Scan(ctx)
+	if isNoRows(err) {
+		return p, false, nil
+	}
+	if err != nil {
+		return p, false, err
+	}
+	now := w.now
+	row.Status, row.ResumeData, row.ResumedAt, row.ResumedBy, row.ResumeRequestKey = domain.SuspensionResumed, sig.data(), &now, &sig.SentBy, &sig.SignalID
+	if err := w.b.add(ctx, w.tx.NewUpdate().Model(row).Column("status", "resume_data", "resumed_at", "resumed_by", "resume_request_key").WherePK()); err != nil {
+		return p, false, err
+	}
+	s, err := row.toDomain()
+	if err != nil {
+		return p, false, err
+	}
+	w.addEvent(domain.NewEvent{Type: domain.EventRunResumed, Step: s.StepName, Payload: mustJSON(map[string]any{
+		"suspensionId": s.ID, "resumedBy": sig.SentBy, "signalId": sig.SignalID, "keptSignal": true,
+	})})
+	p.suspension, p.pending = &s, false
+	p.resume = jobRowFrom(domain.NewJob{Key: domain.ResumeJobKey(w.run.ID, s.StepKey), Kind: domain.JobResume, RunID: w.run.ID, SuspensionID: s.ID, RunAt: w.now}, w.now)
+	return p, true, nil
+}

@@ -1,0 +1,186 @@
+package storage_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/engine"
+	"github.com/tollgatehq/tollgate/domain/replay"
+	"github.com/tollgatehq/tollgate/storage"
+)
+
+func sendSignal(ctx context.Context, e *engine.Engine, runID, name, stepID, signalID string, payload any) (domain.Signal, error) {
+	return e.Signal(ctx, domain.SignalRequest{RunID: runID, Name: name, StepKey: stepID, SignalID: signalID, Payload: raw(payload), By: "billing"})
+}
+
+// Signals that come before their wait is reached are kept by name and
+// taken, oldest first, by the first waits of that name; one addressed to a
+// wait by its id waits for that wait. Repeats are recognised, a signal to
+// a finished run or to a wait of another name is refused, and nothing is
+// lost or delivered twice.
+func TestSignalsKeptForTheirWait(t *testing.T) {
+	t.Parallel()
+	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
+		ctx := t.Context()
+		db := openDB(t, o)
+		reg := domain.NewRegistry()
+		def := replay.Workflow("orders", "1", func(c *replay.Context, _ any) ([]int, error) {
+			if _, err := replay.WaitForEvent[any](c, "go"); err != nil {
+				return nil, err
+			}
+			var got []int
+			for range 2 {
+				p, err := replay.WaitForEvent[payment](c, "payment")
+				if err != nil {
+					return nil, err
+				}
+				got = append(got, p.Amount)
+			}
+			p, err := replay.WaitForEvent[payment](c, "refund", replay.WithID("refund"))
+			return append(got, -p.Amount), err
+		})
+		if err := def.Register(reg, &replay.Env{Store: db}); err != nil {
+			t.Fatal(err)
+		}
+		e := startEngine(t, db, reg, engine0(nil))
+		run := startRun(t, e, "orders", nil)
+		waitRun(t, db, run.ID, domain.RunSuspended)
+
+		for i, amount := range []int{10, 20, 30} {
+			sig, err := sendSignal(ctx, e, run.ID, "payment", "", fmt.Sprint("pay-", i), payment{Amount: amount})
+			if err != nil || sig.DeliveredAt != nil || sig.StepKey != "" || sig.Duplicate {
+				t.Fatalf("a signal before its wait is kept: %+v, %v", sig, err)
+			}
+		}
+		if sig, err := sendSignal(ctx, e, run.ID, "payment", "", "pay-0", payment{Amount: 99}); err != nil || !sig.Duplicate || !sameJSONText(sig.Payload, `{"amount":10}`) {
+			t.Errorf("a repeated signal id is the first delivery: %+v, %v", sig, err)
+		}
+		if sig, err := sendSignal(ctx, e, run.ID, "refund", "refund", "refund-1", payment{Amount: 5}); err != nil || sig.StepKey != "refund" || sig.DeliveredAt != nil {
+			t.Errorf("a signal addressed to a wait not reached: %+v, %v", sig, err)
+		}
+		var ve *domain.ValidationError
+		if _, err := sendSignal(ctx, e, run.ID, "payment", "__wait-go-0", "wrong-name", nil); !errors.As(err, &ve) {
+			t.Errorf("a payment signal addressed to the wait for go: %v", err)
+		}
+		if _, err := sendSignal(ctx, e, run.ID, "__timer", "", "t", nil); !errors.As(err, &ve) {
+			t.Errorf("a signal named like replay's timer: %v", err)
+		}
+		if sig, err := sendSignal(ctx, e, run.ID, "go", "", "go-1", nil); err != nil || sig.StepKey != "__wait-go-0" || sig.DeliveredAt == nil {
+			t.Fatalf("the signal the run waits for: %+v, %v", sig, err)
+		}
+		done := waitRun(t, db, run.ID, domain.RunSucceeded)
+		if !sameJSONText(done.Output, `[10,20,-5]`) {
+			t.Errorf("the run took %s; want the two oldest kept payments, then the addressed refund", done.Output)
+		}
+		if n := count(t, db, "SELECT count(*) FROM signals WHERE run_id = ? AND step_key IS NULL", run.ID); n != 1 {
+			t.Errorf("%d signals still kept; want the one no wait took", n)
+		}
+		if n := count(t, db, "SELECT count(*) FROM signals WHERE run_id = ? AND delivered_at IS NOT NULL", run.ID); n != 4 {
+			t.Errorf("%d signals delivered; want go, two payments and the refund", n)
+		}
+		var ce *domain.ConflictError
+		if _, err := sendSignal(ctx, e, run.ID, "payment", "", "late", nil); !errors.As(err, &ce) || ce.Code != domain.CodeRunFinished {
+			t.Errorf("a signal to a finished run: %v", err)
+		}
+		if _, err := sendSignal(ctx, e, "no-such-run", "payment", "", "x", nil); !errors.Is(err, domain.ErrNotFound) {
+			t.Errorf("a signal to no run: %v", err)
+		}
+	})
+}
+
+// A hundred concurrent deliveries of one signal id resolve the wait once;
+// a hundred different ids addressed to one wait make one winner and 99
+// signal_lost, and the run goes on with the winner's payload. Without an
+// address, the losers are not lost but kept for the next wait.
+func TestSignalDeliveriesRace(t *testing.T) {
+	t.Parallel()
+	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
+		ctx := t.Context()
+		db := openDB(t, o)
+		reg := domain.NewRegistry()
+		def := replay.Workflow("pay", "1", func(c *replay.Context, _ any) (int, error) {
+			p, err := replay.WaitForEvent[payment](c, "payment", replay.WithID("pay"))
+			return p.Amount, err
+		})
+		if err := def.Register(reg, &replay.Env{Store: db}); err != nil {
+			t.Fatal(err)
+		}
+		e := startEngine(t, db, reg, engine0(nil))
+		var finished atomic.Int32
+		race := func(runID, stepID string, id func(i int) string) (delivered, duplicates, lost, kept []int) {
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			for i := range 100 {
+				wg.Go(func() {
+					sig, err := sendSignal(ctx, e, runID, "payment", stepID, id(i), payment{Amount: i})
+					var ce *domain.ConflictError
+					mu.Lock()
+					defer mu.Unlock()
+					switch {
+					case errors.As(err, &ce) && ce.Code == domain.CodeSignalLost:
+						lost = append(lost, i)
+					case errors.As(err, &ce) && ce.Code == domain.CodeRunFinished:
+						finished.Add(1)
+					case err != nil:
+						t.Errorf("delivery %d: %v", i, err)
+					case sig.Duplicate:
+						duplicates = append(duplicates, i)
+					case sig.DeliveredAt == nil:
+						kept = append(kept, i)
+					default:
+						delivered = append(delivered, i)
+					}
+				})
+			}
+			wg.Wait()
+			return
+		}
+
+		same := startRun(t, e, "pay", nil)
+		waitRun(t, db, same.ID, domain.RunSuspended)
+		d, dup, lost, kept := race(same.ID, "pay", func(int) string { return "evt-1" })
+		if len(d) != 1 || len(dup) != 99 || len(lost) != 0 || len(kept) != 0 {
+			t.Errorf("one signal id ×100: %d delivered, %d duplicates, %d lost, %d kept", len(d), len(dup), len(lost), len(kept))
+		}
+		if r := waitRun(t, db, same.ID, domain.RunSucceeded); len(d) == 1 && !sameJSONText(r.Output, fmt.Sprint(d[0])) {
+			t.Errorf("the run took %s; the delivery was %d", r.Output, d[0])
+		}
+
+		different := startRun(t, e, "pay", nil)
+		waitRun(t, db, different.ID, domain.RunSuspended)
+		d, dup, lost, kept = race(different.ID, "pay", func(i int) string { return fmt.Sprint("evt-", i) })
+		if len(d) != 1 || len(lost) != 99 || len(dup) != 0 || len(kept) != 0 {
+			t.Errorf("100 signal ids to one wait: %d delivered, %d lost, %d duplicates, %d kept", len(d), len(lost), len(dup), len(kept))
+		}
+		if r := waitRun(t, db, different.ID, domain.RunSucceeded); len(d) == 1 && !sameJSONText(r.Output, fmt.Sprint(d[0])) {
+			t.Errorf("the run took %s; the winner was %d", r.Output, d[0])
+		}
+		if n := count(t, db, "SELECT count(*) FROM events WHERE run_id = ? AND type = ?", different.ID, replay.EventSignalResolved); n != 1 {
+			t.Errorf("%d SIGNAL_RESOLVED entries; want 1", n)
+		}
+
+		early := startRun(t, e, "pay", nil)
+		var resolved atomic.Int32
+		d, _, lost, kept = race(early.ID, "pay", func(i int) string { return fmt.Sprint("early-", i) })
+		resolved.Add(int32(len(d) + len(kept)))
+		if resolved.Load() != 1 || len(lost) != 99 {
+			t.Errorf("100 signal ids to one wait, racing its pause: %d took it, %d lost", resolved.Load(), len(lost))
+		}
+		waitRun(t, db, early.ID, domain.RunSucceeded)
+
+		unaddressed := startRun(t, e, "pay", nil)
+		waitRun(t, db, unaddressed.ID, domain.RunSuspended)
+		finished.Store(0)
+		d, _, lost, kept = race(unaddressed.ID, "", func(i int) string { return fmt.Sprint("any-", i) })
+		// Those that come after the run has finished are refused.
+		if len(d) != 1 || len(kept)+int(finished.Load()) != 99 || len(lost) != 0 {
+			t.Errorf("100 signal ids by name: %d delivered, %d kept, %d after the run finished, %d lost", len(d), len(kept), finished.Load(), len(lost))
+		}
+		waitRun(t, db, unaddressed.ID, domain.RunSucceeded)
+	})
+}

@@ -1,0 +1,161 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// attachHeartbeat keeps an idle attach stream (and the proxies on its way)
+// open.
+const attachHeartbeat = 15 * time.Second
+
+// awaitJSON is one wait a suspended run is paused on.
+type awaitJSON struct {
+	StepID       string                `json:"stepId"`
+	Kind         domain.SuspensionKind `json:"kind"`
+	Name         string                `json:"name"`
+	SuspensionID string                `json:"suspensionId"`
+	Deadline     *time.Time            `json:"deadline,omitempty"`
+}
+
+func awaiting(ss []domain.Suspension) []awaitJSON {
+	out := []awaitJSON{}
+	for _, sp := range ss {
+		if sp.Status == domain.SuspensionPending {
+			out = append(out, awaitJSON{StepID: sp.StepKey, Kind: sp.Kind, Name: sp.Reason, SuspensionID: sp.ID, Deadline: sp.WakeAt})
+		}
+	}
+	return out
+}
+
+// attachRun follows a run as server-sent events: RUN_STARTED (what the
+// run is), its log from the start (or after the Last-Event-ID a
+// reconnecting client sends), then RUN_PAUSED with what it awaits while it
+// is suspended, and live events as they come: log entries (with their
+// index as the event id), and the observability events of invocations in
+// this process. The stream ends with RUN_ENDED once the run has finished.
+// It is read-only: attaching never drives the run.
+func (s *Server) attachRun(w http.ResponseWriter, r *http.Request) error {
+	if !isStaff(principalFrom(r.Context())) {
+		return domain.ErrNotFound
+	}
+	ctx, runID := r.Context(), r.PathValue("runId")
+	// Subscribed before the first read, so no change falls between.
+	changed, unwatch := s.watch.subscribe(runID)
+	defer unwatch()
+	var live <-chan domain.Event
+	if s.Feed != nil {
+		events, stop := s.Feed.Subscribe(runID)
+		defer stop()
+		live = events
+	}
+	run, err := s.Store.Run(ctx, runID)
+	if err != nil {
+		return err
+	}
+	after, _ := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64)
+	sse := &eventStream{w: w, rc: http.NewResponseController(w)}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if err := sse.send("RUN_STARTED", "", map[string]any{"runId": run.ID, "workflowId": run.WorkflowID, "workflowVersion": run.WorkflowVersion,
+		"input": orNull(run.Input), "createdAt": run.CreatedAt, "replayFrom": after + 1}); err != nil {
+		return nil
+	}
+	heartbeat := time.NewTicker(attachHeartbeat)
+	defer heartbeat.Stop()
+	paused := false
+	for {
+		if after, err = s.sendLog(r, sse, runID, after); err != nil {
+			return nil // the client left, or the database failed mid-stream: the client reconnects
+		}
+		if run, err = s.Store.Run(ctx, runID); err != nil {
+			return nil
+		}
+		switch {
+		case run.Status.Terminal():
+			_ = sse.send("RUN_ENDED", "", map[string]any{"runId": run.ID, "status": run.Status, "output": orNull(run.Output), "error": run.Error})
+			return nil
+		case run.Status == domain.RunSuspended && !paused:
+			ss, _, err := s.Store.Suspensions(ctx, domain.SuspensionFilter{RunID: runID, Status: domain.SuspensionPending, Limit: 500})
+			if err != nil {
+				return nil
+			}
+			if err := sse.send("RUN_PAUSED", "", map[string]any{"runId": run.ID, "status": run.Status, "awaiting": awaiting(ss)}); err != nil {
+				return nil
+			}
+		}
+		paused = run.Status == domain.RunSuspended
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-changed:
+				break wait
+			case e := <-live:
+				if err := sse.send(e.Type, "", eventJSON{Type: e.Type, Step: e.Step, Payload: orNull(e.Payload), CreatedAt: e.CreatedAt}); err != nil {
+					return nil
+				}
+			case <-heartbeat.C:
+				if err := sse.comment("heartbeat"); err != nil {
+					return nil
+				}
+			}
+		}
+	}
+}
+
+// sendLog sends the run's log entries after index after and returns the
+// last index sent.
+func (s *Server) sendLog(r *http.Request, sse *eventStream, runID string, after int64) (int64, error) {
+	events, err := s.Store.Events(r.Context(), runID)
+	if err != nil {
+		return after, err
+	}
+	for _, e := range events {
+		if e.Seq <= after {
+			continue
+		}
+		if err := sse.send(e.Type, strconv.FormatInt(e.Seq, 10), eventJSON{Seq: e.Seq, Type: e.Type, Step: e.Step, Payload: orNull(e.Payload), CreatedAt: e.CreatedAt}); err != nil {
+			return after, err
+		}
+		after = e.Seq
+	}
+	return after, nil
+}
+
+// eventStream writes server-sent events, each flushed at once and each
+// with a write deadline of its own (the server's WriteTimeout would end a
+// long stream).
+type eventStream struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (s *eventStream) send(event, id string, data any) error {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	if id != "" {
+		return s.write(fmt.Sprintf("id: %s\nevent: %s\ndata: %s\n\n", id, event, b))
+	}
+	return s.write(fmt.Sprintf("event: %s\ndata: %s\n\n", event, b))
+}
+
+func (s *eventStream) comment(text string) error { return s.write(": " + text + "\n\n") }
+
+func (s *eventStream) write(chunk string) error {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(liveWriteWait))
+	if _, err := s.w.Write([]byte(chunk)); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
