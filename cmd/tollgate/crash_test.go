@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/replay"
 	"github.com/tollgatehq/tollgate/storage/storagetest"
 )
 
@@ -41,8 +42,8 @@ const (
 // the crash-cycle workflow registered too.
 func crashChild() int {
 	ledger := os.Getenv(crashLedgerEnv)
-	registerWorkflows = func(reg *domain.Registry) error {
-		return errors.Join(registerExamples(reg), reg.Register(crashCycle(ledger)))
+	registerWorkflows = func(reg *domain.Registry, env *replay.Env) error {
+		return errors.Join(registerExamples(reg), replayExamples(reg, env), reg.Register(crashCycle(ledger)), crashReplay(ledger).Register(reg, env))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -238,6 +239,45 @@ func (h *crashHarness) start() (*crashProc, error) {
 	return p, nil
 }
 
+// chaos owns the server: it starts it, lets it live for 0.3–1.5s, kills it
+// and starts it again, until stop is closed; then it hands over the server
+// it last started (nil if one failed to start).
+func (h *crashHarness) chaos(stop <-chan struct{}) <-chan *crashProc {
+	lastServer := make(chan *crashProc, 1)
+	go func() {
+		for {
+			p, err := h.start()
+			if err != nil {
+				h.t.Errorf("start server: %v", err)
+				lastServer <- nil
+				return
+			}
+			select {
+			case <-p.ready:
+			case <-p.exited:
+				h.t.Errorf("server %d exited while starting: %v\n%s", p.pid, p.err, tail(p.stderr, 20))
+				lastServer <- nil
+				return
+			case <-time.After(60 * time.Second):
+				h.t.Errorf("server %d did not listen within 60s\n%s", p.pid, tail(p.stderr, 20))
+				lastServer <- p
+				return
+			}
+			select {
+			case <-stop:
+				lastServer <- p
+				return
+			case <-p.exited:
+				h.t.Errorf("server %d exited by itself: %v\n%s", p.pid, p.err, tail(p.stderr, 20))
+				continue
+			case <-time.After(300*time.Millisecond + rand.N(1200*time.Millisecond)):
+			}
+			h.kill(p)
+		}
+	}()
+	return lastServer
+}
+
 func (h *crashHarness) kill(p *crashProc) {
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		h.t.Errorf("kill server %d: %v", p.pid, err)
@@ -375,42 +415,8 @@ func crashTest(t *testing.T, extraEnv map[string]string, cycles int) {
 	h := newCrashHarness(t, extraEnv)
 	addr := h.addr
 
-	// The chaos goroutine owns the server: it starts it, lets it live for
-	// 0.3–1.5s, kills it and starts it again, until told to stop; then it
-	// hands over the server it last started.
 	stopChaos := make(chan struct{})
-	lastServer := make(chan *crashProc, 1)
-	go func() {
-		for {
-			p, err := h.start()
-			if err != nil {
-				t.Errorf("start server: %v", err)
-				lastServer <- nil
-				return
-			}
-			select {
-			case <-p.ready:
-			case <-p.exited:
-				t.Errorf("server %d exited while starting: %v\n%s", p.pid, p.err, tail(p.stderr, 20))
-				lastServer <- nil
-				return
-			case <-time.After(60 * time.Second):
-				t.Errorf("server %d did not listen within 60s\n%s", p.pid, tail(p.stderr, 20))
-				lastServer <- p
-				return
-			}
-			select {
-			case <-stopChaos:
-				lastServer <- p
-				return
-			case <-p.exited:
-				t.Errorf("server %d exited by itself: %v\n%s", p.pid, p.err, tail(p.stderr, 20))
-				continue
-			case <-time.After(300*time.Millisecond + rand.N(1200*time.Millisecond)):
-			}
-			h.kill(p)
-		}
-	}()
+	lastServer := h.chaos(stopChaos)
 
 	d := &crashDriver{c: &client{base: "http://" + addr, key: testKey, hc: &http.Client{
 		Timeout:   10 * time.Second,

@@ -8,11 +8,14 @@ import (
 	"unicode"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/replay"
 )
 
-// registerWorkflows registers what serve runs: the examples. Tests replace it
-// to add workflows of their own.
-var registerWorkflows = registerExamples
+// registerWorkflows registers what serve runs: the examples, replay
+// workflows with env. Tests replace it to add workflows of their own.
+var registerWorkflows = func(reg *domain.Registry, env *replay.Env) error {
+	return errors.Join(registerExamples(reg), replayExamples(reg, env))
+}
 
 // registerExamples adds the workflows a new server ships with, so a
 // newcomer sees real suspensions at once.

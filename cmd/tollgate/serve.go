@@ -14,6 +14,7 @@ import (
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/domain/flow"
+	"github.com/tollgatehq/tollgate/domain/replay"
 	"github.com/tollgatehq/tollgate/storage"
 	"github.com/tollgatehq/tollgate/web"
 )
@@ -94,7 +95,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	reg := domain.NewRegistry()
-	if err := registerWorkflows(reg); err != nil {
+	feed := &replay.Feed{}
+	if err := registerWorkflows(reg, &replay.Env{Store: db, Observe: feed.Publish}); err != nil {
 		return err
 	}
 	tasks := flow.NewTasks()
@@ -114,7 +116,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	eng := engine.New(db, reg, engineOpts(c, log))
 	srv := newServer(c, eng, db, log)
-	srv.Catalog, srv.Waitpoints, srv.WorkItems = catalog, waitpoints, db
+	srv.Catalog, srv.Waitpoints, srv.WorkItems, srv.Feed = catalog, waitpoints, db, feed
 	hkCtx, stopHousekeeping := context.WithCancel(ctx)
 	var hk sync.WaitGroup
 	hk.Go(func() { housekeep(hkCtx, db, log, housekeepingEvery) })

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/replay"
+	"github.com/tollgatehq/tollgate/storage/storagetest"
+)
+
+// crashReplay is a replay workflow with an external effect in each step
+// (a ledger line): charge, record the time, sleep 100–400ms, wait for a
+// "go" signal, finish.
+func crashReplay(ledger string) *replay.Definition {
+	return replay.Workflow("crash-replay", "1", func(c *replay.Context, in struct{ N int }) (int, error) {
+		charged, err := replay.Step(c, "charge", func(ctx context.Context) (int, error) {
+			return in.N, appendLedger(ledger, c.RunID, "charge")
+		})
+		if err != nil {
+			return 0, err
+		}
+		if _, err := c.Now(); err != nil {
+			return 0, err
+		}
+		if err := c.Sleep(time.Duration(100+in.N%4*100) * time.Millisecond); err != nil {
+			return 0, err
+		}
+		got, err := replay.WaitForEvent[int](c, "go", replay.WithID("go"))
+		if err != nil {
+			return 0, err
+		}
+		return replay.Step(c, "finish", func(ctx context.Context) (int, error) {
+			return charged + got, appendLedger(ledger, c.RunID, "finish")
+		})
+	})
+}
+
+func TestCrashRecoveryReplaySQLite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the crash test takes a minute")
+	}
+	crashReplayTest(t, nil, 80)
+}
+
+func TestCrashRecoveryReplayPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the crash test takes a minute")
+	}
+	crashReplayTest(t, map[string]string{"DATABASE_URL": storagetest.NewDatabase(t)}, 80)
+}
+
+// crashReplayTest drives replay runs (start, signal — often before the
+// run reaches its wait —, wait for the end) against a server SIGKILLed
+// every 0.3–1.5s, then checks every run's log: each durable id recorded
+// once, the signal resolved once, the indexes gapless, the output right.
+func crashReplayTest(t *testing.T, extraEnv map[string]string, runs int) {
+	const clients, minKills = 8, 5
+	h := newCrashHarness(t, extraEnv)
+	stop := make(chan struct{})
+	lastServer := h.chaos(stop)
+	d := &crashDriver{c: &client{base: "http://" + h.addr, key: testKey, hc: &http.Client{
+		Timeout:   10 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: clients, DialContext: (&net.Dialer{Timeout: time.Second}).DialContext},
+	}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	var (
+		mu     sync.Mutex
+		runIDs = map[string]int{}
+		next   atomic.Int64
+		wg     sync.WaitGroup
+	)
+	for range clients {
+		wg.Go(func() {
+			for !t.Failed() {
+				i := int(next.Add(1)) - 1
+				if i >= runs && (h.kills() >= minKills || i >= 3*runs) {
+					return
+				}
+				id, err := d.replayCycle(ctx, i)
+				if err != nil {
+					t.Errorf("run %d: %v", i, err)
+					return
+				}
+				mu.Lock()
+				runIDs[id] = i
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	if final := <-lastServer; t.Failed() || final == nil {
+		t.FailNow()
+	}
+	want := []string{"STEP_FINISHED charge", "NOW_RECORDED __now-0", "SIGNAL_AWAITED __timer-0", "SIGNAL_RESOLVED __timer-0",
+		"SIGNAL_AWAITED go", "SIGNAL_RESOLVED go", "STEP_FINISHED finish", "RUN_FINISHED"}
+	for id, i := range runIDs {
+		var page apiPage[struct {
+			Seq  int64  `json:"seq"`
+			Type string `json:"type"`
+			Step string `json:"step"`
+		}]
+		d.c.call(t, http.StatusOK, "GET", "/api/v1/runs/"+id+"/events", nil).decode(t, &page)
+		var got []string
+		for k, e := range page.Items {
+			if e.Seq != int64(k+1) {
+				t.Errorf("run %s: entry %d has index %d", id, k+1, e.Seq)
+			}
+			switch e.Type {
+			case replay.EventStepFinished, replay.EventNowRecorded, replay.EventSignalAwaited, replay.EventSignalResolved:
+				got = append(got, e.Type+" "+e.Step)
+			case replay.EventRunFinished:
+				got = append(got, e.Type)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("run %s (%d): the log\n got %q\nwant %q", id, i, got, want)
+		}
+	}
+	t.Logf("%d replay runs through %d kills, %d retried requests", len(runIDs), h.kills(), d.retries.Load())
+	if h.kills() < minKills {
+		t.Errorf("only %d kills", h.kills())
+	}
+}
+
+// replayCycle starts run i, signals it (even runs at once, likely before
+// the wait is reached; odd ones once it is suspended) and waits for its
+// output, i + 1000.
+func (d *crashDriver) replayCycle(ctx context.Context, i int) (string, error) {
+	r, err := d.try(ctx, "POST", "/api/v1/workflows/crash-replay/runs", map[string]any{"input": map[string]int{"N": i}}, "Idempotency-Key", fmt.Sprintf("replay-%d", i))
+	if err != nil {
+		return "", err
+	}
+	var run apiRun
+	if err := json.Unmarshal(r.Body, &run); err != nil || r.Status != http.StatusCreated {
+		return "", fmt.Errorf("start: %d %s", r.Status, r.Body)
+	}
+	signalled := false
+	for {
+		if !signalled && (i%2 == 0 || run.Status == string(domain.RunSuspended)) {
+			r, err := d.try(ctx, "POST", "/api/v1/runs/"+run.ID+"/signals", map[string]any{"name": "go", "signalId": fmt.Sprint("go-", i), "stepId": "go", "payload": 1000})
+			if err != nil {
+				return run.ID, err
+			}
+			if r.Status != http.StatusOK && r.Status != http.StatusAccepted {
+				return run.ID, fmt.Errorf("signal: %d %s", r.Status, r.Body)
+			}
+			signalled = true
+		}
+		r, err := d.try(ctx, "GET", "/api/v1/runs/"+run.ID, nil)
+		if err != nil {
+			return run.ID, err
+		}
+		if err := json.Unmarshal(r.Body, &run); err != nil {
+			return run.ID, fmt.Errorf("run: %d %s", r.Status, r.Body)
+		}
+		switch run.Status {
+		case string(domain.RunSucceeded):
+			if string(run.Output) != fmt.Sprint(i+1000) {
+				return run.ID, fmt.Errorf("output %s; want %d", run.Output, i+1000)
+			}
+			return run.ID, nil
+		case string(domain.RunFailed), string(domain.RunCancelled):
+			return run.ID, fmt.Errorf("run is %s: %+v", run.Status, run.Error)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/replay"
+)
+
+// The payment-pipeline example is a replay workflow: plain Go that waits.
+// Start it with {"userId": "u-1", "amount": 120}; it pauses until a
+// "payment" signal comes (POST /api/v1/runs/{runId}/signals with
+// {"name": "payment", "signalId": "…", "payload": {"amount": 120,
+// "reference": "…"}}) or a day passes, then asks a reviewer to approve
+// the payout in the web app, and finalizes.
+
+type paymentInput struct {
+	UserID string `json:"userId"`
+	Amount int    `json:"amount"`
+	// PaymentTimeoutMinutes bounds the wait for the payment (a day).
+	PaymentTimeoutMinutes int `json:"paymentTimeoutMinutes,omitempty"`
+}
+
+type paymentUser struct {
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+	Email string `json:"email"`
+	Tier  string `json:"tier"`
+}
+
+type paymentSignal struct {
+	Amount    int    `json:"amount"`
+	Reference string `json:"reference"`
+}
+
+type paymentOutcome struct {
+	Status     string    `json:"status"` // paid, rejected, expired
+	User       string    `json:"user"`
+	Amount     int       `json:"amount,omitempty"`
+	Reference  string    `json:"reference,omitempty"`
+	StartedAt  time.Time `json:"startedAt"`
+	DecidedBy  string    `json:"decidedBy,omitempty"`
+	Feedback   string    `json:"feedback,omitempty"`
+	FinishedAt time.Time `json:"finishedAt,omitzero"`
+}
+
+// paymentUsers stands in for the user service a real pipeline would call
+// from its fetch-user step.
+var paymentUsers = map[string]paymentUser{
+	"u-1": {ID: "u-1", Name: "Ada Lovelace", Email: "ada@example.com", Tier: "pro"},
+	"u-2": {ID: "u-2", Name: "Alan Turing", Email: "alan@example.com", Tier: "free"},
+}
+
+func paymentPipeline() *replay.Definition {
+	return replay.Workflow("payment-pipeline", "1", func(c *replay.Context, in paymentInput) (paymentOutcome, error) {
+		u, err := replay.Step(c, "fetch-user", func(context.Context) (paymentUser, error) {
+			u, ok := paymentUsers[in.UserID]
+			if !ok {
+				return u, &replay.StepError{Code: "unknown_user", Message: fmt.Sprintf("no user %q (the example knows u-1 and u-2)", in.UserID)}
+			}
+			return u, nil
+		})
+		if err != nil {
+			return paymentOutcome{}, err
+		}
+		started, err := c.Now()
+		if err != nil {
+			return paymentOutcome{}, err
+		}
+		out := paymentOutcome{User: u.ID, StartedAt: started}
+		timeout := 24 * time.Hour
+		if in.PaymentTimeoutMinutes > 0 {
+			timeout = time.Duration(in.PaymentTimeoutMinutes) * time.Minute
+		}
+		c.Emit("awaiting-payment", map[string]any{"user": u.ID, "amount": in.Amount})
+		p, err := replay.WaitForEvent[paymentSignal](c, "payment", replay.WithID("payment"), replay.Timeout(timeout))
+		if err == replay.ErrTimeout {
+			out.Status = "expired"
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out.Amount, out.Reference = p.Amount, p.Reference
+		d, err := c.Approve(replay.ApproveOptions{ID: "payout-approval", Title: fmt.Sprintf("Pay out %d to %s?", p.Amount, u.Name),
+			Description: fmt.Sprintf("%s (%s, %s tier) paid %d, reference %q; %d was expected.", u.Name, u.Email, u.Tier, p.Amount, p.Reference, in.Amount)})
+		if err != nil {
+			return out, err
+		}
+		out.DecidedBy, out.Feedback = d.By, d.Feedback
+		if !d.Approved {
+			out.Status = "rejected"
+			return out, nil
+		}
+		return replay.Step(c, "finalize", func(context.Context) (paymentOutcome, error) {
+			out.Status = "paid"
+			out.FinishedAt = time.Now().UTC().Truncate(time.Millisecond)
+			return out, nil
+		})
+	})
+}
+
+// replayExamples registers the replay examples.
+func replayExamples(reg *domain.Registry, env *replay.Env) error {
+	return paymentPipeline().Register(reg, env)
+}
