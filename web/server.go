@@ -112,6 +112,7 @@ func (s *Server) Handler() http.Handler {
 	api("GET /api/v1/runs/{runId}", s.showRun)
 	api("GET /api/v1/runs/{runId}/events", s.listEvents)
 	api("POST /api/v1/runs/{runId}/cancel", s.cancelRun)
+	api("DELETE /api/v1/runs/{runId}", s.deleteRun)
 	api("POST /api/v1/runs/{runId}/steps/{stepKey}/resume", s.resumeStep)
 	api("GET /api/v1/suspensions", s.listSuspensions)
 	api("GET /api/v1/suspensions/{id}", s.showSuspension)
