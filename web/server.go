@@ -116,6 +116,7 @@ func (s *Server) Handler() http.Handler {
 	api("GET /api/v1/runs/{runId}", s.showRun)
 	api("GET /api/v1/runs/{runId}/events", s.listEvents)
 	api("POST /api/v1/runs/{runId}/cancel", s.cancelRun)
+	api("DELETE /api/v1/runs/{runId}", s.deleteRun)
 	api("POST /api/v1/runs/{runId}/steps/{stepKey}/resume", s.resumeStep)
 	api("POST /api/v1/runs/{runId}/signals", s.sendSignal)
 	api("GET /api/v1/runs/{runId}/attach", s.attachRun)

@@ -147,6 +147,9 @@ func (s *Server) answerWithRun(w http.ResponseWriter, r *http.Request, runID, co
 	for {
 		run, resp, err := s.runAnswer(ctx, runID, completed)
 		switch {
+		case errors.Is(err, domain.ErrNotFound): // an admin deleted the run meanwhile
+			writeProblem(w, r, problemFor(err))
+			return
 		case err != nil && ctx.Err() == nil:
 			s.Log.ErrorContext(r.Context(), "Waiting for a run failed", "run_id", runID, "error", err)
 			writeProblem(w, r, newProblem(http.StatusInternalServerError, "internal", "The server failed to follow the run."))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"sync"
@@ -43,7 +44,7 @@ func TestHousekeeping(t *testing.T) {
 
 	hkCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Go(func() { housekeep(hkCtx, db, slog.New(slog.NewTextHandler(io.Discard, nil)), 10*time.Millisecond) })
+	wg.Go(func() { housekeep(hkCtx, db, slog.New(slog.NewTextHandler(io.Discard, nil)), 10*time.Millisecond, 0) })
 	defer func() { stop(); wg.Wait() }()
 
 	scalar := func(q string) int {
@@ -65,5 +66,63 @@ func TestHousekeeping(t *testing.T) {
 	}
 	if _, _, err := db.SessionByHash(ctx, []byte{1}, now); err != nil {
 		t.Fatalf("the live session was swept: %v", err)
+	}
+}
+
+// A serving process deletes finished runs once they are older than the
+// retention period, and keeps recent finished runs and live runs however
+// old.
+func TestHousekeepingRetention(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db, err := storage.Open(ctx, storage.Opts{URL: storagetest.NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	start := func(id string, at time.Time) {
+		t.Helper()
+		if _, _, err := db.CreateRun(ctx, domain.NewRun{ID: id, WorkflowID: "w", WorkflowVersion: "1", Input: []byte("null"), FirstStep: "s", Now: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel := func(id string, at time.Time) {
+		t.Helper()
+		if _, err := db.CancelRun(ctx, id, "test", at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start("old", now.Add(-50*time.Hour))
+	cancel("old", now.Add(-49*time.Hour))
+	start("recent", now.Add(-50*time.Hour))
+	cancel("recent", now.Add(-time.Hour))
+	start("live", now.Add(-50*time.Hour))
+
+	hkCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		housekeep(hkCtx, db, slog.New(slog.NewTextHandler(io.Discard, nil)), 10*time.Millisecond, 48*time.Hour)
+	})
+	defer func() { stop(); wg.Wait() }()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := db.Run(ctx, "old")
+		if errors.Is(err, domain.ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run that finished 49 hours ago is still there (%v); retention is 48 hours", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, id := range []string{"recent", "live"} {
+		if _, err := db.Run(ctx, id); err != nil {
+			t.Errorf("retention deleted run %q: %v", id, err)
+		}
 	}
 }

@@ -405,7 +405,7 @@ func TestServeHelp(t *testing.T) {
 		t.Fatalf("serve --help returned %v, want flag.ErrHelp", err)
 	}
 	help := out.String() + errb.String()
-	for _, want := range []string{"Usage: tollgate serve", "--addr", "TOLLGATE_ADDR", "--data", "TOLLGATE_DATA", "--database-url", "DATABASE_URL", "--job-lease", "--shutdown-timeout", "--workers"} {
+	for _, want := range []string{"Usage: tollgate serve", "--addr", "TOLLGATE_ADDR", "--data", "TOLLGATE_DATA", "--database-url", "DATABASE_URL", "--job-lease", "--shutdown-timeout", "--workers", "--retention", "TOLLGATE_RETENTION"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("serve --help does not mention %s:\n%s", want, help)
 		}
@@ -415,6 +415,9 @@ func TestServeHelp(t *testing.T) {
 	}
 	if err := run(t.Context(), []string{"serve"}, envFunc(map[string]string{"TOLLGATE_WORKERS": "many"}), &out, &errb); err == nil || !strings.Contains(err.Error(), "TOLLGATE_WORKERS") {
 		t.Errorf("serve with TOLLGATE_WORKERS=many returned %v, want an error naming the variable", err)
+	}
+	if err := run(t.Context(), []string{"serve"}, envFunc(map[string]string{"TOLLGATE_RETENTION": "-1h"}), &out, &errb); err == nil || !strings.Contains(err.Error(), "--retention") {
+		t.Errorf("serve with TOLLGATE_RETENTION=-1h returned %v, want an error naming the flag", err)
 	}
 	if err := run(t.Context(), []string{"serve", "--data", t.TempDir(), "--database-url", "mysql://x"}, envFunc(nil), &out, &errb); err == nil || !strings.Contains(err.Error(), "postgres://") {
 		t.Errorf("serve with a mysql URL returned %v, want an error", err)

@@ -41,6 +41,7 @@ type serveConfig struct {
 	httpAllow       string
 	adminEmail      string
 	bootstrapKey    string
+	retention       time.Duration
 }
 
 func parseServe(args []string, getenv func(string) string, out io.Writer) (serveConfig, error) {
@@ -68,10 +69,17 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.String(&c.publicURL, "public-url", "TOLLGATE_PUBLIC_URL", "", "URL where callers reach this server, for the resume URLs it hands out (default: http:// and the listen address)")
 	f.Duration(&c.syncTimeout, "sync-timeout", "TOLLGATE_SYNC_TIMEOUT", 30*time.Second, "how long a sync waitpoint resume or a webhook trigger waits for the run before answering 202")
 	f.String(&c.httpAllow, "http-allow", "TOLLGATE_HTTP_ALLOW", "", "hosts http steps may call: comma-separated host, host:port or *.domain patterns, * for any (default: public addresses only, never this server's own network)")
+	f.Duration(&c.retention, "retention", "TOLLGATE_RETENTION", 30*24*time.Hour, "how long a finished run (succeeded, failed or cancelled) is kept after it ended, with its events, suspensions and documents; 0 keeps finished runs forever")
 	f.Duration(&c.shutdownTimeout, "shutdown-timeout", "TOLLGATE_SHUTDOWN_TIMEOUT", 15*time.Second, "how long to finish requests and steps after SIGTERM")
 	f.String(&c.adminEmail, "admin-email", "TOLLGATE_ADMIN_EMAIL", "admin@tollgate.local", "email of the admin created on a fresh database")
 	c.bootstrapKey = getenv("TOLLGATE_BOOTSTRAP_API_KEY")
-	return c, f.parse(args)
+	if err := f.parse(args); err != nil {
+		return c, err
+	}
+	if c.retention < 0 {
+		return c, fmt.Errorf("--retention must be 0 (keep finished runs) or a positive duration, not %s", c.retention)
+	}
+	return c, nil
 }
 
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -119,7 +127,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	srv.Catalog, srv.Waitpoints, srv.WorkItems, srv.Feed = catalog, waitpoints, db, feed
 	hkCtx, stopHousekeeping := context.WithCancel(ctx)
 	var hk sync.WaitGroup
-	hk.Go(func() { housekeep(hkCtx, db, log, housekeepingEvery) })
+	hk.Go(func() { housekeep(hkCtx, db, log, housekeepingEvery, c.retention) })
 	defer func() { stopHousekeeping(); hk.Wait() }()
 	return listenAndServe(ctx, c, srv.Handler(), eng, log, stdout, func(addr net.Addr) {
 		if links.PublicURL == "" {
@@ -160,27 +168,33 @@ func newServer(c serveConfig, eng *engine.Engine, db *storage.DB, log *slog.Logg
 }
 
 // housekeepingEvery is how often housekeep folds the inbox's count deltas;
-// expired sessions are swept every sessionSweepRounds rounds.
+// expired sessions and finished runs past their retention are swept every
+// sweepRounds rounds, retentionBatch runs per transaction.
 const (
-	housekeepingEvery  = 5 * time.Second
-	sessionSweepRounds = 60
+	housekeepingEvery = 5 * time.Second
+	sweepRounds       = 60
+	retentionBatch    = 500
 )
 
 // housekeep keeps the database tidy until ctx ends: it folds pending-count
-// deltas into their counters (so counting stays cheap) and deletes expired
-// sessions. Several servers sharing a database may all run it.
-func housekeep(ctx context.Context, db *storage.DB, log *slog.Logger, every time.Duration) {
+// deltas into their counters (so counting stays cheap), deletes expired
+// sessions and, unless retention is 0, finished runs that ended longer
+// than retention ago. Several servers sharing a database may all run it.
+func housekeep(ctx context.Context, db *storage.DB, log *slog.Logger, every, retention time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for round := 0; ; round++ {
 		if _, err := db.CompactCounts(ctx); err != nil && ctx.Err() == nil {
 			log.WarnContext(ctx, "Folding the inbox's count deltas failed", "error", err)
 		}
-		if round%sessionSweepRounds == 0 {
+		if round%sweepRounds == 0 {
 			if n, err := db.DeleteExpiredSessions(ctx, time.Now()); err != nil && ctx.Err() == nil {
 				log.WarnContext(ctx, "Deleting expired sessions failed", "error", err)
 			} else if n > 0 {
 				log.InfoContext(ctx, "Deleted expired sessions", "sessions", n)
+			}
+			if retention > 0 {
+				deleteExpiredRuns(ctx, db, log, time.Now().Add(-retention))
 			}
 		}
 		select {
@@ -188,6 +202,30 @@ func housekeep(ctx context.Context, db *storage.DB, log *slog.Logger, every time
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// deleteExpiredRuns deletes the runs that finished before the cutoff, in
+// batches of retentionBatch so that no transaction (and, on SQLite, no
+// wait of the engine's writers) grows with the backlog, until a batch
+// comes back short or ctx ends.
+func deleteExpiredRuns(ctx context.Context, db *storage.DB, log *slog.Logger, before time.Time) {
+	total := 0
+	for ctx.Err() == nil {
+		n, err := db.DeleteFinishedRuns(ctx, before, retentionBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.WarnContext(ctx, "Deleting finished runs past retention failed", "error", err)
+			}
+			break
+		}
+		total += n
+		if n < retentionBatch {
+			break
+		}
+	}
+	if total > 0 {
+		log.InfoContext(ctx, "Deleted finished runs past retention", "runs", total, "finished_before", before.UTC().Format(time.RFC3339))
 	}
 }
 

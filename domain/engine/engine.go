@@ -310,7 +310,13 @@ func (e *Engine) execute(ctx, shutdown context.Context, job domain.Job) {
 		return
 	}
 	if errors.Is(err, domain.ErrStale) {
-		e.log.WarnContext(ctx, "Dropped the outcome of a job whose lease was lost", "job_id", job.ID, "run_id", job.RunID)
+		e.log.WarnContext(ctx, "Dropped the outcome of a job whose lease was lost or whose run was deleted", "job_id", job.ID, "run_id", job.RunID)
+		return
+	}
+	if errors.Is(err, domain.ErrNotFound) {
+		// The run, or the suspension the job resumes, was deleted after the
+		// claim; the job went with them, so there is nothing to give back.
+		e.log.WarnContext(ctx, "Dropped a job whose run was deleted", "job_id", job.ID, "run_id", job.RunID)
 		return
 	}
 	if shutdown.Err() != nil || ctx.Err() != nil {

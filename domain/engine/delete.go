@@ -1,0 +1,48 @@
+package engine
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// maxDeleteReason bounds the reason given for deleting a run, in
+// characters: it is kept in the audit log for good.
+const maxDeleteReason = 500
+
+// DeleteRun deletes a run now, finished or not, with everything that
+// belongs to it; the audit log keeps who deleted it, when and why. A run
+// that has not finished ends with its deletion: its queued work goes, and
+// a step in flight finds at its commit that its job is gone and writes
+// nothing. The reason is required, 1 to 500 characters once surrounding
+// space is trimmed, else a *domain.ValidationError; domain.ErrNotFound if
+// there is no such run.
+func (e *Engine) DeleteRun(ctx context.Context, runID, reason, by string) error {
+	reason = strings.TrimSpace(reason)
+	if err := checkDeleteReason(reason); err != nil {
+		return err
+	}
+	return e.store.DeleteRun(ctx, runID, reason, by, e.o.Clock.Now())
+}
+
+// checkDeleteReason vets a trimmed reason. A NUL character or invalid
+// UTF-8 is refused rather than left to the database: PostgreSQL's jsonb
+// refuses the first and rewrites the second, where SQLite would keep both.
+func checkDeleteReason(reason string) error {
+	var problem string
+	switch n := utf8.RuneCountInString(reason); {
+	case n == 0:
+		problem = "is required"
+	case n > maxDeleteReason:
+		problem = "is " + strconv.Itoa(n) + " characters long; at most " + strconv.Itoa(maxDeleteReason) + " are allowed"
+	case !utf8.ValidString(reason) || strings.ContainsRune(reason, 0):
+		problem = "must be text without NUL characters"
+	default:
+		return nil
+	}
+	return &domain.ValidationError{Code: domain.CodeValidation, Message: "the reason for deleting the run " + problem,
+		Fields: []domain.FieldError{{Field: "reason", Message: problem}}}
+}
