@@ -70,28 +70,41 @@ func (s *Server) attachRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	heartbeat := time.NewTicker(attachHeartbeat)
 	defer heartbeat.Stop()
-	paused := false
+	paused := "" // the pending suspensions last reported, to report each pause once
 	for {
-		if after, err = s.sendLog(r, sse, runID, after); err != nil {
+		// The run is read before its log, so the log sent holds every
+		// entry up to the status reported after it.
+		if run, err = s.Store.Run(ctx, runID); err != nil {
 			return nil // the client left, or the database failed mid-stream: the client reconnects
 		}
-		if run, err = s.Store.Run(ctx, runID); err != nil {
+		if after, err = s.sendLog(r, sse, runID, after); err != nil {
 			return nil
 		}
 		switch {
 		case run.Status.Terminal():
 			_ = sse.send("RUN_ENDED", "", map[string]any{"runId": run.ID, "status": run.Status, "output": orNull(run.Output), "error": run.Error})
 			return nil
-		case run.Status == domain.RunSuspended && !paused:
+		case run.Status == domain.RunSuspended:
+			// A notification can stand for several commits: the run may
+			// have resumed and paused again since the last look.
 			ss, _, err := s.Store.Suspensions(ctx, domain.SuspensionFilter{RunID: runID, Status: domain.SuspensionPending, Limit: 500})
 			if err != nil {
 				return nil
 			}
-			if err := sse.send("RUN_PAUSED", "", map[string]any{"runId": run.ID, "status": run.Status, "awaiting": awaiting(ss)}); err != nil {
-				return nil
+			waits := awaiting(ss)
+			ids := ""
+			for _, w := range waits {
+				ids += w.SuspensionID + " "
 			}
+			if ids != paused {
+				if err := sse.send("RUN_PAUSED", "", map[string]any{"runId": run.ID, "status": run.Status, "awaiting": waits}); err != nil {
+					return nil
+				}
+				paused = ids
+			}
+		default:
+			paused = ""
 		}
-		paused = run.Status == domain.RunSuspended
 	wait:
 		for {
 			select {
