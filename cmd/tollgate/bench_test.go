@@ -29,6 +29,7 @@ import (
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/domain/flow"
+	"github.com/tollgatehq/tollgate/domain/replay"
 	"github.com/tollgatehq/tollgate/storage"
 	"github.com/tollgatehq/tollgate/storage/storagetest"
 )
@@ -240,7 +241,7 @@ func benchServerOn(t *testing.T, o storage.Opts, errs *atomic.Int64, onCommit fu
 		t.Fatal(err)
 	}
 	reg := domain.NewRegistry()
-	if err := errors.Join(registerExamples(reg), reg.Register(benchCycle())); err != nil {
+	if err := errors.Join(registerExamples(reg), reg.Register(benchCycle()), benchReplay().Register(reg, &replay.Env{Store: db, Observe: replayObserve})); err != nil {
 		t.Fatal(err)
 	}
 	var links *flow.Links
