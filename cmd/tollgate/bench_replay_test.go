@@ -35,6 +35,7 @@ var replayTimes struct {
 	sync.Mutex
 	started  map[string]time.Time
 	resumed  map[string]time.Time // "runID round"
+	seen     chan string          // each key of resumed as it is added
 	replayed []time.Duration      // RUN_STARTED → past the replayed steps
 }
 
@@ -75,6 +76,10 @@ func benchReplay() *replay.Definition {
 			replayTimes.Lock()
 			if _, seen := replayTimes.resumed[key]; !seen && replayTimes.resumed != nil {
 				replayTimes.resumed[key] = time.Now()
+				select {
+				case replayTimes.seen <- key:
+				default:
+				}
 			}
 			replayTimes.Unlock()
 		}
@@ -124,6 +129,7 @@ func benchReplayOn(t *testing.T, dialect string) replayBenchResult {
 	ctx := t.Context()
 	replayTimes.Lock()
 	replayTimes.started, replayTimes.resumed, replayTimes.replayed = map[string]time.Time{}, map[string]time.Time{}, nil
+	replayTimes.seen = make(chan string, 16)
 	replayTimes.Unlock()
 
 	start := func(steps, rounds int) string {
@@ -152,17 +158,19 @@ func benchReplayOn(t *testing.T, dialect string) replayBenchResult {
 		key := fmt.Sprint(id, " ", r)
 		sent := time.Now()
 		c.call(t, http.StatusOK, "POST", "/api/v1/runs/"+id+"/signals", map[string]any{"name": "tick", "signalId": key, "stepId": fmt.Sprint("tick-", r), "payload": r})
-		for deadline := time.Now().Add(time.Minute); ; {
-			replayTimes.Lock()
-			at, ok := replayTimes.resumed[key]
-			replayTimes.Unlock()
-			if ok {
-				return at.Sub(sent)
-			}
-			if time.Now().After(deadline) {
+		timeout := time.After(time.Minute)
+		for {
+			select {
+			case k := <-replayTimes.seen:
+				if k != key {
+					continue
+				}
+				replayTimes.Lock()
+				defer replayTimes.Unlock()
+				return replayTimes.resumed[key].Sub(sent)
+			case <-timeout:
 				t.Fatalf("round %d of run %s did not resume within a minute", r, id)
 			}
-			time.Sleep(50 * time.Microsecond)
 		}
 	}
 
