@@ -82,7 +82,7 @@ func testDocuments(t *testing.T, env map[string]string) {
 		for _, w := range list.Items {
 			seen[w.ID+"@"+w.Version] = w.Source
 		}
-		if seen["nap@1"] != "document" || seen["drip-campaign@1.0"] != "document" || seen["expense-approval@1"] != "code" || len(seen) != 4 {
+		if seen["nap@1"] != "document" || seen["drip-campaign@1.0"] != "document" || seen["expense-approval@1"] != "code" || seen["payment-pipeline@1"] != "code" || len(seen) != 5 {
 			t.Errorf("workflows listed: %v", seen)
 		}
 	})
