@@ -128,6 +128,13 @@ func Review(reason string, checkpoint any, opts ...SuspendOption) Command {
 	return c
 }
 
+// ApprovalData is the resume data of a decided review:
+// {"approved": bool, "comment": string}.
+type ApprovalData struct {
+	Approved bool   `json:"approved"`
+	Comment  string `json:"comment"`
+}
+
 // Complete ends the run successfully with output.
 func Complete(output any) Command { return Command{Type: CmdComplete, Output: output} }
 

@@ -96,9 +96,10 @@ func plan(o Outcome, c *StepCommit) error {
 		return err
 	}
 	c.Output = output
+	b := blocking(cmds)
 	// A step that pauses, with nothing to show yet, to continue itself
 	// (a wait) completes when it continues, not now.
-	if o.Step != "" && !(o.Result.Output == nil && pausesItself(o.Step, cmds)) {
+	if o.Step != "" && !(o.Result.Output == nil && pausesItself(o.Step, b)) {
 		payload := map[string]any{"output": output}
 		for k, v := range o.Result.Completion {
 			if k != "output" {
@@ -121,7 +122,7 @@ func plan(o Outcome, c *StepCommit) error {
 		}
 		c.Events = append(c.Events, NewEvent{Type: e.Type, Step: step, Payload: p})
 	}
-	if b := blocking(cmds); b != nil {
+	if b != nil {
 		return planPause(o, c, *b, cmds)
 	}
 	return planCommands(o, c, cmds)
@@ -165,8 +166,8 @@ func checkCommands(wf *Workflow, cmds []Command) error {
 	return nil
 }
 
-func pausesItself(step string, cmds []Command) bool {
-	b := blocking(cmds)
+// pausesItself reports whether the blocking command b resumes step.
+func pausesItself(step string, b *Command) bool {
 	return b != nil && (b.ResumeStep == step || b.Type == CmdSuspend && b.ResumeStep == "")
 }
 

@@ -296,24 +296,17 @@ func (r *Registry) SetFallback(f Resolver) {
 // workflow found nowhere is ErrNotFound; other errors (a database that
 // cannot be reached) are returned as they are.
 func (r *Registry) Find(ctx context.Context, id, version string) (*Workflow, error) {
-	var w *Workflow
-	var ok bool
-	if version == "" {
-		w, ok = r.Latest(id)
-	} else {
-		w, ok = r.Get(id, version)
-	}
-	if ok {
-		return w, nil
-	}
-	// An id registered in code is never looked for elsewhere.
-	if _, inCode := r.Latest(id); inCode {
-		return nil, ErrNotFound
-	}
 	r.mu.RLock()
+	w, inCode := r.latest[id]
+	if version != "" {
+		w = r.versions[id+"@"+version]
+	}
 	f := r.fallback
 	r.mu.RUnlock()
-	if f == nil {
+	switch {
+	case w != nil:
+		return w, nil
+	case inCode || f == nil: // an id registered in code is never looked for elsewhere
 		return nil, ErrNotFound
 	}
 	return f(ctx, id, version)

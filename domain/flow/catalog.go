@@ -82,18 +82,14 @@ func (c *Catalog) Register(ctx context.Context, body []byte, by string) (Registe
 	if err != nil {
 		return Registered{}, err
 	}
-	stored, created, err := c.store.SaveDefinition(ctx, Definition{WorkflowID: doc.ID, Version: doc.Version, Body: canonical, CreatedBy: by, CreatedAt: time.Now()})
+	stored, created, err := c.store.SaveDefinition(ctx, Definition{WorkflowID: doc.ID, Version: doc.Version, Body: canonical, CreatedBy: by, CreatedAt: c.env.now()})
 	if err != nil {
 		return Registered{}, err
 	}
 	if !created && !bytes.Equal(stored.Body, canonical) {
 		return Registered{}, &domain.ConflictError{Code: domain.CodeConflict, Message: fmt.Sprintf("workflow %s version %s is already registered with a different document; versions are immutable: register a new version", doc.ID, doc.Version)}
 	}
-	c.mu.Lock()
-	if _, ok := c.compiled[doc.ID+"@"+doc.Version]; !ok {
-		c.compiled[doc.ID+"@"+doc.Version] = wf
-	}
-	c.mu.Unlock()
+	c.keep(doc.ID+"@"+doc.Version, wf)
 	return Registered{Document: doc, Definition: stored, Created: created}, nil
 }
 
@@ -132,10 +128,7 @@ func (c *Catalog) List(ctx context.Context) ([]Definition, error) { return c.sto
 // (its task handler is gone from this build) is reported, not run.
 func (c *Catalog) resolve(ctx context.Context, id, version string) (*domain.Workflow, error) {
 	if version != "" {
-		c.mu.Lock()
-		wf, ok := c.compiled[id+"@"+version]
-		c.mu.Unlock()
-		if ok {
+		if wf, ok := c.cached(id + "@" + version); ok {
 			return wf, nil
 		}
 	}
@@ -144,23 +137,34 @@ func (c *Catalog) resolve(ctx context.Context, id, version string) (*domain.Work
 		return nil, err
 	}
 	key := d.WorkflowID + "@" + d.Version
-	c.mu.Lock()
-	wf, ok := c.compiled[key]
-	c.mu.Unlock()
-	if ok {
+	if wf, ok := c.cached(key); ok {
 		return wf, nil
 	}
-	_, wf, err = Load(d.Body, c.env)
+	_, wf, err := Load(d.Body, c.env)
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s version %s cannot run on this server (%v): %w", d.WorkflowID, d.Version, err, domain.ErrNotFound)
 	}
+	return c.keep(key, wf), nil
+}
+
+func (c *Catalog) cached(key string) (*domain.Workflow, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	wf, ok := c.compiled[key]
+	return wf, ok
+}
+
+// keep caches wf under key unless another compilation of the same version
+// got there first, and returns the cached one: every run of a version
+// shares one workflow.
+func (c *Catalog) keep(key string, wf *domain.Workflow) *domain.Workflow {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cached, ok := c.compiled[key]; ok {
-		return cached, nil
+		return cached
 	}
 	c.compiled[key] = wf
-	return wf, nil
+	return wf
 }
 
 // Canonical re-encodes a JSON document with sorted keys, no insignificant

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,7 +37,6 @@ type TaskRequest struct {
 	ResumePayload *domain.HTTPCall
 
 	waitpoints *Waitpoints
-	execKey    string
 }
 
 // CreateWaitpoint registers a waitpoint for this execution; return
@@ -45,7 +44,7 @@ type TaskRequest struct {
 // execution (or a retry of it) returns the same waitpoint and URL, so a
 // handler may hand the URL out before it returns.
 func (r TaskRequest) CreateWaitpoint(ctx context.Context, spec WaitpointSpec) (Waitpoint, error) {
-	return r.waitpoints.create(ctx, r.RunID, r.Step, r.execKey, spec)
+	return r.waitpoints.create(ctx, r.RunID, r.Step, r.IdempotencyKey, spec)
 }
 
 // TaskFunc is a task handler. Its result becomes the step's output; an
@@ -99,12 +98,7 @@ func (t *Tasks) Names() []string {
 	}
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	names := make([]string, 0, len(t.m))
-	for n := range t.m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(t.m))
 }
 
 // State is what travels from step to step of a declarative run: the run
@@ -143,12 +137,7 @@ func compile(doc Document, env Env) (*domain.Workflow, error) {
 	wf := domain.NewWorkflow(doc.ID, doc.Version)
 	wf.InputSchema, wf.WebhookTrigger = doc.InputSchema, doc.WebhookTrigger
 	for i, st := range doc.Steps {
-		var opts []domain.StepOption
-		if st.Retry != nil {
-			p, _ := st.Retry.policy() // validated by Parse
-			opts = append(opts, domain.WithRetry(p))
-		}
-		wf.Step(st.Name, c.step(i), opts...)
+		wf.Step(st.Name, c.step(i), domain.WithRetry(retryPolicy(st)))
 	}
 	if err := wf.Validate(); err != nil {
 		return nil, err
@@ -160,13 +149,6 @@ type compiled struct {
 	doc   Document
 	env   Env
 	index map[string]int
-}
-
-func (c *compiled) now() time.Time {
-	if c.env.Now != nil {
-		return c.env.Now()
-	}
-	return time.Now()
 }
 
 func (c *compiled) step(i int) domain.StepFunc {
@@ -238,12 +220,11 @@ func (c *compiled) task(ctx context.Context, i int, req domain.StepRequest, s St
 	st := c.doc.Steps[i]
 	f, ok := c.env.Tasks.get(st.Handler)
 	if !ok {
-		return domain.StepResult{Commands: []domain.Command{domain.Fail("unknown_task_handler",
-			fmt.Sprintf("step %s: no task handler %q is registered on this server", st.Name, st.Handler))}}, nil
+		return fail("unknown_task_handler", fmt.Sprintf("step %s: no task handler %q is registered on this server", st.Name, st.Handler)), nil
 	}
 	tr := TaskRequest{RunID: req.RunID, Step: st.Name, Attempt: req.Attempt, IdempotencyKey: req.IdempotencyKey,
 		Config: st.Config, Input: s.Input, Steps: s.Steps, ExecutionType: ExecutionBegin,
-		waitpoints: c.env.Waitpoints, execKey: req.IdempotencyKey}
+		waitpoints: c.env.Waitpoints}
 	if resumed {
 		tr.ExecutionType = ExecutionResume
 		if len(data) > 0 && !isNull(data) {
@@ -280,7 +261,7 @@ func (c *compiled) waitOn(st Step, s State, wp Waitpoint) domain.StepResult {
 // untilTimestamp (one in the past wakes at once). A wait longer than the
 // server allows fails the run rather than being shortened.
 func (c *compiled) wait(st Step, s State) domain.StepResult {
-	now := c.now()
+	now := c.env.now()
 	until := now
 	if st.DurationMs != nil {
 		until = now.Add(time.Duration(*st.DurationMs) * time.Millisecond)
@@ -288,8 +269,8 @@ func (c *compiled) wait(st Step, s State) domain.StepResult {
 		until = t
 	}
 	if until.Sub(now) > c.env.maxWait() {
-		return domain.StepResult{Commands: []domain.Command{domain.Fail("wait_too_long",
-			fmt.Sprintf("step %s would wait until %s, longer than this server's longest wait (%v)", st.Name, until.UTC().Format(time.RFC3339), c.env.maxWait()))}}
+		return fail("wait_too_long", fmt.Sprintf("step %s would wait until %s, longer than this server's longest wait (%v)",
+			st.Name, until.UTC().Format(time.RFC3339), c.env.maxWait()))
 	}
 	return domain.StepResult{Commands: []domain.Command{domain.SleepUntil(until, s, st.Name)}}
 }
@@ -302,8 +283,7 @@ func (c *compiled) ask(st Step, s State) domain.StepResult {
 	if st.Assignee != "" {
 		who, err := pointerString(s.Input, st.Assignee)
 		if err != nil {
-			return domain.StepResult{Commands: []domain.Command{domain.Fail("assignee_not_found",
-				fmt.Sprintf("step %s: its assignee %s: %v", st.Name, st.Assignee, err))}}
+			return fail("assignee_not_found", fmt.Sprintf("step %s: its assignee %s: %v", st.Name, st.Assignee, err))
 		}
 		opts = append(opts, domain.WithAssignee(who))
 	}
@@ -330,25 +310,23 @@ func (c *compiled) ask(st Step, s State) domain.StepResult {
 // "rejected".
 func (c *compiled) decided(i int, s State, data json.RawMessage) domain.StepResult {
 	st := c.doc.Steps[i]
-	var d struct {
-		Approved bool   `json:"approved"`
-		Comment  string `json:"comment"`
-	}
+	var d domain.ApprovalData
 	if err := json.Unmarshal(data, &d); err != nil {
-		return domain.StepResult{Commands: []domain.Command{domain.Fail(domain.CodeValidation, fmt.Sprintf("step %s: the decision is not {approved, comment}: %v", st.Name, err))}}
+		return fail(domain.CodeValidation, fmt.Sprintf("step %s: the decision is not {approved, comment}: %v", st.Name, err))
 	}
-	out := map[string]any{"approved": d.Approved, "comment": d.Comment}
 	if d.Approved {
-		return c.advance(i, s, out)
+		return c.advance(i, s, d)
 	}
 	if st.OnReject == "" {
 		msg := "step " + st.Name + " was rejected"
 		if d.Comment != "" {
 			msg += ": " + d.Comment
 		}
-		return domain.StepResult{Output: out, Commands: []domain.Command{domain.Fail(domain.CodeRejected, msg)}}
+		res := fail(domain.CodeRejected, msg)
+		res.Output = d
+		return res
 	}
-	return c.continueAt(i, c.index[st.OnReject], s, out)
+	return c.continueAt(i, c.index[st.OnReject], s, d)
 }
 
 // advance records a step's output and moves on: to the next step with the
@@ -362,17 +340,29 @@ func (c *compiled) advance(i int, s State, out any) domain.StepResult {
 func (c *compiled) continueAt(i, next int, s State, out any) domain.StepResult {
 	raw, err := json.Marshal(out)
 	if err != nil {
-		return domain.StepResult{Commands: []domain.Command{domain.Fail("invalid_output", fmt.Sprintf("step %s: output is not JSON: %v", c.doc.Steps[i].Name, err))}}
+		return fail("invalid_output", fmt.Sprintf("step %s: output is not JSON: %v", c.doc.Steps[i].Name, err))
 	}
 	steps := make(map[string]json.RawMessage, len(s.Steps)+1)
-	for k, v := range s.Steps {
-		steps[k] = v
-	}
+	maps.Copy(steps, s.Steps)
 	steps[c.doc.Steps[i].Name] = raw
 	if next < 0 {
 		return domain.StepResult{Output: json.RawMessage(raw), Commands: []domain.Command{domain.Complete(json.RawMessage(raw))}}
 	}
 	return domain.StepResult{Output: json.RawMessage(raw), Commands: []domain.Command{domain.Invoke(c.doc.Steps[next].Name, State{Input: s.Input, Steps: steps})}}
+}
+
+// fail ends the run with code and message.
+func fail(code, message string) domain.StepResult {
+	return domain.StepResult{Commands: []domain.Command{domain.Fail(code, message)}}
+}
+
+// retryPolicy is the policy step st runs under: its own, else the default.
+func retryPolicy(st Step) domain.RetryPolicy {
+	if st.Retry == nil {
+		return domain.DefaultRetry
+	}
+	p, _ := st.Retry.policy() // validated by Parse
+	return p
 }
 
 // Supported reports whether this server runs steps of type t.

@@ -174,11 +174,22 @@ type Env struct {
 // DefaultMaxWait is the longest wait when Env.MaxWait is zero.
 const DefaultMaxWait = 365 * 24 * time.Hour
 
-func (env Env) maxWait() time.Duration {
-	if env.MaxWait > 0 {
-		return env.MaxWait
+func (env Env) maxWait() time.Duration { return longestWait(env.MaxWait) }
+
+// longestWait is the longest wait a server set to limit allows: limit, or
+// DefaultMaxWait when limit is not set.
+func longestWait(limit time.Duration) time.Duration {
+	if limit > 0 {
+		return limit
 	}
 	return DefaultMaxWait
+}
+
+func (env Env) now() time.Time {
+	if env.Now != nil {
+		return env.Now()
+	}
+	return time.Now()
 }
 
 // Parse decodes and validates a document. Every problem is reported at
@@ -214,14 +225,19 @@ func Parse(body []byte, env Env) (Document, error) {
 		if allowed, ok := fieldsOf[st.Type]; ok {
 			v.unknown(path, fields, append(slices.Clone(commonFields), allowed...))
 		}
-		for name, dst := range map[string]any{
-			"name": &st.Name, "next": &st.Next, "end": &st.End, "retry": &st.Retry, "handler": &st.Handler, "durationMs": &st.DurationMs,
-			"untilTimestamp": &st.UntilTimestamp, "reason": &st.Reason, "title": &st.Title, "instructions": &st.Instructions,
-			"assignee": &st.Assignee, "accept": &st.Accept, "onReject": &st.OnReject, "responseToSend": &st.ResponseToSend,
-			"url": &st.URL, "method": &st.Method, "headers": &st.Headers, "async": &st.Async, "timeoutMs": &st.TimeoutMs,
-			"completionTimeoutMs": &st.CompletionTimeoutMs, "onTimeout": &st.OnTimeout,
+		// A slice, not a map, so that problems come in the same order on
+		// every call.
+		for _, f := range []struct {
+			name string
+			dst  any
+		}{
+			{"name", &st.Name}, {"next", &st.Next}, {"end", &st.End}, {"retry", &st.Retry}, {"handler", &st.Handler}, {"durationMs", &st.DurationMs},
+			{"untilTimestamp", &st.UntilTimestamp}, {"reason", &st.Reason}, {"title", &st.Title}, {"instructions", &st.Instructions},
+			{"assignee", &st.Assignee}, {"accept", &st.Accept}, {"onReject", &st.OnReject}, {"responseToSend", &st.ResponseToSend},
+			{"url", &st.URL}, {"method", &st.Method}, {"headers", &st.Headers}, {"async", &st.Async}, {"timeoutMs", &st.TimeoutMs},
+			{"completionTimeoutMs", &st.CompletionTimeoutMs}, {"onTimeout", &st.OnTimeout},
 		} {
-			v.decode(path+"."+name, fields[name], dst)
+			v.decode(path+"."+f.name, fields[f.name], f.dst)
 		}
 		if c, ok := fields["config"]; ok && !isNull(c) {
 			st.Config = c
@@ -317,9 +333,9 @@ func (v *validator) document(doc Document, hasSteps bool, env Env) {
 	}
 	for i, st := range doc.Steps {
 		path := fmt.Sprintf("steps[%d]", i)
-		for field, target := range map[string]string{"next": st.Next, "onReject": st.OnReject} {
-			if _, ok := index[target]; target != "" && !ok {
-				v.add(path+"."+field, "no step is named %q", target)
+		for _, f := range [][2]string{{"next", st.Next}, {"onReject", st.OnReject}} {
+			if _, ok := index[f[1]]; f[1] != "" && !ok {
+				v.add(path+"."+f[0], "no step is named %q", f[1])
 			}
 		}
 	}
@@ -333,14 +349,7 @@ func (v *validator) document(doc Document, hasSteps bool, env Env) {
 func (v *validator) name(path, what, name string) {
 	if name == "" {
 		v.add(path, "a %s name is required", what)
-		return
-	}
-	if err := domain.ValidateName(what, name); err != nil {
-		var ve *domain.ValidationError
-		if errors.As(err, &ve) {
-			v.add(path, "%s", ve.Message)
-			return
-		}
+	} else if err := domain.ValidateName(what, name); err != nil {
 		v.add(path, "%v", err)
 	}
 }

@@ -146,7 +146,7 @@ func public(ip netip.Addr) bool {
 func (h *HTTPSteps) receipt(runID, key string) string { return h.Links.mac("receipt", runID, key) }
 
 func (h *HTTPSteps) webhookURL(workflowID, step, token string) string {
-	return strings.TrimRight(h.Links.PublicURL, "/") + "/webhook/" + url.PathEscape(workflowID) + "/" + url.PathEscape(step) + "/" + token
+	return h.Links.url("/webhook/" + url.PathEscape(workflowID) + "/" + url.PathEscape(step) + "/" + token)
 }
 
 // permanent is a call whose failure a retry would not change.
@@ -307,7 +307,7 @@ func (c *compiled) settle(i int, s State, o domain.StepOutcome, err error) (doma
 	var pe *permanent
 	switch {
 	case errors.As(err, &pe):
-		return failed(pe.msg), nil
+		return fail(domain.CodeStepFailed, pe.msg), nil
 	case err != nil:
 		return domain.StepResult{}, err
 	case o.Success:
@@ -318,12 +318,8 @@ func (c *compiled) settle(i int, s State, o domain.StepOutcome, err error) (doma
 		if o.NotCompleted {
 			msg = "the endpoint reported the work not completed"
 		}
-		return failed(fmt.Sprintf("step %s failed: %s", c.doc.Steps[i].Name, msg)), nil
+		return fail(domain.CodeStepFailed, fmt.Sprintf("step %s failed: %s", c.doc.Steps[i].Name, msg)), nil
 	}
-}
-
-func failed(msg string) domain.StepResult {
-	return domain.StepResult{Commands: []domain.Command{domain.Fail(domain.CodeStepFailed, msg)}}
 }
 
 // Phases of an async step's pause.
@@ -343,7 +339,7 @@ func (c *compiled) async(ctx context.Context, i int, req domain.StepRequest, s S
 		id := uuid.Must(uuid.NewV7()).String()
 		hash := sha256.Sum256([]byte(h.receipt(req.RunID, id)))
 		item, err = h.WorkItems.StartWorkItem(ctx, domain.WorkItem{ID: id, RunID: req.RunID, WorkflowID: c.doc.ID, StepName: st.Name,
-			ExecutionKey: req.IdempotencyKey, TokenHash: hash[:], WaitKey: id + ".1", CreatedAt: c.now()})
+			ExecutionKey: req.IdempotencyKey, TokenHash: hash[:], WaitKey: id + ".1", CreatedAt: c.env.now()})
 		s.WorkItem, s.Phase = item.ID, ""
 	} else {
 		item, err = h.WorkItems.WorkItem(ctx, s.WorkItem)
@@ -351,26 +347,21 @@ func (c *compiled) async(ctx context.Context, i int, req domain.StepRequest, s S
 	if err != nil {
 		return domain.StepResult{}, err
 	}
-	attempts := 3
-	if st.Retry != nil {
-		attempts = st.Retry.MaxAttempts
-	}
+	attempts := retryPolicy(st).MaxAttempts
 	for {
 		var moved bool
 		switch {
-		case item.State == domain.WorkSucceeded:
-			return c.settle(i, s, *item.Result, nil)
-		case item.State == domain.WorkFailed:
+		case item.State.Final():
 			return c.settle(i, s, *item.Result, nil)
 		case item.State == domain.WorkActive && resumed && s.Phase == phaseCallback:
 			// The completion timeout passed without a report.
 			if st.OnTimeout == "retry" && item.Dispatch < attempts {
-				if item, moved, err = h.WorkItems.MoveWorkItem(ctx, item.ID, []domain.WorkState{domain.WorkActive}, domain.WorkNotCompleted, item.Dispatch, backoffKey(item), nil, c.now()); err == nil && moved {
+				if item, moved, err = h.WorkItems.MoveWorkItem(ctx, item.ID, []domain.WorkState{domain.WorkActive}, domain.WorkNotCompleted, item.Dispatch, backoffKey(item), nil, c.env.now()); err == nil && moved {
 					return c.backoff(st, s, item), nil
 				}
 			} else {
 				o := &domain.StepOutcome{Error: fmt.Sprintf("no report within the completion timeout (%v) after %d call(s)", c.completionTimeout(st), item.Dispatch)}
-				item, _, err = h.WorkItems.MoveWorkItem(ctx, item.ID, []domain.WorkState{domain.WorkActive}, domain.WorkFailed, item.Dispatch, item.WaitKey, o, c.now())
+				item, _, err = h.WorkItems.MoveWorkItem(ctx, item.ID, []domain.WorkState{domain.WorkActive}, domain.WorkFailed, item.Dispatch, item.WaitKey, o, c.env.now())
 			}
 		case item.State == domain.WorkNotCompleted && !(resumed && s.Phase == phaseBackoff):
 			// Reported not completed: wait, then call again while attempts remain.
@@ -378,17 +369,17 @@ func (c *compiled) async(ctx context.Context, i int, req domain.StepRequest, s S
 				if item.WaitKey == backoffKey(item) {
 					return c.backoff(st, s, item), nil // a retried execution of this step
 				}
-				if item, moved, err = h.WorkItems.MoveWorkItem(ctx, item.ID, []domain.WorkState{domain.WorkNotCompleted}, domain.WorkNotCompleted, item.Dispatch, backoffKey(item), nil, c.now()); err == nil && moved {
+				if item, moved, err = h.WorkItems.MoveWorkItem(ctx, item.ID, []domain.WorkState{domain.WorkNotCompleted}, domain.WorkNotCompleted, item.Dispatch, backoffKey(item), nil, c.env.now()); err == nil && moved {
 					return c.backoff(st, s, item), nil
 				}
 			} else {
 				o := &domain.StepOutcome{Error: fmt.Sprintf("the work was not completed after %d call(s)", item.Dispatch)}
-				item, _, err = h.WorkItems.MoveWorkItem(ctx, item.ID, []domain.WorkState{domain.WorkNotCompleted}, domain.WorkFailed, item.Dispatch, item.WaitKey, o, c.now())
+				item, _, err = h.WorkItems.MoveWorkItem(ctx, item.ID, []domain.WorkState{domain.WorkNotCompleted}, domain.WorkFailed, item.Dispatch, item.WaitKey, o, c.env.now())
 			}
 		case item.State == domain.WorkNotCompleted:
 			// The backoff is over: call again.
 			n := item.Dispatch + 1
-			if item, moved, err = h.WorkItems.MoveWorkItem(ctx, item.ID, []domain.WorkState{domain.WorkNotCompleted}, domain.WorkActive, n, fmt.Sprintf("%s.%d", item.ID, n), nil, c.now()); err == nil && moved {
+			if item, moved, err = h.WorkItems.MoveWorkItem(ctx, item.ID, []domain.WorkState{domain.WorkNotCompleted}, domain.WorkActive, n, fmt.Sprintf("%s.%d", item.ID, n), nil, c.env.now()); err == nil && moved {
 				return c.dispatch(ctx, i, req, s, item)
 			}
 		default: // active: call (again, after a retryable failure of the last call)
@@ -418,7 +409,7 @@ func (c *compiled) dispatch(ctx context.Context, i int, req domain.StepRequest, 
 		return domain.StepResult{}, err // the same item is called again on retry
 	}
 	if !o.Success && !o.NotCompleted {
-		if _, _, err := h.WorkItems.MoveWorkItem(ctx, item.ID, []domain.WorkState{domain.WorkActive}, domain.WorkFailed, item.Dispatch, item.WaitKey, &o, c.now()); err != nil {
+		if _, _, err := h.WorkItems.MoveWorkItem(ctx, item.ID, []domain.WorkState{domain.WorkActive}, domain.WorkFailed, item.Dispatch, item.WaitKey, &o, c.env.now()); err != nil {
 			return domain.StepResult{}, err
 		}
 		return c.settle(i, s, o, nil)
@@ -426,21 +417,18 @@ func (c *compiled) dispatch(ctx context.Context, i int, req domain.StepRequest, 
 	s.Phase = phaseCallback
 	return domain.StepResult{Commands: []domain.Command{{
 		Type: domain.CmdSuspend, Kind: domain.KindCallback, Reason: "callback", Checkpoint: s, ResumeStep: st.Name,
-		StepKey: item.WaitKey, Until: c.now().Add(c.completionTimeout(st)),
+		StepKey: item.WaitKey, Until: c.env.now().Add(c.completionTimeout(st)),
 	}}}, nil
 }
 
 // backoff pauses before the next call; a report that comes meanwhile
 // ends the wait.
 func (c *compiled) backoff(st Step, s State, item domain.WorkItem) domain.StepResult {
-	p := domain.DefaultRetry
-	if st.Retry != nil {
-		p, _ = st.Retry.policy()
-	}
+	p := retryPolicy(st)
 	s.Phase = phaseBackoff
 	return domain.StepResult{Commands: []domain.Command{{
 		Type: domain.CmdSuspend, Kind: domain.KindDelay, Reason: "retry", Checkpoint: s, ResumeStep: st.Name,
-		StepKey: item.WaitKey, Until: c.now().Add(p.Backoff(item.Dispatch, jitter())),
+		StepKey: item.WaitKey, Until: c.env.now().Add(p.Backoff(item.Dispatch, jitter())),
 	}}}
 }
 

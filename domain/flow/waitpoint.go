@@ -71,7 +71,7 @@ func (w *Waitpoints) now() time.Time {
 	if w.Clock != nil {
 		return w.Clock.Now()
 	}
-	return time.Now().UTC()
+	return domain.SystemClock{}.Now()
 }
 
 // create registers a step execution's waitpoint, idempotently.
@@ -90,10 +90,7 @@ func (w *Waitpoints) create(ctx context.Context, runID, step, execKey string, sp
 		if at.IsZero() {
 			at = now.Add(spec.Delay)
 		}
-		limit := w.MaxWait
-		if limit <= 0 {
-			limit = DefaultMaxWait
-		}
+		limit := longestWait(w.MaxWait)
 		if at.Sub(now) > limit {
 			return Waitpoint{}, &domain.ValidationError{Code: "wait_too_long", Message: fmt.Sprintf(
 				"a waitpoint until %s is longer than this server's longest wait (%v)", at.UTC().Format(time.RFC3339), limit)}
@@ -135,9 +132,11 @@ func (l *Links) mac(purpose string, ids ...string) string {
 
 // ResumeURL is the absolute URL that resumes a WEBHOOK waitpoint.
 func (w *Waitpoints) ResumeURL(runID, id string) string {
-	return strings.TrimRight(w.PublicURL, "/") + "/v1/flow-runs/" + url.PathEscape(runID) + "/waitpoints/" + url.PathEscape(id) +
-		"?token=" + w.token(runID, id)
+	return w.url("/v1/flow-runs/" + url.PathEscape(runID) + "/waitpoints/" + url.PathEscape(id) + "?token=" + w.token(runID, id))
 }
+
+// url is the absolute URL of path on this server.
+func (l *Links) url(path string) string { return strings.TrimRight(l.PublicURL, "/") + path }
 
 // Check returns the WEBHOOK waitpoint a resume call names if its token is
 // right. No such waitpoint, a DELAY one and a wrong token all give
