@@ -127,10 +127,21 @@ func (c *Context) reach(kind primitive, id, positional string) (string, *record,
 	return id, r, nil
 }
 
-// halt stops the invocation for good with err (the run fails with it).
+// halt stops the invocation for good with err (the run fails with it),
+// unless it has stopped already: a pause or a lost race that came first
+// stands, as it does for every primitive reached after it.
 func (c *Context) halt(err error) error {
-	c.stop = err
-	return err
+	if c.stop == nil {
+		c.stop = err
+	}
+	return c.stop
+}
+
+// suspend stops the invocation at the wait p: the run pauses there.
+func (c *Context) suspend(p *pause) error {
+	c.pause = p
+	c.stop = ErrPaused
+	return ErrPaused
 }
 
 // record queues a log entry; it is written with the next append or the
@@ -148,10 +159,8 @@ func (c *Context) flush() error {
 	if len(c.pending) == 0 {
 		return nil
 	}
-	err := c.env.Store.AppendEvents(c, c.RunID, c.hist.next, c.pending, c.env.now())
-	if err != nil {
-		c.stop = err
-		return err
+	if err := c.env.Store.AppendEvents(c, c.RunID, c.hist.next, c.pending, c.env.now()); err != nil {
+		return c.halt(err)
 	}
 	c.hist.next += int64(len(c.pending))
 	c.pending = c.pending[:0]
@@ -166,39 +175,35 @@ func (c *Context) Emit(name string, payload any) {
 
 // Now is the time, recorded on first reach: a replay gets the same value.
 func (c *Context) Now(opts ...Option) (time.Time, error) {
-	id, r, err := c.reach(primNow, optionsOf(opts).id, "__now")
+	ms, err := recall(c, primNow, EventNowRecorded, opts, "__now", func() int64 { return c.env.now().UnixMilli() })
 	if err != nil {
 		return time.Time{}, err
 	}
-	if r != nil && r.done != nil {
-		var v recorded
-		var ms int64
-		if err := errors.Join(json.Unmarshal(r.done.Payload, &v), json.Unmarshal(v.Value, &ms)); err != nil {
-			return time.Time{}, c.halt(fmt.Errorf("decode %s: %w", r.call, err))
-		}
-		return time.UnixMilli(ms).UTC(), nil
-	}
-	now := c.env.now().Truncate(time.Millisecond)
-	c.record(EventNowRecorded, id, recorded{StepID: id, Value: mustJSON(now.UnixMilli())})
-	return now, nil
+	return time.UnixMilli(ms).UTC(), nil
 }
 
 // UUID is a random UUID, recorded on first reach.
 func (c *Context) UUID(opts ...Option) (string, error) {
-	id, r, err := c.reach(primUUID, optionsOf(opts).id, "__uuid")
+	return recall(c, primUUID, EventUUIDRecorded, opts, "__uuid", uuid.NewString)
+}
+
+// recall returns the value the log recorded for a Now or UUID, or, on
+// first reach, records fresh() under event type typ and returns it.
+func recall[T any](c *Context, kind primitive, typ string, opts []Option, positional string, fresh func() T) (T, error) {
+	var v T
+	id, r, err := c.reach(kind, optionsOf(opts).id, positional)
 	if err != nil {
-		return "", err
+		return v, err
 	}
 	if r != nil && r.done != nil {
-		var v recorded
-		var s string
-		if err := errors.Join(json.Unmarshal(r.done.Payload, &v), json.Unmarshal(v.Value, &s)); err != nil {
-			return "", c.halt(fmt.Errorf("decode %s: %w", r.call, err))
+		var rec recorded
+		if err := errors.Join(json.Unmarshal(r.done.Payload, &rec), json.Unmarshal(rec.Value, &v)); err != nil {
+			return v, c.halt(fmt.Errorf("decode %s: %w", r.call, err))
 		}
-		return s, nil
+		return v, nil
 	}
-	v := uuid.NewString()
-	c.record(EventUUIDRecorded, id, recorded{StepID: id, Value: mustJSON(v)})
+	v = fresh()
+	c.record(typ, id, recorded{StepID: id, Value: mustJSON(v)})
 	return v, nil
 }
 
@@ -220,31 +225,25 @@ func Step[T any](c *Context, id string, fn func(ctx context.Context) (T, error))
 	c.env.emit(c.RunID, EventStepStarted, id, map[string]any{"stepId": id})
 	out, ferr := protect(c, fn)
 	if ferr != nil {
-		se := &StepError{StepID: id, Code: "step_failed", Message: ferr.Error()}
-		var typed *StepError
-		if errors.As(ferr, &typed) {
+		se := &StepError{StepID: id, Code: domain.CodeStepFailed, Message: ferr.Error()}
+		if typed, ok := errors.AsType[*StepError](ferr); ok {
 			se.Code, se.Message = typed.Code, typed.Message
 		}
 		c.record(EventStepFailed, id, stepFailed{StepID: id, Error: se})
-		if err := c.flush(); err != nil {
-			return zero, err
+	} else {
+		// Appended outside the kernel's commit, the result gets the
+		// commit's check here, so that both databases keep it alike.
+		b, err := domain.EncodeJSON("its result", out, 0, domain.CodeValidation)
+		if err != nil {
+			return zero, c.halt(fmt.Errorf("step %s: %w", id, err))
 		}
-		return zero, se
+		c.record(EventStepFinished, id, stepFinished{StepID: id, Result: b})
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return zero, c.halt(fmt.Errorf("step %s: its result is not JSON: %w", id, err))
-	}
-	c.record(EventStepFinished, id, stepFinished{StepID: id, Result: b})
 	if err := c.flush(); err != nil {
 		return zero, err
 	}
-	// The caller sees the result as a replay will: decoded from its JSON.
-	var v T
-	if err := json.Unmarshal(b, &v); err != nil {
-		return zero, c.halt(fmt.Errorf("step %s: decode its result: %w", id, err))
-	}
-	return v, nil
+	// The caller sees what a replay will: the outcome decoded from the log.
+	return replayed[T](c, c.hist.byID[id])
 }
 
 func replayed[T any](c *Context, r *record) (T, error) {
@@ -350,9 +349,7 @@ func (c *Context) wait(kind domain.SuspensionKind, name string, o options, posit
 		}
 		c.record(EventSignalAwaited, id, signalAwaited{StepID: id, Name: name, Deadline: p.Deadline})
 	}
-	c.pause = p
-	c.stop = ErrPaused
-	return nil, ErrPaused
+	return nil, c.suspend(p)
 }
 
 // ApproveOptions describe an approval request.
@@ -392,7 +389,5 @@ func (c *Context) Approve(opts ApproveOptions) (Decision, error) {
 		c.record(EventApprovalRequested, id, approvalRequested{StepID: id, ApprovalID: id, Title: opts.Title, Description: opts.Description})
 	}
 	opts.ID = id
-	c.pause = &pause{StepID: id, Kind: domain.KindApproval, Approval: &opts}
-	c.stop = ErrPaused
-	return Decision{}, ErrPaused
+	return Decision{}, c.suspend(&pause{StepID: id, Kind: domain.KindApproval, Approval: &opts})
 }

@@ -41,7 +41,7 @@ type Env struct {
 
 func (e *Env) now() time.Time {
 	if e.Clock == nil {
-		return time.Now().UTC()
+		return domain.SystemClock{}.Now()
 	}
 	return e.Clock.Now()
 }
@@ -93,13 +93,21 @@ func (d *Definition) Register(reg *domain.Registry, env *Env) error {
 		if _, ok := reg.Get(v.ID, v.Version); ok && v != d {
 			continue // registered by an earlier call
 		}
-		wf := domain.NewWorkflow(v.ID, v.Version).Step(StepName, v.invocation(env), domain.WithRetry(domain.RetryPolicy{
-			MaxAttempts: 5, InitialBackoff: time.Second, MaxBackoff: time.Minute, Multiplier: 2, Jitter: 0.2}))
+		wf := domain.NewWorkflow(v.ID, v.Version).Step(StepName, v.invocation(env), domain.WithRetry(invocationRetry))
 		wf.FailEvent = EventRunErrored
 		errs = append(errs, reg.Register(wf))
 	}
 	return errors.Join(errs...)
 }
+
+// invocationRetry is the default policy with more attempts: an invocation
+// that failed reading or writing the log is cheap to run again, since
+// replay skips the work it finished.
+var invocationRetry = func() domain.RetryPolicy {
+	p := domain.DefaultRetry
+	p.MaxAttempts = 5
+	return p
+}()
 
 // invocation is the kernel step: one invocation of the handler. One that
 // loses the log to another writer returns ErrLogConflict, and the engine
@@ -127,15 +135,21 @@ func (d *Definition) invoke(ctx context.Context, env *Env, req domain.StepReques
 	switch {
 	case errors.Is(c.stop, domain.ErrLogConflict):
 		return domain.StepResult{}, c.stop
-	case c.pause != nil && c.stop == ErrPaused:
+	case c.stop == ErrPaused:
 		return c.paused(), nil
 	case c.stop != nil:
 		return c.errored(c.stop), nil
 	case herr != nil:
 		return c.errored(herr), nil
 	}
-	c.record(EventRunFinished, "", map[string]any{"runId": c.RunID, "output": out})
-	return c.result(domain.Complete(out)), nil
+	// Encoded here, an output that cannot be stored ends the run as an
+	// error like any other, before RUN_FINISHED claims it.
+	output, err := domain.EncodeJSON("the run output", out, 0, domain.CodeValidation)
+	if err != nil {
+		return c.errored(err), nil
+	}
+	c.record(EventRunFinished, "", map[string]any{"runId": c.RunID, "output": output})
+	return c.result(domain.Complete(output)), nil
 }
 
 // call runs the handler; a panic ends the run as an error, not the server.
@@ -171,10 +185,7 @@ func (c *Context) resolve(input json.RawMessage) error {
 	data := rp.ResumeData
 	timedOut := len(data) == 0 || string(data) == "null"
 	if p.Kind == domain.KindApproval {
-		var d struct {
-			Approved bool   `json:"approved"`
-			Comment  string `json:"comment"`
-		}
+		var d domain.ApprovalData
 		_ = json.Unmarshal(data, &d)
 		c.record(EventApprovalResolved, p.StepID, approvalResolved{StepID: p.StepID, ApprovalID: p.StepID, Approved: d.Approved, Feedback: d.Comment, By: rp.ResumedBy, Data: data})
 		return nil

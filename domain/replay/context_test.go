@@ -1,0 +1,102 @@
+package replay_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/replay"
+)
+
+// memLog is a run's log in memory, with the store's append contract.
+type memLog struct{ events []domain.Event }
+
+func (m *memLog) Events(context.Context, string) ([]domain.Event, error) {
+	return slices.Clone(m.events), nil
+}
+
+func (m *memLog) AppendEvents(_ context.Context, runID string, expect int64, events []domain.NewEvent, now time.Time) error {
+	if expect != int64(len(m.events))+1 {
+		return domain.ErrLogConflict
+	}
+	for _, e := range events {
+		m.events = append(m.events, domain.Event{RunID: runID, Seq: int64(len(m.events)) + 1, Type: e.Type, Step: e.Step, Payload: e.Payload, CreatedAt: now})
+	}
+	return nil
+}
+
+type fixedClock time.Time
+
+func (c fixedClock) Now() time.Time { return time.Time(c) }
+
+// invoke runs one invocation of handler on an empty log.
+func invoke(t *testing.T, handler func(c *replay.Context, in struct{}) (any, error)) (domain.StepResult, *memLog) {
+	t.Helper()
+	log := &memLog{}
+	env := &replay.Env{Store: log, Clock: fixedClock(time.Date(2026, 4, 15, 9, 0, 0, 123456789, time.FixedZone("CEST", 2*3600)))}
+	reg := domain.NewRegistry()
+	if err := replay.Workflow("w", "1", handler).Register(reg, env); err != nil {
+		t.Fatal(err)
+	}
+	wf, _ := reg.Get("w", "1")
+	step, _ := wf.Lookup(replay.StepName)
+	res, err := step.Func(t.Context(), domain.StepRequest{RunID: "r", WorkflowID: "w", WorkflowVersion: "1", Step: replay.StepName, Start: true, RunInput: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, log
+}
+
+func TestInvocationEnds(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		handler func(c *replay.Context, in struct{}) (any, error)
+		want    domain.CommandType
+		code    string
+	}{
+		{"a pause stands when the handler swallows it and goes on", func(c *replay.Context, _ struct{}) (any, error) {
+			_, _ = replay.WaitForEvent[int](c, "go")
+			return replay.Step(c, "not a valid id!", func(context.Context) (int, error) { return 1, nil })
+		}, domain.CmdSuspend, ""},
+		{"an output that cannot be stored errors the run", func(*replay.Context, struct{}) (any, error) {
+			return make(chan int), nil
+		}, domain.CmdFail, replay.CodeHandlerFailed},
+		{"a step result that cannot be stored errors the run", func(c *replay.Context, _ struct{}) (any, error) {
+			return replay.Step(c, "nul", func(context.Context) (string, error) { return "a\x00b", nil })
+		}, domain.CmdFail, replay.CodeHandlerFailed},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res, _ := invoke(t, tt.handler)
+			if len(res.Commands) != 1 || res.Commands[0].Type != tt.want {
+				t.Fatalf("commands = %+v, want one %s", res.Commands, tt.want)
+			}
+			if c := res.Commands[0]; tt.code != "" && (c.Error == nil || c.Error.Code != tt.code) {
+				t.Fatalf("error = %+v, want code %s", c.Error, tt.code)
+			}
+		})
+	}
+}
+
+// The first reach of Now returns what every replay will: the recorded
+// millisecond, in UTC.
+func TestNowOnFirstReachIsWhatReplayGets(t *testing.T) {
+	t.Parallel()
+	var first time.Time
+	res, _ := invoke(t, func(c *replay.Context, _ struct{}) (any, error) {
+		now, err := c.Now()
+		first = now
+		return now, err
+	})
+	want := time.Date(2026, 4, 15, 7, 0, 0, 123000000, time.UTC)
+	if first != want {
+		t.Fatalf("Now() = %v, want %v", first, want)
+	}
+	if len(res.Events) != 2 || res.Events[0].Type != replay.EventNowRecorded || res.Events[1].Type != replay.EventRunFinished {
+		t.Fatalf("events = %+v", res.Events)
+	}
+}
