@@ -94,6 +94,8 @@ type SuspensionFilter struct {
 	Kind       SuspensionKind
 	WorkflowID string
 	RunID      string
+	// StepKey, with RunID, selects the suspension of one pause.
+	StepKey string
 	// Assignee limits the list to one person's suspensions (case-insensitive
 	// email), so a founder's pages and cursors reveal nothing of others'.
 	Assignee string

@@ -3,6 +3,7 @@ package domain
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -75,8 +76,8 @@ type WorkItemStore interface {
 	MoveWorkItem(ctx context.Context, id string, from []WorkState, to WorkState, dispatch int, waitKey string, result *StepOutcome, now time.Time) (WorkItem, bool, error)
 	// CompleteWorkItem records an endpoint's report for the item with the
 	// given token hash and resumes the pause waiting for it, in one
-	// transaction. A report for a finished item is refused with a
-	// *WorkStateError and changes nothing.
+	// transaction. A report the item's CheckReport refuses changes
+	// nothing and fails with CheckReport's *WorkStateError.
 	CompleteWorkItem(ctx context.Context, r WorkReport, now time.Time) (WorkItem, error)
 }
 
@@ -96,3 +97,17 @@ type WorkStateError struct {
 }
 
 func (e *WorkStateError) Error() string { return e.Message }
+
+// CheckReport vets an endpoint's report o on the item: it is accepted only
+// while the item is active or not completed. A report for a finished item,
+// a repeat or a different outcome, is a *WorkStateError saying which.
+func (w WorkItem) CheckReport(o StepOutcome) error {
+	if !w.State.Final() {
+		return nil
+	}
+	msg := fmt.Sprintf("work item %s is already %s; its outcome cannot change to %s", w.ID, w.State, o.State())
+	if o.State() == w.State {
+		msg = fmt.Sprintf("work item %s is already %s; this report repeats one that was recorded at %s", w.ID, w.State, w.UpdatedAt.Format(time.RFC3339Nano))
+	}
+	return &WorkStateError{Item: w, Message: msg}
+}

@@ -419,7 +419,7 @@ func (w *commitWriter) created(row *suspensionRow, p pause) (pause, error) {
 	}
 	p.suspension, p.pending = &s, true
 	if row.WakeAt != nil {
-		p.resume = jobRowFrom(domain.NewJob{Key: domain.ResumeJobKey(w.run.ID, row.StepKey), Kind: domain.JobResume, RunID: w.run.ID, SuspensionID: row.ID, RunAt: *row.WakeAt}, w.now)
+		p.resume = resumeJobRow(w.run.ID, row.StepKey, row.ID, *row.WakeAt, w.now)
 	}
 	return p, nil
 }
@@ -453,6 +453,6 @@ func (w *commitWriter) attach(ctx context.Context, existing, pause *suspensionRo
 		"suspensionId": s.ID, "resumedBy": s.ResumedBy, "resumedBeforePause": true,
 	})})
 	p.suspension = &s
-	p.resume = jobRowFrom(domain.NewJob{Key: domain.ResumeJobKey(w.run.ID, s.StepKey), Kind: domain.JobResume, RunID: w.run.ID, SuspensionID: s.ID, RunAt: w.now}, w.now)
+	p.resume = resumeJobRow(w.run.ID, s.StepKey, s.ID, w.now, w.now)
 	return p, nil
 }

@@ -325,8 +325,7 @@ func TestEarlyResumeIsVettedAgainstItsPause(t *testing.T) {
 			seen.Store(req.RunID, string(req.Input))
 			return domain.StepResult{Commands: []domain.Command{domain.Complete(nil)}}, nil
 		})
-	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
-		db := openDB(t, o)
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx := t.Context()
 		reg := newRegistry(t, wf)
 		opts := engine.Opts{ValidateResumeData: validate, PollInterval: 20 * time.Millisecond}

@@ -24,8 +24,7 @@ func TestDocumentsAndAcceptedTypes(t *testing.T) {
 				return domain.StepResult{}, nil
 			})
 	}
-	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
-		db := openDB(t, o)
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx := t.Context()
 		e := startEngine(t, db, newRegistry(t, wf("application/pdf", "image/png"), wf("not a type")), engine.Opts{PollInterval: 20 * time.Millisecond})
 

@@ -17,17 +17,13 @@ import (
 
 func TestMain(m *testing.M) { storagetest.Main(m) }
 
+// dialects are the databases every storage test runs on.
+var dialects = []storage.Dialect{storage.SQLite, storage.Postgres}
+
 // forEachDialect runs f on a fresh, migrated database of each dialect.
 func forEachDialect(t *testing.T, f func(t *testing.T, db *storage.DB)) {
 	t.Helper()
-	t.Run("sqlite", func(t *testing.T) {
-		t.Parallel()
-		f(t, openDB(t, storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")}))
-	})
-	t.Run("postgres", func(t *testing.T) {
-		t.Parallel()
-		f(t, openDB(t, storage.Opts{URL: storagetest.NewDatabase(t)}))
-	})
+	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) { f(t, openDB(t, o)) })
 }
 
 func openDB(t testing.TB, o storage.Opts) *storage.DB {
@@ -103,14 +99,12 @@ func raw(v any) json.RawMessage {
 // f may add a Fault hook or open it more than once, as a restart would.
 func forEachDialectOpts(t *testing.T, f func(t *testing.T, o storage.Opts)) {
 	t.Helper()
-	t.Run("sqlite", func(t *testing.T) {
-		t.Parallel()
-		f(t, storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")})
-	})
-	t.Run("postgres", func(t *testing.T) {
-		t.Parallel()
-		f(t, storage.Opts{URL: storagetest.NewDatabase(t)})
-	})
+	for _, d := range dialects {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			f(t, dialectOpts(t, d))
+		})
+	}
 }
 
 // runEngine is startEngine with a stop function, for tests that stop an
@@ -218,9 +212,9 @@ func (c *fakeClock) Set(t time.Time) {
 }
 
 // dialectOpts names a fresh, unmigrated database of one dialect.
-func dialectOpts(t testing.TB, dialect string) storage.Opts {
+func dialectOpts(t testing.TB, dialect storage.Dialect) storage.Opts {
 	t.Helper()
-	if dialect == string(storage.Postgres) {
+	if dialect == storage.Postgres {
 		return storage.Opts{URL: storagetest.NewDatabase(t)}
 	}
 	return storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")}

@@ -880,8 +880,8 @@ func keyLess(a, b domain.Suspension) bool {
 // A paused run is a row, not a goroutine. Not parallel: it counts the
 // process's goroutines.
 func TestSuspendedRunHoldsNoGoroutine(t *testing.T) {
-	for _, dialect := range []string{"sqlite", "postgres"} {
-		t.Run(dialect, func(t *testing.T) {
+	for _, dialect := range dialects {
+		t.Run(string(dialect), func(t *testing.T) {
 			db := openDB(t, dialectOpts(t, dialect))
 			var n stepCounter
 			e := startEngine(t, db, newRegistry(t, pauseWorkflow("pause", &n)), engine.Opts{})

@@ -190,6 +190,13 @@ func jobRowFrom(j domain.NewJob, now time.Time) *jobRow {
 	return row
 }
 
+// resumeJobRow is the job that continues a run from one of its
+// suspensions, due at the given time: a timer's wake-up, or at once for a
+// resume that has come.
+func resumeJobRow(runID, stepKey, suspensionID string, at, now time.Time) *jobRow {
+	return jobRowFrom(domain.NewJob{Key: domain.ResumeJobKey(runID, stepKey), Kind: domain.JobResume, RunID: runID, SuspensionID: suspensionID, RunAt: at}, now)
+}
+
 const (
 	jobAvailable = "available"
 	jobRunning   = "running"

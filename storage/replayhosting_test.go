@@ -32,24 +32,16 @@ func waitForPayment(v string) *replay.Definition {
 // rather than run other code.
 func TestReplayVersionUpgrade(t *testing.T) {
 	t.Parallel()
-	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx := t.Context()
-		db := openDB(t, o)
 		v1 := waitForPayment("v1")
-		regV1 := domain.NewRegistry()
-		if err := v1.Register(regV1, &replay.Env{Store: db}); err != nil {
-			t.Fatal(err)
-		}
-		old, stop := runEngine(t, db, regV1, engine0(nil))
+		old, stop := runEngine(t, db, replayRegistry(t, &replay.Env{Store: db}, v1), engine0(nil))
 		kept, dropped := startRun(t, old, "billing", nil), startRun(t, old, "billing", nil)
 		waitRun(t, db, kept.ID, domain.RunSuspended)
 		waitRun(t, db, dropped.ID, domain.RunSuspended)
 		stop()
 
-		regV2 := domain.NewRegistry()
-		if err := waitForPayment("v2").PreviousVersions(v1).Register(regV2, &replay.Env{Store: db}); err != nil {
-			t.Fatal(err)
-		}
+		regV2 := replayRegistry(t, &replay.Env{Store: db}, waitForPayment("v2").PreviousVersions(v1))
 		upgraded, stopUpgraded := runEngine(t, db, regV2, engine0(nil))
 		fresh := startRun(t, upgraded, "billing", nil)
 		if fresh.WorkflowVersion != "v2" {
@@ -69,11 +61,7 @@ func TestReplayVersionUpgrade(t *testing.T) {
 		}
 
 		stopUpgraded()
-		regOnlyV2 := domain.NewRegistry()
-		if err := waitForPayment("v2").Register(regOnlyV2, &replay.Env{Store: db}); err != nil {
-			t.Fatal(err)
-		}
-		dropping := startEngine(t, db, regOnlyV2, engine0(nil))
+		dropping := startEngine(t, db, replayRegistry(t, &replay.Env{Store: db}, waitForPayment("v2")), engine0(nil))
 		if _, err := sendSignal(ctx, dropping, dropped.ID, "payment", "pay", "evt-dropped", payment{Amount: 1}); err != nil {
 			t.Fatal(err)
 		}
@@ -93,9 +81,8 @@ func TestReplayVersionUpgrade(t *testing.T) {
 // log's next index and is dropped, never written over the second's.
 func TestReplayTwoWorkersOneRun(t *testing.T) {
 	t.Parallel()
-	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx := t.Context()
-		db := openDB(t, o)
 		var calls, conflicts atomic.Int32
 		stalled, release := make(chan struct{}), make(chan struct{})
 		def := replay.Workflow("stall", "1", func(c *replay.Context, _ any) (int, error) {
@@ -121,10 +108,7 @@ func TestReplayTwoWorkersOneRun(t *testing.T) {
 			}
 			return int(n), nil
 		})
-		reg := domain.NewRegistry()
-		if err := def.Register(reg, &replay.Env{Store: db}); err != nil {
-			t.Fatal(err)
-		}
+		reg := replayRegistry(t, &replay.Env{Store: db}, def)
 		first := startEngine(t, db, reg, engine.Opts{PollInterval: 20 * time.Millisecond, Lease: time.Minute, WorkerID: "first"})
 		run := startRun(t, first, "stall", nil)
 		<-stalled
@@ -153,9 +137,8 @@ func TestReplayTwoWorkersOneRun(t *testing.T) {
 // pause or its end.
 func TestReplayHandleWebhook(t *testing.T) {
 	t.Parallel()
-	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx := t.Context()
-		db := openDB(t, o)
 		def := replay.Workflow("hosted", "1", func(c *replay.Context, _ any) (string, error) {
 			p, err := replay.WaitForEvent[payment](c, "payment", replay.WithID("pay"))
 			if err != nil {
@@ -170,10 +153,7 @@ func TestReplayHandleWebhook(t *testing.T) {
 			}
 			return "paid " + string(rune('0'+p.Amount)) + " after " + d.By, nil
 		})
-		reg := domain.NewRegistry()
-		if err := def.Register(reg, &replay.Env{Store: db}); err != nil {
-			t.Fatal(err)
-		}
+		reg := replayRegistry(t, &replay.Env{Store: db}, def)
 		e := engine.New(db, reg, engine.Opts{Log: testLogger(t)}) // never Run: no worker pool
 		res, err := e.HandleWebhook(ctx, engine.WebhookPayload{WorkflowID: "hosted"})
 		if err != nil || res.Run.Status != domain.RunSuspended || len(res.Awaiting) != 1 || res.Awaiting[0].StepKey != "pay" {

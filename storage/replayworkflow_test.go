@@ -40,10 +40,16 @@ func replayLog(t *testing.T, db *storage.DB, runID string) []string {
 	return out
 }
 
-// deliver sends signal payment to a run's wait stepID ("" for the run's
-// wait of that name, or to keep it).
-func deliver(ctx context.Context, e *engine.Engine, runID, stepID, signalID string, payload any) (domain.Signal, error) {
-	return e.Signal(ctx, domain.SignalRequest{RunID: runID, Name: "payment", StepKey: stepID, SignalID: signalID, Payload: raw(payload), By: "billing"})
+// replayRegistry registers defs on env, or fails the test.
+func replayRegistry(t testing.TB, env *replay.Env, defs ...*replay.Definition) *domain.Registry {
+	t.Helper()
+	reg := domain.NewRegistry()
+	for _, d := range defs {
+		if err := d.Register(reg, env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return reg
 }
 
 // A replay workflow end to end on both databases: completed steps are not
@@ -52,9 +58,8 @@ func deliver(ctx context.Context, e *engine.Engine, runID, stepID, signalID stri
 // signal id twice is one delivery while another id loses.
 func TestReplayWorkflow(t *testing.T) {
 	t.Parallel()
-	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx := t.Context()
-		db := openDB(t, o)
 		t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 		clock := &fakeClock{now: t0}
 		var fetches, finals atomic.Int32
@@ -85,11 +90,7 @@ func TestReplayWorkflow(t *testing.T) {
 				return map[string]any{"ok": d.Approved, "user": u.ID, "amount": p.Amount, "startedAt": started}, nil
 			})
 		})
-		reg := domain.NewRegistry()
-		env := &replay.Env{Store: db, Clock: clock}
-		if err := pipeline.Register(reg, env); err != nil {
-			t.Fatal(err)
-		}
+		reg := replayRegistry(t, &replay.Env{Store: db, Clock: clock}, pipeline)
 		e := startEngine(t, db, reg, engine0(clock))
 		run := startRun(t, e, "payment-pipeline", map[string]string{"UserID": "u-1"})
 		waitRun(t, db, run.ID, domain.RunSuspended)
@@ -98,14 +99,14 @@ func TestReplayWorkflow(t *testing.T) {
 			t.Fatalf("the signal wait's suspension: %+v", s)
 		}
 		clock.Set(t0.Add(time.Minute))
-		if sig, err := deliver(ctx, e, run.ID, "payment-webhook", "evt-1", payment{Amount: 42}); err != nil || sig.DeliveredAt == nil || sig.Duplicate {
+		if sig, err := sendSignal(ctx, e, run.ID, "payment", "payment-webhook", "evt-1", payment{Amount: 42}); err != nil || sig.DeliveredAt == nil || sig.Duplicate {
 			t.Fatalf("the signal: %+v, %v", sig, err)
 		}
-		if sig, err := deliver(ctx, e, run.ID, "payment-webhook", "evt-1", payment{Amount: 42}); err != nil || !sig.Duplicate {
+		if sig, err := sendSignal(ctx, e, run.ID, "payment", "payment-webhook", "evt-1", payment{Amount: 42}); err != nil || !sig.Duplicate {
 			t.Errorf("the same signal id again is an idempotent success: %+v, %v", sig, err)
 		}
 		var ce *domain.ConflictError
-		if _, err := deliver(ctx, e, run.ID, "payment-webhook", "evt-2", payment{Amount: 7}); !errors.As(err, &ce) || ce.Code != domain.CodeSignalLost || ce.Detail["winnerSignalId"] != "evt-1" {
+		if _, err := sendSignal(ctx, e, run.ID, "payment", "payment-webhook", "evt-2", payment{Amount: 7}); !errors.As(err, &ce) || ce.Code != domain.CodeSignalLost || ce.Detail["winnerSignalId"] != "evt-1" {
 			t.Errorf("another signal id for the resolved wait loses: %v", err)
 		}
 		waitFor(t, 10*time.Second, "the approval", func() bool {
@@ -151,13 +152,10 @@ func engine0(clock domain.Clock) engine.Opts {
 // nondeterminism instead of continuing.
 func TestReplayTimersAndNondeterminism(t *testing.T) {
 	t.Parallel()
-	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
-		db := openDB(t, o)
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 		clock := &fakeClock{now: t0}
 		var invocations, charges atomic.Int32
-		reg := domain.NewRegistry()
-		env := &replay.Env{Store: db, Clock: clock}
 		defs := []*replay.Definition{
 			replay.Workflow("nap", "1", func(c *replay.Context, _ any) (string, error) {
 				if err := c.Sleep(time.Hour); err != nil {
@@ -194,11 +192,7 @@ func TestReplayTimersAndNondeterminism(t *testing.T) {
 				return "", c.Sleep(time.Minute)
 			}),
 		}
-		for _, d := range defs {
-			if err := d.Register(reg, env); err != nil {
-				t.Fatal(err)
-			}
-		}
+		reg := replayRegistry(t, &replay.Env{Store: db, Clock: clock}, defs...)
 		e := startEngine(t, db, reg, engine0(clock))
 		nap := startRun(t, e, "nap", nil)
 		flaky := startRun(t, e, "flaky", nil)
@@ -245,9 +239,8 @@ func TestReplayTimersAndNondeterminism(t *testing.T) {
 // the same index, one wins.
 func TestReplayLogConflicts(t *testing.T) {
 	t.Parallel()
-	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx := t.Context()
-		db := openDB(t, o)
 		var stepRuns, commits atomic.Int32
 		// foreign runs on an engine worker: it may not stop the test.
 		foreign := func(c *replay.Context, what string) {
@@ -279,13 +272,7 @@ func TestReplayLogConflicts(t *testing.T) {
 				return "done", nil
 			}),
 		}
-		reg := domain.NewRegistry()
-		env := &replay.Env{Store: db}
-		for _, d := range defs {
-			if err := d.Register(reg, env); err != nil {
-				t.Fatal(err)
-			}
-		}
+		reg := replayRegistry(t, &replay.Env{Store: db}, defs...)
 		e := startEngine(t, db, reg, engine.Opts{PollInterval: 20 * time.Millisecond})
 		stepRace, commitRace := startRun(t, e, "step-race", nil), startRun(t, e, "commit-race", nil)
 		waitRun(t, db, stepRace.ID, domain.RunSucceeded)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -233,14 +234,44 @@ func TestDeleteRunFencesClaimedJob(t *testing.T) {
 // message and run_id, so a test can see what the engine reported.
 type recordingHandler struct {
 	slog.Handler
-	mu      *sync.Mutex
-	records *[]logRecord
+	records *logRecords
 }
 
 type logRecord struct {
 	level slog.Level
 	msg   string
 	runID string
+}
+
+// logRecords are what a recordingHandler kept.
+type logRecords struct {
+	mu   sync.Mutex
+	list []logRecord
+}
+
+// recordingLog is a test logger whose records are also kept.
+func recordingLog(t testing.TB) (*slog.Logger, *logRecords) {
+	records := new(logRecords)
+	return slog.New(recordingHandler{testLogger(t).Handler(), records}), records
+}
+
+// has reports whether a kept record matches.
+func (l *logRecords) has(match func(logRecord) bool) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.ContainsFunc(l.list, match)
+}
+
+// requireNoErrors fails the test for each error the engine reported.
+func (l *logRecords) requireNoErrors(t testing.TB) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.list {
+		if r.level >= slog.LevelError {
+			t.Errorf("the engine reported an error: %s (run %s)", r.msg, r.runID)
+		}
+	}
 }
 
 func (h recordingHandler) Handle(ctx context.Context, r slog.Record) error {
@@ -251,18 +282,18 @@ func (h recordingHandler) Handle(ctx context.Context, r slog.Record) error {
 		}
 		return true
 	})
-	h.mu.Lock()
-	*h.records = append(*h.records, rec)
-	h.mu.Unlock()
+	h.records.mu.Lock()
+	h.records.list = append(h.records.list, rec)
+	h.records.mu.Unlock()
 	return h.Handler.Handle(ctx, r)
 }
 
 func (h recordingHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return recordingHandler{h.Handler.WithAttrs(as), h.mu, h.records}
+	return recordingHandler{h.Handler.WithAttrs(as), h.records}
 }
 
 func (h recordingHandler) WithGroup(name string) slog.Handler {
-	return recordingHandler{h.Handler.WithGroup(name), h.mu, h.records}
+	return recordingHandler{h.Handler.WithGroup(name), h.records}
 }
 
 // Deleting a run whose step is running ends it: the step's outcome is
@@ -280,9 +311,7 @@ func TestDeleteRunWhileItsStepRuns(t *testing.T) {
 				}
 				return domain.StepResult{Output: "done", Events: []domain.StepEvent{{Type: "worked"}}}, nil
 			})
-		var mu sync.Mutex
-		var records []logRecord
-		log := slog.New(recordingHandler{testLogger(t).Handler(), &mu, &records})
+		log, records := recordingLog(t)
 		e := startEngine(t, db, newRegistry(t, wf), engine.Opts{Log: log})
 		run := startRun(t, e, "slow", "block")
 		<-entered
@@ -291,27 +320,14 @@ func TestDeleteRunWhileItsStepRuns(t *testing.T) {
 		}
 		close(gate)
 		waitFor(t, 10*time.Second, "the engine to drop the deleted run's outcome", func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			for _, r := range records {
-				if r.runID == run.ID && r.level == slog.LevelWarn {
-					return true
-				}
-			}
-			return false
+			return records.has(func(r logRecord) bool { return r.runID == run.ID && r.level == slog.LevelWarn })
 		})
 		requireGone(t, db, run.ID)
 		next := startRun(t, e, "slow", "go")
 		if got := waitRun(t, db, next.ID, domain.RunSucceeded, domain.RunFailed); got.Status != domain.RunSucceeded {
 			t.Fatalf("a run after the deletion ended %s: %+v", got.Status, got.Error)
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		for _, r := range records {
-			if r.level >= slog.LevelError {
-				t.Errorf("the engine reported an error: %s (run %s)", r.msg, r.runID)
-			}
-		}
+		records.requireNoErrors(t)
 		entries, _, err := db.Audit(t.Context(), domain.AuditFilter{Action: "run.delete"})
 		if err != nil || len(entries) != 1 || !strings.Contains(string(entries[0].Data), `"started by mistake"`) {
 			t.Errorf("audit = %+v, %v; want one entry with the trimmed reason", entries, err)
@@ -509,9 +525,7 @@ func TestDeleteRunBeforeItsTimerFires(t *testing.T) {
 			Step("wake", func(context.Context, domain.StepRequest) (domain.StepResult, error) {
 				return domain.StepResult{Output: "awake"}, nil
 			})
-		var mu sync.Mutex
-		var records []logRecord
-		log := slog.New(recordingHandler{testLogger(t).Handler(), &mu, &records})
+		log, records := recordingLog(t)
 		store := &deletingStore{DB: db}
 		e := startEngine(t, store, newRegistry(t, wf), engine.Opts{Log: log})
 		deleted := startRun(t, e, "nap", nil)
@@ -524,12 +538,6 @@ func TestDeleteRunBeforeItsTimerFires(t *testing.T) {
 			t.Fatalf("the next run ended %s: %+v", got.Status, got.Error)
 		}
 		requireGone(t, db, deleted.ID)
-		mu.Lock()
-		defer mu.Unlock()
-		for _, r := range records {
-			if r.level >= slog.LevelError {
-				t.Errorf("the engine reported an error: %s (run %s)", r.msg, r.runID)
-			}
-		}
+		records.requireNoErrors(t)
 	})
 }

@@ -124,6 +124,11 @@ type auditRow struct {
 	Address    string          `bun:"address"`
 }
 
+// insert inserts the entry; its id is the database's to assign.
+func (r *auditRow) insert(idb bun.IDB) *bun.InsertQuery {
+	return idb.NewInsert().Model(r).ExcludeColumn("id")
+}
+
 func auditRowFrom(e domain.AuditEntry) *auditRow {
 	data := e.Data
 	if len(data) == 0 {
@@ -147,7 +152,7 @@ func resumeAudit(req domain.ResumeRequest, s *suspensionRow) *auditRow {
 func (db *DB) AppendAudit(ctx context.Context, e domain.AuditEntry) error {
 	row := auditRowFrom(e)
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		_, err := tx.NewInsert().Model(row).ExcludeColumn("id").Exec(ctx)
+		_, err := row.insert(tx).Exec(ctx)
 		return err
 	})
 	if err != nil {

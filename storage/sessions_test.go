@@ -17,8 +17,7 @@ import (
 
 func TestSessions(t *testing.T) {
 	t.Parallel()
-	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
-		db := openDB(t, o)
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx := t.Context()
 		now := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 		u, err := db.CreateUser(ctx, domain.User{ID: "u-1", Email: "Rev@Example.com", Role: domain.RoleReviewer, CreatedAt: now}, "hash")
@@ -64,8 +63,7 @@ func TestSessions(t *testing.T) {
 
 func TestAuditLogIsAppendOnly(t *testing.T) {
 	t.Parallel()
-	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
-		db := openDB(t, o)
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx := t.Context()
 		start := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 		for i := range 7 {
@@ -114,8 +112,7 @@ func TestAuditLogIsAppendOnly(t *testing.T) {
 // store's own listener).
 func TestChangesAreAnnounced(t *testing.T) {
 	t.Parallel()
-	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
-		db := openDB(t, o)
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		seen := make(chan string, 64)
 		db.OnChange(func(runID string) {
 			select {

@@ -91,19 +91,18 @@ func (db *DB) sendSignal(ctx context.Context, tx bun.Tx, req domain.SignalReques
 		return domain.Signal{}, false, &domain.ConflictError{Code: domain.CodeRunFinished, Message: fmt.Sprintf(
 			"run %s is %s; it waits for no signal", run.ID, run.Status), Detail: map[string]any{"status": run.Status}}
 	}
-	if target == nil && req.StepKey != "" {
-		// Addressed to a wait the run has not reached: kept as the resume
-		// of that wait, which the pause takes when it commits.
-		key := req.StepKey
-		sig.StepKey = &key
-		if _, err := db.precomplete(ctx, tx, run, domain.ResumeRequest{RunID: run.ID, StepKey: key, Data: sig.data(),
-			By: req.By, RequestKey: req.SignalID, Now: now}); err != nil {
-			return domain.Signal{}, false, err
+	if target == nil {
+		// Kept for the first wait of its name or, addressed to a wait the
+		// run has not reached, as the resume of that wait, which the pause
+		// takes when it commits.
+		if req.StepKey != "" {
+			sig.StepKey = &req.StepKey
+			if _, err := db.precomplete(ctx, tx, run, domain.ResumeRequest{RunID: run.ID, StepKey: req.StepKey, Data: sig.data(),
+				By: req.By, RequestKey: req.SignalID, Now: now}); err != nil {
+				return domain.Signal{}, false, err
+			}
 		}
 		return sig.toDomain(), false, db.insertSignal(ctx, tx, sig)
-	}
-	if target == nil {
-		return sig.toDomain(), false, db.insertSignal(ctx, tx, sig) // kept for the first wait of its name
 	}
 	if target.Kind != domain.KindSignal || target.Reason != req.Name {
 		return domain.Signal{}, false, &domain.ValidationError{Code: domain.CodeValidation, Message: fmt.Sprintf(
@@ -197,6 +196,6 @@ func (w *commitWriter) takeKeptSignal(ctx context.Context, row *suspensionRow, p
 		"suspensionId": s.ID, "resumedBy": sig.SentBy, "signalId": sig.SignalID, "keptSignal": true,
 	})})
 	p.suspension, p.pending = &s, false
-	p.resume = jobRowFrom(domain.NewJob{Key: domain.ResumeJobKey(w.run.ID, s.StepKey), Kind: domain.JobResume, RunID: w.run.ID, SuspensionID: s.ID, RunAt: w.now}, w.now)
+	p.resume = resumeJobRow(w.run.ID, s.StepKey, s.ID, w.now, w.now)
 	return p, true, nil
 }

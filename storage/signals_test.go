@@ -14,6 +14,8 @@ import (
 	"github.com/tollgatehq/tollgate/storage"
 )
 
+// sendSignal delivers signal name to a run's wait stepID ("" for the
+// run's wait of that name, or to keep it), sent by "billing".
 func sendSignal(ctx context.Context, e *engine.Engine, runID, name, stepID, signalID string, payload any) (domain.Signal, error) {
 	return e.Signal(ctx, domain.SignalRequest{RunID: runID, Name: name, StepKey: stepID, SignalID: signalID, Payload: raw(payload), By: "billing"})
 }
@@ -25,10 +27,8 @@ func sendSignal(ctx context.Context, e *engine.Engine, runID, name, stepID, sign
 // lost or delivered twice.
 func TestSignalsKeptForTheirWait(t *testing.T) {
 	t.Parallel()
-	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx := t.Context()
-		db := openDB(t, o)
-		reg := domain.NewRegistry()
 		def := replay.Workflow("orders", "1", func(c *replay.Context, _ any) ([]int, error) {
 			if _, err := replay.WaitForEvent[any](c, "go"); err != nil {
 				return nil, err
@@ -44,10 +44,7 @@ func TestSignalsKeptForTheirWait(t *testing.T) {
 			p, err := replay.WaitForEvent[payment](c, "refund", replay.WithID("refund"))
 			return append(got, -p.Amount), err
 		})
-		if err := def.Register(reg, &replay.Env{Store: db}); err != nil {
-			t.Fatal(err)
-		}
-		e := startEngine(t, db, reg, engine0(nil))
+		e := startEngine(t, db, replayRegistry(t, &replay.Env{Store: db}, def), engine0(nil))
 		run := startRun(t, e, "orders", nil)
 		waitRun(t, db, run.ID, domain.RunSuspended)
 
@@ -99,18 +96,13 @@ func TestSignalsKeptForTheirWait(t *testing.T) {
 // address, the losers are not lost but kept for the next wait.
 func TestSignalDeliveriesRace(t *testing.T) {
 	t.Parallel()
-	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx := t.Context()
-		db := openDB(t, o)
-		reg := domain.NewRegistry()
 		def := replay.Workflow("pay", "1", func(c *replay.Context, _ any) (int, error) {
 			p, err := replay.WaitForEvent[payment](c, "payment", replay.WithID("pay"))
 			return p.Amount, err
 		})
-		if err := def.Register(reg, &replay.Env{Store: db}); err != nil {
-			t.Fatal(err)
-		}
-		e := startEngine(t, db, reg, engine0(nil))
+		e := startEngine(t, db, replayRegistry(t, &replay.Env{Store: db}, def), engine0(nil))
 		var finished atomic.Int32
 		race := func(runID, stepID string, id func(i int) string) (delivered, duplicates, lost, kept []int) {
 			var mu sync.Mutex

@@ -34,7 +34,7 @@ func (db *DB) Suspensions(ctx context.Context, f domain.SuspensionFilter) ([]dom
 	} else {
 		q.OrderExpr("suspended_at ASC, id ASC")
 	}
-	for col, v := range map[string]string{"status": string(f.Status), "reason": f.Reason, "kind": string(f.Kind), "workflow_id": f.WorkflowID, "run_id": f.RunID} {
+	for col, v := range map[string]string{"status": string(f.Status), "reason": f.Reason, "kind": string(f.Kind), "workflow_id": f.WorkflowID, "run_id": f.RunID, "step_key": f.StepKey} {
 		if v != "" {
 			q.Where("? = ?", bun.Ident(col), v)
 		}
@@ -46,11 +46,11 @@ func (db *DB) Suspensions(ctx context.Context, f domain.SuspensionFilter) ([]dom
 		q.Where("suspended_at < ?", ts(f.SuspendedBefore))
 	}
 	if term := strings.TrimSpace(f.Search); term != "" {
-		like := "%" + escapeLike(strings.ToLower(term)) + "%"
+		lit := escapeLike(strings.ToLower(term))
 		q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
 			return q.Where("run_id = ?", term).
-				WhereOr("lower(workflow_id) LIKE ? ESCAPE '\\'", escapeLike(strings.ToLower(term))+"%").
-				WhereOr("lower(CAST(checkpoint AS TEXT)) LIKE ? ESCAPE '\\'", like)
+				WhereOr("lower(workflow_id) LIKE ? ESCAPE '\\'", lit+"%").
+				WhereOr("lower(CAST(checkpoint AS TEXT)) LIKE ? ESCAPE '\\'", "%"+lit+"%")
 		})
 	}
 	if f.Cursor != "" {
@@ -244,11 +244,11 @@ func decisionOf(row *suspensionRow) string {
 func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s *suspensionRow, now time.Time, audit *auditRow) error {
 	b := db.newBatch(tx)
 	if audit != nil {
-		if err := b.add(ctx, tx.NewInsert().Model(audit).ExcludeColumn("id")); err != nil {
+		if err := b.add(ctx, audit.insert(tx)); err != nil {
 			return err
 		}
 	}
-	job := jobRowFrom(domain.NewJob{Key: domain.ResumeJobKey(run.ID, s.StepKey), Kind: domain.JobResume, RunID: run.ID, SuspensionID: s.ID, RunAt: now}, now)
+	job := resumeJobRow(run.ID, s.StepKey, s.ID, now, now)
 	if err := db.insertJobs(ctx, b, []*jobRow{job}); err != nil {
 		return err
 	}
@@ -307,7 +307,7 @@ func (db *DB) precomplete(ctx context.Context, tx bun.IDB, run *runRow, req doma
 		return db.lostResume(ctx, tx, existing.ID, req)
 	}
 	if audit := resumeAudit(req, row); audit != nil {
-		if _, err := tx.NewInsert().Model(audit).ExcludeColumn("id").Exec(ctx); err != nil {
+		if _, err := audit.insert(tx).Exec(ctx); err != nil {
 			return domain.Suspension{}, err
 		}
 	}

@@ -64,21 +64,23 @@ func (db *DB) CreateWaitpoint(ctx context.Context, w domain.Waitpoint) (domain.W
 	if _, err := db.bun.NewInsert().Model(row).On("CONFLICT (run_id, execution_key) DO NOTHING").Exec(ctx); err != nil {
 		return domain.Waitpoint{}, fmt.Errorf("create waitpoint of run %s: %w", w.RunID, translate(err))
 	}
-	var rows []waitpointRow
-	if err := db.waitpoints(ctx).Where("w.run_id = ? AND w.execution_key = ?", w.RunID, w.ExecutionKey).Scan(ctx, &rows); err != nil || len(rows) == 0 {
-		return domain.Waitpoint{}, fmt.Errorf("read waitpoint of run %s: %w", w.RunID, translate(err))
-	}
-	return rows[0].toDomain()
+	return db.oneWaitpoint(ctx, "read waitpoint of run "+w.RunID, "w.run_id = ? AND w.execution_key = ?", w.RunID, w.ExecutionKey)
 }
 
 // Waitpoint implements domain.WaitpointStore.
 func (db *DB) Waitpoint(ctx context.Context, runID, id string) (domain.Waitpoint, error) {
+	return db.oneWaitpoint(ctx, "waitpoint "+id, "w.run_id = ? AND w.id = ?", runID, id)
+}
+
+// oneWaitpoint reads the waitpoint where selects, or ErrNotFound; what
+// names it in errors.
+func (db *DB) oneWaitpoint(ctx context.Context, what, where string, args ...any) (domain.Waitpoint, error) {
 	var rows []waitpointRow
-	if err := db.waitpoints(ctx).Where("w.run_id = ? AND w.id = ?", runID, id).Scan(ctx, &rows); err != nil {
-		return domain.Waitpoint{}, fmt.Errorf("waitpoint %s: %w", id, translate(err))
+	if err := db.waitpoints().Where(where, args...).Scan(ctx, &rows); err != nil {
+		return domain.Waitpoint{}, fmt.Errorf("%s: %w", what, translate(err))
 	}
 	if len(rows) == 0 {
-		return domain.Waitpoint{}, fmt.Errorf("waitpoint %s: %w", id, domain.ErrNotFound)
+		return domain.Waitpoint{}, fmt.Errorf("%s: %w", what, domain.ErrNotFound)
 	}
 	return rows[0].toDomain()
 }
@@ -86,7 +88,7 @@ func (db *DB) Waitpoint(ctx context.Context, runID, id string) (domain.Waitpoint
 // Waitpoints implements domain.WaitpointStore.
 func (db *DB) Waitpoints(ctx context.Context, runID string) ([]domain.Waitpoint, error) {
 	var rows []waitpointRow
-	if err := db.waitpoints(ctx).Where("w.run_id = ?", runID).OrderExpr("w.created_at, w.id").Scan(ctx, &rows); err != nil {
+	if err := db.waitpoints().Where("w.run_id = ?", runID).OrderExpr("w.created_at, w.id").Scan(ctx, &rows); err != nil {
 		return nil, fmt.Errorf("waitpoints of run %s: %w", runID, translate(err))
 	}
 	out := make([]domain.Waitpoint, len(rows))
@@ -100,7 +102,7 @@ func (db *DB) Waitpoints(ctx context.Context, runID string) ([]domain.Waitpoint,
 }
 
 // waitpoints selects waitpoints with the status of their pause.
-func (db *DB) waitpoints(context.Context) *bun.SelectQuery {
+func (db *DB) waitpoints() *bun.SelectQuery {
 	return db.bun.NewSelect().Model((*waitpointRow)(nil)).ColumnExpr("w.*").
 		ColumnExpr("s.status AS pause_status, s.precompleted AS pause_precompleted").
 		Join("LEFT JOIN suspensions AS s ON s.run_id = w.run_id AND s.step_key = w.id")

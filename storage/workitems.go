@@ -92,10 +92,12 @@ func (db *DB) MoveWorkItem(ctx context.Context, id string, from []domain.WorkSta
 }
 
 // CompleteWorkItem implements domain.WorkItemStore. The item is locked,
-// its state checked and changed, and the pause named by its wait key
-// resumed (or, when that pause has not committed yet, a pre-completed
-// resume kept for it) in one transaction. A pause a timeout has already
-// resumed is left as it is: the step reads the item's state when it runs.
+// vetted by domain.WorkItem.CheckReport (under the lock, so that a report
+// sees every report committed before it), changed, and the pause named by
+// its wait key resumed (or, when that pause has not committed yet, a
+// pre-completed resume kept for it) in one transaction. A pause a timeout
+// has already resumed is left as it is: the step reads the item's state
+// when it runs.
 func (db *DB) CompleteWorkItem(ctx context.Context, r domain.WorkReport, now time.Time) (domain.WorkItem, error) {
 	now, o := ts(now), r.Outcome
 	var out domain.WorkItem
@@ -112,8 +114,8 @@ func (db *DB) CompleteWorkItem(ctx context.Context, r domain.WorkReport, now tim
 		if err != nil {
 			return err
 		}
-		if item.State.Final() {
-			return &domain.WorkStateError{Item: item, Message: refusal(item, o)}
+		if err := item.CheckReport(o); err != nil {
+			return err
 		}
 		row.State, row.Result, row.UpdatedAt = o.State(), mustJSON(o), now
 		if _, err := tx.NewUpdate().Model(row).Column("state", "result", "updated_at").WherePK().Exec(ctx); err != nil {
@@ -135,14 +137,6 @@ func (db *DB) CompleteWorkItem(ctx context.Context, r domain.WorkReport, now tim
 	db.signal()
 	db.changed(out.RunID)
 	return out, nil
-}
-
-// refusal says why a report for a finished item is refused.
-func refusal(item domain.WorkItem, o domain.StepOutcome) string {
-	if o.State() == item.State {
-		return fmt.Sprintf("work item %s is already %s; this report repeats one that was recorded at %s", item.ID, item.State, item.UpdatedAt.Format(time.RFC3339Nano))
-	}
-	return fmt.Sprintf("work item %s is already %s; its outcome cannot change to %s", item.ID, item.State, o.State())
 }
 
 var _ domain.WorkItemStore = (*DB)(nil)

@@ -23,18 +23,11 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 		return base, false, nil // the store discards it and drops the job
 	}
 	wf, err := e.reg.Find(ctx, run.WorkflowID, run.WorkflowVersion)
-	if err != nil && !errors.Is(err, domain.ErrNotFound) {
-		return base, false, err
+	if errors.Is(err, domain.ErrNotFound) {
+		return e.versionMismatch(job, run), false, nil
 	}
 	if err != nil {
-		re := &domain.RunError{Code: domain.CodeVersionMismatch, Message: fmt.Sprintf(
-			"workflow %s version %s is not registered on this server; the run never runs other code", run.WorkflowID, run.WorkflowVersion)}
-		c := e.failWith(job, run, re)
-		if other, ok := e.reg.Latest(run.WorkflowID); ok && other.FailEvent != "" {
-			c.Events = append([]domain.NewEvent{{Type: other.FailEvent, Step: job.Step, Payload: mustJSON(map[string]any{
-				"runId": run.ID, "code": re.Code, "message": re.Message})}}, c.Events...)
-		}
-		return c, false, nil
+		return base, false, err
 	}
 	o := domain.Outcome{Job: job, Run: run, Workflow: wf, Now: now, Rand: jitter(), CheckpointLimit: e.o.CheckpointLimit, NewID: newID}
 	req := domain.StepRequest{RunID: run.ID, WorkflowID: run.WorkflowID, WorkflowVersion: run.WorkflowVersion, Attempt: job.Attempt, RunInput: run.Input}
@@ -85,6 +78,20 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 		e.log.WarnContext(ctx, "Step attempt failed", "run_id", run.ID, "step", def.Name, "attempt", job.Attempt, "error", o.Err)
 	}
 	return domain.Plan(o), false, nil
+}
+
+// versionMismatch fails a run whose workflow version is not registered
+// here. When the workflow's latest version declares a FailEvent, that is
+// logged before RUN_FAILED: replay workflows close their log with it.
+func (e *Engine) versionMismatch(job domain.Job, run domain.Run) domain.StepCommit {
+	re := &domain.RunError{Code: domain.CodeVersionMismatch, Message: fmt.Sprintf(
+		"workflow %s version %s is not registered on this server; the run never runs other code", run.WorkflowID, run.WorkflowVersion)}
+	c := e.failWith(job, run, re)
+	if other, ok := e.reg.Latest(run.WorkflowID); ok && other.FailEvent != "" {
+		c.Events = append([]domain.NewEvent{{Type: other.FailEvent, Step: job.Step, Payload: mustJSON(map[string]any{
+			"runId": run.ID, "code": re.Code, "message": re.Message})}}, c.Events...)
+	}
+	return c
 }
 
 // commitsExhausted reports a job that has been run more often than its

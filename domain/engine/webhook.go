@@ -104,7 +104,7 @@ func (e *Engine) HandleWebhook(ctx context.Context, p WebhookPayload) (WebhookRe
 		}
 		res.Signal = &sig
 	}
-	if p.Approval != nil && p.RunID != "" {
+	if p.Approval != nil {
 		if err := e.decideWait(ctx, runID, *p.Approval); err != nil {
 			return res, err
 		}
@@ -125,15 +125,13 @@ func (e *Engine) decideWait(ctx context.Context, runID string, a WebhookApproval
 	if a.By == "" {
 		return &domain.ValidationError{Code: domain.CodeValidation, Message: "an approval says who decided (by)"}
 	}
-	ss, _, err := e.store.Suspensions(ctx, domain.SuspensionFilter{RunID: runID, Kind: domain.KindApproval, Limit: 500})
+	ss, _, err := e.store.Suspensions(ctx, domain.SuspensionFilter{RunID: runID, StepKey: a.ApprovalID, Kind: domain.KindApproval, Limit: 1})
 	if err != nil {
 		return err
 	}
-	for _, s := range ss {
-		if s.StepKey == a.ApprovalID {
-			_, err := e.Decide(ctx, domain.ResumeRequest{SuspensionID: s.ID, By: a.By}, a.Approved, a.Feedback)
-			return err
-		}
+	if len(ss) == 0 {
+		return fmt.Errorf("approval %s of run %s: %w", a.ApprovalID, runID, domain.ErrNotFound)
 	}
-	return fmt.Errorf("approval %s of run %s: %w", a.ApprovalID, runID, domain.ErrNotFound)
+	_, err = e.Decide(ctx, domain.ResumeRequest{SuspensionID: ss[0].ID, By: a.By}, a.Approved, a.Feedback)
+	return err
 }
