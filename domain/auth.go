@@ -19,6 +19,19 @@ const (
 // Valid reports whether r is a defined role.
 func (r Role) Valid() bool { return r == RoleAdmin || r == RoleReviewer || r == RoleFounder }
 
+// Staff reports whether r reviews: staff see every run and suspension and
+// may act on any of them, where a founder sees only what is assigned to
+// them.
+func (r Role) Staff() bool { return r == RoleAdmin || r == RoleReviewer }
+
+// The length of a password a person chooses: at least MinPasswordLen
+// characters and at most MaxPasswordBytes bytes (argon2id takes any
+// length, but a megabyte "password" is a way to spend the server's CPU).
+const (
+	MinPasswordLen   = 12
+	MaxPasswordBytes = 1024
+)
+
 // User is a person (or the owner of a machine's API key).
 type User struct {
 	ID        string

@@ -20,7 +20,7 @@ type Viewer struct {
 
 // Staff reports whether the viewer reviews (reviewers and admins).
 func (v *Viewer) Staff() bool {
-	return v != nil && (v.Role == domain.RoleReviewer || v.Role == domain.RoleAdmin)
+	return v != nil && v.Role.Staff()
 }
 
 // Page is the frame of every page: head, navigation for the viewer's role,

@@ -758,7 +758,7 @@ func SuspensionView(p SuspensionPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var40 string
-				templ_7745c5c3_Var40, templ_7745c5c3_Err = templ.JoinStringErrs(resumedVerb(p.S))
+				templ_7745c5c3_Var40, templ_7745c5c3_Err = templ.JoinStringErrs(ResumedVerb(p.S))
 				if templ_7745c5c3_Err != nil {
 					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/suspension.templ`, Line: 184, Col: 25}
 				}
@@ -987,7 +987,9 @@ func shortHash(h []byte) string {
 	return b.String()
 }
 
-func resumedVerb(s domain.Suspension) string {
+// ResumedVerb says how a finished suspension ended: Approved, Rejected or
+// Resumed.
+func ResumedVerb(s domain.Suspension) string {
 	switch s.Decision {
 	case domain.DecisionApproved:
 		return "Approved"

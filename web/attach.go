@@ -14,25 +14,6 @@ import (
 // open.
 const attachHeartbeat = 15 * time.Second
 
-// awaitJSON is one wait a suspended run is paused on.
-type awaitJSON struct {
-	StepID       string                `json:"stepId"`
-	Kind         domain.SuspensionKind `json:"kind"`
-	Name         string                `json:"name"`
-	SuspensionID string                `json:"suspensionId"`
-	Deadline     *time.Time            `json:"deadline,omitempty"`
-}
-
-func awaiting(ss []domain.Suspension) []awaitJSON {
-	out := []awaitJSON{}
-	for _, sp := range ss {
-		if sp.Status == domain.SuspensionPending {
-			out = append(out, awaitJSON{StepID: sp.StepKey, Kind: sp.Kind, Name: sp.Reason, SuspensionID: sp.ID, Deadline: sp.WakeAt})
-		}
-	}
-	return out
-}
-
 // attachRun follows a run as server-sent events: RUN_STARTED (what the
 // run is), its log from the start (or after the Last-Event-ID a
 // reconnecting client sends), then RUN_PAUSED with what it awaits while it
@@ -41,7 +22,7 @@ func awaiting(ss []domain.Suspension) []awaitJSON {
 // this process. The stream ends with RUN_ENDED once the run has finished.
 // It is read-only: attaching never drives the run.
 func (s *Server) attachRun(w http.ResponseWriter, r *http.Request) error {
-	if !isStaff(principalFrom(r.Context())) {
+	if !principalFrom(r.Context()).User.Role.Staff() {
 		return domain.ErrNotFound
 	}
 	ctx, runID := r.Context(), r.PathValue("runId")
@@ -72,11 +53,8 @@ func (s *Server) attachRun(w http.ResponseWriter, r *http.Request) error {
 	defer heartbeat.Stop()
 	paused := "" // the pending suspensions last reported, to report each pause once
 	for {
-		// The run is read before its log, so the log sent holds every
+		// The run was read before its log, so the log sent holds every
 		// entry up to the status reported after it.
-		if run, err = s.Store.Run(ctx, runID); err != nil {
-			return nil // the client left, or the database failed mid-stream: the client reconnects
-		}
 		if after, err = s.sendLog(r, sse, runID, after); err != nil {
 			return nil
 		}
@@ -85,22 +63,8 @@ func (s *Server) attachRun(w http.ResponseWriter, r *http.Request) error {
 			_ = sse.send("RUN_ENDED", "", map[string]any{"runId": run.ID, "status": run.Status, "output": orNull(run.Output), "error": run.Error})
 			return nil
 		case run.Status == domain.RunSuspended:
-			// A notification can stand for several commits: the run may
-			// have resumed and paused again since the last look.
-			ss, _, err := s.Store.Suspensions(ctx, domain.SuspensionFilter{RunID: runID, Status: domain.SuspensionPending, Limit: 500})
-			if err != nil {
+			if paused, err = s.sendPause(r, sse, run, paused); err != nil {
 				return nil
-			}
-			waits := awaiting(ss)
-			ids := ""
-			for _, w := range waits {
-				ids += w.SuspensionID + " "
-			}
-			if ids != paused {
-				if err := sse.send("RUN_PAUSED", "", map[string]any{"runId": run.ID, "status": run.Status, "awaiting": waits}); err != nil {
-					return nil
-				}
-				paused = ids
 			}
 		default:
 			paused = ""
@@ -113,7 +77,7 @@ func (s *Server) attachRun(w http.ResponseWriter, r *http.Request) error {
 			case <-changed:
 				break wait
 			case e := <-live:
-				if err := sse.send(e.Type, "", eventJSON{Type: e.Type, Step: e.Step, Payload: orNull(e.Payload), CreatedAt: e.CreatedAt}); err != nil {
+				if err := sse.send(e.Type, "", eventView(e)); err != nil {
 					return nil
 				}
 			case <-heartbeat.C:
@@ -122,7 +86,30 @@ func (s *Server) attachRun(w http.ResponseWriter, r *http.Request) error {
 				}
 			}
 		}
+		if run, err = s.Store.Run(ctx, runID); err != nil {
+			return nil // the client left, or the database failed mid-stream: the client reconnects
+		}
 	}
+}
+
+// sendPause sends RUN_PAUSED with what the suspended run awaits, unless
+// its pending suspensions are the ones reported last (paused, their ids),
+// and returns the ids reported. A notification can stand for several
+// commits: the run may have resumed and paused again since the last look.
+func (s *Server) sendPause(r *http.Request, sse *eventStream, run domain.Run, paused string) (string, error) {
+	ss, _, err := s.Store.Suspensions(r.Context(), domain.SuspensionFilter{RunID: run.ID, Status: domain.SuspensionPending, Limit: 500})
+	if err != nil {
+		return paused, err
+	}
+	waits := awaiting(ss)
+	ids := ""
+	for _, a := range waits {
+		ids += a.SuspensionID + " "
+	}
+	if ids == paused {
+		return paused, nil
+	}
+	return ids, sse.send("RUN_PAUSED", "", map[string]any{"runId": run.ID, "status": run.Status, "awaiting": waits})
 }
 
 // sendLog sends the run's log entries after index after and returns the
@@ -136,7 +123,7 @@ func (s *Server) sendLog(r *http.Request, sse *eventStream, runID string, after 
 		if e.Seq <= after {
 			continue
 		}
-		if err := sse.send(e.Type, strconv.FormatInt(e.Seq, 10), eventJSON{Seq: e.Seq, Type: e.Type, Step: e.Step, Payload: orNull(e.Payload), CreatedAt: e.CreatedAt}); err != nil {
+		if err := sse.send(e.Type, strconv.FormatInt(e.Seq, 10), eventView(e)); err != nil {
 			return after, err
 		}
 		after = e.Seq

@@ -23,9 +23,7 @@ func TestAuditCoversAPIActionsAndCancels(t *testing.T) {
 		viaAPI, _ := e.paused(t, "intake", map[string]string{"claimId": "c2"})
 		e.call(t, "POST", "/api/v1/runs/"+viaAPI.ID+"/cancel", e.admin, `{}`)
 
-		_, password := e.addPerson(t, "boss@example.com", domain.RoleAdmin)
-		b := e.browser(t)
-		b.login("boss@example.com", password)
+		b := e.signedIn(t, "boss@example.com", domain.RoleAdmin)
 		fromPage, _ := e.paused(t, "intake", map[string]string{"claimId": "c3"})
 		wantPage(t, b.get("/runs/"+fromPage.ID), http.StatusOK, "Cancel this run")
 		if p := b.do("POST", "/runs/"+fromPage.ID+"/cancel", url.Values{}); p.Status != http.StatusSeeOther {

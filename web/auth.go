@@ -64,19 +64,12 @@ var errForbidden = errors.New("forbidden")
 // mayResume reports whether the caller may resume or decide s: reviewers
 // and admins may act on any suspension, founders only on their own.
 func mayResume(p Principal, s domain.Suspension) bool {
-	switch p.User.Role {
-	case domain.RoleAdmin, domain.RoleReviewer:
+	if p.User.Role.Staff() {
 		return true
-	case domain.RoleFounder:
-		return s.Assignee != "" && strings.EqualFold(s.Assignee, p.User.Email)
 	}
-	return false
+	return p.User.Role == domain.RoleFounder && s.Assignee != "" && strings.EqualFold(s.Assignee, p.User.Email)
 }
 
 // mayRead reports whether the caller may see s; a founder may not learn
 // that other founders' suspensions exist (404, not 403).
 func mayRead(p Principal, s domain.Suspension) bool { return mayResume(p, s) }
-
-func isStaff(p Principal) bool {
-	return p.User.Role == domain.RoleAdmin || p.User.Role == domain.RoleReviewer
-}

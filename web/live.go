@@ -161,7 +161,7 @@ func (s *Server) liveSocket(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case scope == "inbox" && v.Staff():
 		c.scope = "inbox"
-	case scope == "my" && v.Role == domain.RoleFounder:
+	case scope == "my" && founderOnly(v.Role):
 		c.scope, c.email = "my", strings.ToLower(v.Email)
 	case strings.HasPrefix(scope, "run:") && v.Staff():
 		c.scope, c.runID = "run", strings.TrimPrefix(scope, "run:")

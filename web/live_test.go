@@ -71,22 +71,13 @@ func next(ch <-chan liveMsg, d time.Duration) (liveMsg, bool) {
 // waitFor reads messages until one is about runID.
 func waitFor(t *testing.T, ch <-chan liveMsg, runID string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if m, ok := next(ch, time.Until(deadline)); ok && m.RunID == runID {
-			return
-		}
-	}
-	t.Fatalf("no live message about run %s", runID)
+	receiveUntil(t, ch, 5*time.Second, "a live message about run "+runID, func(m liveMsg) bool { return m.RunID == runID })
 }
 
 func TestUILiveUpdates(t *testing.T) {
 	t.Parallel()
 	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
-		_, revPass := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
-		_, aPass := e.addPerson(t, "a@founders.example", domain.RoleFounder)
-		rev := e.browser(t)
-		rev.login("rev@example.com", revPass)
+		rev := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
 		origin := e.srv.URL
 
 		// The handshake must come from this site, from a signed-in tab,
@@ -97,8 +88,7 @@ func TestUILiveUpdates(t *testing.T) {
 		if _, _, err := e.browser(t).socket("inbox", origin); err == nil {
 			t.Fatal("a signed-out tab opened a live stream")
 		}
-		a := e.browser(t)
-		a.login("a@founders.example", aPass)
+		a := e.signedIn(t, "a@founders.example", domain.RoleFounder)
 		if _, resp, err := a.socket("inbox", origin); err == nil || resp.StatusCode != http.StatusForbidden {
 			t.Fatalf("founder on the inbox stream = %v; want 403", err)
 		}

@@ -79,26 +79,19 @@ func (e *apiEnv) attach(t *testing.T, runID, lastEventID string) <-chan sseEvent
 	return out
 }
 
+// String is what a failing test prints of an event it read.
+func (ev sseEvent) String() string { return ev.Event }
+
 // until reads the stream up to the first event named stop and returns the
 // names read, stop included.
 func until(t *testing.T, events <-chan sseEvent, stop string) ([]string, sseEvent) {
 	t.Helper()
-	var names []string
-	timeout := time.After(20 * time.Second)
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				t.Fatalf("the stream ended before %s; read %q", stop, names)
-			}
-			names = append(names, ev.Event)
-			if ev.Event == stop {
-				return names, ev
-			}
-		case <-timeout:
-			t.Fatalf("no %s within 20s; read %q", stop, names)
-		}
+	read := receiveUntil(t, events, 20*time.Second, stop, func(ev sseEvent) bool { return ev.Event == stop })
+	names := make([]string, len(read))
+	for i, ev := range read {
+		names[i] = ev.Event
 	}
+	return names, read[len(read)-1]
 }
 
 // A replay run driven over the API: the run shows what it awaits, a

@@ -111,7 +111,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) showRun(w http.ResponseWriter, r *http.Request) error {
-	if !isStaff(principalFrom(r.Context())) {
+	if !principalFrom(r.Context()).User.Role.Staff() {
 		return domain.ErrNotFound
 	}
 	run, err := s.Store.Run(r.Context(), r.PathValue("runId"))
@@ -135,7 +135,7 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
-	if !isStaff(principalFrom(r.Context())) {
+	if !principalFrom(r.Context()).User.Role.Staff() {
 		return domain.ErrNotFound
 	}
 	events, err := s.Store.Events(r.Context(), r.PathValue("runId"))
@@ -144,14 +144,14 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	items := make([]eventJSON, len(events))
 	for i, e := range events {
-		items[i] = eventJSON{Seq: e.Seq, Type: e.Type, Step: e.Step, Payload: orNull(e.Payload), CreatedAt: e.CreatedAt}
+		items[i] = eventView(e)
 	}
 	writeJSON(w, http.StatusOK, page[eventJSON]{Items: items})
 	return nil
 }
 
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
-	if !isStaff(principalFrom(r.Context())) {
+	if !principalFrom(r.Context()).User.Role.Staff() {
 		return errForbidden
 	}
 	q := r.URL.Query()

@@ -3,23 +3,9 @@ package web
 import (
 	"encoding/json"
 	"net/http"
-	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
 )
-
-type signalJSON struct {
-	RunID       string          `json:"runId"`
-	Name        string          `json:"name"`
-	SignalID    string          `json:"signalId"`
-	StepID      string          `json:"stepId,omitempty"`
-	Payload     json.RawMessage `json:"payload,omitempty"`
-	Status      string          `json:"status"` // delivered or kept
-	Duplicate   bool            `json:"duplicate"`
-	SentBy      string          `json:"sentBy"`
-	SentAt      time.Time       `json:"sentAt"`
-	DeliveredAt *time.Time      `json:"deliveredAt,omitempty"`
-}
 
 // sendSignal delivers a signal to a run: 200 when it resolved a wait, 202
 // when it is kept for a wait the run has not reached. A repeat of a
@@ -28,7 +14,7 @@ type signalJSON struct {
 // drive runs, so only staff send them.
 func (s *Server) sendSignal(w http.ResponseWriter, r *http.Request) error {
 	p := principalFrom(r.Context())
-	if !isStaff(p) {
+	if !p.User.Role.Staff() {
 		return errForbidden
 	}
 	var body struct {
@@ -46,12 +32,10 @@ func (s *Server) sendSignal(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := signalJSON{RunID: sig.RunID, Name: sig.Name, SignalID: sig.SignalID, StepID: sig.StepKey, Payload: sig.Payload,
-		Status: "delivered", Duplicate: sig.Duplicate, SentBy: sig.SentBy, SentAt: sig.SentAt, DeliveredAt: sig.DeliveredAt}
 	status := http.StatusOK
 	if sig.DeliveredAt == nil {
-		out.Status, status = "kept", http.StatusAccepted
+		status = http.StatusAccepted
 	}
-	writeJSON(w, status, out)
+	writeJSON(w, status, signalView(sig))
 	return nil
 }

@@ -30,7 +30,7 @@ func (s *Server) listSuspensions(w http.ResponseWriter, r *http.Request) error {
 	if len(errs) > 0 {
 		return &domain.ValidationError{Code: domain.CodeValidation, Message: "invalid query parameters", Fields: errs}
 	}
-	if !isStaff(p) {
+	if !p.User.Role.Staff() {
 		f.Assignee = p.User.Email // filtered in the query: pages and cursors stay within one's own
 	}
 	items := []suspensionJSON{}
@@ -102,7 +102,7 @@ func (s *Server) resumeSuspension(w http.ResponseWriter, r *http.Request) error 
 // applied when it does. Only staff may address pauses that do not exist yet.
 func (s *Server) resumeStep(w http.ResponseWriter, r *http.Request) error {
 	p := principalFrom(r.Context())
-	if !isStaff(p) {
+	if !p.User.Role.Staff() {
 		return errForbidden
 	}
 	var body struct {

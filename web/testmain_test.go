@@ -469,6 +469,29 @@ func (e *apiEnv) run(t testing.TB, id string) runBody {
 	return decode[runBody](t, e.call(t, "GET", "/api/v1/runs/"+id, e.admin, ""), http.StatusOK)
 }
 
+// receiveUntil reads ch until done accepts a value, and returns what it
+// read, that value last. It fails the test if ch closes, or d passes,
+// before what it waits for comes.
+func receiveUntil[T any](t *testing.T, ch <-chan T, d time.Duration, what string, done func(T) bool) []T {
+	t.Helper()
+	var read []T
+	timeout := time.After(d)
+	for {
+		select {
+		case v, ok := <-ch:
+			if !ok {
+				t.Fatalf("the stream ended before %s; read %v", what, read)
+			}
+			read = append(read, v)
+			if done(v) {
+				return read
+			}
+		case <-timeout:
+			t.Fatalf("no %s within %v; read %v", what, d, read)
+		}
+	}
+}
+
 // waitRun polls until the run has one of the statuses.
 func (e *apiEnv) waitRun(t testing.TB, id string, statuses ...string) runBody {
 	t.Helper()

@@ -73,8 +73,8 @@ func (s *Server) ui(mux *http.ServeMux) {
 	page("POST /login", s.login)
 	page("POST /logout", s.logout)
 	page("GET /{$}", s.signedIn(nil, s.home))
-	page("GET /inbox", s.signedIn(staffRoles, s.inbox))
-	page("GET /my", s.signedIn([]domain.Role{domain.RoleFounder}, s.my))
+	page("GET /inbox", s.signedIn(domain.Role.Staff, s.inbox))
+	page("GET /my", s.signedIn(founderOnly, s.my))
 	page("GET /suspensions/{id}", s.signedIn(nil, s.suspensionPage))
 	page("POST /suspensions/{id}/resume", s.signedIn(nil, s.resumeFromPage))
 	page("POST /suspensions/{id}/decide", s.signedIn(nil, s.decideFromPage))
@@ -82,7 +82,7 @@ func (s *Server) ui(mux *http.ServeMux) {
 	page("GET /documents/{id}", s.signedIn(nil, s.downloadDocument))
 	page("GET /account", s.signedIn(nil, s.accountPage))
 	page("POST /account/password", s.signedIn(nil, s.changePassword))
-	page("GET /runs", s.signedIn(staffRoles, s.runsPage))
+	page("GET /runs", s.signedIn(domain.Role.Staff, s.runsPage))
 	page("GET /live", s.signedIn(nil, s.liveSocket))
 	page("GET /admin/audit", s.signedIn(adminOnly, s.auditPage))
 	page("GET /admin/audit/export", s.signedIn(adminOnly, s.auditExport))
@@ -91,17 +91,16 @@ func (s *Server) ui(mux *http.ServeMux) {
 	page("POST /admin/users/{id}", s.signedIn(adminOnly, s.updateUser))
 	page("POST /admin/keys", s.signedIn(adminOnly, s.createKey))
 	page("POST /admin/keys/{id}/revoke", s.signedIn(adminOnly, s.revokeKey))
-	page("GET /runs/{id}", s.signedIn(staffRoles, s.runPage))
+	page("GET /runs/{id}", s.signedIn(domain.Role.Staff, s.runPage))
 	page("POST /runs/{id}/cancel", s.signedIn(adminOnly, s.cancelFromPage))
 	page("/", func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, http.StatusNotFound, "Page not found", "There is no page at this address. It may have moved, or the link may be mistyped.", s.viewerOf(r))
 	})
 }
 
-var (
-	staffRoles = []domain.Role{domain.RoleAdmin, domain.RoleReviewer}
-	adminOnly  = []domain.Role{domain.RoleAdmin}
-)
+// Who may open a page, for signedIn; domain.Role.Staff is the third.
+func adminOnly(r domain.Role) bool   { return r == domain.RoleAdmin }
+func founderOnly(r domain.Role) bool { return r == domain.RoleFounder }
 
 func uiHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -136,9 +135,10 @@ func sessionViewer(sess *sessions.Session) *views.Viewer {
 	return &views.Viewer{ID: valueOf(sess, sessUserID), Email: valueOf(sess, sessEmail), Name: valueOf(sess, sessName), Role: domain.Role(valueOf(sess, sessRole))}
 }
 
-// signedIn lets through a signed-in viewer with one of roles (any role when
-// roles is nil). Others go to the login page, which brings them back here.
-func (s *Server) signedIn(roles []domain.Role, next http.HandlerFunc) http.HandlerFunc {
+// signedIn lets through a signed-in viewer whose role may accepts (any
+// role when may is nil). Others go to the login page, which brings them
+// back here.
+func (s *Server) signedIn(may func(domain.Role) bool, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		sess, err := s.sessions.Get(r, sessionName)
 		if err != nil {
@@ -151,7 +151,7 @@ func (s *Server) signedIn(roles []domain.Role, next http.HandlerFunc) http.Handl
 			return
 		}
 		v := sessionViewer(sess)
-		if roles != nil && !hasRole(v.Role, roles) {
+		if may != nil && !may(v.Role) {
 			s.renderError(w, r, http.StatusForbidden, "Not for your role", "Your account cannot open this page. Ask an admin if you need access.", v)
 			return
 		}
@@ -162,15 +162,6 @@ func (s *Server) signedIn(roles []domain.Role, next http.HandlerFunc) http.Handl
 		}
 		next(w, r.WithContext(context.WithValue(r.Context(), viewerKey{}, v)))
 	}
-}
-
-func hasRole(r domain.Role, roles []domain.Role) bool {
-	for _, x := range roles {
-		if r == x {
-			return true
-		}
-	}
-	return false
 }
 
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
@@ -197,10 +188,10 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, views.Login("", "", safeNext(r.URL.Query().Get("next"))))
 }
 
-// login checks email and password. Failures are rate-limited per account
-// and per address, answered alike whether or not the account exists, and
-// audited. Success starts a new session (a session id from before login is
-// never reused) and is audited.
+// login checks email and password (authenticate). Failures are answered
+// alike whether or not the account exists, and audited. Success starts a
+// new session (a session id from before login is never reused) and is
+// audited.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if err := r.ParseForm(); err != nil {
@@ -208,30 +199,23 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	email := strings.ToLower(strings.TrimSpace(r.PostForm.Get("email")))
-	password := r.PostForm.Get("password")
 	next := safeNext(r.PostForm.Get("next"))
-	addr := s.clientAddr(r)
-	now := s.Clock.Now()
-	if wait := s.logins.blocked(email, addr, now); wait > 0 {
-		s.audit(r, domain.AuditEntry{ActorEmail: email, Action: "login.throttled", Data: json.RawMessage(`{"retryAfterSeconds":` + strconv.Itoa(int(wait.Seconds())+1) + `}`)})
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+	user, err := s.authenticate(r, email, r.PostForm.Get("password"))
+	var th throttled
+	switch {
+	case errors.As(err, &th):
+		retry := strconv.Itoa(int(th.wait.Seconds()) + 1)
+		s.audit(r, domain.AuditEntry{ActorEmail: email, Action: "login.throttled", Data: json.RawMessage(`{"retryAfterSeconds":` + retry + `}`)})
+		w.Header().Set("Retry-After", retry)
 		s.render(w, r, http.StatusTooManyRequests, views.Login(email, "Too many failed attempts. Wait a few minutes, then try again.", next))
 		return
-	}
-	user, hash, err := s.Auth.UserByEmail(r.Context(), email)
-	if err != nil && !errors.Is(err, domain.ErrNotFound) {
-		s.Log.ErrorContext(r.Context(), "Looking up a user failed", "error", err)
-		s.render(w, r, http.StatusServiceUnavailable, views.Login(email, "Tollgate cannot check passwords right now. Try again shortly.", next))
-		return
-	}
-	if err != nil || hash == "" {
-		hash = dummyPasswordHash() // an unknown user costs the same hashing work
-	}
-	ok := CheckPassword(hash, password)
-	if err != nil || !ok || user.Disabled {
-		s.logins.failed(email, addr, now)
+	case errors.Is(err, errWrongPassword):
 		s.audit(r, domain.AuditEntry{ActorEmail: email, Action: "login.failed"})
 		s.render(w, r, http.StatusUnauthorized, views.Login(email, "That email and password do not match an active account.", next))
+		return
+	case err != nil:
+		s.Log.ErrorContext(r.Context(), "Looking up a user failed", "error", err)
+		s.render(w, r, http.StatusServiceUnavailable, views.Login(email, "Tollgate cannot check passwords right now. Try again shortly.", next))
 		return
 	}
 	s.logins.succeeded(email)
@@ -242,6 +226,41 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	s.audit(r, domain.AuditEntry{ActorID: user.ID, ActorEmail: user.Email, Action: "login"})
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// errWrongPassword is a password that does not match an active account.
+var errWrongPassword = errors.New("the email and password do not match an active account")
+
+// throttled is a password check the login limit refused; the account or
+// address may try again after wait.
+type throttled struct{ wait time.Duration }
+
+func (throttled) Error() string { return "too many failed password checks" }
+
+// authenticate checks email's password, for signing in and for changing a
+// password alike. A throttled account or address is not checked at all
+// (throttled). An unknown email, a wrong password and a disabled user are
+// one failure (errWrongPassword): they cost the same hashing work and
+// count against the login limit, per account and per address. The caller
+// clears the account's count (logins.succeeded) once it has done what the
+// password was for.
+func (s *Server) authenticate(r *http.Request, email, password string) (domain.User, error) {
+	addr, now := s.clientAddr(r), s.Clock.Now()
+	if wait := s.logins.blocked(email, addr, now); wait > 0 {
+		return domain.User{}, throttled{wait}
+	}
+	user, hash, err := s.Auth.UserByEmail(r.Context(), email)
+	if err != nil && !errors.Is(err, domain.ErrNotFound) {
+		return domain.User{}, err
+	}
+	if err != nil || hash == "" {
+		hash = dummyPasswordHash() // an unknown user costs the same hashing work
+	}
+	if ok := CheckPassword(hash, password); !ok || err != nil || user.Disabled {
+		s.logins.failed(email, addr, now)
+		return domain.User{}, errWrongPassword
+	}
+	return user, nil
 }
 
 // startSession gives the browser a new session for userID, ending the one

@@ -1,25 +1,24 @@
 package web
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/views"
 )
 
-// maxPasswordLen bounds what is hashed: argon2id takes any length, but a
-// megabyte "password" is a way to spend the server's CPU.
-const maxPasswordLen = 1024
-
 func (s *Server) accountPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, views.Account(views.AccountPage{Viewer: s.viewerOf(r)}))
 }
 
-// changePassword sets a new password after checking the current one. Every
-// session of the user ends, on every server sharing the database; this
-// browser gets a new one, so the person stays signed in here. Wrong current
-// passwords count against the account's login limit.
+// changePassword sets a new password after checking the current one
+// (authenticate, so wrong current passwords count against the login
+// limit). Every session of the user ends, on every server sharing the
+// database; this browser gets a new one, so the person stays signed in
+// here.
 func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) {
 	v := s.viewerOf(r)
 	page := views.AccountPage{Viewer: v, Errors: map[string]string{}}
@@ -31,29 +30,26 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	current, next, confirm := r.PostForm.Get("current"), r.PostForm.Get("new"), r.PostForm.Get("confirm")
-	addr, now := s.clientAddr(r), s.Clock.Now()
-	if wait := s.logins.blocked(v.Email, addr, now); wait > 0 {
+	user, err := s.authenticate(r, v.Email, current)
+	switch {
+	case errors.As(err, new(throttled)):
 		page.Failure = "Too many wrong passwords. Wait a few minutes, then try again."
 		fail(http.StatusTooManyRequests)
 		return
-	}
-	user, hash, err := s.Auth.UserByEmail(r.Context(), v.Email)
-	if err != nil {
-		s.uiFailure(w, r, err)
-		return
-	}
-	if !CheckPassword(hash, current) {
-		s.logins.failed(v.Email, addr, now)
+	case errors.Is(err, errWrongPassword):
 		s.audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "password.change_failed"})
 		page.Errors["current"] = "This is not your current password."
 		fail(http.StatusUnprocessableEntity)
 		return
+	case err != nil:
+		s.uiFailure(w, r, err)
+		return
 	}
 	switch {
-	case len([]rune(next)) < views.MinPasswordLen:
-		page.Errors["new"] = "Use at least " + strconv.Itoa(views.MinPasswordLen) + " characters."
-	case len(next) > maxPasswordLen:
-		page.Errors["new"] = "Use at most 1,024 bytes."
+	case utf8.RuneCountInString(next) < domain.MinPasswordLen:
+		page.Errors["new"] = "Use at least " + strconv.Itoa(domain.MinPasswordLen) + " characters."
+	case len(next) > domain.MaxPasswordBytes:
+		page.Errors["new"] = "Use at most " + strconv.Itoa(domain.MaxPasswordBytes) + " bytes."
 	case next == current:
 		page.Errors["new"] = "Choose a password other than the current one."
 	case confirm != next:
@@ -65,7 +61,7 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) {
 	}
 	newHash, err := HashPassword(next)
 	if err == nil {
-		err = s.UIStore.SetPassword(r.Context(), user.ID, newHash, now)
+		err = s.UIStore.SetPassword(r.Context(), user.ID, newHash, s.Clock.Now())
 	}
 	if err != nil {
 		s.uiFailure(w, r, err)

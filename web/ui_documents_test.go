@@ -51,13 +51,9 @@ func withSmallUploads(s *web.Server) {
 func TestUIFounderUploadsDocuments(t *testing.T) {
 	t.Parallel()
 	forEachDialectWith(t, withSmallUploads, func(t *testing.T, e *apiEnv) {
-		_, passA := e.addPerson(t, "a@founders.example", domain.RoleFounder)
-		_, passB := e.addPerson(t, "b@founders.example", domain.RoleFounder)
-		_, passR := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
 		run, s := e.paused(t, "paperwork", map[string]string{"assignee": "a@founders.example"})
 		path := "/suspensions/" + s.ID
-		a := e.browser(t)
-		a.login("a@founders.example", passA)
+		a := e.signedIn(t, "a@founders.example", domain.RoleFounder)
 		wantPage(t, a.get(path), http.StatusOK, `enctype="multipart/form-data"`, `accept="application/pdf,image/png"`, "Accepted: PDF, PNG", "4.0 KiB")
 
 		// Refused uploads store nothing and leave the suspension pending.
@@ -73,8 +69,7 @@ func TestUIFounderUploadsDocuments(t *testing.T) {
 		e.stillPending(t, s)
 
 		// Another founder can neither see nor upload to it.
-		b := e.browser(t)
-		b.login("b@founders.example", passB)
+		b := e.signedIn(t, "b@founders.example", domain.RoleFounder)
 		wantPage(t, b.upload(path+"/documents", file{"x.pdf", pdfBytes}), http.StatusNotFound)
 
 		p := a.upload(path+"/documents", file{`..\evil/claim "Q3".pdf`, pdfBytes}, file{"scan.png", pngBytes})
@@ -100,8 +95,7 @@ func TestUIFounderUploadsDocuments(t *testing.T) {
 			t.Fatalf("download = %d %v", dl.Status, dl.Header)
 		}
 		wantPage(t, b.get("/documents/"+docs[0].ID), http.StatusNotFound, "Document not found")
-		r := e.browser(t)
-		r.login("rev@example.com", passR)
+		r := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
 		if dl := r.get("/documents/" + docs[1].ID); dl.Status != http.StatusOK || dl.Header.Get("Content-Type") != "image/png" {
 			t.Fatalf("reviewer download = %d %q", dl.Status, dl.Header.Get("Content-Type"))
 		}

@@ -9,8 +9,6 @@ import (
 	"github.com/tollgatehq/tollgate/views"
 )
 
-// runPage shows a run to reviewers and admins: input, output or error, its
-// suspensions and its whole event timeline.
 // cancelFromPage cancels a run that has not finished (admins), through the
 // same kernel path as the API, and shows the run again.
 func (s *Server) cancelFromPage(w http.ResponseWriter, r *http.Request) {
@@ -31,6 +29,8 @@ func (s *Server) cancelFromPage(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/runs/"+run.ID, http.StatusSeeOther)
 }
 
+// runPage shows a run to reviewers and admins: input, output or error, its
+// suspensions and its whole event timeline.
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	v := s.viewerOf(r)
 	run, err := s.Store.Run(r.Context(), r.PathValue("id"))

@@ -86,11 +86,6 @@ func (s *Server) resumeFromPage(w http.ResponseWriter, r *http.Request) {
 	if text != "" {
 		data = json.RawMessage(text)
 	}
-	if !json.Valid(data) {
-		s.refuse(w, r, sp, v, text, http.StatusUnprocessableEntity, &domain.ValidationError{Code: domain.CodeInvalidJSON,
-			Message: "The resume data is not valid JSON. Check quotes, commas and brackets.", Fields: []domain.FieldError{{Field: "", Message: "not valid JSON"}}})
-		return
-	}
 	if !s.mayAct(w, r, sp, v) {
 		return
 	}
@@ -137,8 +132,15 @@ func (s *Server) resumeFromFields(w http.ResponseWriter, r *http.Request, sp dom
 	http.Redirect(w, r, "/suspensions/"+sp.ID+"?done=resumed", http.StatusSeeOther)
 }
 
-// resume applies resume data through the kernel and audits it.
+// resume applies resume data through the kernel and audits it. The data
+// passes the checks the API's decodeJSON applies to its bodies first
+// (ValidateJSONValue: no duplicate names, no NUL, bounded depth), whether
+// it was typed into the JSON editor or assembled from a form's fields.
 func (s *Server) resume(r *http.Request, sp domain.Suspension, v *views.Viewer, data json.RawMessage) error {
+	if ve, ok := errors.AsType[*domain.ValidationError](ValidateJSONValue(data)); ok {
+		return &domain.ValidationError{Code: domain.CodeInvalidJSON, Message: "The resume data is not valid JSON. Check quotes, commas and brackets.",
+			Fields: []domain.FieldError{{Field: "", Message: ve.Message}}}
+	}
 	_, err := s.Engine.Resume(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, Data: data, By: v.Email,
 		Audit: s.auditEntry(r, v.ID, v.Email, "suspension.resume", map[string]any{"runId": sp.RunID, "resumeData": data})})
 	return err
@@ -208,22 +210,12 @@ func (s *Server) actionFailed(w http.ResponseWriter, r *http.Request, sp domain.
 		}
 		msg := ce.Message
 		if sp.ResumedAt != nil && sp.ResumedBy != "" {
-			msg = fmt.Sprintf("Already %s by %s at %s.", strings.ToLower(resumedWord(sp)), sp.ResumedBy, sp.ResumedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
+			msg = fmt.Sprintf("Already %s by %s at %s.", strings.ToLower(views.ResumedVerb(sp)), sp.ResumedBy, sp.ResumedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
 		}
 		s.refuse(w, r, sp, v, "", http.StatusConflict, &domain.ValidationError{Message: msg})
 	default:
 		s.uiFailure(w, r, err)
 	}
-}
-
-func resumedWord(sp domain.Suspension) string {
-	switch sp.Decision {
-	case domain.DecisionApproved:
-		return "approved"
-	case domain.DecisionRejected:
-		return "rejected"
-	}
-	return "resumed"
 }
 
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, sp domain.Suspension, v *views.Viewer, typed string, status int, ve *domain.ValidationError) {

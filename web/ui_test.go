@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +103,17 @@ func (e *apiEnv) addPerson(t *testing.T, email string, role domain.Role) (id, pa
 		t.Fatal(err)
 	}
 	return u.ID, password
+}
+
+// signedIn adds a person and returns a browser signed in as them.
+func (e *apiEnv) signedIn(t *testing.T, email string, role domain.Role) *browser {
+	t.Helper()
+	_, password := e.addPerson(t, email, role)
+	b := e.browser(t)
+	if p := b.login(email, password); p.Status != http.StatusSeeOther {
+		t.Fatalf("login %s = %d:\n%s", email, p.Status, p.Body)
+	}
+	return b
 }
 
 func wantPage(t *testing.T, p page, status int, contains ...string) {
@@ -223,9 +235,7 @@ func TestUIRolesAndDisabledUsers(t *testing.T) {
 		if n := strings.Count(p.Body, "data-suspension="); n != 1 {
 			t.Fatalf("founder sees %d requests; want only their 1", n)
 		}
-		_, revPassword := e.addPerson(t, "r2@example.com", domain.RoleReviewer)
-		rb := e.browser(t)
-		rb.login("r2@example.com", revPassword)
+		rb := e.signedIn(t, "r2@example.com", domain.RoleReviewer)
 		wantPage(t, rb.get("/my"), http.StatusForbidden)
 		// Disabling a user ends their sessions everywhere.
 		if _, err := e.db.Bun().ExecContext(t.Context(), "UPDATE users SET disabled = true WHERE id = ?", founderID); err != nil {
@@ -278,11 +288,9 @@ func TestUILoginIsRateLimited(t *testing.T) {
 func TestUIInboxEscapesAndFilters(t *testing.T) {
 	t.Parallel()
 	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
-		_, password := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
 		e.paused(t, "intake", map[string]string{"claimId": "c-1", "assignee": `<script>alert("x")</script>@example.com`})
 		e.paused(t, "review", map[string]any{"amount": 10})
-		b := e.browser(t)
-		b.login("rev@example.com", password)
+		b := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
 		p := b.get("/inbox")
 		wantPage(t, p, http.StatusOK, "awaiting_documents", "&lt;script&gt;", `<span data-live="pending-total">2</span>`)
 		if strings.Contains(p.Body, `<script>alert`) {
@@ -302,18 +310,18 @@ func TestUIInboxEscapesAndFilters(t *testing.T) {
 }
 
 // Without a schema (or with one a form cannot express) the resume form is a
-// JSON editor, validated as JSON.
+// JSON editor, validated as JSON as strictly as the API's request bodies.
 func TestUIResumeWithJSONEditor(t *testing.T) {
 	t.Parallel()
 	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
-		_, pass := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
 		e.releaseEarly()
 		run, s := e.paused(t, "early", nil)
-		b := e.browser(t)
-		b.login("rev@example.com", pass)
+		b := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
 		path := "/suspensions/" + s.ID
 		wantPage(t, b.get(path), http.StatusOK, `name="resumeData"`, "Any JSON value")
 		wantPage(t, b.do("POST", path+"/resume", url.Values{"resumeData": {`{"ok": tru`}}), http.StatusUnprocessableEntity, "not valid JSON", `{&#34;ok&#34;: tru`)
+		wantPage(t, b.do("POST", path+"/resume", url.Values{"resumeData": {`{"ok": true, "ok": false}`}}), http.StatusUnprocessableEntity, "not valid JSON", "duplicate name")
+		wantPage(t, b.do("POST", path+"/resume", url.Values{"resumeData": {`{"ok": "\u0000"}`}}), http.StatusUnprocessableEntity, "not valid JSON", "NUL characters")
 		e.stillPending(t, s)
 		if p := b.do("POST", path+"/resume", url.Values{"resumeData": {`{"ok": true}`}}); p.Status != http.StatusSeeOther {
 			t.Fatalf("resume = %d:\n%s", p.Status, p.Body)
@@ -333,11 +341,8 @@ func mustURL(t *testing.T, s string) *url.URL {
 func TestUISuspensionPageResumesOnce(t *testing.T) {
 	t.Parallel()
 	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
-		_, revPass := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
-		_, rev2Pass := e.addPerson(t, "rev2@example.com", domain.RoleReviewer)
 		run, s := e.paused(t, "intake", map[string]string{"claimId": `<img src=x onerror=alert(1)>`, "assignee": "someone@example.com"})
-		b := e.browser(t)
-		b.login("rev@example.com", revPass)
+		b := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
 		path := "/suspensions/" + s.ID
 		p := b.get(path)
 		// The schema becomes form fields: documentIds, one per line, required.
@@ -366,8 +371,7 @@ func TestUISuspensionPageResumesOnce(t *testing.T) {
 		}
 
 		// The loser is told who won, and the winner's data stands.
-		other := e.browser(t)
-		other.login("rev2@example.com", rev2Pass)
+		other := e.signedIn(t, "rev2@example.com", domain.RoleReviewer)
 		wantPage(t, other.do("POST", path+"/resume", url.Values{"mode": {"fields"}, "f/documentIds": {"d-9"}}), http.StatusConflict, "Already resumed by rev@example.com")
 		if got := e.suspension(t, s.ID); strings.Contains(string(got.ResumeData), "d-9") {
 			t.Fatalf("resume data after a losing resume = %s", got.ResumeData)
@@ -381,18 +385,14 @@ func TestUISuspensionPageResumesOnce(t *testing.T) {
 func TestUIFoundersActOnlyOnTheirOwn(t *testing.T) {
 	t.Parallel()
 	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
-		_, passA := e.addPerson(t, "a@founders.example", domain.RoleFounder)
-		_, passB := e.addPerson(t, "b@founders.example", domain.RoleFounder)
 		run, s := e.paused(t, "intake", map[string]string{"claimId": "c-a", "assignee": "A@Founders.example"})
 		path := "/suspensions/" + s.ID
-		b := e.browser(t)
-		b.login("b@founders.example", passB)
+		b := e.signedIn(t, "b@founders.example", domain.RoleFounder)
 		wantPage(t, b.get(path), http.StatusNotFound, "Suspension not found")
 		wantPage(t, b.do("POST", path+"/resume", url.Values{"resumeData": {`{"documentIds": ["x"]}`}}), http.StatusNotFound)
 		e.stillPending(t, s)
 
-		a := e.browser(t)
-		a.login("a@founders.example", passA)
+		a := e.signedIn(t, "a@founders.example", domain.RoleFounder)
 		wantPage(t, a.get(path), http.StatusOK, "My requests")
 		if p := a.do("POST", path+"/resume", url.Values{"mode": {"fields"}, "f/documentIds": {"a-1"}}); p.Status != http.StatusSeeOther {
 			t.Fatalf("founder's own resume = %d:\n%s", p.Status, p.Body)
@@ -408,9 +408,7 @@ func TestUIFoundersActOnlyOnTheirOwn(t *testing.T) {
 func TestUIApproveAndReject(t *testing.T) {
 	t.Parallel()
 	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
-		_, pass := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
-		b := e.browser(t)
-		b.login("rev@example.com", pass)
+		b := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
 		approved, s1 := e.paused(t, "review", map[string]any{"amount": 10})
 		wantPage(t, b.get("/suspensions/"+s1.ID), http.StatusOK, "Approve", "Reject", "run step pay")
 		wantPage(t, b.do("POST", "/suspensions/"+s1.ID+"/resume", url.Values{"resumeData": {`{}`}}), http.StatusUnprocessableEntity, "approve or reject")
@@ -435,11 +433,8 @@ func TestUIApproveAndReject(t *testing.T) {
 func TestUIRunPages(t *testing.T) {
 	t.Parallel()
 	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
-		_, revPass := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
-		_, fPass := e.addPerson(t, "f@example.com", domain.RoleFounder)
 		run, s := e.paused(t, "intake", map[string]string{"claimId": "<b>c-7</b>", "assignee": "f@example.com"})
-		b := e.browser(t)
-		b.login("rev@example.com", revPass)
+		b := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
 		p := b.get("/runs/" + run.ID)
 		wantPage(t, p, http.StatusOK, "intake", `data-live="run-status">suspended`, "RUN_CREATED", "WORKFLOW_PAUSED", "awaiting_documents", "/suspensions/"+s.ID, "&lt;b&gt;c-7&lt;/b&gt;")
 		if strings.Contains(p.Body, "<b>c-7</b>") {
@@ -451,8 +446,7 @@ func TestUIRunPages(t *testing.T) {
 		}
 		wantPage(t, b.get("/runs/nope"), http.StatusNotFound, "Run not found")
 		wantPage(t, b.get("/runs?cursor=bad"), http.StatusBadRequest)
-		f := e.browser(t)
-		f.login("f@example.com", fPass)
+		f := e.signedIn(t, "f@example.com", domain.RoleFounder)
 		wantPage(t, f.get("/runs/"+run.ID), http.StatusForbidden)
 		wantPage(t, f.get("/runs"), http.StatusForbidden)
 	})
@@ -461,7 +455,6 @@ func TestUIRunPages(t *testing.T) {
 func TestUIAuditLogForAdmins(t *testing.T) {
 	t.Parallel()
 	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
-		_, adminPass := e.addPerson(t, "boss@example.com", domain.RoleAdmin)
 		_, revPass := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
 		rev := e.browser(t)
 		rev.login("rev@example.com", "wrong")
@@ -472,8 +465,7 @@ func TestUIAuditLogForAdmins(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		a := e.browser(t)
-		a.login("boss@example.com", adminPass)
+		a := e.signedIn(t, "boss@example.com", domain.RoleAdmin)
 		p := a.get("/admin/audit?actor=REV@example.com")
 		wantPage(t, p, http.StatusOK, "Audit log", "login.failed", "rev@example.com")
 		if strings.Contains(p.Body, "boss@example.com</td>") {
@@ -514,9 +506,7 @@ func TestUIAdminManagesUsersAndKeys(t *testing.T) {
 	t.Parallel()
 	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
 		bossID, bossPass := e.addPerson(t, "boss@example.com", domain.RoleAdmin)
-		_, revPass := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
-		r := e.browser(t)
-		r.login("rev@example.com", revPass)
+		r := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
 		wantPage(t, r.get("/admin/users"), http.StatusForbidden)
 		wantPage(t, r.do("POST", "/admin/users", url.Values{"email": {"x@example.com"}, "role": {"admin"}}), http.StatusForbidden)
 
@@ -593,11 +583,9 @@ func between(s, from, to string) string {
 func TestUIInboxSearchAndAge(t *testing.T) {
 	t.Parallel()
 	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
-		_, pass := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
 		run, s := e.paused(t, "intake", map[string]string{"claimId": "Needle_42%", "assignee": "x@example.com"})
 		_, other := e.paused(t, "review", map[string]any{"amount": 5})
-		b := e.browser(t)
-		b.login("rev@example.com", pass)
+		b := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
 		for q, want := range map[string][]string{
 			"needle_42%": {s.ID},           // checkpoint text, case-insensitive, LIKE characters literal
 			"needle_4_%": {},               // _ is not a wildcard
@@ -608,7 +596,7 @@ func TestUIInboxSearchAndAge(t *testing.T) {
 			p := b.get("/inbox?q=" + url.QueryEscape(q))
 			wantPage(t, p, http.StatusOK)
 			for _, id := range []string{s.ID, other.ID} {
-				if got, wanted := strings.Contains(p.Body, `data-suspension="`+id+`"`), slicesContains(want, id); got != wanted {
+				if got, wanted := strings.Contains(p.Body, `data-suspension="`+id+`"`), slices.Contains(want, id); got != wanted {
 					t.Errorf("search %q: shows %s = %v, want %v", q, id, got, wanted)
 				}
 			}
@@ -618,13 +606,4 @@ func TestUIInboxSearchAndAge(t *testing.T) {
 		}
 		wantPage(t, b.get("/inbox?age=bogus"), http.StatusOK, `data-suspension="`+s.ID+`"`)
 	})
-}
-
-func slicesContains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }

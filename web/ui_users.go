@@ -48,21 +48,44 @@ func (s *Server) usersPage(w http.ResponseWriter, r *http.Request) {
 	s.showUsers(w, r, http.StatusOK, nil)
 }
 
+// refuseUsers shows the users page with why an action changed nothing.
+func (s *Server) refuseUsers(w http.ResponseWriter, r *http.Request, status int, failure string) {
+	s.showUsers(w, r, status, func(p *views.UsersPage) { p.Failure = failure })
+}
+
+// usersForm reads an action's form, refusing one that cannot be read.
+func (s *Server) usersForm(w http.ResponseWriter, r *http.Request) bool {
+	if err := r.ParseForm(); err != nil {
+		s.refuseUsers(w, r, http.StatusBadRequest, "The form could not be read.")
+		return false
+	}
+	return true
+}
+
+// formRole is the role an action's form names, or false after refusing
+// one that is not a role.
+func (s *Server) formRole(w http.ResponseWriter, r *http.Request) (domain.Role, bool) {
+	role := domain.Role(r.PostForm.Get("role"))
+	if !role.Valid() {
+		s.refuseUsers(w, r, http.StatusUnprocessableEntity, "Choose admin, reviewer or founder.")
+		return "", false
+	}
+	return role, true
+}
+
 // inviteUser creates an account with a one-time password, shown once.
 func (s *Server) inviteUser(w http.ResponseWriter, r *http.Request) {
 	v := s.viewerOf(r)
-	if err := r.ParseForm(); err != nil {
-		s.showUsers(w, r, http.StatusBadRequest, func(p *views.UsersPage) { p.Failure = "The form could not be read." })
+	if !s.usersForm(w, r) {
 		return
 	}
 	email := strings.ToLower(strings.TrimSpace(r.PostForm.Get("email")))
-	role := domain.Role(r.PostForm.Get("role"))
 	if addr, err := mail.ParseAddress(email); err != nil || addr.Address != email {
-		s.showUsers(w, r, http.StatusUnprocessableEntity, func(p *views.UsersPage) { p.Failure = "“" + email + "” is not an email address." })
+		s.refuseUsers(w, r, http.StatusUnprocessableEntity, "“"+email+"” is not an email address.")
 		return
 	}
-	if !role.Valid() {
-		s.showUsers(w, r, http.StatusUnprocessableEntity, func(p *views.UsersPage) { p.Failure = "Choose admin, reviewer or founder." })
+	role, ok := s.formRole(w, r)
+	if !ok {
 		return
 	}
 	password := rand.Text()
@@ -74,7 +97,7 @@ func (s *Server) inviteUser(w http.ResponseWriter, r *http.Request) {
 	u, err := s.Auth.CreateUser(r.Context(), domain.User{ID: uuid.NewString(), Email: email, Name: strings.TrimSpace(r.PostForm.Get("name")), Role: role, CreatedAt: s.Clock.Now()}, hash)
 	var ce *domain.ConflictError
 	if errors.As(err, &ce) {
-		s.showUsers(w, r, http.StatusConflict, func(p *views.UsersPage) { p.Failure = "There is already an account for " + email + "." })
+		s.refuseUsers(w, r, http.StatusConflict, "There is already an account for "+email+".")
 		return
 	}
 	if err != nil {
@@ -93,24 +116,21 @@ func (s *Server) inviteUser(w http.ResponseWriter, r *http.Request) {
 // cannot lock everyone out by mistake.
 func (s *Server) updateUser(w http.ResponseWriter, r *http.Request) {
 	v := s.viewerOf(r)
-	if err := r.ParseForm(); err != nil {
-		s.showUsers(w, r, http.StatusBadRequest, func(p *views.UsersPage) { p.Failure = "The form could not be read." })
+	if !s.usersForm(w, r) {
 		return
 	}
-	id, role, disabled := r.PathValue("id"), domain.Role(r.PostForm.Get("role")), r.PostForm.Get("disabled") == "true"
-	if !role.Valid() {
-		s.showUsers(w, r, http.StatusUnprocessableEntity, func(p *views.UsersPage) { p.Failure = "Choose admin, reviewer or founder." })
+	role, ok := s.formRole(w, r)
+	if !ok {
 		return
 	}
+	id, disabled := r.PathValue("id"), r.PostForm.Get("disabled") == "true"
 	if id == v.ID && (disabled || role != domain.RoleAdmin) {
-		s.showUsers(w, r, http.StatusUnprocessableEntity, func(p *views.UsersPage) {
-			p.Failure = "You cannot disable your own account or give up your own admin role; ask another admin."
-		})
+		s.refuseUsers(w, r, http.StatusUnprocessableEntity, "You cannot disable your own account or give up your own admin role; ask another admin.")
 		return
 	}
 	u, err := s.UIStore.UpdateUser(r.Context(), id, role, disabled, s.Clock.Now())
 	if errors.Is(err, domain.ErrNotFound) {
-		s.showUsers(w, r, http.StatusNotFound, func(p *views.UsersPage) { p.Failure = "That user no longer exists." })
+		s.refuseUsers(w, r, http.StatusNotFound, "That user no longer exists.")
 		return
 	}
 	if err != nil {
@@ -125,17 +145,15 @@ func (s *Server) updateUser(w http.ResponseWriter, r *http.Request) {
 // createKey makes an API key for a user; the secret is shown once.
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 	v := s.viewerOf(r)
-	if err := r.ParseForm(); err != nil {
-		s.showUsers(w, r, http.StatusBadRequest, func(p *views.UsersPage) { p.Failure = "The form could not be read." })
+	if !s.usersForm(w, r) {
 		return
 	}
 	owner, name := r.PostForm.Get("owner"), strings.TrimSpace(r.PostForm.Get("name"))
 	if name == "" || len(name) > 100 {
-		s.showUsers(w, r, http.StatusUnprocessableEntity, func(p *views.UsersPage) {
-			p.Failure = "Name the key (up to 100 characters) so it can be told apart later."
-		})
+		s.refuseUsers(w, r, http.StatusUnprocessableEntity, "Name the key (up to 100 characters) so it can be told apart later.")
 		return
 	}
+	// The page is read once to find the owner; a refusal shows it as read.
 	p, err := s.usersView(r)
 	if err != nil {
 		s.uiFailure(w, r, err)
@@ -143,7 +161,8 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 	}
 	email, ok := p.EmailOf[owner]
 	if !ok {
-		s.showUsers(w, r, http.StatusUnprocessableEntity, func(p *views.UsersPage) { p.Failure = "Choose the key's owner." })
+		p.Failure = "Choose the key's owner."
+		s.render(w, r, http.StatusUnprocessableEntity, views.Users(p))
 		return
 	}
 	secret, prefix, hash := NewAPIKey()
@@ -163,7 +182,7 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	owner, err := s.Auth.RevokeAPIKey(r.Context(), id, s.Clock.Now())
 	if errors.Is(err, domain.ErrNotFound) {
-		s.showUsers(w, r, http.StatusNotFound, func(p *views.UsersPage) { p.Failure = "That key is already revoked or does not exist." })
+		s.refuseUsers(w, r, http.StatusNotFound, "That key is already revoked or does not exist.")
 		return
 	}
 	if err != nil {

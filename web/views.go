@@ -33,6 +33,26 @@ func runView(r domain.Run) runJSON {
 	}
 }
 
+// awaitJSON is one wait a suspended run is paused on.
+type awaitJSON struct {
+	StepID       string                `json:"stepId"`
+	Kind         domain.SuspensionKind `json:"kind"`
+	Name         string                `json:"name"`
+	SuspensionID string                `json:"suspensionId"`
+	Deadline     *time.Time            `json:"deadline,omitempty"`
+}
+
+// awaiting lists the waits of ss that are pending.
+func awaiting(ss []domain.Suspension) []awaitJSON {
+	out := []awaitJSON{}
+	for _, sp := range ss {
+		if sp.Status == domain.SuspensionPending {
+			out = append(out, awaitJSON{StepID: sp.StepKey, Kind: sp.Kind, Name: sp.Reason, SuspensionID: sp.ID, Deadline: sp.WakeAt})
+		}
+	}
+	return out
+}
+
 type suspensionJSON struct {
 	ID              string                  `json:"id"`
 	RunID           string                  `json:"runId"`
@@ -87,12 +107,38 @@ func suspensionView(s domain.Suspension) suspensionJSON {
 	return v
 }
 
+type signalJSON struct {
+	RunID       string          `json:"runId"`
+	Name        string          `json:"name"`
+	SignalID    string          `json:"signalId"`
+	StepID      string          `json:"stepId,omitempty"`
+	Payload     json.RawMessage `json:"payload,omitempty"`
+	Status      string          `json:"status"` // delivered or kept
+	Duplicate   bool            `json:"duplicate"`
+	SentBy      string          `json:"sentBy"`
+	SentAt      time.Time       `json:"sentAt"`
+	DeliveredAt *time.Time      `json:"deliveredAt,omitempty"`
+}
+
+func signalView(sig domain.Signal) signalJSON {
+	v := signalJSON{RunID: sig.RunID, Name: sig.Name, SignalID: sig.SignalID, StepID: sig.StepKey, Payload: sig.Payload,
+		Status: "delivered", Duplicate: sig.Duplicate, SentBy: sig.SentBy, SentAt: sig.SentAt, DeliveredAt: sig.DeliveredAt}
+	if sig.DeliveredAt == nil {
+		v.Status = "kept"
+	}
+	return v
+}
+
 type eventJSON struct {
 	Seq       int64           `json:"seq"`
 	Type      string          `json:"type"`
 	Step      string          `json:"step"`
 	Payload   json.RawMessage `json:"payload"`
 	CreatedAt time.Time       `json:"createdAt"`
+}
+
+func eventView(e domain.Event) eventJSON {
+	return eventJSON{Seq: e.Seq, Type: e.Type, Step: e.Step, Payload: orNull(e.Payload), CreatedAt: e.CreatedAt}
 }
 
 type page[T any] struct {

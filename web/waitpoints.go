@@ -2,12 +2,10 @@ package web
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -33,13 +31,9 @@ var droppedCallHeaders = map[string]bool{"authorization": true, "cookie": true, 
 // readCall turns an HTTP request into what a workflow receives. The body
 // may be of any content type, up to the server's limit.
 func (s *Server) readCall(w http.ResponseWriter, r *http.Request, dropQuery ...string) (json.RawMessage, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBody))
+	body, err := readBody(w, r, s.MaxBody)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, &domain.ValidationError{Code: CodePayloadTooLarge, Message: fmt.Sprintf("the request body is larger than this server takes (%d bytes)", s.MaxBody)}
-		}
-		return nil, &domain.ValidationError{Code: "bad_request", Message: "the request body could not be read"}
+		return nil, err
 	}
 	call := domain.HTTPCall{Method: r.Method, Headers: map[string]string{}, QueryParams: map[string]string{}, Body: json.RawMessage("null")}
 	for k, v := range r.Header {
@@ -306,7 +300,7 @@ func (s *Server) reportWork(w http.ResponseWriter, r *http.Request) error {
 	if s.WorkItems == nil {
 		return domain.ErrNotFound
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBody))
+	body, err := readBody(w, r, s.MaxBody)
 	if err != nil {
 		return err
 	}
@@ -314,9 +308,8 @@ func (s *Server) reportWork(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return &domain.ValidationError{Code: domain.CodeInvalidJSON, Message: "the report is " + err.Error()}
 	}
-	hash := sha256.Sum256([]byte(r.PathValue("token")))
 	item, err := s.WorkItems.CompleteWorkItem(r.Context(), domain.WorkReport{
-		WorkflowID: r.PathValue("flowId"), StepName: r.PathValue("stepId"), TokenHash: hash[:], Outcome: o}, s.Clock.Now())
+		WorkflowID: r.PathValue("flowId"), StepName: r.PathValue("stepId"), TokenHash: sha256Bytes(r.PathValue("token")), Outcome: o}, s.Clock.Now())
 	var se *domain.WorkStateError
 	if errors.As(err, &se) {
 		p := newProblem(http.StatusBadRequest, "work_item_finished", se.Message)

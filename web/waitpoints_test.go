@@ -1,0 +1,64 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// brokenBody is a request body whose sender went away mid-way.
+type brokenBody struct{}
+
+func (brokenBody) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
+func (brokenBody) Close() error             { return nil }
+
+// unreachableWork fails the test if a report that could not be read gets
+// as far as the store.
+type unreachableWork struct {
+	domain.WorkItemStore
+	t *testing.T
+}
+
+func (u unreachableWork) CompleteWorkItem(context.Context, domain.WorkReport, time.Time) (domain.WorkItem, error) {
+	u.t.Error("a report that could not be read reached the store")
+	return domain.WorkItem{}, errors.New("unreachable")
+}
+
+// A report whose body cannot be read, or is too large, is the caller's
+// fault (4xx), like any other request body the server reads.
+func TestReportWorkBodyErrors(t *testing.T) {
+	t.Parallel()
+	s := &Server{WorkItems: unreachableWork{t: t}, MaxBody: 64, Log: slog.New(slog.DiscardHandler), Clock: domain.SystemClock{}}
+	for _, tt := range []struct {
+		name   string
+		body   io.ReadCloser
+		status int
+		code   string
+	}{
+		{"aborted", brokenBody{}, http.StatusBadRequest, domain.CodeInvalidJSON},
+		{"too large", io.NopCloser(strings.NewReader(`{"success": true, "outputs": "` + strings.Repeat("x", 100) + `"}`)), http.StatusRequestEntityTooLarge, CodePayloadTooLarge},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest("POST", "/webhook/flow/step/token", nil)
+			r.Body = tt.body
+			r.SetPathValue("flowId", "flow")
+			r.SetPathValue("stepId", "step")
+			r.SetPathValue("token", "token")
+			w := httptest.NewRecorder()
+			s.handle(s.reportWork).ServeHTTP(w, r)
+			var p struct{ Code string }
+			if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil || w.Code != tt.status || p.Code != tt.code {
+				t.Errorf("report = %d %s; want %d %s", w.Code, w.Body, tt.status, tt.code)
+			}
+		})
+	}
+}
