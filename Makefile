@@ -13,7 +13,7 @@ build: ## Build bin/tollgate
 test: ## Every test, on SQLite and a real PostgreSQL, with the race detector
 	$(GO) test -race -count=1 -timeout 18m ./...
 
-bench: ## Suspend→resume throughput and latency on both databases; the web app with 1M suspensions
+bench: ## Suspend→resume, declarative and replay workflows on both databases; the web app with 1M suspensions
 	$(GO) test -run '^TestBench' -tags bench -count=1 -timeout 60m -v ./cmd/tollgate
 
 generate: ## Regenerate generated code (templ components, from the repository root)

@@ -139,7 +139,7 @@ func (w *worker) do(c call) {
 
 // send reports an outcome: 200 is done, 400 is final (already recorded),
 // anything else is tried again after a growing wait.
-func (w *worker) send(c call, rep report) bool {
+func (w *worker) send(c call, rep report) {
 	body, _ := json.Marshal(rep)
 	wait := w.retryBase
 	for attempt := 1; ; attempt++ {
@@ -149,16 +149,16 @@ func (w *worker) send(c call, rep report) bool {
 			resp.Body.Close()
 			switch resp.StatusCode {
 			case http.StatusOK:
-				return true
+				return
 			case http.StatusBadRequest:
 				w.log.Warn("Report refused: the work item is already finished", "receipt_token", c.Metadata.ReceiptToken, "answer", string(answer))
-				return false
+				return
 			}
 			err = fmt.Errorf("HTTP %d", resp.StatusCode)
 		}
 		if attempt == w.attempts {
 			w.log.Error("Report not delivered", "receipt_token", c.Metadata.ReceiptToken, "error", err)
-			return false
+			return
 		}
 		w.log.Warn("Report failed; sending it again", "receipt_token", c.Metadata.ReceiptToken, "error", err, "wait", wait)
 		time.Sleep(wait)

@@ -175,14 +175,7 @@ func flowServer(t *testing.T, dialect string, st *stamps, onCommit func(string, 
 	var errs atomic.Int64
 	c, eng, db, stop := benchServerOn(t, benchOpts(t, dialect), &errs, onCommit, flows)
 	for _, doc := range docs {
-		var d struct{ ID, Version string }
-		if err := json.Unmarshal([]byte(doc), &d); err != nil {
-			t.Fatal(err)
-		}
-		res, err := c.do(context.Background(), "PUT", "/api/v1/workflows/"+d.ID+"/versions/"+d.Version, json.RawMessage(doc))
-		if err != nil || res.Status != http.StatusCreated {
-			t.Fatalf("register %s: %v %d %s", d.ID, err, res.Status, res.Body)
-		}
+		c.register(t, doc)
 	}
 	return c, eng, db, func() {
 		stop()
@@ -220,8 +213,8 @@ func benchHerd(t *testing.T, dialect string, r *flowBenchResult) {
 		late = append(late, at[0].Sub(due))
 	}
 	st.mu.Unlock()
-	slices.Sort(late)
-	h.p50, h.p99, h.min, h.max = quantile(late, 0.5), quantile(late, 0.99), late[0], late[len(late)-1]
+	h.p50, h.p99 = p50p99(late)
+	h.min, h.max = late[0], late[len(late)-1]
 	if err := db.Bun().QueryRowContext(context.Background(), `SELECT count(*), count(DISTINCT run_id) FROM events WHERE type = ? AND step = 'due'`, domain.EventStepCompleted).
 		Scan(&h.wakes, &h.distinctWakes); err != nil {
 		t.Fatal(err)
@@ -325,8 +318,8 @@ func benchRoundTrips(t *testing.T, dialect string) tripResult {
 	if n := reportErrs.Load(); n > 0 {
 		t.Fatalf("%d webhook reports failed", n)
 	}
-	slices.Sort(latencies)
-	r := tripResult{trips: len(latencies), rate: float64(len(latencies)) / roundTripCount.Seconds(), p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99)}
+	r := tripResult{trips: len(latencies), rate: float64(len(latencies)) / roundTripCount.Seconds()}
+	r.p50, r.p99 = p50p99(latencies)
 	t.Logf("round trips: %d in %v = %.1f/s; p50 %s p99 %s", r.trips, roundTripCount, r.rate, ms(r.p50), ms(r.p99))
 	return r
 }
@@ -354,7 +347,7 @@ func benchHooks(t *testing.T, dialect string) hookResult {
 	startSuspended(t, eng, db, "hook", 0, total, func(_ int64, id string) { ids = append(ids, id) })
 	urls := make([]string, len(ids))
 	parallel(len(ids), func(i int) {
-		run, err := getRun(ctx, c, ids[i])
+		run, err := c.getRun(ctx, ids[i])
 		if err != nil || len(run.Suspensions) != 1 || run.Suspensions[0].ResumeURL == "" {
 			t.Errorf("run %s: %+v %v", ids[i], run.Suspensions, err)
 			return
@@ -394,8 +387,7 @@ func benchHooks(t *testing.T, dialect string) hookResult {
 		t.FailNow()
 	}
 	waitForCount(t, db, "hook", domain.RunSucceeded, hookAsyncRuns, time.Minute)
-	slices.Sort(async)
-	h.asyncP50, h.asyncP99 = quantile(async, 0.5), quantile(async, 0.99)
+	h.asyncP50, h.asyncP99 = p50p99(async)
 
 	var own, syncs, afterCommit []time.Duration
 	for i := range hookSyncRuns {
@@ -424,27 +416,10 @@ func benchHooks(t *testing.T, dialect string) hookResult {
 		done, _ = finished.Load(id)
 		afterCommit = append(afterCommit, answered.Sub(done.(time.Time)))
 	}
-	for _, d := range [][]time.Duration{own, syncs, afterCommit} {
-		slices.Sort(d)
-	}
-	h.ownP50, h.ownP99 = quantile(own, 0.5), quantile(own, 0.99)
-	h.syncP50, h.syncP99 = quantile(syncs, 0.5), quantile(syncs, 0.99)
-	h.afterCommitP50, h.afterCommitP99 = quantile(afterCommit, 0.5), quantile(afterCommit, 0.99)
+	h.ownP50, h.ownP99 = p50p99(own)
+	h.syncP50, h.syncP99 = p50p99(syncs)
+	h.afterCommitP50, h.afterCommitP99 = p50p99(afterCommit)
 	t.Logf("waitpoints: async %.1f/s p50 %s p99 %s; one client: own work p50 %s p99 %s, sync p50 %s p99 %s, answered after the commit p50 %s p99 %s",
 		h.asyncRate, ms(h.asyncP50), ms(h.asyncP99), ms(h.ownP50), ms(h.ownP99), ms(h.syncP50), ms(h.syncP99), ms(h.afterCommitP50), ms(h.afterCommitP99))
 	return h
-}
-
-// parallel calls f(0…n-1) from benchClients goroutines.
-func parallel(n int, f func(i int)) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range benchClients {
-		wg.Go(func() {
-			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				f(i)
-			}
-		})
-	}
-	wg.Wait()
 }

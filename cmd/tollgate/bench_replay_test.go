@@ -133,24 +133,13 @@ func benchReplayOn(t *testing.T, dialect string) replayBenchResult {
 	replayTimes.Unlock()
 
 	start := func(steps, rounds int) string {
-		var run apiRun
-		c.call(t, http.StatusCreated, "POST", "/api/v1/workflows/bench-replay/runs", map[string]any{"input": map[string]int{"Steps": steps, "Rounds": rounds}}).decode(t, &run)
-		return run.ID
+		return c.startRun(t, "bench-replay", map[string]int{"Steps": steps, "Rounds": rounds}).ID
 	}
 	waitSuspended := func(id string) {
-		deadline := time.Now().Add(2 * time.Minute)
-		for {
-			r, err := getRun(ctx, c, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Status == string(domain.RunSuspended) {
-				return
-			}
-			if r.Status != string(domain.RunRunning) && r.Status != string(domain.RunPending) || time.Now().After(deadline) {
-				t.Fatalf("run %s is %s: %+v", id, r.Status, r.Error)
-			}
-			time.Sleep(5 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		if _, err := awaitStatus(ctx, c.getRun, id, string(domain.RunSuspended), 5*time.Millisecond); err != nil {
+			t.Fatal(err)
 		}
 	}
 	// signal sends round r's tick and waits until the handler is past it.
@@ -186,8 +175,7 @@ func benchReplayOn(t *testing.T, dialect string) replayBenchResult {
 	replayTimes.Lock()
 	replayed := slices.Clone(replayTimes.replayed)
 	replayTimes.Unlock()
-	slices.Sort(replayed)
-	res.replayP50, res.replayP99 = quantile(replayed, 0.5), quantile(replayed, 0.99)
+	res.replayP50, res.replayP99 = p50p99(replayed)
 
 	short := start(0, signalRounds+1)
 	waitSuspended(short)
@@ -196,8 +184,8 @@ func benchReplayOn(t *testing.T, dialect string) replayBenchResult {
 		lat = append(lat, signal(short, r))
 		waitSuspended(short)
 	}
-	slices.Sort(lat)
-	res.signalP50, res.signalP99, res.sigMax = quantile(lat, 0.5), quantile(lat, 0.99), lat[len(lat)-1]
+	res.signalP50, res.signalP99 = p50p99(lat)
+	res.sigMax = lat[len(lat)-1]
 	if n := errs.Load(); n > 0 {
 		t.Errorf("the server logged %d errors", n)
 	}

@@ -393,34 +393,24 @@ func benchEngine(t *testing.T, dialect string, mode benchMode) modeResult {
 			t.Errorf(format, args...)
 		}
 	}
-	// waitFor returns the run once the API shows it in status (and, for
-	// suspended, the pending suspension's id).
-	waitFor := func(id string, status domain.RunStatus) (apiRun, string, error) {
+	// waitFor returns once the API shows the run in status, with the
+	// pending suspension's id when that is suspended.
+	waitFor := func(id string, status domain.RunStatus) (string, error) {
 		if mode.notify {
 			if _, err := watch.wait(id, status); err != nil {
-				return apiRun{}, "", err
+				return "", err
 			}
 		}
-		for {
-			run, err := getRun(ctx, c, id)
-			if err != nil {
-				return run, "", err
-			}
-			if run.Status == string(status) {
-				for _, sp := range run.Suspensions {
-					if sp.Status == "pending" {
-						return run, sp.ID, nil
-					}
-				}
-				if status != domain.RunSuspended {
-					return run, "", nil
-				}
-			}
-			if terminal(run.Status) {
-				return run, "", fmt.Errorf("run %s is %s, want %s", id, run.Status, status)
-			}
-			time.Sleep(time.Millisecond)
+		run, err := awaitStatus(ctx, c.getRun, id, string(status), time.Millisecond)
+		if err != nil || status != domain.RunSuspended {
+			return "", err
 		}
+		for _, sp := range run.Suspensions {
+			if sp.Status == "pending" {
+				return sp.ID, nil
+			}
+		}
+		return "", fmt.Errorf("run %s is suspended without a pending suspension: %+v", id, run.Suspensions)
 	}
 	xacts := func() int64 { return 0 }
 	if dialect == "postgres" {
@@ -445,7 +435,7 @@ func benchEngine(t *testing.T, dialect string, mode benchMode) modeResult {
 				}
 				var run apiRun
 				_ = json.Unmarshal(res.Body, &run)
-				_, sid, err := waitFor(run.ID, domain.RunSuspended)
+				sid, err := waitFor(run.ID, domain.RunSuspended)
 				if err != nil {
 					fail("wait for suspension: %v", err)
 					return
@@ -456,7 +446,7 @@ func benchEngine(t *testing.T, dialect string, mode benchMode) modeResult {
 					fail("resume: %v %d %s", err, res.Status, res.Body)
 					return
 				}
-				if _, _, err := waitFor(run.ID, domain.RunSucceeded); err != nil {
+				if _, err := waitFor(run.ID, domain.RunSucceeded); err != nil {
 					fail("wait for success: %v", err)
 					return
 				}
@@ -487,28 +477,22 @@ func benchEngine(t *testing.T, dialect string, mode benchMode) modeResult {
 	for i := range after {
 		window[i] = after[i] - before[i]
 	}
-	slices.Sort(latencies)
 	m := modeResult{name: mode.name, clients: mode.clients, xactsPerCycle: xactsPerCycle, cycles: cycles, rate: float64(cycles) / benchMeasure.Seconds(),
-		clientP50: quantile(latencies, 0.5), clientP99: quantile(latencies, 0.99),
 		serverP50: histQuantile(window, 0.5), serverP99: histQuantile(window, 0.99),
 		serverSamples: int(window[len(window)-1]), errors: errs.Load()}
+	m.clientP50, m.clientP99 = p50p99(latencies)
 	t.Logf("engine, %s: %d cycles in %v = %.1f/s; resume latency client p50 %s p99 %s (%d samples), server p50 %s p99 %s (%d samples); %.1f transactions per cycle; %d errors logged",
 		mode.name, cycles, benchMeasure, m.rate, ms(m.clientP50), ms(m.clientP99), len(latencies), ms(m.serverP50), ms(m.serverP99), m.serverSamples, m.xactsPerCycle, m.errors)
 	return m
 }
 
-func getRun(ctx context.Context, c *client, id string) (apiRun, error) {
-	var run apiRun
-	res, err := c.do(ctx, "GET", "/api/v1/runs/"+id, nil)
-	if err != nil {
-		return run, err
-	}
-	if res.Status != http.StatusOK {
-		return run, fmt.Errorf("GET run %s: %d %s", id, res.Status, res.Body)
-	}
-	return run, json.Unmarshal(res.Body, &run)
+// p50p99 sorts d and returns its median and 99th percentile.
+func p50p99(d []time.Duration) (p50, p99 time.Duration) {
+	slices.Sort(d)
+	return quantile(d, 0.5), quantile(d, 0.99)
 }
 
+// quantile is the q-quantile of sorted (nearest rank).
 func quantile(sorted []time.Duration, q float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
@@ -717,20 +701,13 @@ func benchRSS(t *testing.T, dialect string, r *benchResult) {
 		}
 	}
 	for _, id := range ids {
-		for deadline := time.Now().Add(30 * time.Second); ; {
-			run, err := db.Run(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if run.Status == domain.RunSucceeded {
-				r.rssResumedAfterwards++
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("resumed run %s is still %s", id, run.Status)
-			}
-			time.Sleep(5 * time.Millisecond)
+		waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_, err := awaitStatus(waitCtx, storedRun(db), id, string(domain.RunSucceeded), 5*time.Millisecond)
+		cancel()
+		if err != nil {
+			t.Fatalf("resumed run: %v", err)
 		}
+		r.rssResumedAfterwards++
 	}
 	t.Logf("RSS: %s with %d suspended runs, %s with %d (%+.1f MiB); created in %v; %d resumed afterwards",
 		mib(r.rssSmall), rssSmall, mib(r.rssLarge), rssLarge, float64(r.rssLarge-r.rssSmall)/(1<<20), r.rssCreateTime.Round(time.Second), r.rssResumedAfterwards)
@@ -741,35 +718,41 @@ func benchRSS(t *testing.T, dialect string, r *benchResult) {
 // to suspended runs. keep sees each run started (serially).
 func startSuspended(t *testing.T, eng *engine.Engine, db *storage.DB, workflow string, from, to int, keep func(n int64, runID string)) {
 	ctx := context.Background()
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	next.Store(int64(from))
 	var mu sync.Mutex
-	for range benchClients {
-		wg.Go(func() {
-			for {
-				n := next.Add(1)
-				if n > int64(to) {
-					return
-				}
-				run, _, err := eng.Start(ctx, workflow, json.RawMessage(`{"n":`+strconv.FormatInt(n, 10)+`}`), "")
-				if err != nil {
-					t.Errorf("start: %v", err)
-					return
-				}
-				if keep != nil {
-					mu.Lock()
-					keep(n, run.ID)
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	wg.Wait()
+	parallel(to-from, func(i int) {
+		if t.Failed() { // one start failed: the rest are not worth making
+			return
+		}
+		n := int64(from + i + 1)
+		run, _, err := eng.Start(ctx, workflow, json.RawMessage(`{"n":`+strconv.FormatInt(n, 10)+`}`), "")
+		if err != nil {
+			t.Errorf("start: %v", err)
+			return
+		}
+		if keep != nil {
+			mu.Lock()
+			keep(n, run.ID)
+			mu.Unlock()
+		}
+	})
 	if t.Failed() {
 		t.FailNow()
 	}
 	waitForCount(t, db, workflow, domain.RunSuspended, to, 5*time.Minute)
+}
+
+// parallel calls f(0…n-1) from benchClients goroutines.
+func parallel(n int, f func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range benchClients {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // waitForCount returns once count runs of workflow are in status.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -66,10 +65,7 @@ func crashReplayTest(t *testing.T, extraEnv map[string]string, runs int) {
 	h := newCrashHarness(t, extraEnv)
 	stop := make(chan struct{})
 	lastServer := h.chaos(stop)
-	d := &crashDriver{c: &client{base: "http://" + h.addr, key: testKey, hc: &http.Client{
-		Timeout:   10 * time.Second,
-		Transport: &http.Transport{MaxIdleConnsPerHost: clients, DialContext: (&net.Dialer{Timeout: time.Second}).DialContext},
-	}}}
+	d := &crashDriver{c: h.client(clients)}
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	var (
@@ -104,14 +100,8 @@ func crashReplayTest(t *testing.T, extraEnv map[string]string, runs int) {
 	want := []string{"STEP_FINISHED charge", "NOW_RECORDED __now-0", "SIGNAL_AWAITED __timer-0", "SIGNAL_RESOLVED __timer-0",
 		"SIGNAL_AWAITED go", "SIGNAL_RESOLVED go", "STEP_FINISHED finish", "RUN_FINISHED"}
 	for id, i := range runIDs {
-		var page apiPage[struct {
-			Seq  int64  `json:"seq"`
-			Type string `json:"type"`
-			Step string `json:"step"`
-		}]
-		d.c.call(t, http.StatusOK, "GET", "/api/v1/runs/"+id+"/events", nil).decode(t, &page)
 		var got []string
-		for k, e := range page.Items {
+		for k, e := range d.c.events(t, id) {
 			if e.Seq != int64(k+1) {
 				t.Errorf("run %s: entry %d has index %d", id, k+1, e.Seq)
 			}
@@ -144,34 +134,24 @@ func (d *crashDriver) replayCycle(ctx context.Context, i int) (string, error) {
 	if err := json.Unmarshal(r.Body, &run); err != nil || r.Status != http.StatusCreated {
 		return "", fmt.Errorf("start: %d %s", r.Status, r.Body)
 	}
-	signalled := false
-	for {
-		if !signalled && (i%2 == 0 || run.Status == string(domain.RunSuspended)) {
-			r, err := d.try(ctx, "POST", "/api/v1/runs/"+run.ID+"/signals", map[string]any{"name": "go", "signalId": fmt.Sprint("go-", i), "stepId": "go", "payload": 1000})
-			if err != nil {
-				return run.ID, err
-			}
-			if r.Status != http.StatusOK && r.Status != http.StatusAccepted {
-				return run.ID, fmt.Errorf("signal: %d %s", r.Status, r.Body)
-			}
-			signalled = true
-		}
-		r, err := d.try(ctx, "GET", "/api/v1/runs/"+run.ID, nil)
-		if err != nil {
+	if i%2 == 1 {
+		if _, err := awaitStatus(ctx, d.getRun, run.ID, string(domain.RunSuspended), 50*time.Millisecond); err != nil {
 			return run.ID, err
 		}
-		if err := json.Unmarshal(r.Body, &run); err != nil {
-			return run.ID, fmt.Errorf("run: %d %s", r.Status, r.Body)
-		}
-		switch run.Status {
-		case string(domain.RunSucceeded):
-			if string(run.Output) != fmt.Sprint(i+1000) {
-				return run.ID, fmt.Errorf("output %s; want %d", run.Output, i+1000)
-			}
-			return run.ID, nil
-		case string(domain.RunFailed), string(domain.RunCancelled):
-			return run.ID, fmt.Errorf("run is %s: %+v", run.Status, run.Error)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
+	r, err = d.try(ctx, "POST", "/api/v1/runs/"+run.ID+"/signals", map[string]any{"name": "go", "signalId": fmt.Sprint("go-", i), "stepId": "go", "payload": 1000})
+	if err != nil {
+		return run.ID, err
+	}
+	if r.Status != http.StatusOK && r.Status != http.StatusAccepted {
+		return run.ID, fmt.Errorf("signal: %d %s", r.Status, r.Body)
+	}
+	done, err := awaitStatus(ctx, d.getRun, run.ID, string(domain.RunSucceeded), 50*time.Millisecond)
+	if err != nil {
+		return run.ID, err
+	}
+	if string(done.Output) != fmt.Sprint(i+1000) {
+		return run.ID, fmt.Errorf("output %s; want %d", done.Output, i+1000)
+	}
+	return run.ID, nil
 }

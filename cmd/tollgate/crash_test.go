@@ -288,6 +288,16 @@ func (h *crashHarness) kill(p *crashProc) {
 	h.mu.Unlock()
 }
 
+// client calls the API of whichever of h's servers is running; it gives
+// up dialling after a second, as a server that is down answers nothing.
+// conns is how many connections it keeps open, one per concurrent caller.
+func (h *crashHarness) client(conns int) *client {
+	return &client{base: "http://" + h.addr, key: testKey, hc: &http.Client{
+		Timeout:   10 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: conns, DialContext: (&net.Dialer{Timeout: time.Second}).DialContext},
+	}}
+}
+
 func (h *crashHarness) kills() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -326,6 +336,11 @@ func (d *crashDriver) try(ctx context.Context, method, path string, body any, hd
 	}
 }
 
+// getRun reads a run, retrying while the server is down.
+func (d *crashDriver) getRun(ctx context.Context, id string) (apiRun, error) {
+	return runFrom(d.try(ctx, "GET", "/api/v1/runs/"+id, nil))
+}
+
 // cycle drives one run: start, resume, and wait until it has succeeded.
 // Even cycles resume by step key at once, often before the pause has
 // committed; odd ones wait for the suspension and resume it by id.
@@ -357,50 +372,27 @@ func (d *crashDriver) cycle(ctx context.Context, i int, started func(string)) er
 			return fmt.Errorf("resume run %s by step key: %d %s", run.ID, r.Status, r.Body)
 		}
 	} else {
-	poll:
-		for {
-			r, err := d.try(ctx, "GET", "/api/v1/runs/"+run.ID, nil)
-			if err != nil {
-				return err
-			}
-			if err := json.Unmarshal(r.Body, &run); err != nil {
-				return fmt.Errorf("run %s: %d %s", run.ID, r.Status, r.Body)
-			}
-			for _, sp := range run.Suspensions {
-				if sp.StepKey != "begin" {
-					continue
-				}
-				if sp.Status != "pending" {
-					break poll // resumed by an earlier attempt whose answer was lost
-				}
-				r, err := d.try(ctx, "POST", "/api/v1/suspensions/"+sp.ID+"/resume", data, "Idempotency-Key", resumeKey)
-				if err != nil {
-					return err
-				}
-				if !ok(r) {
-					return fmt.Errorf("resume suspension %s: %d %s", sp.ID, r.Status, r.Body)
-				}
-				break poll
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	for {
-		r, err := d.try(ctx, "GET", "/api/v1/runs/"+run.ID, nil)
+		// Only this cycle resumes its run, so a suspended run is paused at
+		// begin, pending.
+		paused, err := awaitStatus(ctx, d.getRun, run.ID, "suspended", 20*time.Millisecond)
 		if err != nil {
 			return err
 		}
-		if err := json.Unmarshal(r.Body, &run); err != nil {
-			return fmt.Errorf("run %s: %d %s", run.ID, r.Status, r.Body)
+		k := slices.IndexFunc(paused.Suspensions, func(sp apiSuspension) bool { return sp.StepKey == "begin" && sp.Status == "pending" })
+		if k < 0 {
+			return fmt.Errorf("run %s is suspended, but not pending at begin: %+v", run.ID, paused.Suspensions)
 		}
-		switch run.Status {
-		case "succeeded":
-			return nil
-		case "failed", "cancelled":
-			return fmt.Errorf("run %s of cycle %d is %s: %+v", run.ID, i, run.Status, run.Error)
+		sp := paused.Suspensions[k]
+		r, err := d.try(ctx, "POST", "/api/v1/suspensions/"+sp.ID+"/resume", data, "Idempotency-Key", resumeKey)
+		if err != nil {
+			return err
 		}
-		time.Sleep(50 * time.Millisecond)
+		if !ok(r) {
+			return fmt.Errorf("resume suspension %s: %d %s", sp.ID, r.Status, r.Body)
+		}
 	}
+	_, err = awaitStatus(ctx, d.getRun, run.ID, "succeeded", 50*time.Millisecond)
+	return err
 }
 
 // crashTest runs at least cycles suspend→resume→timer cycles (more if fewer
@@ -413,15 +405,10 @@ func crashTest(t *testing.T, extraEnv map[string]string, cycles int) {
 	)
 	began := time.Now()
 	h := newCrashHarness(t, extraEnv)
-	addr := h.addr
-
 	stopChaos := make(chan struct{})
 	lastServer := h.chaos(stopChaos)
 
-	d := &crashDriver{c: &client{base: "http://" + addr, key: testKey, hc: &http.Client{
-		Timeout:   10 * time.Second,
-		Transport: &http.Transport{MaxIdleConnsPerHost: clients, DialContext: (&net.Dialer{Timeout: time.Second}).DialContext},
-	}}}
+	d := &crashDriver{c: h.client(clients)}
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	var (

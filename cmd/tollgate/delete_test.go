@@ -19,8 +19,8 @@ func TestDeleteRunDuringSyncResume(t *testing.T) {
 			t.Parallel()
 			s := startServer(t, env, "--sync-timeout", "10s")
 			c := s.client()
-			c.call(t, http.StatusCreated, "PUT", "/api/v1/workflows/doomed/versions/1", json.RawMessage(`{"id": "doomed", "version": "1", "steps": [
-				{"type": "webhook", "name": "go"}, {"type": "task", "name": "work", "handler": "sleepFor", "config": {"ms": 3000}}]}`))
+			c.register(t, `{"id": "doomed", "version": "1", "steps": [
+				{"type": "webhook", "name": "go"}, {"type": "task", "name": "work", "handler": "sleepFor", "config": {"ms": 3000}}]}`)
 			run := c.startRun(t, "doomed", nil)
 			resumeURL := c.waitStatus(t, run.ID, "suspended").Suspensions[0].ResumeURL
 

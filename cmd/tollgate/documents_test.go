@@ -34,6 +34,19 @@ const hireDoc = `{"id": "hire", "version": "1", "steps": [
 	{"type": "task", "name": "welcome", "handler": "sendEmail", "config": {"template": "welcome"}, "end": true},
 	{"type": "task", "name": "regrets", "handler": "sendEmail", "config": {"template": "regrets"}}]}`
 
+// workflowSources lists the server's workflows as "id@version" → source
+// ("code" or "document").
+func (c *client) workflowSources(t testing.TB) map[string]string {
+	t.Helper()
+	var list apiPage[struct{ ID, Version, Source string }]
+	c.call(t, http.StatusOK, "GET", "/api/v1/workflows", nil).decode(t, &list)
+	sources := map[string]string{}
+	for _, w := range list.Items {
+		sources[w.ID+"@"+w.Version] = w.Source
+	}
+	return sources
+}
+
 func TestDocumentsSQLite(t *testing.T) {
 	t.Parallel()
 	testDocuments(t, map[string]string{})
@@ -53,7 +66,7 @@ func testDocuments(t *testing.T, env map[string]string) {
 	}
 
 	t.Run("registration", func(t *testing.T) {
-		created := put(http.StatusCreated, "/api/v1/workflows/nap/versions/1", nap("1", 300))
+		created := c.register(t, nap("1", 300))
 		if created.Header.Get("Location") != "/api/v1/workflows/nap/versions/1" {
 			t.Errorf("Location = %q", created.Header.Get("Location"))
 		}
@@ -76,13 +89,7 @@ func testDocuments(t *testing.T, env map[string]string) {
 			t.Errorf("a document taking a code workflow's id: %s", r.Body)
 		}
 
-		var list apiPage[struct{ ID, Version, Source string }]
-		c.call(t, http.StatusOK, "GET", "/api/v1/workflows", nil).decode(t, &list)
-		seen := map[string]string{}
-		for _, w := range list.Items {
-			seen[w.ID+"@"+w.Version] = w.Source
-		}
-		if seen["nap@1"] != "document" || seen["drip-campaign@1.0"] != "document" || seen["expense-approval@1"] != "code" || seen["payment-pipeline@1"] != "code" || len(seen) != 5 {
+		if seen := c.workflowSources(t); seen["nap@1"] != "document" || seen["drip-campaign@1.0"] != "document" || seen["expense-approval@1"] != "code" || seen["payment-pipeline@1"] != "code" || len(seen) != 5 {
 			t.Errorf("workflows listed: %v", seen)
 		}
 	})
@@ -116,7 +123,7 @@ func testDocuments(t *testing.T, env map[string]string) {
 	})
 
 	t.Run("people supply data and decide", func(t *testing.T) {
-		put(http.StatusCreated, "/api/v1/workflows/hire/versions/1", hireDoc)
+		c.register(t, hireDoc)
 		pending := func(runID string) apiSuspension {
 			t.Helper()
 			c.waitStatus(t, runID, "suspended")
@@ -182,7 +189,7 @@ func testDocuments(t *testing.T, env map[string]string) {
 	})
 
 	t.Run("a time in the past resumes at once", func(t *testing.T) {
-		put(http.StatusCreated, "/api/v1/workflows/past/versions/1", `{"id": "past", "version": "1", "steps": [
+		c.register(t, `{"id": "past", "version": "1", "steps": [
 			{"type": "wait", "name": "then", "untilTimestamp": "2001-09-09T01:46:40Z"}]}`)
 		run := c.startRun(t, "past", nil)
 		done := c.waitStatus(t, run.ID, "succeeded")
@@ -202,16 +209,10 @@ func TestDocumentsAcrossServersAndFromAFolder(t *testing.T) {
 	}
 	a := startServer(t, env, "--workflows", dir).client()
 	b := startServer(t, env).client()
-	var list apiPage[struct{ ID, Version, Source string }]
-	a.call(t, http.StatusOK, "GET", "/api/v1/workflows", nil).decode(t, &list)
-	listed := map[string]string{}
-	for _, w := range list.Items {
-		listed[w.ID+"@"+w.Version] = w.Source
-	}
-	if listed["nap@from-folder"] != "document" {
+	if listed := a.workflowSources(t); listed["nap@from-folder"] != "document" {
 		t.Fatalf("the folder's document is not listed as nap@from-folder: %v", listed)
 	}
-	a.call(t, http.StatusCreated, "PUT", "/api/v1/workflows/nap/versions/2", json.RawMessage(nap("2", 1)))
+	a.register(t, nap("2", 1))
 	started := b.startRun(t, "nap", map[string]string{"email": "grace@example.com"})
 	var got struct {
 		WorkflowVersion string `json:"workflowVersion"`

@@ -37,14 +37,7 @@ func TestEarlyResumeRacingPauseCommit(t *testing.T) {
 			if dialect == "postgres" {
 				o.URL = storagetest.NewDatabase(t)
 			}
-			db, err := storage.Open(ctx, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			if err := db.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
+			db := openDB(t, o)
 			reg := domain.NewRegistry()
 			if err := registerExamples(reg); err != nil {
 				t.Fatal(err)
@@ -71,19 +64,10 @@ func TestEarlyResumeRacingPauseCommit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				r, err := db.Run(ctx, run.ID)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if r.Status == domain.RunSucceeded {
-					break
-				}
-				if r.Status.Terminal() || time.Now().After(deadline) {
-					t.Fatalf("run is %s", r.Status)
-				}
-				time.Sleep(10 * time.Millisecond)
+			waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if _, err := awaitStatus(waitCtx, storedRun(db), run.ID, string(domain.RunSucceeded), 10*time.Millisecond); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}

@@ -19,14 +19,7 @@ import (
 func TestHousekeeping(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	db, err := storage.Open(ctx, storage.Opts{URL: storagetest.NewDatabase(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := openDB(t, storage.Opts{URL: storagetest.NewDatabase(t)})
 	now := time.Now()
 	u, err := db.CreateUser(ctx, domain.User{ID: "u1", Email: "a@example.com", Role: domain.RoleReviewer, CreatedAt: now}, "x")
 	if err != nil {
@@ -75,14 +68,7 @@ func TestHousekeeping(t *testing.T) {
 func TestHousekeepingRetention(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	db, err := storage.Open(ctx, storage.Opts{URL: storagetest.NewDatabase(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := openDB(t, storage.Opts{URL: storagetest.NewDatabase(t)})
 	now := time.Now()
 	start := func(id string, at time.Time) {
 		t.Helper()

@@ -4,11 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -19,32 +17,16 @@ import (
 	"github.com/tollgatehq/tollgate/storage/storagetest"
 )
 
-var (
-	workerOnce sync.Once
-	workerBin  string
-	workerErr  error
-)
-
-// startWorker builds and starts the reference worker, reporting fast.
+// startWorker builds and starts the reference worker, reporting fast. The
+// binary is built in the test's temporary folder, so that it goes with it.
 func startWorker(t *testing.T) string {
 	t.Helper()
-	workerOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "tollgate-worker-")
-		if err != nil {
-			workerErr = err
-			return
-		}
-		workerBin = filepath.Join(dir, "tollgate-worker")
-		out, err := exec.Command("go", "build", "-o", workerBin, "../tollgate-worker").CombinedOutput()
-		if err != nil {
-			workerErr = fmt.Errorf("build the worker: %v\n%s", err, out)
-		}
-	})
-	if workerErr != nil {
-		t.Fatal(workerErr)
+	bin := filepath.Join(t.TempDir(), "tollgate-worker")
+	if out, err := exec.Command("go", "build", "-o", bin, "../tollgate-worker").CombinedOutput(); err != nil {
+		t.Fatalf("build the worker: %v\n%s", err, out)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, workerBin, "--addr", "127.0.0.1:0", "--retry-base", "20ms")
+	cmd := exec.CommandContext(ctx, bin, "--addr", "127.0.0.1:0", "--retry-base", "20ms")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +97,7 @@ func testHTTPSteps(t *testing.T, env map[string]string) {
 	worker := startWorker(t)
 	register := func(id, steps string) {
 		t.Helper()
-		c.call(t, http.StatusCreated, "PUT", "/api/v1/workflows/"+id+"/versions/1", json.RawMessage(`{"id": "`+id+`", "version": "1", "steps": [`+steps+`]}`))
+		c.register(t, `{"id": "`+id+`", "version": "1", "steps": [`+steps+`]}`)
 	}
 	report := func(webhook string, want int, body string) string {
 		t.Helper()

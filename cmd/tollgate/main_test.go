@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/storage"
 	"github.com/tollgatehq/tollgate/storage/storagetest"
 )
 
@@ -58,6 +60,34 @@ var runningLine = regexp.MustCompile(`Tollgate is running: open http://(\S+) `)
 // machine's TOLLGATE_* or DATABASE_URL variables.
 func envFunc(env map[string]string) func(string) string {
 	return func(k string) string { return env[k] }
+}
+
+// openDB opens and migrates the database o names, for tests that drive
+// storage or the engine without a server; it is closed when the test ends.
+func openDB(t testing.TB, o storage.Opts) *storage.DB {
+	t.Helper()
+	db, err := storage.Open(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := db.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// storedRun reads a run from db in the API's shape, for awaitStatus in
+// tests that have no server.
+func storedRun(db *storage.DB) func(context.Context, string) (apiRun, error) {
+	return func(ctx context.Context, id string) (apiRun, error) {
+		r, err := db.Run(ctx, id)
+		run := apiRun{ID: r.ID, Status: string(r.Status)}
+		if r.Error != nil {
+			run.Error = &apiRunError{Code: r.Error.Code, Message: r.Error.Message}
+		}
+		return run, err
+	}
 }
 
 // testServer is `tollgate serve` running in this process through run().
@@ -317,25 +347,78 @@ func (c *client) events(t testing.TB, runID string) []apiEvent {
 	return p.Items
 }
 
-// waitStatus polls a run until it has status; a run that ends in another
-// terminal status fails the test at once.
-func (c *client) waitStatus(t testing.TB, id, status string) apiRun {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+// getRun is GET /api/v1/runs/{id} for callers that handle errors
+// themselves (goroutines, benchmarks).
+func (c *client) getRun(ctx context.Context, id string) (apiRun, error) {
+	return runFrom(c.do(ctx, "GET", "/api/v1/runs/"+id, nil))
+}
+
+// runFrom decodes the run of a GET /api/v1/runs/{id} answer.
+func runFrom(r response, err error) (apiRun, error) {
+	var run apiRun
+	if err != nil {
+		return run, err
+	}
+	if r.Status != http.StatusOK {
+		return run, fmt.Errorf("GET run: %d %s", r.Status, r.Body)
+	}
+	return run, json.Unmarshal(r.Body, &run)
+}
+
+// awaitStatus reads run id with get every interval until it has status.
+// A run that ends in another terminal status, a failed read and the end of
+// ctx stop the wait with an error; the run last read is returned either way.
+func awaitStatus(ctx context.Context, get func(context.Context, string) (apiRun, error), id, status string, every time.Duration) (apiRun, error) {
+	var run apiRun
+	timedOut := func() (apiRun, error) {
+		return run, fmt.Errorf("run %s is %q, want %s: %w", id, run.Status, status, context.Cause(ctx))
+	}
 	for {
-		run := c.run(t, id)
+		got, err := get(ctx, id)
+		if err != nil {
+			if ctx.Err() != nil {
+				return timedOut()
+			}
+			return run, err
+		}
+		run = got
 		if run.Status == status {
-			return run
+			return run, nil
 		}
-		if terminal(run.Status) || time.Now().After(deadline) {
-			t.Fatalf("run %s is %s (error %+v), want %s; events: %s", id, run.Status, run.Error, status, eventTypes(c.events(t, id)))
+		if domain.RunStatus(run.Status).Terminal() {
+			return run, fmt.Errorf("run %s is %s (error %+v), want %s", id, run.Status, run.Error, status)
 		}
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return timedOut()
+		case <-time.After(every):
+		}
 	}
 }
 
-func terminal(status string) bool {
-	return status == "succeeded" || status == "failed" || status == "cancelled"
+// waitStatus polls a run for up to 20s until it has status; a run that
+// ends in another terminal status fails the test at once.
+func (c *client) waitStatus(t testing.TB, id, status string) apiRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	run, err := awaitStatus(ctx, c.getRun, id, status, 10*time.Millisecond)
+	if err != nil {
+		t.Error(err) // first, as reading the events may fail the test too
+		t.Fatalf("events of run %s: %s", id, eventTypes(c.events(t, id)))
+	}
+	return run
+}
+
+// register PUTs a workflow document at the id and version it names and
+// expects it to be created.
+func (c *client) register(t testing.TB, doc string) response {
+	t.Helper()
+	var d struct{ ID, Version string }
+	if err := json.Unmarshal([]byte(doc), &d); err != nil {
+		t.Fatalf("workflow document %s: %v", doc, err)
+	}
+	return c.call(t, http.StatusCreated, "PUT", "/api/v1/workflows/"+d.ID+"/versions/"+d.Version, json.RawMessage(doc))
 }
 
 func eventTypes(es []apiEvent) string {
@@ -787,20 +870,10 @@ func TestResumeByStepKeyWhilePausing(t *testing.T) {
 						t.Errorf("resume run %s by step key: %v %d %s", run.ID, err, r.Status, r.Body)
 						return
 					}
-					for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-						r, err := c.do(t.Context(), "GET", "/api/v1/runs/"+run.ID, nil)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						_ = json.Unmarshal(r.Body, &run)
-						if run.Status == "succeeded" {
-							return
-						}
-						if terminal(run.Status) || time.Now().After(deadline) {
-							t.Errorf("run %s is %s, want succeeded", run.ID, run.Status)
-							return
-						}
+					ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+					defer cancel()
+					if _, err := awaitStatus(ctx, c.getRun, run.ID, "succeeded", 10*time.Millisecond); err != nil {
+						t.Error(err)
 					}
 				})
 			}

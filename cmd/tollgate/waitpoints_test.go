@@ -114,15 +114,11 @@ func TestWaitpointsPostgres(t *testing.T) {
 func testWaitpoints(t *testing.T, env map[string]string) {
 	s := startServer(t, env, "--max-body", "4096", "--sync-timeout", "1s")
 	c := s.client()
-	put := func(id, body string) {
-		t.Helper()
-		c.call(t, http.StatusCreated, "PUT", "/api/v1/workflows/"+id+"/versions/1", json.RawMessage(body))
-	}
-	put("signup", signupDoc)
-	put("callback", `{"id": "callback", "version": "1", "steps": [{"type": "task", "name": "pay", "handler": "awaitCallback", "config": {"callSelf": "none"}}]}`)
-	put("before", `{"id": "before", "version": "1", "steps": [{"type": "task", "name": "pay", "handler": "awaitCallback", "config": {"callSelf": "before"}}]}`)
-	put("race", `{"id": "race", "version": "1", "steps": [{"type": "task", "name": "pay", "handler": "awaitCallback", "config": {"callSelf": "race"}}]}`)
-	put("nap-for", `{"id": "nap-for", "version": "1", "steps": [{"type": "task", "name": "nap", "handler": "napFor", "config": {"ms": 300}}]}`)
+	c.register(t, signupDoc)
+	c.register(t, `{"id": "callback", "version": "1", "steps": [{"type": "task", "name": "pay", "handler": "awaitCallback", "config": {"callSelf": "none"}}]}`)
+	c.register(t, `{"id": "before", "version": "1", "steps": [{"type": "task", "name": "pay", "handler": "awaitCallback", "config": {"callSelf": "before"}}]}`)
+	c.register(t, `{"id": "race", "version": "1", "steps": [{"type": "task", "name": "pay", "handler": "awaitCallback", "config": {"callSelf": "race"}}]}`)
+	c.register(t, `{"id": "nap-for", "version": "1", "steps": [{"type": "task", "name": "nap", "handler": "napFor", "config": {"ms": 300}}]}`)
 	hc := &http.Client{Timeout: 30 * time.Second}
 	send := func(method, url, contentType, body string) (int, http.Header, []byte) {
 		t.Helper()
@@ -205,7 +201,7 @@ func testWaitpoints(t *testing.T, env map[string]string) {
 	})
 
 	t.Run("a run that pauses without a response, or takes too long, is answered 202", func(t *testing.T) {
-		put("slow", `{"id": "slow", "version": "1", "webhookTrigger": true, "steps": [
+		c.register(t, `{"id": "slow", "version": "1", "webhookTrigger": true, "steps": [
 			{"type": "webhook", "name": "go"}, {"type": "task", "name": "work", "handler": "sleepFor", "config": {"ms": 2500}}]}`)
 		status, hdr, body := send("POST", s.URL+"/v1/webhooks/slow", "", "")
 		var accepted struct{ RunID, Status, URL string }
@@ -322,9 +318,9 @@ func TestDeclarativeWaitsSurviveSIGKILL(t *testing.T) {
 				t.Fatal(err)
 			}
 			<-first.ready
-			c := &client{base: "http://" + h.addr, key: testKey, hc: &http.Client{Timeout: 10 * time.Second}}
-			c.call(t, http.StatusCreated, "PUT", "/api/v1/workflows/naps/versions/1", json.RawMessage(`{"id": "naps", "version": "1", "steps": [
-				{"type": "wait", "name": "nap", "durationMs": 1500}, {"type": "wait", "name": "done", "durationMs": 0}]}`))
+			c := h.client(2)
+			c.register(t, `{"id": "naps", "version": "1", "steps": [
+				{"type": "wait", "name": "nap", "durationMs": 1500}, {"type": "wait", "name": "done", "durationMs": 0}]}`)
 			var runs []string
 			for range 20 {
 				runs = append(runs, c.startRun(t, "naps", nil).ID)
