@@ -57,7 +57,7 @@ func planFailure(o Outcome, c StepCommit) StepCommit {
 	if o.Job.Attempt < o.Retry.MaxAttempts {
 		at := o.Now.Add(o.Retry.Backoff(o.Job.Attempt, o.Rand))
 		c.RetryAt = &at
-		c.Events = []NewEvent{{Type: EventStepRetrying, Step: o.Step, Payload: mustJSON(map[string]any{
+		c.Events = []NewEvent{{Type: EventStepRetrying, Step: o.Step, Payload: MustJSON(map[string]any{
 			"attempt": o.Job.Attempt, "error": msg, "retryAt": at,
 		})}}
 		return c
@@ -79,8 +79,8 @@ func failureError(err error) *RunError {
 
 func failRun(c StepCommit, step string, re *RunError, attempt int) StepCommit {
 	c.Events = append(c.Events,
-		NewEvent{Type: EventStepFailed, Step: step, Payload: mustJSON(map[string]any{"attempt": attempt, "error": re})},
-		NewEvent{Type: EventRunFailed, Step: step, Payload: mustJSON(re)},
+		NewEvent{Type: EventStepFailed, Step: step, Payload: MustJSON(map[string]any{"attempt": attempt, "error": re})},
+		NewEvent{Type: EventRunFailed, Step: step, Payload: MustJSON(re)},
 	)
 	c.Finish = &RunFinish{Status: RunFailed, Error: re}
 	return c
@@ -106,7 +106,7 @@ func plan(o Outcome, c *StepCommit) error {
 				payload[k] = v
 			}
 		}
-		c.Events = append(c.Events, NewEvent{Type: EventStepCompleted, Step: o.Step, Payload: mustJSON(payload)})
+		c.Events = append(c.Events, NewEvent{Type: EventStepCompleted, Step: o.Step, Payload: MustJSON(payload)})
 	}
 	for _, e := range o.Result.Events {
 		if e.Type == "" || len(e.Type) > MaxNameLen {
@@ -213,7 +213,7 @@ func planPause(o Outcome, c *StepCommit, b Command, cmds []Command) error {
 			s.ResumeStep = o.Step
 		}
 		if len(siblings) > 0 {
-			c.Events = append(c.Events, NewEvent{Type: EventCommandsDropped, Step: o.Step, Payload: mustJSON(map[string]any{"count": len(siblings), "reason": "suspend discards sibling commands"})})
+			c.Events = append(c.Events, NewEvent{Type: EventCommandsDropped, Step: o.Step, Payload: MustJSON(map[string]any{"count": len(siblings), "reason": "suspend discards sibling commands"})})
 		}
 	} else {
 		if s.Kind == "" {
@@ -234,7 +234,7 @@ func planPause(o Outcome, c *StepCommit, b Command, cmds []Command) error {
 		s.WakeAt = &wake
 	}
 	c.Suspension = s
-	c.Events = append(c.Events, NewEvent{Type: EventWorkflowPaused, Step: o.Step, Payload: mustJSON(map[string]any{
+	c.Events = append(c.Events, NewEvent{Type: EventWorkflowPaused, Step: o.Step, Payload: MustJSON(map[string]any{
 		"suspensionId": s.ID, "reason": s.Reason, "kind": s.Kind, "resumeStep": s.ResumeStep, "wakeAt": s.WakeAt,
 	})})
 	return nil
@@ -252,30 +252,34 @@ func planCommands(o Outcome, c *StepCommit, cmds []Command) error {
 				Key: fmt.Sprintf("invoke-%d-%d-%d", o.Job.ID, o.Job.Attempt, i), Kind: JobStep,
 				RunID: o.Run.ID, Step: cmd.Step, Input: in, RunAt: o.Now,
 			})
-			c.Events = append(c.Events, NewEvent{Type: EventStepInvoked, Step: cmd.Step, Payload: mustJSON(map[string]any{"from": o.Step})})
+			c.Events = append(c.Events, NewEvent{Type: EventStepInvoked, Step: cmd.Step, Payload: MustJSON(map[string]any{"from": o.Step})})
 		case CmdComplete:
 			out, err := EncodeJSON("run output", cmd.Output, 0, CodeValidation)
 			if err != nil {
 				return err
 			}
 			c.Finish = &RunFinish{Status: RunSucceeded, Output: out}
-			c.Events = append(c.Events, NewEvent{Type: EventRunSucceeded, Step: o.Step, Payload: mustJSON(map[string]json.RawMessage{"output": out})})
+			c.Events = append(c.Events, NewEvent{Type: EventRunSucceeded, Step: o.Step, Payload: MustJSON(map[string]json.RawMessage{"output": out})})
 		case CmdFail:
 			re := cmd.Error
 			if re == nil || re.Code == "" {
 				re = &RunError{Code: CodeStepFailed, Message: "step asked the run to fail"}
 			}
 			c.Finish = &RunFinish{Status: RunFailed, Error: re}
-			c.Events = append(c.Events, NewEvent{Type: EventRunFailed, Step: o.Step, Payload: mustJSON(re)})
+			c.Events = append(c.Events, NewEvent{Type: EventRunFailed, Step: o.Step, Payload: MustJSON(re)})
 		}
 	}
 	return nil
 }
 
-func mustJSON(v any) json.RawMessage {
+// MustJSON encodes a payload the code builds itself from plain values
+// (event payloads, log entries), which always encode; a failure is a
+// programming error. Values a step or a person supplies go through
+// EncodeJSON or CheckJSON instead.
+func MustJSON(v any) json.RawMessage {
 	b, err := json.Marshal(v)
 	if err != nil {
-		panic(fmt.Sprintf("domain: encode kernel payload: %v", err))
+		panic(fmt.Sprintf("encode payload: %v", err))
 	}
 	return b
 }

@@ -241,7 +241,7 @@ func (w *commitWriter) settle(ctx context.Context, c domain.StepCommit, out outs
 	status := domain.Settle(out.Jobs, out.Pending)
 	if status == domain.RunSucceeded {
 		w.run.Output = c.Output
-		w.addEvent(domain.NewEvent{Type: domain.EventRunSucceeded, Step: c.Step, Payload: mustJSON(map[string]any{"output": c.Output})})
+		w.addEvent(domain.NewEvent{Type: domain.EventRunSucceeded, Step: c.Step, Payload: domain.MustJSON(map[string]any{"output": c.Output})})
 	}
 	return status, nil
 }
@@ -388,7 +388,7 @@ func (w *commitWriter) vetEarly(ctx context.Context, early, pause *suspensionRow
 		Where("id = ? AND precompleted", early.ID).Exec(ctx); err != nil {
 		return false, err
 	}
-	w.addEvent(domain.NewEvent{Type: domain.EventEarlyResumeRefused, Step: pause.StepName, Payload: mustJSON(map[string]any{
+	w.addEvent(domain.NewEvent{Type: domain.EventEarlyResumeRefused, Step: pause.StepName, Payload: domain.MustJSON(map[string]any{
 		"resumedBy": derefString(early.ResumedBy), "resumedAt": early.ResumedAt, "error": cerr.Error(),
 	})})
 	return true, nil
@@ -449,7 +449,7 @@ func (w *commitWriter) attach(ctx context.Context, existing, pause *suspensionRo
 			return p, err
 		}
 	}
-	w.addEvent(domain.NewEvent{Type: domain.EventRunResumed, Step: s.StepName, Payload: mustJSON(map[string]any{
+	w.addEvent(domain.NewEvent{Type: domain.EventRunResumed, Step: s.StepName, Payload: domain.MustJSON(map[string]any{
 		"suspensionId": s.ID, "resumedBy": s.ResumedBy, "resumedBeforePause": true,
 	})})
 	p.suspension = &s

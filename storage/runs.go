@@ -75,7 +75,7 @@ func (db *DB) insertRun(ctx context.Context, idb bun.IDB, row *runRow, nr domain
 		}
 	}
 	now := row.CreatedAt
-	ev := &eventRow{RunID: row.ID, Seq: 1, Type: domain.EventRunCreated, Payload: mustJSON(map[string]any{"workflowId": nr.WorkflowID, "workflowVersion": nr.WorkflowVersion}), CreatedAt: now}
+	ev := &eventRow{RunID: row.ID, Seq: 1, Type: domain.EventRunCreated, Payload: domain.MustJSON(map[string]any{"workflowId": nr.WorkflowID, "workflowVersion": nr.WorkflowVersion}), CreatedAt: now}
 	if err := b.add(ctx, idb.NewInsert().Model(ev)); err != nil {
 		return err
 	}
@@ -219,12 +219,4 @@ func sameJSON(a, b json.RawMessage) bool {
 		return false
 	}
 	return reflect.DeepEqual(x, y)
-}
-
-func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("storage: encode payload: %v", err))
-	}
-	return b
 }

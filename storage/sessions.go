@@ -28,7 +28,7 @@ func encodeSessionData(d map[string]string) json.RawMessage {
 	if d == nil {
 		d = map[string]string{}
 	}
-	return mustJSON(d)
+	return domain.MustJSON(d)
 }
 
 // CreateSession implements domain.SessionStore.

@@ -33,7 +33,7 @@ func (r *signalRow) toDomain() domain.Signal {
 
 // data is the resume data of the wait the signal resolves.
 func (r *signalRow) data() json.RawMessage {
-	return mustJSON(domain.SignalData{Name: r.Name, SignalID: r.SignalID, Payload: r.Payload})
+	return domain.MustJSON(domain.SignalData{Name: r.Name, SignalID: r.SignalID, Payload: r.Payload})
 }
 
 // SendSignal implements domain.Store. Everything happens under the run's
@@ -192,7 +192,7 @@ func (w *commitWriter) takeKeptSignal(ctx context.Context, row *suspensionRow, p
 	if err != nil {
 		return p, false, err
 	}
-	w.addEvent(domain.NewEvent{Type: domain.EventRunResumed, Step: s.StepName, Payload: mustJSON(map[string]any{
+	w.addEvent(domain.NewEvent{Type: domain.EventRunResumed, Step: s.StepName, Payload: domain.MustJSON(map[string]any{
 		"suspensionId": s.ID, "resumedBy": sig.SentBy, "signalId": sig.SignalID, "keptSignal": true,
 	})})
 	p.suspension, p.pending = &s, false

@@ -263,7 +263,7 @@ func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s *sus
 	case domain.DecisionRejected:
 		typ = domain.EventReviewRejected
 	}
-	ev := &eventRow{RunID: run.ID, Seq: run.NextSeq, Type: typ, Step: s.StepName, Payload: mustJSON(payload), CreatedAt: now}
+	ev := &eventRow{RunID: run.ID, Seq: run.NextSeq, Type: typ, Step: s.StepName, Payload: domain.MustJSON(payload), CreatedAt: now}
 	if err := b.add(ctx, tx.NewInsert().Model(ev)); err != nil {
 		return err
 	}
@@ -330,7 +330,7 @@ func (db *DB) CancelRun(ctx context.Context, runID, by string, now time.Time) (d
 		if err := db.cancelOutstanding(ctx, b, runID, now); err != nil {
 			return err
 		}
-		ev := &eventRow{RunID: runID, Seq: run.NextSeq, Type: domain.EventRunCancelled, Payload: mustJSON(map[string]any{"cancelledBy": by}), CreatedAt: now}
+		ev := &eventRow{RunID: runID, Seq: run.NextSeq, Type: domain.EventRunCancelled, Payload: domain.MustJSON(map[string]any{"cancelledBy": by}), CreatedAt: now}
 		if err := b.add(ctx, tx.NewInsert().Model(ev)); err != nil {
 			return err
 		}

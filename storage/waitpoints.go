@@ -59,7 +59,7 @@ func (db *DB) CreateWaitpoint(ctx context.Context, w domain.Waitpoint) (domain.W
 		row.ResumeAt = &at
 	}
 	if w.ResponseToSend != nil {
-		row.ResponseToSend = mustJSON(w.ResponseToSend)
+		row.ResponseToSend = domain.MustJSON(w.ResponseToSend)
 	}
 	if _, err := db.bun.NewInsert().Model(row).On("CONFLICT (run_id, execution_key) DO NOTHING").Exec(ctx); err != nil {
 		return domain.Waitpoint{}, fmt.Errorf("create waitpoint of run %s: %w", w.RunID, translate(err))

@@ -78,7 +78,7 @@ func (db *DB) MoveWorkItem(ctx context.Context, id string, from []domain.WorkSta
 	q := db.bun.NewUpdate().Model(&rows).Set("state = ?", to).Set("dispatch = ?", dispatch).Set("wait_key = ?", waitKey).
 		Set("updated_at = ?", ts(now)).Where("id = ? AND state IN (?)", id, bun.List(from)).Returning("*")
 	if result != nil {
-		q.Set("result = ?", mustJSON(result))
+		q.Set("result = ?", domain.MustJSON(result))
 	}
 	if err := q.Scan(ctx); err != nil && !isNoRows(err) {
 		return domain.WorkItem{}, false, fmt.Errorf("move work item %s: %w", id, translate(err))
@@ -117,14 +117,14 @@ func (db *DB) CompleteWorkItem(ctx context.Context, r domain.WorkReport, now tim
 		if err := item.CheckReport(o); err != nil {
 			return err
 		}
-		row.State, row.Result, row.UpdatedAt = o.State(), mustJSON(o), now
+		row.State, row.Result, row.UpdatedAt = o.State(), domain.MustJSON(o), now
 		if _, err := tx.NewUpdate().Model(row).Column("state", "result", "updated_at").WherePK().Exec(ctx); err != nil {
 			return err
 		}
 		if out, err = row.toDomain(); err != nil {
 			return err
 		}
-		_, err = db.resumeIn(ctx, tx, domain.ResumeRequest{RunID: item.RunID, StepKey: item.WaitKey, Data: mustJSON(o), By: "webhook", Now: now})
+		_, err = db.resumeIn(ctx, tx, domain.ResumeRequest{RunID: item.RunID, StepKey: item.WaitKey, Data: domain.MustJSON(o), By: "webhook", Now: now})
 		var ce *domain.ConflictError
 		if errors.As(err, &ce) && ce.Code == domain.CodeAlreadyResumed {
 			return nil

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -252,43 +251,15 @@ func writeHTTPResponse(w http.ResponseWriter, resp *domain.HTTPResponse) {
 	_, _ = w.Write(body)
 }
 
-// runWatch tells waiting requests that a run changed.
-type runWatch struct {
-	mu   sync.Mutex
-	subs map[string]map[chan struct{}]struct{}
-}
+// runWatch tells waiting requests that a run changed. One pending
+// notification is enough: the waiter reads the run afresh.
+type runWatch struct{ fanout domain.Fanout[struct{}] }
 
 func (rw *runWatch) subscribe(runID string) (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	rw.mu.Lock()
-	if rw.subs == nil {
-		rw.subs = map[string]map[chan struct{}]struct{}{}
-	}
-	if rw.subs[runID] == nil {
-		rw.subs[runID] = map[chan struct{}]struct{}{}
-	}
-	rw.subs[runID][ch] = struct{}{}
-	rw.mu.Unlock()
-	return ch, func() {
-		rw.mu.Lock()
-		defer rw.mu.Unlock()
-		delete(rw.subs[runID], ch)
-		if len(rw.subs[runID]) == 0 {
-			delete(rw.subs, runID)
-		}
-	}
+	return rw.fanout.Subscribe(runID, 1)
 }
 
-func (rw *runWatch) notify(runID string) {
-	rw.mu.Lock()
-	defer rw.mu.Unlock()
-	for ch := range rw.subs[runID] {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-}
+func (rw *runWatch) notify(runID string) { rw.fanout.Publish(runID, struct{}{}) }
 
 // reportWork takes an async http step's report: {"success": true,
 // "outputs": …}, {"success": false, "error": "…"} or {"success": false,

@@ -181,11 +181,7 @@ func (e *Engine) Decide(ctx context.Context, req domain.ResumeRequest, approve b
 	if approve {
 		req.Decision = domain.DecisionApproved
 	}
-	data, err := json.Marshal(map[string]any{"approved": approve, "comment": comment})
-	if err != nil {
-		return domain.Suspension{}, err
-	}
-	req.Data = data
+	req.Data = domain.MustJSON(domain.ApprovalData{Approved: approve, Comment: comment})
 	return e.Resume(ctx, req)
 }
 

@@ -88,7 +88,7 @@ func (e *Engine) versionMismatch(job domain.Job, run domain.Run) domain.StepComm
 		"workflow %s version %s is not registered on this server; the run never runs other code", run.WorkflowID, run.WorkflowVersion)}
 	c := e.failWith(job, run, re)
 	if other, ok := e.reg.Latest(run.WorkflowID); ok && other.FailEvent != "" {
-		c.Events = append([]domain.NewEvent{{Type: other.FailEvent, Step: job.Step, Payload: mustJSON(map[string]any{
+		c.Events = append([]domain.NewEvent{{Type: other.FailEvent, Step: job.Step, Payload: domain.MustJSON(map[string]any{
 			"runId": run.ID, "code": re.Code, "message": re.Message})}}, c.Events...)
 	}
 	return c
@@ -152,9 +152,7 @@ func (e *Engine) decided(o domain.Outcome, s domain.Suspension) domain.StepCommi
 		o.Result = domain.StepResult{Commands: s.Deferred}
 		return domain.Plan(o)
 	}
-	var d struct {
-		Comment string `json:"comment"`
-	}
+	var d domain.ApprovalData
 	_ = json.Unmarshal(s.ResumeData, &d) // written by Decide; a missing comment is fine
 	msg := "rejected by " + s.ResumedBy
 	if d.Comment != "" {
@@ -163,9 +161,9 @@ func (e *Engine) decided(o domain.Outcome, s domain.Suspension) domain.StepCommi
 	re := &domain.RunError{Code: domain.CodeRejected, Message: msg}
 	c := domain.StepCommit{Job: o.Job.Ref(), RunID: o.Run.ID, Step: s.StepName, Now: o.Now}
 	if len(s.Deferred) > 0 {
-		c.Events = append(c.Events, domain.NewEvent{Type: domain.EventCommandsDropped, Step: s.StepName, Payload: mustJSON(map[string]any{"count": len(s.Deferred), "reason": "review rejected"})})
+		c.Events = append(c.Events, domain.NewEvent{Type: domain.EventCommandsDropped, Step: s.StepName, Payload: domain.MustJSON(map[string]any{"count": len(s.Deferred), "reason": "review rejected"})})
 	}
-	c.Events = append(c.Events, domain.NewEvent{Type: domain.EventRunFailed, Step: s.StepName, Payload: mustJSON(re)})
+	c.Events = append(c.Events, domain.NewEvent{Type: domain.EventRunFailed, Step: s.StepName, Payload: domain.MustJSON(re)})
 	c.Finish = &domain.RunFinish{Status: domain.RunFailed, Error: re}
 	return c
 }
@@ -174,7 +172,7 @@ func (e *Engine) failWith(job domain.Job, run domain.Run, re *domain.RunError) d
 	e.log.Error("Run failed", "run_id", run.ID, "code", re.Code, "error", re.Message)
 	return domain.StepCommit{
 		Job: job.Ref(), RunID: run.ID, Step: job.Step, Now: e.o.Clock.Now(),
-		Events: []domain.NewEvent{{Type: domain.EventRunFailed, Step: job.Step, Payload: mustJSON(re)}},
+		Events: []domain.NewEvent{{Type: domain.EventRunFailed, Step: job.Step, Payload: domain.MustJSON(re)}},
 		Finish: &domain.RunFinish{Status: domain.RunFailed, Error: re},
 	}
 }
@@ -195,12 +193,4 @@ func (e *Engine) call(ctx context.Context, def domain.StepDef, req domain.StepRe
 		}
 	}()
 	return def.Func(ctx, req)
-}
-
-func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("engine: encode payload: %v", err))
-	}
-	return b
 }

@@ -148,7 +148,7 @@ func (c *Context) suspend(p *pause) error {
 // invocation's commit. It counts as logged from now on, so an id reached
 // twice in one invocation is caught as it would be on replay.
 func (c *Context) record(typ, stepID string, payload any) {
-	e := domain.NewEvent{Type: typ, Step: stepID, Payload: mustJSON(payload)}
+	e := domain.NewEvent{Type: typ, Step: stepID, Payload: domain.MustJSON(payload)}
 	c.pending = append(c.pending, e)
 	c.hist.add(&domain.Event{RunID: c.RunID, Type: e.Type, Step: e.Step, Payload: e.Payload})
 }
@@ -203,7 +203,7 @@ func recall[T any](c *Context, kind primitive, typ string, opts []Option, positi
 		return v, nil
 	}
 	v = fresh()
-	c.record(typ, id, recorded{StepID: id, Value: mustJSON(v)})
+	c.record(typ, id, recorded{StepID: id, Value: domain.MustJSON(v)})
 	return v, nil
 }
 

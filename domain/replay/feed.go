@@ -1,8 +1,6 @@
 package replay
 
 import (
-	"sync"
-
 	"github.com/tollgatehq/tollgate/domain"
 )
 
@@ -12,43 +10,16 @@ import (
 // not kept: a subscriber sees those emitted while it is subscribed, and
 // one too slow to take them loses them rather than hold up the run.
 type Feed struct {
-	mu   sync.Mutex
-	subs map[string]map[chan domain.Event]struct{}
+	fanout domain.Fanout[domain.Event]
 }
 
 // feedBuffer is how many events a subscriber may fall behind by.
 const feedBuffer = 256
 
 // Publish hands e to the run's subscribers without blocking.
-func (f *Feed) Publish(runID string, e domain.Event) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for ch := range f.subs[runID] {
-		select {
-		case ch <- e:
-		default:
-		}
-	}
-}
+func (f *Feed) Publish(runID string, e domain.Event) { f.fanout.Publish(runID, e) }
 
 // Subscribe follows one run until stop is called.
 func (f *Feed) Subscribe(runID string) (events <-chan domain.Event, stop func()) {
-	ch := make(chan domain.Event, feedBuffer)
-	f.mu.Lock()
-	if f.subs == nil {
-		f.subs = map[string]map[chan domain.Event]struct{}{}
-	}
-	if f.subs[runID] == nil {
-		f.subs[runID] = map[chan domain.Event]struct{}{}
-	}
-	f.subs[runID][ch] = struct{}{}
-	f.mu.Unlock()
-	return ch, func() {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		delete(f.subs[runID], ch)
-		if len(f.subs[runID]) == 0 {
-			delete(f.subs, runID)
-		}
-	}
+	return f.fanout.Subscribe(runID, feedBuffer)
 }

@@ -171,11 +171,3 @@ type (
 		Data       json.RawMessage `json:"data,omitempty"`
 	}
 )
-
-func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("replay: encode log payload: %v", err))
-	}
-	return b
-}

@@ -48,7 +48,7 @@ func (e *Env) now() time.Time {
 
 func (e *Env) emit(runID, typ, step string, payload any) {
 	if e.Observe != nil {
-		e.Observe(runID, domain.Event{RunID: runID, Type: typ, Step: step, Payload: mustJSON(payload), CreatedAt: e.now()})
+		e.Observe(runID, domain.Event{RunID: runID, Type: typ, Step: step, Payload: domain.MustJSON(payload), CreatedAt: e.now()})
 	}
 }
 
