@@ -175,7 +175,7 @@ func lostSignal(req domain.SignalRequest, target *suspensionRow) error {
 func (w *commitWriter) takeKeptSignal(ctx context.Context, row *suspensionRow, p pause) (_ pause, ok bool, err error) {
 	sig := new(signalRow)
 	err = w.tx.NewUpdate().Model(sig).Set("step_key = ?", row.StepKey).Set("delivered_at = ?", w.now).
-		Where("id = (SELECT id FROM signals WHERE run_id = ? AND name = ? AND step_key IS NULL ORDER BY id LIMIT 1)", w.run.ID, row.Reason).
+		Where("id = (SELECT id FROM signals WHERE run_id = ? AND name = ? AND step_key IS NULL ORDER BY created_at, id LIMIT 1)", w.run.ID, row.Reason).
 		Returning("*").Scan(ctx)
 	if isNoRows(err) {
 		return p, false, nil
