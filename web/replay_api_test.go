@@ -20,6 +20,9 @@ func replayPipeline() *replay.Definition {
 		if err != nil {
 			return nil, err
 		}
+		if err := c.SetState("stage", "awaiting sign-off"); err != nil {
+			return nil, err
+		}
 		d, err := c.Approve(replay.ApproveOptions{ID: "sign-off", Title: "Pay out?"})
 		if err != nil {
 			return nil, err
@@ -137,7 +140,7 @@ func TestAPIReplaySignalsApprovalsAndAttach(t *testing.T) {
 
 		names, paused = until(t, stream, "RUN_PAUSED")
 		joined := strings.Join(names, " ")
-		if !strings.Contains(joined, "SIGNAL_RESOLVED") || !strings.Contains(joined, "CUSTOM") || !strings.Contains(joined, "APPROVAL_REQUESTED") || !strings.Contains(string(paused.Data), `"kind":"approval"`) {
+		if !strings.Contains(joined, "SIGNAL_RESOLVED") || !strings.Contains(joined, "CUSTOM") || !strings.Contains(joined, "STATE_DELTA") || !strings.Contains(joined, "APPROVAL_REQUESTED") || !strings.Contains(string(paused.Data), `"kind":"approval"`) {
 			t.Errorf("after the signal the stream has %q, pause %s", names, paused.Data)
 		}
 		var approval string

@@ -75,6 +75,9 @@ func paymentPipeline() *replay.Definition {
 			timeout = time.Duration(in.PaymentTimeoutMinutes) * time.Minute
 		}
 		c.Emit("awaiting-payment", map[string]any{"user": u.ID, "amount": in.Amount})
+		if err := c.SetState("stage", "awaiting payment"); err != nil {
+			return out, err
+		}
 		p, err := replay.WaitForEvent[paymentSignal](c, "payment", replay.WithID("payment"), replay.Timeout(timeout))
 		if err == replay.ErrTimeout {
 			out.Status = "expired"
@@ -84,6 +87,9 @@ func paymentPipeline() *replay.Definition {
 			return out, err
 		}
 		out.Amount, out.Reference = p.Amount, p.Reference
+		if err := c.SetState("stage", "awaiting approval"); err != nil {
+			return out, err
+		}
 		d, err := c.Approve(replay.ApproveOptions{ID: "payout-approval", Title: fmt.Sprintf("Pay out %d to %s?", p.Amount, u.Name),
 			Description: fmt.Sprintf("%s (%s, %s tier) paid %d, reference %q; %d was expected.", u.Name, u.Email, u.Tier, p.Amount, p.Reference, in.Amount)})
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -32,6 +33,7 @@ type Context struct {
 	pending []domain.NewEvent
 	pause   *pause
 	stop    error // set once the invocation cannot go on: pause, conflict, nondeterminism
+	state   map[string]json.RawMessage
 }
 
 // pause is the wait an invocation stopped at.
@@ -171,6 +173,56 @@ func (c *Context) flush() error {
 // it is not kept in the log.
 func (c *Context) Emit(name string, payload any) {
 	c.env.emit(c.RunID, EventCustom, "", map[string]any{"name": name, "payload": payload})
+}
+
+// SetState sets key of the run's state to value (nil removes it) and
+// tells subscribers with a STATE_DELTA whose payload is an RFC 6902 JSON
+// Patch: {"delta": [{"op": "add"|"replace"|"remove", "path": "/key", …}]}.
+// State is for watchers (a stage, a progress figure): it is not kept in
+// the log. Like any code between primitives, SetState runs again on every
+// replay and rebuilds the same state from the replayed results; only a
+// change made past the replayed part of the log is emitted, so a
+// subscriber sees each change once. A value that is not JSON is an error
+// and changes nothing; the run goes on.
+func (c *Context) SetState(key string, value any) error {
+	if key == "" {
+		return &domain.ValidationError{Code: domain.CodeValidation, Message: "SetState: the key must not be empty"}
+	}
+	op := map[string]any{"path": "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(key)}
+	old, had := c.state[key]
+	if value == nil {
+		if !had {
+			return nil
+		}
+		delete(c.state, key)
+		op["op"] = "remove"
+	} else {
+		b, err := domain.EncodeJSON("state "+key, value, 0, domain.CodeValidation)
+		if err != nil {
+			return err
+		}
+		if had && string(old) == string(b) {
+			return nil
+		}
+		if c.state == nil {
+			c.state = map[string]json.RawMessage{}
+		}
+		c.state[key] = b
+		op["op"], op["value"] = "add", b
+		if had {
+			op["op"] = "replace"
+		}
+	}
+	if c.pos >= len(c.hist.order) {
+		c.env.emit(c.RunID, EventStateDelta, "", map[string]any{"delta": []any{op}})
+	}
+	return nil
+}
+
+// State is a copy of the run's state as SetState has built it so far in
+// this invocation.
+func (c *Context) State() map[string]json.RawMessage {
+	return maps.Clone(c.state)
 }
 
 // Now is the time, recorded on first reach: a replay gets the same value.

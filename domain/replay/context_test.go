@@ -3,6 +3,7 @@ package replay_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -98,5 +99,98 @@ func TestNowOnFirstReachIsWhatReplayGets(t *testing.T) {
 	}
 	if len(res.Events) != 2 || res.Events[0].Type != replay.EventNowRecorded || res.Events[1].Type != replay.EventRunFinished {
 		t.Fatalf("events = %+v", res.Events)
+	}
+}
+
+// SetState emits each change once as a JSON Patch: the invocation that
+// resumes the run rebuilds the same state from replayed results without
+// emitting it again, and only changes past the log reach subscribers.
+func TestStateDeltasAreEmittedOncePerChange(t *testing.T) {
+	t.Parallel()
+	log := &memLog{}
+	var deltas []string
+	env := &replay.Env{Store: log, Clock: fixedClock(time.Date(2026, 4, 15, 9, 0, 0, 0, time.UTC)),
+		Observe: func(_ string, e domain.Event) {
+			if e.Type == replay.EventStateDelta {
+				deltas = append(deltas, string(e.Payload))
+			}
+		}}
+	var states []map[string]json.RawMessage
+	handler := func(c *replay.Context, _ struct{}) (any, error) {
+		n, err := replay.Step(c, "count", func(context.Context) (int, error) { return 3, nil })
+		if err != nil {
+			return nil, err
+		}
+		if err := c.SetState("stage/name", "counted"); err != nil {
+			return nil, err
+		}
+		if err := c.SetState("count", n); err != nil {
+			return nil, err
+		}
+		if err := c.SetState("count", n); err != nil { // unchanged: no delta
+			return nil, err
+		}
+		if err := c.SetState("missing", nil); err != nil { // absent: no delta
+			return nil, err
+		}
+		if err := c.SetState("bad", make(chan int)); err == nil {
+			return nil, errors.New("a value that is not JSON was taken")
+		}
+		if _, err := replay.WaitForEvent[int](c, "go"); err != nil {
+			return nil, err
+		}
+		if err := errors.Join(c.SetState("stage/name", "resumed"), c.SetState("count", nil)); err != nil {
+			return nil, err
+		}
+		states = append(states, c.State())
+		return "done", nil
+	}
+	reg := domain.NewRegistry()
+	if err := replay.Workflow("w", "1", handler).Register(reg, env); err != nil {
+		t.Fatal(err)
+	}
+	wf, _ := reg.Get("w", "1")
+	step, _ := wf.Lookup(replay.StepName)
+	req := domain.StepRequest{RunID: "r", WorkflowID: "w", WorkflowVersion: "1", Step: replay.StepName, Start: true, RunInput: json.RawMessage(`{}`)}
+	commit := func(req domain.StepRequest) domain.StepResult {
+		t.Helper()
+		res, err := step.Func(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var events []domain.NewEvent
+		for _, e := range res.Events {
+			events = append(events, domain.NewEvent{Type: e.Type, Step: e.Step, Payload: domain.MustJSON(e.Payload)})
+		}
+		if err := log.AppendEvents(t.Context(), "r", res.ExpectSeq, events, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	paused := commit(req)
+	if len(paused.Commands) != 1 || paused.Commands[0].Type != domain.CmdSuspend {
+		t.Fatalf("the first invocation: %+v", paused.Commands)
+	}
+	want := []string{
+		`{"delta":[{"op":"add","path":"/stage~1name","value":"counted"}]}`,
+		`{"delta":[{"op":"add","path":"/count","value":3}]}`,
+	}
+	if !slices.Equal(deltas, want) {
+		t.Fatalf("deltas before the pause:\n got %q\nwant %q", deltas, want)
+	}
+	req.Start, req.Resumed = false, true
+	req.Input = domain.MustJSON(map[string]any{"checkpoint": paused.Commands[0].Checkpoint,
+		"resumeData": domain.SignalData{Name: "go", SignalID: "s-1", Payload: json.RawMessage(`1`)}})
+	if done := commit(req); len(done.Commands) != 1 || done.Commands[0].Type != domain.CmdComplete {
+		t.Fatalf("the resumed invocation: %+v", done.Commands)
+	}
+	want = append(want,
+		`{"delta":[{"op":"replace","path":"/stage~1name","value":"resumed"}]}`,
+		`{"delta":[{"op":"remove","path":"/count"}]}`)
+	if !slices.Equal(deltas, want) {
+		t.Errorf("deltas after the resume (replay rebuilds state silently):\n got %q\nwant %q", deltas, want)
+	}
+	if len(states) != 1 || string(states[0]["stage/name"]) != `"resumed"` || len(states[0]) != 1 {
+		t.Errorf("State() at the end: %v", states)
 	}
 }
