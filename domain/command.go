@@ -2,6 +2,7 @@ package domain
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -36,6 +37,10 @@ type Command struct {
 	ResumeStep   string          `json:"resumeStep,omitempty"`
 	ResumeSchema json.RawMessage `json:"resumeSchema,omitempty"`
 	Assignee     string          `json:"assignee,omitempty"`
+	// Approvers and ApproverRole restrict who may resume or decide the
+	// suspension (see Suspension.MayDecide).
+	Approvers    []string `json:"approvers,omitempty"`
+	ApproverRole Role     `json:"approverRole,omitempty"`
 	// Accept lists the document types (MIME) a person may upload to resume.
 	Accept []string `json:"accept,omitempty"`
 	// Title and Instructions tell the person who resumes what is asked.
@@ -70,6 +75,13 @@ func WithResumeSchema(schema json.RawMessage) SuspendOption {
 
 // WithAssignee names the person expected to resume the suspension.
 func WithAssignee(who string) SuspendOption { return func(c *Command) { c.Assignee = who } }
+
+// WithApprovers lets only the people named (emails) and users of role
+// (empty for none) resume or decide the suspension; admins always may. A
+// founder named sees it among their own.
+func WithApprovers(role Role, emails ...string) SuspendOption {
+	return func(c *Command) { c.ApproverRole, c.Approvers = role, slices.Clone(emails) }
+}
 
 // WithDocuments asks the person who resumes for documents of the given
 // types (MIME, e.g. "application/pdf"); the web app offers an upload, checks

@@ -22,6 +22,9 @@ var (
 	// reads the log again and runs its invocation again; it never
 	// overwrites.
 	ErrLogConflict = errors.New("the run's log changed since it was read")
+	// ErrNotApprover is a resume or decision by a person the suspension
+	// does not let act on it (see Suspension.MayDecide).
+	ErrNotApprover = errors.New("this suspension names who may act on it, and you are not among them")
 )
 
 // Error codes are stable, machine-readable identifiers of failures. They are
@@ -44,6 +47,7 @@ const (
 	CodeRunFinished         = "run_finished"
 	CodeCommitFailed        = "commit_failed"
 	CodeSignalLost          = "signal_lost"
+	CodeNotApprover         = "not_approver"
 )
 
 // FieldError is one problem with one part of an input, addressed by a JSON

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"mime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -166,6 +167,31 @@ func checkCommands(wf *Workflow, cmds []Command) error {
 	return nil
 }
 
+// maxApprovers bounds the people a suspension may name.
+const maxApprovers = 100
+
+// approversOf checks who b lets act on its suspension and returns the
+// approvers' emails in lower case. An approver role is a staff role: a
+// founder sees only what names them, so "any founder" could never find it.
+func approversOf(b Command) ([]string, error) {
+	if r := b.ApproverRole; r != "" && (!r.Valid() || !r.Staff()) {
+		return nil, &OrchestrationError{Message: fmt.Sprintf("approver role %q is not reviewer or admin", r)}
+	}
+	if len(b.Approvers) > maxApprovers {
+		return nil, &OrchestrationError{Message: fmt.Sprintf("%d approvers; at most %d", len(b.Approvers), maxApprovers)}
+	}
+	var out []string
+	for _, a := range b.Approvers {
+		if a = strings.ToLower(strings.TrimSpace(a)); !strings.Contains(a, "@") || len(a) > 320 {
+			return nil, &OrchestrationError{Message: fmt.Sprintf("approver %q is not an email address", a)}
+		}
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
 // pausesItself reports whether the blocking command b resumes step.
 func pausesItself(step string, b *Command) bool {
 	return b != nil && (b.ResumeStep == step || b.Type == CmdSuspend && b.ResumeStep == "")
@@ -193,11 +219,15 @@ func planPause(o Outcome, c *StepCommit, b Command, cmds []Command) error {
 			return &OrchestrationError{Message: fmt.Sprintf("accepted document type %q is not a MIME type like application/pdf", t)}
 		}
 	}
+	approvers, err := approversOf(b)
+	if err != nil {
+		return err
+	}
 	s := &NewSuspension{
 		ID: o.NewID(), WorkflowID: o.Run.WorkflowID, WorkflowVersion: o.Run.WorkflowVersion,
 		StepName: o.Step, Kind: b.Kind, Reason: b.Reason, Checkpoint: checkpoint,
 		ResumeStep: b.ResumeStep, ResumeSchema: b.ResumeSchema, Assignee: b.Assignee, Accept: b.Accept,
-		Title: b.Title, Instructions: b.Instructions, StepKey: b.StepKey,
+		Approvers: approvers, ApproverRole: b.ApproverRole, Title: b.Title, Instructions: b.Instructions, StepKey: b.StepKey,
 	}
 	siblings := make([]Command, 0, len(cmds)-1)
 	for _, cmd := range cmds {

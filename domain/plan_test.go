@@ -236,6 +236,8 @@ func TestPlanCommandRules(t *testing.T) {
 		{"empty reason", domain.StepResult{Commands: []domain.Command{domain.Suspend("", nil, "")}}, domain.CodeOrchestration},
 		{"reason with spaces", domain.StepResult{Commands: []domain.Command{domain.Review("needs review", nil)}}, domain.CodeOrchestration},
 		{"unknown kind", domain.StepResult{Commands: []domain.Command{domain.Suspend("r", nil, "", domain.WithKind("carrier-pigeon"))}}, domain.CodeOrchestration},
+		{"approver role founder", domain.StepResult{Commands: []domain.Command{domain.Suspend("r", nil, "", domain.WithApprovers(domain.RoleFounder))}}, domain.CodeOrchestration},
+		{"approver not an email", domain.StepResult{Commands: []domain.Command{domain.Suspend("r", nil, "", domain.WithApprovers("", "ann"))}}, domain.CodeOrchestration},
 		{"bad resume schema", domain.StepResult{Commands: []domain.Command{domain.Suspend("r", nil, "", domain.WithResumeSchema(json.RawMessage(`{`)))}}, domain.CodeOrchestration},
 		{"complete and invoke", domain.StepResult{Commands: []domain.Command{domain.Complete(1), domain.Invoke("next", nil)}}, domain.CodeOrchestration},
 		{"complete and fail", domain.StepResult{Commands: []domain.Command{domain.Complete(1), domain.Fail("x", "y")}}, domain.CodeOrchestration},

@@ -152,6 +152,8 @@ type NewSuspension struct {
 	ResumeStep      string
 	ResumeSchema    json.RawMessage
 	Assignee        string
+	Approvers       []string
+	ApproverRole    Role
 	Accept          []string
 	Title           string
 	Instructions    string

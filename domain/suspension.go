@@ -3,6 +3,7 @@ package domain
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -68,6 +69,10 @@ type Suspension struct {
 	ResumeData   json.RawMessage
 	ResumeSchema json.RawMessage
 	Assignee     string
+	// Approvers (lower-case emails) and ApproverRole, when set, are the
+	// only people besides admins who may resume or decide it.
+	Approvers    []string
+	ApproverRole Role
 	// Accept lists the document types a person may upload to resume it.
 	Accept []string
 	// Title and Instructions say what a person is asked to do.
@@ -86,6 +91,29 @@ type Suspension struct {
 	Precompleted bool
 }
 
+// Restricted reports whether the suspension names who may act on it.
+func (s Suspension) Restricted() bool { return len(s.Approvers) > 0 || s.ApproverRole != "" }
+
+// MayDecide reports whether u may resume or decide the suspension. One
+// that names its approvers is for them, for users of its approver role,
+// and for admins; any other is for staff and for the founder it is
+// assigned to.
+func (s Suspension) MayDecide(u User) bool {
+	if s.Restricted() {
+		return u.Role == RoleAdmin || (s.ApproverRole != "" && u.Role == s.ApproverRole) || s.names(u.Email)
+	}
+	return u.Role.Staff() || (u.Role == RoleFounder && s.Assignee != "" && strings.EqualFold(s.Assignee, u.Email))
+}
+
+// MayRead reports whether u may see the suspension: staff see every one,
+// founders only those they may act on.
+func (s Suspension) MayRead(u User) bool { return u.Role.Staff() || s.MayDecide(u) }
+
+// names reports whether email is among the approvers.
+func (s Suspension) names(email string) bool {
+	return email != "" && slices.ContainsFunc(s.Approvers, func(a string) bool { return strings.EqualFold(a, email) })
+}
+
 // SuspensionFilter selects suspensions; zero fields match everything.
 // Results are ordered by (SuspendedAt, ID), oldest first unless Newest.
 type SuspensionFilter struct {
@@ -96,8 +124,9 @@ type SuspensionFilter struct {
 	RunID      string
 	// StepKey, with RunID, selects the suspension of one pause.
 	StepKey string
-	// Assignee limits the list to one person's suspensions (case-insensitive
-	// email), so a founder's pages and cursors reveal nothing of others'.
+	// Assignee limits the list to one person's suspensions: assigned to
+	// them or naming them as an approver (case-insensitive email), so a
+	// founder's pages and cursors reveal nothing of others'.
 	Assignee string
 	// SuspendedBefore keeps suspensions waiting since before this time.
 	SuspendedBefore time.Time
@@ -125,6 +154,9 @@ type ResumeRequest struct {
 	StepKey      string
 	Data         json.RawMessage
 	By           string
+	// Actor, when a person resumes or decides, is that user: the engine
+	// refuses with ErrNotApprover one the suspension does not let act.
+	Actor *User
 	// RequestKey is the caller's Idempotency-Key; a repeat of the winning
 	// request with the same key and data gets the original answer.
 	RequestKey string

@@ -401,7 +401,7 @@ func (w *commitWriter) suspensionRow(ns *domain.NewSuspension, key string) *susp
 		StepName: ns.StepName, StepKey: key, Kind: ns.Kind, Reason: ns.Reason, Status: domain.SuspensionPending,
 		Checkpoint: ns.Checkpoint, ResumeStep: ns.ResumeStep, ResumeSchema: ns.ResumeSchema,
 		Assignee: ns.Assignee, Accept: acceptJSON(ns.Accept), Deferred: ns.Deferred, SuspendedAt: &now, CreatedAt: now,
-		Title: ns.Title, Instructions: ns.Instructions,
+		Title: ns.Title, Instructions: ns.Instructions, Approvers: ns.Approvers, ApproverRole: ns.ApproverRole,
 	}
 	if ns.WakeAt != nil {
 		wake := ts(*ns.WakeAt)
@@ -433,6 +433,7 @@ func (w *commitWriter) attach(ctx context.Context, existing, pause *suspensionRo
 		Set("resume_schema = ?", pause.ResumeSchema).Set("assignee = ?", pause.Assignee).Set("accept = ?", pause.Accept).
 		Set("deferred = ?", pause.Deferred).Set("suspended_at = ?", pause.SuspendedAt).
 		Set("title = ?", pause.Title).Set("instructions = ?", pause.Instructions).
+		Set("approvers = ?", pause.Approvers).Set("approver_role = ?", pause.ApproverRole).
 		Set("precompleted = ?", false).
 		Where("id = ? AND precompleted", existing.ID).Returning("*").Exec(ctx)
 	if err != nil {

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"database/sql/driver"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -73,6 +74,8 @@ type suspensionRow struct {
 	ResumeRequestKey *string                 `bun:"resume_request_key"`
 	Decision         *string                 `bun:"decision"`
 	Assignee         string                  `bun:"assignee"`
+	Approvers        approverList            `bun:"approvers"`
+	ApproverRole     domain.Role             `bun:"approver_role"`
 	Accept           json.RawMessage         `bun:"accept,type:json"`
 	Title            string                  `bun:"title"`
 	Instructions     string                  `bun:"instructions"`
@@ -93,6 +96,7 @@ func (s *suspensionRow) toDomain() (domain.Suspension, error) {
 		StepName: s.StepName, StepKey: s.StepKey, Kind: s.Kind, Reason: s.Reason, Status: s.Status,
 		Checkpoint: s.Checkpoint, ResumeStep: s.ResumeStep, ResumeData: s.ResumeData,
 		ResumeSchema: s.ResumeSchema, Assignee: s.Assignee, WakeAt: utcPtr(s.WakeAt),
+		Approvers: s.Approvers, ApproverRole: s.ApproverRole,
 		Title: s.Title, Instructions: s.Instructions,
 		ResumedAt: utcPtr(s.ResumedAt), Precompleted: s.Precompleted,
 	}
@@ -206,3 +210,37 @@ const (
 // PostgreSQL keeps), so a value read back compares equal to the one written
 // and SQLite's text timestamps order correctly.
 func ts(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// approverList is a suspension's approvers, stored as a JSON array of
+// lower-case emails in a text column: a founder's list finds the
+// suspensions naming them by the quoted email (storage/suspensions.go).
+type approverList []string
+
+func (a approverList) Value() (driver.Value, error) {
+	if len(a) == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal([]string(a))
+	return string(b), err
+}
+
+func (a *approverList) Scan(src any) error {
+	var b []byte
+	switch v := src.(type) {
+	case string:
+		b = []byte(v)
+	case []byte:
+		b = v
+	case nil:
+		*a = nil
+		return nil
+	default:
+		return fmt.Errorf("approvers: unexpected %T", src)
+	}
+	var list []string
+	if err := json.Unmarshal(b, &list); err != nil {
+		return fmt.Errorf("approvers: %w", err)
+	}
+	*a = list
+	return nil
+}

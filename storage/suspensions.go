@@ -40,7 +40,11 @@ func (db *DB) Suspensions(ctx context.Context, f domain.SuspensionFilter) ([]dom
 		}
 	}
 	if f.Assignee != "" {
-		q.Where("lower(assignee) = ?", strings.ToLower(f.Assignee))
+		email := strings.ToLower(f.Assignee)
+		q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Where("lower(assignee) = ?", email).
+				WhereOr("approvers <> '[]' AND approvers LIKE ? ESCAPE '\\'", "%"+escapeLike(string(domain.MustJSON(email)))+"%")
+		})
 	}
 	if !f.SuspendedBefore.IsZero() {
 		q.Where("suspended_at < ?", ts(f.SuspendedBefore))

@@ -724,7 +724,7 @@ func TestAPIHealthAndMetrics(t *testing.T) {
 			ID    string   `json:"id"`
 			Steps []string `json:"steps"`
 		}]](t, e.call(t, "GET", "/api/v1/workflows", e.founderA, ""), http.StatusOK)
-		if len(wfs.Items) != 6 || wfs.Items[0].ID != "intake" || !slices.Equal(wfs.Items[0].Steps, []string{"collect", "finish"}) {
+		if len(wfs.Items) != 7 || wfs.Items[0].ID != "intake" || !slices.Equal(wfs.Items[0].Steps, []string{"collect", "finish"}) {
 			t.Errorf("workflows = %+v", wfs.Items)
 		}
 	})

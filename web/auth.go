@@ -62,14 +62,10 @@ func unauthorized(w http.ResponseWriter, r *http.Request) {
 var errForbidden = errors.New("forbidden")
 
 // mayResume reports whether the caller may resume or decide s: reviewers
-// and admins may act on any suspension, founders only on their own.
-func mayResume(p Principal, s domain.Suspension) bool {
-	if p.User.Role.Staff() {
-		return true
-	}
-	return p.User.Role == domain.RoleFounder && s.Assignee != "" && strings.EqualFold(s.Assignee, p.User.Email)
-}
+// and admins may act on any suspension that names no approvers, founders
+// only on their own (domain.Suspension.MayDecide).
+func mayResume(p Principal, s domain.Suspension) bool { return s.MayDecide(p.User) }
 
 // mayRead reports whether the caller may see s; a founder may not learn
 // that other founders' suspensions exist (404, not 403).
-func mayRead(p Principal, s domain.Suspension) bool { return mayResume(p, s) }
+func mayRead(p Principal, s domain.Suspension) bool { return s.MayRead(p.User) }

@@ -96,6 +96,9 @@ func (h *liveHub) fanOut(runID string) {
 		if s.Assignee != "" {
 			assignees[strings.ToLower(s.Assignee)] = true
 		}
+		for _, a := range s.Approvers {
+			assignees[a] = true
+		}
 	}
 	// A founder is told only that something of theirs changed.
 	mine, _ := json.Marshal(map[string]string{"type": "changed"})

@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/replay"
 )
 
@@ -28,6 +31,24 @@ func replayPipeline() *replay.Definition {
 			return nil, err
 		}
 		return map[string]any{"amount": p.Amount, "approved": d.Approved, "by": d.By, "feedback": d.Feedback}, nil
+	})
+}
+
+// replaySignOffs asks founder A, by name, then any admin.
+func replaySignOffs() *replay.Definition {
+	return replay.Workflow("sign-offs", "1", func(c *replay.Context, _ any) ([]string, error) {
+		var by []string
+		for _, o := range []replay.ApproveOptions{
+			{ID: "founder", Title: "Founder sign-off", Approvers: []string{"Founder.A@Example.com"}},
+			{ID: "admins", Title: "Admin sign-off", Role: domain.RoleAdmin},
+		} {
+			d, err := c.Approve(o)
+			if err != nil {
+				return nil, err
+			}
+			by = append(by, d.By)
+		}
+		return by, nil
 	})
 }
 
@@ -180,5 +201,57 @@ func TestAPIReplaySignalsApprovalsAndAttach(t *testing.T) {
 			t.Errorf("reattached after the last entry: %q", tail)
 		}
 		problem(t, e.call(t, "GET", "/api/v1/runs/"+run.ID+"/attach", e.founderA, ""), http.StatusNotFound, "not_found")
+	})
+}
+
+// An approval that names its approvers, or a role, is theirs (and
+// admins') to decide: anyone else is refused with not_approver and
+// nothing changes, through the API and the web app alike, and a founder
+// it names sees it among their own.
+func TestAPIApproversAndRole(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		run, s := e.paused(t, "sign-offs", nil)
+		if s.StepKey != "founder" || !slices.Equal(s.Approvers, []string{founderAEmail}) || s.Assignee != "Founder.A@Example.com" {
+			t.Fatalf("the founder's sign-off: %+v", s)
+		}
+		mine := func(key string) int {
+			return len(decode[pageBody[suspensionBody]](t, e.call(t, "GET", "/api/v1/suspensions?status=pending&runId="+run.ID, key, ""), http.StatusOK).Items)
+		}
+		if a, b := mine(e.founderA), mine(e.founderB); a != 1 || b != 0 {
+			t.Fatalf("founder A lists %d, founder B %d; want 1 and 0", a, b)
+		}
+		approve := "/api/v1/suspensions/" + s.ID + "/approve"
+		problem(t, e.call(t, "POST", approve, e.reviewer, `{}`), http.StatusForbidden, "not_approver")
+		problem(t, e.call(t, "POST", approve, e.founderB, `{}`), http.StatusNotFound, "not_found")
+		rev := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
+		wantPage(t, rev.get("/suspensions/"+s.ID), http.StatusOK, "Who may act", "founder.a@example.com, admins", "you are not among them")
+		wantPage(t, rev.do("POST", "/suspensions/"+s.ID+"/decide", url.Values{"decision": {"approve"}}), http.StatusForbidden, "not among them")
+		e.stillPending(t, s)
+		want(t, e.call(t, "POST", approve, e.founderA, `{"comment":"mine"}`), http.StatusOK)
+
+		var admins suspensionBody
+		for deadline := time.Now().Add(10 * time.Second); admins.ID == ""; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the admins' sign-off never came")
+			}
+			for _, sp := range e.run(t, run.ID).Suspensions {
+				if sp.Status == "pending" && sp.StepKey == "admins" {
+					admins = sp
+				}
+			}
+		}
+		if admins.ApproverRole != "admin" || len(admins.Approvers) != 0 || admins.Assignee != "" {
+			t.Fatalf("the admins' sign-off: %+v", admins)
+		}
+		approve = "/api/v1/suspensions/" + admins.ID + "/approve"
+		problem(t, e.call(t, "POST", approve, e.reviewer, `{}`), http.StatusForbidden, "not_approver")
+		problem(t, e.call(t, "POST", approve, e.founderA, `{}`), http.StatusNotFound, "not_found")
+		e.stillPending(t, admins)
+		want(t, e.call(t, "POST", approve, e.admin, `{}`), http.StatusOK)
+		done := e.waitRun(t, run.ID, "succeeded")
+		if string(done.Output) != `["founder.a@example.com","admin@example.com"]` {
+			t.Errorf("who decided: %s", done.Output)
+		}
 	})
 }

@@ -155,6 +155,10 @@ func (s *Server) handle(h func(http.ResponseWriter, *http.Request) error) http.H
 				writeProblem(w, r, newProblem(http.StatusForbidden, "forbidden", "Your role does not allow this."))
 				return
 			}
+			if errors.Is(err, domain.ErrNotApprover) {
+				writeProblem(w, r, newProblem(http.StatusForbidden, domain.CodeNotApprover, "This suspension names who may act on it (its approvers, and admins), and you are not among them."))
+				return
+			}
 			p := problemFor(err)
 			if p.Status >= 500 {
 				s.Log.ErrorContext(r.Context(), "Request failed", "method", r.Method, "path", r.URL.Path, "error", err)

@@ -87,7 +87,7 @@ func (s *Server) resumeSuspension(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	out, err := s.Engine.Resume(r.Context(), domain.ResumeRequest{
-		SuspensionID: sp.ID, Data: body.ResumeData, By: p.User.Email, RequestKey: r.Header.Get("Idempotency-Key"),
+		SuspensionID: sp.ID, Data: body.ResumeData, By: p.User.Email, Actor: &p.User, RequestKey: r.Header.Get("Idempotency-Key"),
 		Audit: s.apiAudit(r, "suspension.resume", map[string]any{"runId": sp.RunID, "resumeData": body.ResumeData}),
 	})
 	if err != nil {
@@ -121,7 +121,7 @@ func (s *Server) resumeStep(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out, err := s.resumeAt(r, domain.ResumeRequest{
-		RunID: runID, StepKey: key, Data: body.ResumeData, By: p.User.Email, RequestKey: r.Header.Get("Idempotency-Key"),
+		RunID: runID, StepKey: key, Data: body.ResumeData, By: p.User.Email, Actor: &p.User, RequestKey: r.Header.Get("Idempotency-Key"),
 		Audit: s.apiAudit(r, "suspension.resume", map[string]any{"runId": runID, "stepKey": key, "resumeData": body.ResumeData}),
 	})
 	if err != nil {
@@ -203,7 +203,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, approve bool) er
 	if !approve {
 		action = "suspension.reject"
 	}
-	out, err := s.Engine.Decide(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, By: p.User.Email, RequestKey: r.Header.Get("Idempotency-Key"),
+	out, err := s.Engine.Decide(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, By: p.User.Email, Actor: &p.User, RequestKey: r.Header.Get("Idempotency-Key"),
 		Audit: s.apiAudit(r, action, map[string]any{"runId": sp.RunID, "comment": body.Comment})}, approve, body.Comment)
 	if err != nil {
 		return err

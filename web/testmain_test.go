@@ -118,8 +118,10 @@ func newAPIEnv(t *testing.T, o storage.Opts, configure func(*web.Server)) *apiEn
 		}
 	}
 	feed := &replay.Feed{}
-	if err := replayPipeline().Register(reg, &replay.Env{Store: e.db, Observe: feed.Publish}); err != nil {
-		t.Fatal(err)
+	for _, d := range []*replay.Definition{replayPipeline(), replaySignOffs()} {
+		if err := d.Register(reg, &replay.Env{Store: e.db, Observe: feed.Publish}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	log := testLogger(t)
 	eng := engine.New(e.db, reg, engine.Opts{
@@ -388,6 +390,8 @@ type suspensionBody struct {
 	ResumeSchema json.RawMessage `json:"resumeSchema"`
 	ResumeData   json.RawMessage `json:"resumeData"`
 	Assignee     string          `json:"assignee"`
+	Approvers    []string        `json:"approvers"`
+	ApproverRole string          `json:"approverRole"`
 	Decision     string          `json:"decision"`
 	SuspendedAt  time.Time       `json:"suspendedAt"`
 	ResumedAt    *time.Time      `json:"resumedAt"`

@@ -141,7 +141,8 @@ func (s *Server) resume(r *http.Request, sp domain.Suspension, v *views.Viewer, 
 		return &domain.ValidationError{Code: domain.CodeInvalidJSON, Message: "The resume data is not valid JSON. Check quotes, commas and brackets.",
 			Fields: []domain.FieldError{{Field: "", Message: ve.Message}}}
 	}
-	_, err := s.Engine.Resume(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, Data: data, By: v.Email,
+	actor := viewerPrincipal(v).User
+	_, err := s.Engine.Resume(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, Data: data, By: v.Email, Actor: &actor,
 		Audit: s.auditEntry(r, v.ID, v.Email, "suspension.resume", map[string]any{"runId": sp.RunID, "resumeData": data})})
 	return err
 }
@@ -169,7 +170,8 @@ func (s *Server) decideFromPage(w http.ResponseWriter, r *http.Request) {
 		action, done = "suspension.reject", "rejected"
 	}
 	audit := s.auditEntry(r, v.ID, v.Email, action, map[string]any{"runId": sp.RunID, "comment": comment})
-	if _, err := s.Engine.Decide(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, By: v.Email, Audit: audit}, decision == "approve", comment); err != nil {
+	actor := viewerPrincipal(v).User
+	if _, err := s.Engine.Decide(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, By: v.Email, Actor: &actor, Audit: audit}, decision == "approve", comment); err != nil {
 		s.actionFailed(w, r, sp, v, comment, err)
 		return
 	}
@@ -182,7 +184,11 @@ func (s *Server) mayAct(w http.ResponseWriter, r *http.Request, sp domain.Suspen
 	if mayResume(viewerPrincipal(v), sp) {
 		return true
 	}
-	s.renderError(w, r, http.StatusForbidden, "Not for your role", "You can see this suspension but not act on it.", v)
+	msg := "You can see this suspension but not act on it."
+	if sp.Restricted() {
+		msg = "This request names who may act on it (its approvers, and admins), and you are not among them."
+	}
+	s.renderError(w, r, http.StatusForbidden, "Not for your role", msg, v)
 	return false
 }
 
@@ -202,6 +208,8 @@ func (s *Server) actionFailed(w http.ResponseWriter, r *http.Request, sp domain.
 	var ve *domain.ValidationError
 	var ce *domain.ConflictError
 	switch {
+	case errors.Is(err, domain.ErrNotApprover):
+		s.refuse(w, r, sp, v, typed, http.StatusForbidden, &domain.ValidationError{Message: "Only the approvers this request names (and admins) may act on it."})
 	case errors.As(err, &ve):
 		s.refuse(w, r, sp, v, typed, http.StatusUnprocessableEntity, ve)
 	case errors.As(err, &ce):

@@ -68,15 +68,19 @@ type suspensionJSON struct {
 	ResumeSchema    json.RawMessage         `json:"resumeSchema,omitempty"`
 	ResumeData      json.RawMessage         `json:"resumeData"`
 	Assignee        string                  `json:"assignee,omitempty"`
-	Title           string                  `json:"title,omitempty"`
-	Instructions    string                  `json:"instructions,omitempty"`
-	Accept          []string                `json:"accept,omitempty"`
-	Decision        string                  `json:"decision,omitempty"`
-	DeferredCount   int                     `json:"deferredCommands,omitempty"`
-	WakeAt          *time.Time              `json:"wakeAt,omitempty"`
-	SuspendedAt     time.Time               `json:"suspendedAt"`
-	ResumedAt       *time.Time              `json:"resumedAt"`
-	ResumedBy       *string                 `json:"resumedBy"`
+	// Approvers and ApproverRole, when set, name who besides admins may
+	// act on it.
+	Approvers     []string    `json:"approvers,omitempty"`
+	ApproverRole  domain.Role `json:"approverRole,omitempty"`
+	Title         string      `json:"title,omitempty"`
+	Instructions  string      `json:"instructions,omitempty"`
+	Accept        []string    `json:"accept,omitempty"`
+	Decision      string      `json:"decision,omitempty"`
+	DeferredCount int         `json:"deferredCommands,omitempty"`
+	WakeAt        *time.Time  `json:"wakeAt,omitempty"`
+	SuspendedAt   time.Time   `json:"suspendedAt"`
+	ResumedAt     *time.Time  `json:"resumedAt"`
+	ResumedBy     *string     `json:"resumedBy"`
 	// ResumeURL resumes a pending webhook suspension with any HTTP call;
 	// given to callers who may resume it.
 	ResumeURL string `json:"resumeUrl,omitempty"`
@@ -97,6 +101,7 @@ func suspensionView(s domain.Suspension) suspensionJSON {
 		StepName: s.StepName, StepKey: s.StepKey, Kind: s.Kind, Reason: s.Reason, Status: s.Status,
 		Checkpoint: orNull(s.Checkpoint), ResumeStep: s.ResumeStep, ResumeSchema: s.ResumeSchema,
 		ResumeData: orNull(s.ResumeData), Assignee: s.Assignee, Decision: s.Decision,
+		Approvers: s.Approvers, ApproverRole: s.ApproverRole,
 		Title: s.Title, Instructions: s.Instructions, Accept: s.Accept,
 		DeferredCount: len(s.Deferred), WakeAt: s.WakeAt, SuspendedAt: s.SuspendedAt, ResumedAt: s.ResumedAt,
 	}

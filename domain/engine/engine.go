@@ -157,9 +157,13 @@ func (e *Engine) Resume(ctx context.Context, req domain.ResumeRequest) (domain.S
 	return e.store.Resume(ctx, req)
 }
 
-// checkResume vets a resume of the pending suspension s: a review takes a
-// decision, anything else data, and data must match the suspension's schema.
+// checkResume vets a resume of the pending suspension s: the person acting
+// must be one it lets act, a review takes a decision, anything else data,
+// and data must match the suspension's schema.
 func (e *Engine) checkResume(s domain.Suspension, req domain.ResumeRequest) error {
+	if req.Actor != nil && !s.MayDecide(*req.Actor) {
+		return domain.ErrNotApprover
+	}
 	if s.Kind == domain.KindApproval && req.Decision == "" {
 		return &domain.ValidationError{Code: domain.CodeValidation, Message: "suspension " + s.ID + " awaits a review: approve or reject it"}
 	}

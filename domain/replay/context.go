@@ -409,9 +409,12 @@ type ApproveOptions struct {
 	ID          string `json:"id,omitempty"`
 	Title       string `json:"title"`
 	Description string `json:"description,omitempty"`
-	// Approver is the email of the person asked; empty leaves it to any
-	// reviewer.
-	Approver string `json:"approver,omitempty"`
+	// Approvers (emails) and Role (reviewer or admin) name who may
+	// decide; admins always may. With neither, any reviewer or admin
+	// decides. One approver alone is also the request's assignee, so it
+	// shows as theirs in the inbox.
+	Approvers []string    `json:"approvers,omitempty"`
+	Role      domain.Role `json:"role,omitempty"`
 	// Schema is a JSON Schema the approver's data must satisfy.
 	Schema json.RawMessage `json:"schema,omitempty"`
 }
@@ -436,6 +439,9 @@ func (c *Context) Approve(opts ApproveOptions) (Decision, error) {
 			return Decision{}, c.halt(fmt.Errorf("decode %s: %w", r.call, err))
 		}
 		return Decision{Approved: a.Approved, Feedback: a.Feedback, By: a.By}, nil
+	}
+	if opts.Role != "" && !opts.Role.Staff() {
+		return Decision{}, c.halt(&StepError{Code: domain.CodeValidation, Message: fmt.Sprintf("Approve(%q): role %q is not reviewer or admin", id, opts.Role)})
 	}
 	if r == nil || r.awaited == nil {
 		c.record(EventApprovalRequested, id, approvalRequested{StepID: id, ApprovalID: id, Title: opts.Title, Description: opts.Description})

@@ -222,8 +222,11 @@ func (c *Context) paused() domain.StepResult {
 	case domain.KindApproval:
 		a := p.Approval
 		opts = append(opts, domain.WithResumeStep(StepName), domain.WithTitle(a.Title, a.Description))
-		if a.Approver != "" {
-			opts = append(opts, domain.WithAssignee(a.Approver))
+		if len(a.Approvers) == 1 {
+			opts = append(opts, domain.WithAssignee(a.Approvers[0]))
+		}
+		if len(a.Approvers) > 0 || a.Role != "" {
+			opts = append(opts, domain.WithApprovers(a.Role, a.Approvers...))
 		}
 		if len(a.Schema) > 0 {
 			opts = append(opts, domain.WithResumeSchema(a.Schema))
