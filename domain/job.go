@@ -40,6 +40,27 @@ type Job struct {
 	Suspension *Suspension
 }
 
+// Handoff asks the store to insert the job a resume enqueues already
+// claimed by Worker until LeaseUntil, and to return it in Job: the engine
+// then runs it at once, in a worker slot it reserved, with no claim and no
+// wake-up in between. Job stays nil when no job was claimed that way (the
+// resume lost or was kept for its pause, or its job was running already);
+// the job is then left to the queue as usual. A process that dies holding
+// a handed-off job loses it only until its lease expires, like any claim.
+type Handoff struct {
+	Worker     string
+	LeaseUntil time.Time
+	Job        *Job
+}
+
+// Reset forgets a job handed off by an earlier try of a transaction that
+// was rolled back. It does nothing on a nil handoff.
+func (h *Handoff) Reset() {
+	if h != nil {
+		h.Job = nil
+	}
+}
+
 // Ref is the fence a commit checks.
 func (j Job) Ref() JobRef { return JobRef{ID: j.ID, Attempt: j.Attempt} }
 

@@ -24,6 +24,9 @@ type SignalRequest struct {
 	Payload json.RawMessage
 	By      string
 	Now     time.Time
+	// Handoff, when set, has the resume's job handed to the engine that
+	// asked (see Handoff).
+	Handoff *Handoff
 }
 
 // Signal is a delivered signal as the store keeps it.

@@ -170,6 +170,9 @@ type ResumeRequest struct {
 	// the conflict or replays the winner) nor for a resume kept before its
 	// pause.
 	Check func(Suspension) error
+	// Handoff, when set, has the resume's job handed to the engine that
+	// asked (see Handoff).
+	Handoff *Handoff
 	// Audit, when set, is written to the audit log in the resume's own
 	// transaction, only if this request changes the suspension (a loss or
 	// a replay of the winner writes nothing). An empty Subject becomes the

@@ -285,6 +285,14 @@ func (db *DB) signal() {
 	}
 }
 
+// wakeUnlessHandedOff wakes this process's workers for a job just
+// enqueued, unless it was handed to one of them already.
+func (db *DB) wakeUnlessHandedOff(h *domain.Handoff) {
+	if h == nil || h.Job == nil {
+		db.signal()
+	}
+}
+
 var errNoRows = sql.ErrNoRows
 
 func isNoRows(err error) bool { return errors.Is(err, errNoRows) }

@@ -37,6 +37,33 @@ func (db *DB) insertJobs(ctx context.Context, b *batch, jobs []*jobRow) error {
 	return db.notifyJobs(ctx, b)
 }
 
+// insertClaimed inserts job claimed by the handoff's worker, as a claim
+// would leave it (running, attempt 1, leased). An available job with the
+// same key (a timer that has not fired) is claimed instead; one that is
+// running already is left to its worker, and claimed is false. Nobody
+// else needs waking for a job that is taken, so nothing is notified.
+func (db *DB) insertClaimed(ctx context.Context, b *batch, job *jobRow, h *domain.Handoff) (claimed bool, err error) {
+	if err := b.flush(ctx); err != nil { // the claim's RETURNING is read on its own
+		return false, err
+	}
+	until := ts(h.LeaseUntil)
+	job.Status, job.Attempt, job.LockedBy, job.LeaseUntil = jobRunning, 1, &h.Worker, &until
+	err = b.tx.NewInsert().Model(job).
+		On("CONFLICT (key) DO UPDATE").
+		Set("run_at = EXCLUDED.run_at, status = EXCLUDED.status, attempt = j.attempt + 1").
+		Set("locked_by = EXCLUDED.locked_by, lease_until = EXCLUDED.lease_until").
+		Where("j.status = ?", jobAvailable).
+		Returning("id, attempt").Scan(ctx, &job.ID, &job.Attempt)
+	if isNoRows(err) {
+		job.Status, job.Attempt, job.LockedBy, job.LeaseUntil = jobAvailable, 0, nil, nil
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("enqueue job %s, claimed: %w", job.Key, err)
+	}
+	return true, nil
+}
+
 // notifyJobs wakes other processes' workers when the batch's transaction
 // commits. PostgreSQL delivers the notification only on commit, never for a
 // rollback.

@@ -44,6 +44,7 @@ func (db *DB) SendSignal(ctx context.Context, req domain.SignalRequest) (domain.
 	var out domain.Signal
 	resumed := false
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) (err error) {
+		req.Handoff.Reset() // a retried transaction starts again
 		out, resumed, err = db.sendSignal(ctx, tx, req)
 		return err
 	})
@@ -51,7 +52,7 @@ func (db *DB) SendSignal(ctx context.Context, req domain.SignalRequest) (domain.
 		return domain.Signal{}, fmt.Errorf("signal %s to run %s: %w", req.Name, req.RunID, translate(err))
 	}
 	if resumed {
-		db.signal()
+		db.wakeUnlessHandedOff(req.Handoff)
 		db.changed(req.RunID)
 	}
 	return out, nil
@@ -120,7 +121,7 @@ func (db *DB) sendSignal(ctx context.Context, tx bun.Tx, req domain.SignalReques
 	if err := db.insertSignal(ctx, tx, sig); err != nil {
 		return domain.Signal{}, false, err
 	}
-	return sig.toDomain(), true, db.enqueueResume(ctx, tx, run, won, now, nil)
+	return sig.toDomain(), true, db.enqueueResume(ctx, tx, run, won, now, nil, req.Handoff)
 }
 
 // signalTarget is the wait a signal is for: the one it addresses, or the

@@ -90,13 +90,14 @@ func (db *DB) Suspensions(ctx context.Context, f domain.SuspensionFilter) ([]dom
 func (db *DB) Resume(ctx context.Context, req domain.ResumeRequest) (domain.Suspension, error) {
 	var out domain.Suspension
 	err := db.inPipelinedTx(ctx, func(ctx context.Context, tx bun.IDB) (err error) {
+		req.Handoff.Reset() // a retried transaction starts again
 		out, err = db.resumeIn(ctx, tx, req)
 		return err
 	})
 	if err != nil {
 		return domain.Suspension{}, fmt.Errorf("resume %s: %w", describeResume(req), translate(err))
 	}
-	db.signal()
+	db.wakeUnlessHandedOff(req.Handoff)
 	db.changed(out.RunID)
 	return out, nil
 }
@@ -134,7 +135,7 @@ func (db *DB) resumeIn(ctx context.Context, tx bun.IDB, req domain.ResumeRequest
 	if err != nil {
 		return out, err
 	}
-	return out, db.enqueueResume(ctx, tx, run, won, ts(req.Now), resumeAudit(req, won))
+	return out, db.enqueueResume(ctx, tx, run, won, ts(req.Now), resumeAudit(req, won), req.Handoff)
 }
 
 func describeResume(req domain.ResumeRequest) string {
@@ -244,8 +245,9 @@ func decisionOf(row *suspensionRow) string {
 
 // enqueueResume queues the job that continues the run and records the
 // resume in the run's log (and the audit log, when audit is set), in one
-// batch.
-func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s *suspensionRow, now time.Time, audit *auditRow) error {
+// batch. With a handoff the job is inserted claimed by its worker, and
+// handed over with the run and suspension as they are after the resume.
+func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s *suspensionRow, now time.Time, audit *auditRow, h *domain.Handoff) error {
 	b := db.newBatch(tx)
 	if audit != nil {
 		if err := b.add(ctx, audit.insert(tx)); err != nil {
@@ -253,8 +255,17 @@ func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s *sus
 		}
 	}
 	job := resumeJobRow(run.ID, s.StepKey, s.ID, now, now)
-	if err := db.insertJobs(ctx, b, []*jobRow{job}); err != nil {
-		return err
+	claimed := false
+	if h != nil {
+		var err error
+		if claimed, err = db.insertClaimed(ctx, b, job, h); err != nil {
+			return err
+		}
+	}
+	if !claimed {
+		if err := db.insertJobs(ctx, b, []*jobRow{job}); err != nil {
+			return err
+		}
 	}
 	payload := map[string]any{"suspensionId": s.ID, "resumedBy": derefString(s.ResumedBy)}
 	if s.Decision != nil {
@@ -281,6 +292,16 @@ func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s *sus
 	}
 	if err := db.notifyChange(ctx, b, run.ID); err != nil {
 		return err
+	}
+	if claimed {
+		j := job.toDomain()
+		r := run.toDomain()
+		sd, err := s.toDomain()
+		if err != nil {
+			return err
+		}
+		j.Run, j.Suspension = &r, &sd
+		h.Job = &j
 	}
 	return b.commit(ctx)
 }

@@ -98,13 +98,23 @@ type Engine struct {
 	o       Opts
 	log     *slog.Logger
 	freed   chan struct{}
+	slots   chan struct{} // one per job executing (or reserved for a handoff)
 	Metrics *Metrics
+
+	mu   sync.Mutex
+	pool *pool // while Run runs
+}
+
+// pool is what a running engine executes jobs with.
+type pool struct {
+	steps, engine context.Context // a step's context, and Run's own
+	wg            sync.WaitGroup
 }
 
 // New returns an engine; call Run to start processing jobs.
 func New(store domain.Store, reg *domain.Registry, o Opts) *Engine {
 	o.defaults()
-	return &Engine{store: store, reg: reg, o: o, log: o.Log, freed: make(chan struct{}, 1), Metrics: NewMetrics()}
+	return &Engine{store: store, reg: reg, o: o, log: o.Log, freed: make(chan struct{}, 1), slots: make(chan struct{}, o.Workers), Metrics: NewMetrics()}
 }
 
 // Registry returns the workflows this engine runs.
@@ -154,7 +164,10 @@ func (e *Engine) Resume(ctx context.Context, req domain.ResumeRequest) (domain.S
 		return domain.Suspension{}, fmt.Errorf("resume: data: %w", err)
 	}
 	req.Check = func(s domain.Suspension) error { return e.checkResume(s, req) }
-	return e.store.Resume(ctx, req)
+	req.Handoff = e.handoff()
+	s, err := e.store.Resume(ctx, req)
+	e.dispatch(req.Handoff, err)
+	return s, err
 }
 
 // checkResume vets a resume of the pending suspension s: the person acting
@@ -200,8 +213,10 @@ func (e *Engine) Cancel(ctx context.Context, runID, by string) (domain.Run, erro
 func (e *Engine) Run(ctx context.Context) error {
 	stepCtx, cancelSteps := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelSteps()
-	sem := make(chan struct{}, e.o.Workers)
-	var wg sync.WaitGroup
+	p := &pool{steps: stepCtx, engine: ctx}
+	e.mu.Lock()
+	e.pool = p
+	e.mu.Unlock()
 	rescue := time.NewTicker(max(e.o.Lease/2, 10*time.Millisecond))
 	defer rescue.Stop()
 	for ctx.Err() == nil {
@@ -213,14 +228,17 @@ func (e *Engine) Run(ctx context.Context) error {
 		// A claim that filled every free slot may have left due jobs behind;
 		// one that did not has emptied the queue of due jobs, and a job
 		// enqueued since then has signalled a wake-up.
-		free := cap(sem) - len(sem)
-		if claimed := e.claim(ctx, stepCtx, sem, &wg); claimed > 0 && claimed == free && len(sem) < cap(sem) {
+		free := cap(e.slots) - len(e.slots)
+		if claimed := e.claim(ctx, p); claimed > 0 && claimed == free && len(e.slots) < cap(e.slots) {
 			continue
 		}
-		e.wait(ctx, rescue.C, len(sem) < cap(sem))
+		e.wait(ctx, rescue.C, len(e.slots) < cap(e.slots))
 	}
+	e.mu.Lock()
+	e.pool = nil // no handoffs from here on
+	e.mu.Unlock()
 	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+	go func() { p.wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(e.o.ShutdownGrace):
@@ -231,8 +249,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	return nil
 }
 
-func (e *Engine) claim(ctx, stepCtx context.Context, sem chan struct{}, wg *sync.WaitGroup) int {
-	free := cap(sem) - len(sem)
+func (e *Engine) claim(ctx context.Context, p *pool) int {
+	free := cap(e.slots) - len(e.slots)
 	if free == 0 {
 		return 0
 	}
@@ -244,21 +262,72 @@ func (e *Engine) claim(ctx, stepCtx context.Context, sem chan struct{}, wg *sync
 		return 0
 	}
 	for _, j := range jobs {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() {
-				<-sem
-				wg.Done()
-				select {
-				case e.freed <- struct{}{}:
-				default:
-				}
-			}()
-			e.execute(stepCtx, ctx, j)
-		}()
+		e.slots <- struct{}{}
+		e.start(p, j)
 	}
 	return len(jobs)
+}
+
+// start executes j in a slot already taken, and frees the slot after.
+func (e *Engine) start(p *pool, j domain.Job) {
+	p.wg.Add(1)
+	go func() {
+		defer func() {
+			e.free()
+			p.wg.Done()
+		}()
+		e.execute(p.steps, p.engine, j)
+	}()
+}
+
+// free gives a slot back and tells the claim loop.
+func (e *Engine) free() {
+	<-e.slots
+	select {
+	case e.freed <- struct{}{}:
+	default:
+	}
+}
+
+// handoff reserves a slot for the job a resume is about to enqueue, so
+// the store can hand it over claimed (see domain.Handoff): the resumed step
+// starts at once, with no claim and no wake-up. It is nil when this engine
+// is not running or all its slots are busy; the job then goes through the
+// queue.
+func (e *Engine) handoff() *domain.Handoff {
+	e.mu.Lock()
+	running := e.pool != nil
+	e.mu.Unlock()
+	if !running {
+		return nil
+	}
+	select {
+	case e.slots <- struct{}{}:
+	default:
+		return nil
+	}
+	return &domain.Handoff{Worker: e.o.WorkerID, LeaseUntil: e.o.Clock.Now().Add(e.o.Lease)}
+}
+
+// dispatch runs the job handed off to h in the slot h reserved, or frees
+// the slot when there is none. A job handed over as the engine stops is
+// given back to the queue.
+func (e *Engine) dispatch(h *domain.Handoff, err error) {
+	if h == nil {
+		return
+	}
+	if err != nil || h.Job == nil {
+		e.free()
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.pool == nil {
+		e.free()
+		go e.release(*h.Job, 0, false)
+		return
+	}
+	e.start(e.pool, *h.Job)
 }
 
 // wait sleeps until a job may be due: a notification, a freed worker slot,

@@ -21,7 +21,10 @@ func (e *Engine) Signal(ctx context.Context, req domain.SignalRequest) (domain.S
 		return domain.Signal{}, err
 	}
 	req.Now = e.o.Clock.Now()
-	return e.store.SendSignal(ctx, req)
+	req.Handoff = e.handoff()
+	sig, err := e.store.SendSignal(ctx, req)
+	e.dispatch(req.Handoff, err)
+	return sig, err
 }
 
 func checkSignal(req domain.SignalRequest) error {
