@@ -104,8 +104,8 @@ func TestBenchReplay(t *testing.T) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nReplay workflows through the HTTP API, one client; GOMAXPROCS %d.\n", runtime.GOMAXPROCS(0))
-	fmt.Fprintf(&b, "replay: a run with 1,000 completed steps resumed by a signal, each invocation replaying them all (handler's\n" +
-		"        RUN_STARTED → past the 1,000th step); cpu: the whole process's CPU (user+sys: HTTP, engine, SQLite, replay)\n" +
+	fmt.Fprintf(&b, "replay: a run with 1,000 completed steps resumed by a signal, each invocation replaying them all (handler's\n"+
+		"        RUN_STARTED → past the 1,000th step); cpu: the whole process's CPU (user+sys: HTTP, engine, SQLite, replay)\n"+
 		"        per signal round. signal: POST /signals sent → the handler past its wait, each of %d runs paused at its first wait.\n\n", signalRounds)
 	fmt.Fprintf(&b, "%-9s %-21s %-21s %-27s\n", "dialect", "replay p50 / p99", "cpu / wall per round", "signal→resumed p50/p99/max")
 	for _, r := range results {
