@@ -1,0 +1,101 @@
+package storage_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/storage"
+)
+
+// A resume with a handoff inserts its job claimed by the handoff's worker
+// and returns it with the run and suspension as they now stand; no other
+// claim can take it, and if that worker dies the job comes back when its
+// lease expires, like any claimed job. A deadline's pending timer job is
+// the one claimed.
+func TestResumeHandsOffItsJob(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
+		ctx := t.Context()
+		wf := domain.NewWorkflow("handoff", "1").
+			Step("ask", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+				if req.Resumed {
+					return domain.StepResult{Commands: []domain.Command{domain.Complete(req.Input)}}, nil
+				}
+				c := domain.Suspend("data", nil, "")
+				c.Until = time.Now().Add(time.Hour) // a deadline: a timer job waits already
+				return domain.StepResult{Commands: []domain.Command{c}}, nil
+			})
+		e, stop := runEngine(t, db, newRegistry(t, wf), engine0(domain.SystemClock{}))
+		run := startRun(t, e, "handoff", nil)
+		waitRun(t, db, run.ID, domain.RunSuspended)
+		stop()
+		s := pendingSuspension(t, db, run.ID)
+		now := time.Now()
+		h := &domain.Handoff{Worker: "gone", LeaseUntil: now.Add(time.Minute)}
+		if _, err := db.Resume(ctx, domain.ResumeRequest{SuspensionID: s.ID, Data: raw("x"), By: "t", Now: now, Handoff: h}); err != nil {
+			t.Fatal(err)
+		}
+		j := h.Job
+		if j == nil || j.Kind != domain.JobResume || j.Key != domain.ResumeJobKey(run.ID, s.StepKey) || j.Attempt != 1 ||
+			j.Run == nil || j.Run.Status != domain.RunRunning || j.Suspension == nil || j.Suspension.Status != domain.SuspensionResumed {
+			t.Fatalf("handed off: %+v", j)
+		}
+		if n := count(t, db, "SELECT count(*) FROM jobs WHERE run_id = ?", run.ID); n != 1 {
+			t.Fatalf("the run has %d jobs; want the timer's, claimed", n)
+		}
+		if jobs, err := db.ClaimJobs(ctx, "other", now.Add(2*time.Hour), time.Minute, 10); err != nil || len(jobs) != 0 {
+			t.Fatalf("another worker claimed %+v (%v)", jobs, err)
+		}
+		if n, err := db.RescueJobs(ctx, now.Add(2*time.Minute)); err != nil || n != 1 {
+			t.Fatalf("rescued %d (%v); want the handed-off job once its lease expired", n, err)
+		}
+		jobs, err := db.ClaimJobs(ctx, "other", now.Add(2*time.Minute), time.Minute, 10)
+		if err != nil || len(jobs) != 1 || jobs[0].ID != j.ID || jobs[0].Attempt != 2 {
+			t.Fatalf("claimed after the rescue: %+v (%v)", jobs, err)
+		}
+	})
+}
+
+// quietStore never wakes the engine: only a handoff or the poll can start
+// a job.
+type quietStore struct{ *storage.DB }
+
+func (quietStore) Wakeups() <-chan struct{} { return nil }
+
+// The engine hands a resume's job to itself: with no wake-up and an hour
+// between polls, the resumed step still runs at once.
+func TestEngineRunsHandedOffResumesAtOnce(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
+		wf := domain.NewWorkflow("handoff", "1").
+			Step("ask", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+				if req.Resumed {
+					return domain.StepResult{Commands: []domain.Command{domain.Complete(req.Input)}}, nil
+				}
+				return domain.StepResult{Commands: []domain.Command{domain.Suspend("data", nil, "")}}, nil
+			})
+		reg := newRegistry(t, wf)
+		e, stop := runEngine(t, db, reg, engine0(domain.SystemClock{}))
+		run := startRun(t, e, "handoff", nil)
+		waitRun(t, db, run.ID, domain.RunSuspended)
+		stop()
+		s := pendingSuspension(t, db, run.ID)
+		o := engine0(domain.SystemClock{})
+		o.PollInterval, o.WorkerID = time.Hour, "quiet"
+		quiet := startEngine(t, quietStore{db}, reg, o)
+		time.Sleep(50 * time.Millisecond) // its first claim has found nothing
+		sent := time.Now()
+		if _, err := quiet.Resume(t.Context(), domain.ResumeRequest{SuspensionID: s.ID, Data: raw("x"), By: "t"}); err != nil {
+			t.Fatal(err)
+		}
+		waitRun(t, db, run.ID, domain.RunSucceeded)
+		if d := time.Since(sent); d > 5*time.Second {
+			t.Fatalf("the resumed step ran %v after the resume: it waited for the poll or a rescue", d)
+		}
+		if n := count(t, db, "SELECT count(*) FROM events WHERE run_id = ? AND type = ?", run.ID, domain.EventRunSucceeded); n != 1 {
+			t.Fatalf("%d RUN_SUCCEEDED events", n)
+		}
+	})
+}
