@@ -78,7 +78,10 @@ func WithAssignee(who string) SuspendOption { return func(c *Command) { c.Assign
 
 // WithApprovers lets only the people named (emails) and users of role
 // (empty for none) resume or decide the suspension; admins always may. A
-// founder named sees it among their own.
+// founder named sees it among their own. The engine checks the person
+// acting (ResumeRequest.Actor) when the suspension is pending; a resume
+// by step key that comes before the pause commits (staff only) is kept
+// unchecked.
 func WithApprovers(role Role, emails ...string) SuspendOption {
 	return func(c *Command) { c.ApproverRole, c.Approvers = role, slices.Clone(emails) }
 }

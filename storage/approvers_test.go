@@ -1,7 +1,6 @@
 package storage_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -19,14 +18,9 @@ func TestApproversAreKeptListedAndEnforced(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx := t.Context()
-		wf := domain.NewWorkflow("named", "1").
-			Step("ask", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
-				if req.Resumed {
-					return domain.StepResult{Commands: []domain.Command{domain.Complete(req.Input)}}, nil
-				}
-				return domain.StepResult{Commands: []domain.Command{domain.Suspend("sign", map[string]any{}, "",
-					domain.WithApprovers(domain.RoleReviewer, "Ann_Lee@Example.com", "bo@example.com", "bo@example.com"))}}, nil
-			})
+		wf := askOnce("named", func() domain.Command {
+			return domain.Suspend("sign", map[string]any{}, "", domain.WithApprovers(domain.RoleReviewer, "Ann_Lee@Example.com", "bo@example.com", "bo@example.com"))
+		})
 		e := startEngine(t, db, newRegistry(t, wf), engine0(domain.SystemClock{}))
 		run := startRun(t, e, "named", nil)
 		waitRun(t, db, run.ID, domain.RunSuspended)

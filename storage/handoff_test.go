@@ -9,6 +9,17 @@ import (
 	"github.com/tollgatehq/tollgate/storage"
 )
 
+// askOnce is a one-step workflow that pauses with pause(), and completes
+// with its resume payload when resumed.
+func askOnce(id string, pause func() domain.Command) *domain.Workflow {
+	return domain.NewWorkflow(id, "1").Step("ask", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+		if req.Resumed {
+			return domain.StepResult{Commands: []domain.Command{domain.Complete(req.Input)}}, nil
+		}
+		return domain.StepResult{Commands: []domain.Command{pause()}}, nil
+	})
+}
+
 // A resume with a handoff inserts its job claimed by the handoff's worker
 // and returns it with the run and suspension as they now stand; no other
 // claim can take it, and if that worker dies the job comes back when its
@@ -18,15 +29,11 @@ func TestResumeHandsOffItsJob(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx := t.Context()
-		wf := domain.NewWorkflow("handoff", "1").
-			Step("ask", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
-				if req.Resumed {
-					return domain.StepResult{Commands: []domain.Command{domain.Complete(req.Input)}}, nil
-				}
-				c := domain.Suspend("data", nil, "")
-				c.Until = time.Now().Add(time.Hour) // a deadline: a timer job waits already
-				return domain.StepResult{Commands: []domain.Command{c}}, nil
-			})
+		wf := askOnce("handoff", func() domain.Command {
+			c := domain.Suspend("data", nil, "")
+			c.Until = time.Now().Add(time.Hour) // a deadline: a timer job waits already
+			return c
+		})
 		e, stop := runEngine(t, db, newRegistry(t, wf), engine0(domain.SystemClock{}))
 		run := startRun(t, e, "handoff", nil)
 		waitRun(t, db, run.ID, domain.RunSuspended)
@@ -69,13 +76,7 @@ func (quietStore) Wakeups() <-chan struct{} { return nil }
 func TestEngineRunsHandedOffResumesAtOnce(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
-		wf := domain.NewWorkflow("handoff", "1").
-			Step("ask", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
-				if req.Resumed {
-					return domain.StepResult{Commands: []domain.Command{domain.Complete(req.Input)}}, nil
-				}
-				return domain.StepResult{Commands: []domain.Command{domain.Suspend("data", nil, "")}}, nil
-			})
+		wf := askOnce("handoff", func() domain.Command { return domain.Suspend("data", nil, "") })
 		reg := newRegistry(t, wf)
 		e, stop := runEngine(t, db, reg, engine0(domain.SystemClock{}))
 		run := startRun(t, e, "handoff", nil)
