@@ -40,7 +40,8 @@ func replaySignOffs() *replay.Definition {
 		var by []string
 		for _, o := range []replay.ApproveOptions{
 			{ID: "founder", Title: "Founder sign-off", Approvers: []string{"Founder.A@Example.com"}},
-			{ID: "admins", Title: "Admin sign-off", Role: domain.RoleAdmin},
+			{ID: "admins", Title: "Admin sign-off", Role: domain.RoleAdmin,
+				Schema: json.RawMessage(`{"type":"object","properties":{"comment":{"type":"string","minLength":3}}}`)},
 		} {
 			d, err := c.Approve(o)
 			if err != nil {
@@ -205,7 +206,7 @@ func TestAPIReplaySignalsApprovalsAndAttach(t *testing.T) {
 }
 
 // An approval that names its approvers, or a role, is theirs (and
-// admins') to decide: anyone else is refused with not_approver and
+// admins') to decide, with a decision that fits its schema: anyone else is refused with not_approver and
 // nothing changes, through the API and the web app alike, and a founder
 // it names sees it among their own.
 func TestAPIApproversAndRole(t *testing.T) {
@@ -247,8 +248,9 @@ func TestAPIApproversAndRole(t *testing.T) {
 		approve = "/api/v1/suspensions/" + admins.ID + "/approve"
 		problem(t, e.call(t, "POST", approve, e.reviewer, `{}`), http.StatusForbidden, "not_approver")
 		problem(t, e.call(t, "POST", approve, e.founderA, `{}`), http.StatusNotFound, "not_found")
+		problem(t, e.call(t, "POST", approve, e.admin, `{"comment":"ok"}`), http.StatusUnprocessableEntity, "validation_failed")
 		e.stillPending(t, admins)
-		want(t, e.call(t, "POST", approve, e.admin, `{}`), http.StatusOK)
+		want(t, e.call(t, "POST", approve, e.admin, `{"comment":"ship it"}`), http.StatusOK)
 		done := e.waitRun(t, run.ID, "succeeded")
 		if string(done.Output) != `["founder.a@example.com","admin@example.com"]` {
 			t.Errorf("who decided: %s", done.Output)

@@ -172,7 +172,7 @@ func (e *Engine) Resume(ctx context.Context, req domain.ResumeRequest) (domain.S
 
 // checkResume vets a resume of the pending suspension s: the person acting
 // must be one it lets act, a review takes a decision, anything else data,
-// and data must match the suspension's schema.
+// and the data (a decision's too) must match the suspension's schema.
 func (e *Engine) checkResume(s domain.Suspension, req domain.ResumeRequest) error {
 	if req.Actor != nil && !s.MayDecide(*req.Actor) {
 		return domain.ErrNotApprover
@@ -183,7 +183,9 @@ func (e *Engine) checkResume(s domain.Suspension, req domain.ResumeRequest) erro
 	if req.Decision != "" && s.Kind != domain.KindApproval {
 		return &domain.ValidationError{Code: domain.CodeValidation, Message: "suspension " + s.ID + " is not a review; resume it with data"}
 	}
-	if len(s.ResumeSchema) > 0 && e.o.ValidateResumeData != nil && req.Decision == "" {
+	// A decision's data is {"approved", "comment"}: its schema can ask
+	// for a comment, or for one only on rejection.
+	if len(s.ResumeSchema) > 0 && e.o.ValidateResumeData != nil {
 		return e.o.ValidateResumeData(s.ResumeSchema, req.Data)
 	}
 	return nil

@@ -415,7 +415,9 @@ type ApproveOptions struct {
 	// shows as theirs in the inbox.
 	Approvers []string    `json:"approvers,omitempty"`
 	Role      domain.Role `json:"role,omitempty"`
-	// Schema is a JSON Schema the approver's data must satisfy.
+	// Schema is a JSON Schema the decision must satisfy: it is
+	// {"approved": bool, "comment": string}, so a schema can require a
+	// comment, or one on rejection only.
 	Schema json.RawMessage `json:"schema,omitempty"`
 }
 
