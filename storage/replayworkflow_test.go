@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -192,12 +193,57 @@ func TestReplayTimersAndNondeterminism(t *testing.T) {
 				return "", c.Sleep(time.Minute)
 			}),
 		}
+		// A branch on the time against a cutoff that passes between two
+		// invocations: time.Now read directly takes the other path on
+		// replay, and the run fails with nondeterminism; c.Now replays the
+		// recorded time and takes the same path again.
+		cutoffs := map[string]*atomic.Pointer[time.Time]{"wall-clock": {}, "recorded-clock": {}}
+		for name, cutoff := range cutoffs {
+			defs = append(defs, replay.Workflow(name, "1", func(c *replay.Context, _ any) (string, error) {
+				now := time.Now()
+				if name == "recorded-clock" {
+					var err error
+					if now, err = c.Now(); err != nil {
+						return "", err
+					}
+				}
+				id := "before-cutoff"
+				if at := cutoff.Load(); at != nil && now.After(*at) {
+					id = "after-cutoff"
+				}
+				if _, err := replay.Step(c, id, func(context.Context) (int, error) { return 1, nil }); err != nil {
+					return "", err
+				}
+				if _, err := replay.WaitForEvent[int](c, "go", replay.WithID("go")); err != nil {
+					return "", err
+				}
+				return id, nil
+			}))
+		}
 		reg := replayRegistry(t, &replay.Env{Store: db, Clock: clock}, defs...)
 		e := startEngine(t, db, reg, engine0(clock))
 		nap := startRun(t, e, "nap", nil)
 		flaky := startRun(t, e, "flaky", nil)
+		wall, recorded := startRun(t, e, "wall-clock", nil), startRun(t, e, "recorded-clock", nil)
 		waitRun(t, db, nap.ID, domain.RunSuspended)
 		waitRun(t, db, flaky.ID, domain.RunSuspended)
+		waitRun(t, db, wall.ID, domain.RunSuspended)
+		waitRun(t, db, recorded.ID, domain.RunSuspended)
+		wallCutoff, clockCutoff := time.Now(), t0.Add(30*time.Second)
+		cutoffs["wall-clock"].Store(&wallCutoff)
+		cutoffs["recorded-clock"].Store(&clockCutoff)
+		clock.Set(t0.Add(time.Minute)) // past the cutoff, well before the nap's hour
+		for _, id := range []string{wall.ID, recorded.ID} {
+			if _, err := sendSignal(t.Context(), e, id, "go", "go", "s-1", 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r := waitRun(t, db, wall.ID, domain.RunFailed); r.Error == nil || r.Error.Code != replay.CodeNondeterminism || !strings.Contains(r.Error.Message, "after-cutoff") || !strings.Contains(r.Error.Message, "before-cutoff") {
+			t.Errorf("a branch on time.Now that changed its path: %+v", r.Error)
+		}
+		if r := waitRun(t, db, recorded.ID, domain.RunSucceeded); !sameJSONText(r.Output, `"before-cutoff"`) {
+			t.Errorf("the same branch on c.Now: output %s", r.Output)
+		}
 		if s := pendingSuspension(t, db, nap.ID); s.Kind != domain.KindDelay || s.StepKey != "__timer-0" || !s.WakeAt.Equal(t0.Add(time.Hour)) {
 			t.Fatalf("the sleep's suspension: %+v", s)
 		}
