@@ -119,7 +119,8 @@ func (a *AllowList) Allows(u *url.URL) bool {
 
 // control refuses, in the default policy, connections to addresses that
 // are not public: checked on the address actually dialled, so a name that
-// resolves to an internal address is refused too.
+// resolves to an internal address is refused too. The refusal is
+// permanent: calling again would dial the same address.
 func (a *AllowList) control(_, address string, _ syscall.RawConn) error {
 	if a != nil && len(a.patterns) > 0 {
 		return nil
@@ -129,7 +130,7 @@ func (a *AllowList) control(_, address string, _ syscall.RawConn) error {
 		return err
 	}
 	if !public(ap.Addr()) {
-		return fmt.Errorf("%s is not a public address; list the host in --http-allow to call it", ap.Addr())
+		return &permanent{fmt.Sprintf("%s is not a public address; list the host in --http-allow to call it", ap.Addr())}
 	}
 	return nil
 }
@@ -202,9 +203,8 @@ func (h *HTTPSteps) call(ctx context.Context, st Step, body stepBody, token stri
 	req.Header.Set("Idempotency-Key", token)
 	resp, err := h.Client.Do(req)
 	if err != nil {
-		var pe *permanent
-		if errors.As(err, &pe) {
-			return domain.StepOutcome{}, pe
+		if pe, ok := errors.AsType[*permanent](err); ok { // the dialler refused the address
+			return domain.StepOutcome{}, &permanent{fmt.Sprintf("step %s: call %s: %s", st.Name, u.Host, pe.msg)}
 		}
 		return domain.StepOutcome{}, fmt.Errorf("step %s: call %s: %w", st.Name, u.Host, err)
 	}

@@ -1,7 +1,13 @@
 package flow
 
 import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -52,5 +58,29 @@ func TestAllowList(t *testing.T) {
 		if _, err := ParseAllowList(bad); err == nil {
 			t.Errorf("%q was accepted", bad)
 		}
+	}
+}
+
+// A name that resolves to a loopback address is refused when it is dialled,
+// and the refusal is permanent: a retry would dial the same address.
+func TestCallRefusesANonPublicAddressForGood(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		t.Error("the call reached the loopback server")
+	}))
+	defer srv.Close()
+	def, err := ParseAllowList("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := NewHTTPSteps(def, nil, nil)
+	tr := h.Client.Transport.(*http.Transport)
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return dial(ctx, network, srv.Listener.Addr().String()) // as if api.example.com resolved to it
+	}
+	_, err = h.call(t.Context(), Step{Name: "s", URL: "http://api.example.com/"}, stepBody{}, "token")
+	if pe, ok := errors.AsType[*permanent](err); !ok || !strings.Contains(pe.msg, "is not a public address") {
+		t.Fatalf("call error = %v (%T), want a permanent refusal", err, err)
 	}
 }
