@@ -44,6 +44,8 @@ type Document struct {
 }
 
 // Step is one step of a document. Which fields apply depends on Type.
+// Every millisecond field, retry backoffs included, is at most the server's
+// longest wait (Env.MaxWait).
 type Step struct {
 	Type string `json:"type"`
 	Name string `json:"name"`
@@ -370,6 +372,8 @@ func (v *validator) step(path string, st Step, env Env) {
 		if _, err := st.Retry.policy(); err != nil {
 			v.add(path+".retry", "%v", err)
 		}
+		v.withinLongestWait(path+".retry.initialBackoffMs", st.Retry.InitialBackoffMs, env)
+		v.withinLongestWait(path+".retry.maxBackoffMs", st.Retry.MaxBackoffMs, env)
 	}
 	switch st.Type {
 	case TypeTask:
@@ -388,8 +392,8 @@ func (v *validator) step(path string, st Step, env Env) {
 			v.add(path, "a wait step takes durationMs or untilTimestamp, not both")
 		case st.DurationMs != nil && *st.DurationMs < 0:
 			v.add(path+".durationMs", "must not be negative")
-		case st.DurationMs != nil && time.Duration(*st.DurationMs)*time.Millisecond > env.maxWait():
-			v.add(path+".durationMs", "%d ms is longer than this server's longest wait, %v", *st.DurationMs, env.maxWait())
+		case st.DurationMs != nil:
+			v.withinLongestWait(path+".durationMs", *st.DurationMs, env)
 		case st.UntilTimestamp != nil:
 			if _, err := parseTimestamp(*st.UntilTimestamp); err != nil {
 				v.add(path+".untilTimestamp", "%q is not an ISO 8601 date and time with a zone, like 2026-04-15T09:00:00.000Z", *st.UntilTimestamp)
@@ -449,8 +453,16 @@ func (v *validator) httpStep(path string, st Step, env Env) {
 	if st.OnTimeout != "" && st.OnTimeout != "fail" && st.OnTimeout != "retry" {
 		v.add(path+".onTimeout", "use fail or retry")
 	}
-	if st.CompletionTimeoutMs > 0 && time.Duration(st.CompletionTimeoutMs)*time.Millisecond > env.maxWait() {
-		v.add(path+".completionTimeoutMs", "longer than this server's longest wait, %v", env.maxWait())
+	v.withinLongestWait(path+".timeoutMs", st.TimeoutMs, env)
+	v.withinLongestWait(path+".completionTimeoutMs", st.CompletionTimeoutMs, env)
+}
+
+// withinLongestWait reports a millisecond field longer than the server's
+// longest wait. It compares milliseconds: converted to a Duration first, a
+// huge value would wrap around to a short one and pass.
+func (v *validator) withinLongestWait(path string, ms int64, env Env) {
+	if ms > env.maxWait().Milliseconds() {
+		v.add(path, "%d ms is longer than this server's longest wait, %v", ms, env.maxWait())
 	}
 }
 

@@ -178,3 +178,23 @@ func TestCompileCarriesRetryAndInputSchema(t *testing.T) {
 		t.Fatalf("input schema %s", wf.InputSchema)
 	}
 }
+
+// Millisecond fields are checked as milliseconds: 18446744073710 ms (about
+// 584 years) converted to a Duration wraps around to 448µs.
+func TestParseRefusesMillisecondsPastTheLongestWait(t *testing.T) {
+	t.Parallel()
+	got := problems(t, `{"id": "a", "version": "1", "steps": [
+		{"type": "wait", "name": "w", "durationMs": 18446744073710},
+		{"type": "http", "name": "h", "url": "https://x", "async": true, "timeoutMs": 18446744073710, "completionTimeoutMs": 18446744073710,
+		 "retry": {"maxAttempts": 2, "initialBackoffMs": 18446744073710, "maxBackoffMs": 18446744073710}}]}`)
+	want := []string{
+		`steps[0].durationMs: 18446744073710 ms is longer than this server's longest wait, 720h0m0s`,
+		`steps[1].retry.initialBackoffMs: 18446744073710 ms is longer than this server's longest wait, 720h0m0s`,
+		`steps[1].retry.maxBackoffMs: 18446744073710 ms is longer than this server's longest wait, 720h0m0s`,
+		`steps[1].timeoutMs: 18446744073710 ms is longer than this server's longest wait, 720h0m0s`,
+		`steps[1].completionTimeoutMs: 18446744073710 ms is longer than this server's longest wait, 720h0m0s`,
+	}
+	if !sameSet(got, want) {
+		t.Fatalf("problems:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
