@@ -227,11 +227,10 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.rescue(ctx)
 		default:
 		}
-		// A claim that filled every free slot may have left due jobs behind;
-		// one that did not has emptied the queue of due jobs, and a job
-		// enqueued since then has signalled a wake-up.
-		free := cap(e.slots) - len(e.slots)
-		if claimed := e.claim(ctx, p); claimed > 0 && claimed == free && len(e.slots) < cap(e.slots) {
+		// A claim that filled every slot it asked for may have left due jobs
+		// behind; one that did not has emptied the queue of due jobs, and a
+		// job enqueued since then has signalled a wake-up.
+		if claimed, asked := e.claim(ctx, p); claimed > 0 && claimed == asked && len(e.slots) < cap(e.slots) {
 			continue
 		}
 		e.wait(ctx, rescue.C, len(e.slots) < cap(e.slots))
@@ -251,23 +250,38 @@ func (e *Engine) Run(ctx context.Context) error {
 	return nil
 }
 
-func (e *Engine) claim(ctx context.Context, p *pool) int {
-	free := cap(e.slots) - len(e.slots)
-	if free == 0 {
-		return 0
+// claim takes the free slots first, then claims as many due jobs and
+// starts them, and gives back the slots it did not fill. The slots are
+// taken before the claim because a handoff may take one at any moment:
+// a job claimed with no slot to run in would wait, its lease running out.
+func (e *Engine) claim(ctx context.Context, p *pool) (claimed, asked int) {
+	for asked < cap(e.slots) && e.reserve() {
+		asked++
 	}
-	jobs, err := e.store.ClaimJobs(ctx, e.o.WorkerID, e.o.Clock.Now(), e.o.Lease, free)
-	if err != nil {
-		if ctx.Err() == nil {
-			e.log.ErrorContext(ctx, "Claiming jobs failed", "error", err)
-		}
-		return 0
+	if asked == 0 {
+		return 0, 0
+	}
+	jobs, err := e.store.ClaimJobs(ctx, e.o.WorkerID, e.o.Clock.Now(), e.o.Lease, asked)
+	if err != nil && ctx.Err() == nil {
+		e.log.ErrorContext(ctx, "Claiming jobs failed", "error", err)
 	}
 	for _, j := range jobs {
-		e.slots <- struct{}{}
 		e.start(p, j)
 	}
-	return len(jobs)
+	for range asked - len(jobs) {
+		<-e.slots
+	}
+	return len(jobs), asked
+}
+
+// reserve takes a free slot, if there is one.
+func (e *Engine) reserve() bool {
+	select {
+	case e.slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
 }
 
 // start executes j in a slot already taken, and frees the slot after.
@@ -303,9 +317,7 @@ func (e *Engine) handoff() *domain.Handoff {
 	if !running {
 		return nil
 	}
-	select {
-	case e.slots <- struct{}{}:
-	default:
+	if !e.reserve() {
 		return nil
 	}
 	return &domain.Handoff{Worker: e.o.WorkerID, LeaseUntil: e.o.Clock.Now().Add(e.o.Lease)}
