@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,17 +11,15 @@ import (
 	"github.com/tollgatehq/tollgate/domain"
 )
 
-// attachHeartbeat keeps an idle attach stream (and the proxies on its way)
-// open.
-const attachHeartbeat = 15 * time.Second
-
 // attachRun follows a run as server-sent events: RUN_STARTED (what the
 // run is), its log from the start (or after the Last-Event-ID a
 // reconnecting client sends), then RUN_PAUSED with what it awaits while it
 // is suspended, and live events as they come: log entries (with their
 // index as the event id), and the observability events of invocations in
 // this process. The stream ends with RUN_ENDED once the run has finished.
-// It is read-only: attaching never drives the run.
+// It is read-only: attaching never drives the run. Each heartbeat also
+// reads the run again, so a lost change notification delays the stream by
+// one heartbeat at most.
 func (s *Server) attachRun(w http.ResponseWriter, r *http.Request) error {
 	if !principalFrom(r.Context()).User.Role.Staff() {
 		return domain.ErrNotFound
@@ -49,7 +48,7 @@ func (s *Server) attachRun(w http.ResponseWriter, r *http.Request) error {
 		"input": orNull(run.Input), "createdAt": run.CreatedAt, "replayFrom": after + 1}); err != nil {
 		return nil
 	}
-	heartbeat := time.NewTicker(attachHeartbeat)
+	heartbeat := time.NewTicker(cmp.Or(s.AttachHeartbeat, 15*time.Second))
 	defer heartbeat.Stop()
 	paused := "" // the pending suspensions last reported, to report each pause once
 	for {
@@ -84,6 +83,7 @@ func (s *Server) attachRun(w http.ResponseWriter, r *http.Request) error {
 				if err := sse.comment("heartbeat"); err != nil {
 					return nil
 				}
+				break wait
 			}
 		}
 		if run, err = s.Store.Run(ctx, runID); err != nil {

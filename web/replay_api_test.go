@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/replay"
+	"github.com/tollgatehq/tollgate/web"
 )
 
 // replayPipeline waits for a payment signal, asks for a sign-off, and
@@ -202,6 +203,26 @@ func TestAPIReplaySignalsApprovalsAndAttach(t *testing.T) {
 			t.Errorf("reattached after the last entry: %q", tail)
 		}
 		problem(t, e.call(t, "GET", "/api/v1/runs/"+run.ID+"/attach", e.founderA, ""), http.StatusNotFound, "not_found")
+	})
+}
+
+// unannounced is a store whose changes reach no one: every change
+// notification is lost.
+type unannounced struct{ domain.Store }
+
+// An attach stream whose change notifications are lost still reports the
+// run's end: each heartbeat reads the run again.
+func TestAPIAttachWithoutNotifications(t *testing.T) {
+	t.Parallel()
+	quiet := func(s *web.Server) { s.Store, s.AttachHeartbeat = unannounced{s.Store}, 50*time.Millisecond }
+	forEachDialectWith(t, quiet, func(t *testing.T, e *apiEnv) {
+		_, s := e.paused(t, "intake", map[string]string{"claimId": "c-1"})
+		stream := e.attach(t, s.RunID, "")
+		until(t, stream, "RUN_PAUSED")
+		want(t, e.call(t, "POST", "/api/v1/suspensions/"+s.ID+"/resume", e.admin, resumeBody("d-1")), http.StatusOK)
+		if _, ended := until(t, stream, "RUN_ENDED"); !strings.Contains(string(ended.Data), `"status":"succeeded"`) {
+			t.Errorf("the end: %s", ended.Data)
+		}
 	})
 }
 

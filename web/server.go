@@ -69,6 +69,10 @@ type Server struct {
 	// Feed, when set, carries replay workflows' observability events to
 	// clients attached to their runs.
 	Feed *replay.Feed
+	// AttachHeartbeat is how often an attach stream with nothing to send
+	// writes a comment (so that proxies keep it open) and reads its run
+	// again, in case a change notification was lost (15s).
+	AttachHeartbeat time.Duration
 
 	watch    runWatch
 	keys     *keyCache
