@@ -48,7 +48,7 @@ func Plan(o Outcome) StepCommit {
 	c.ExpectSeq = o.Result.ExpectSeq
 	if err := plan(o, &c); err != nil {
 		c = StepCommit{Job: o.Job.Ref(), RunID: o.Run.ID, Step: o.Step, Now: o.Now}
-		return failRun(c, o.Step, failureError(err), o.Job.Attempt)
+		return failRun(c, o.Workflow, o.Step, failureError(err), o.Job.Attempt)
 	}
 	return c
 }
@@ -63,7 +63,7 @@ func planFailure(o Outcome, c StepCommit) StepCommit {
 		})}}
 		return c
 	}
-	return failRun(c, o.Step, &RunError{Code: CodeStepFailed, Message: fmt.Sprintf("step %s failed after %d attempts: %s", o.Step, o.Job.Attempt, msg)}, o.Job.Attempt)
+	return failRun(c, o.Workflow, o.Step, &RunError{Code: CodeStepFailed, Message: fmt.Sprintf("step %s failed after %d attempts: %s", o.Step, o.Job.Attempt, msg)}, o.Job.Attempt)
 }
 
 func failureError(err error) *RunError {
@@ -78,11 +78,10 @@ func failureError(err error) *RunError {
 	return &RunError{Code: CodeStepFailed, Message: err.Error()}
 }
 
-func failRun(c StepCommit, step string, re *RunError, attempt int) StepCommit {
-	c.Events = append(c.Events,
-		NewEvent{Type: EventStepFailed, Step: step, Payload: MustJSON(map[string]any{"attempt": attempt, "error": re})},
-		NewEvent{Type: EventRunFailed, Step: step, Payload: MustJSON(re)},
-	)
+func failRun(c StepCommit, wf *Workflow, step string, re *RunError, attempt int) StepCommit {
+	c.Events = append(c.Events, NewEvent{Type: EventStepFailed, Step: step, Payload: MustJSON(map[string]any{"attempt": attempt, "error": re})})
+	c.Events = append(c.Events, wf.FailEvents(c.RunID, step, re)...)
+	c.Events = append(c.Events, NewEvent{Type: EventRunFailed, Step: step, Payload: MustJSON(re)})
 	c.Finish = &RunFinish{Status: RunFailed, Error: re}
 	return c
 }

@@ -200,6 +200,29 @@ func TestPlanRetry(t *testing.T) {
 	failedWith(t, domain.Plan(o), domain.CodeStepFailed)
 }
 
+// A workflow that names a FailEvent gets it, just before RUN_FAILED, in
+// every failure the kernel makes of its runs: after the last retry, and
+// for a result that breaks the rules.
+func TestPlanFailureLogsTheWorkflowsFailEvent(t *testing.T) {
+	t.Parallel()
+	wf := testWorkflow(t)
+	wf.FailEvent = "RUN_ERRORED"
+	retried := outcome(t, domain.StepResult{})
+	retried.Workflow, retried.Err, retried.Job.Attempt = wf, errors.New("boom"), 3
+	broken := outcome(t, domain.StepResult{Commands: []domain.Command{domain.Invoke("nowhere", nil)}})
+	broken.Workflow = wf
+	for name, o := range map[string]domain.Outcome{"retries run out": retried, "a result that breaks the rules": broken} {
+		c := domain.Plan(o)
+		if got := types(c); !slices.Equal(got, []string{domain.EventStepFailed, "RUN_ERRORED", domain.EventRunFailed}) {
+			t.Fatalf("%s: events %v", name, got)
+		}
+		var p struct{ RunID, Code, Message string }
+		if err := json.Unmarshal(c.Events[1].Payload, &p); err != nil || p.RunID != "r1" || p.Code != c.Finish.Error.Code || p.Message != c.Finish.Error.Message {
+			t.Fatalf("%s: RUN_ERRORED %s; run error %+v", name, c.Events[1].Payload, c.Finish.Error)
+		}
+	}
+}
+
 func TestPlanDelay(t *testing.T) {
 	t.Parallel()
 	until := time.Date(2031, 5, 6, 7, 8, 9, 0, time.FixedZone("x", 3600))

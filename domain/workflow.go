@@ -151,14 +151,26 @@ type Workflow struct {
 	// WebhookTrigger lets any HTTP call to /v1/webhooks/{id} start a run,
 	// with the call as its input.
 	WebhookTrigger bool
-	// FailEvent, when set, is logged with {runId, code, message} besides
-	// RUN_FAILED when the kernel fails a run of this workflow itself, as
-	// when the run's version is no longer registered: replay workflows
-	// close their log with RUN_ERRORED.
+	// FailEvent, when set, is logged with {runId, code, message} just
+	// before RUN_FAILED whenever the kernel fails a run of this workflow
+	// itself (see FailEvents): replay workflows close their log with
+	// RUN_ERRORED.
 	FailEvent string
 	steps     []StepDef
 	byName    map[string]int
 	errs      []error
+}
+
+// FailEvents are the events the kernel logs just before RUN_FAILED when it
+// fails a run of w itself: after the step's last retry, for a result that
+// breaks the command rules, for an outcome that could not be committed, or
+// for a version no longer registered. That is FailEvent with {runId, code,
+// message}, or nothing when w is nil or names no FailEvent.
+func (w *Workflow) FailEvents(runID, step string, re *RunError) []NewEvent {
+	if w == nil || w.FailEvent == "" {
+		return nil
+	}
+	return []NewEvent{{Type: w.FailEvent, Step: step, Payload: MustJSON(map[string]any{"runId": runID, "code": re.Code, "message": re.Message})}}
 }
 
 // NewWorkflow starts a workflow definition; add steps with Step.

@@ -46,7 +46,7 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 		}
 		if s.Kind == domain.KindApproval && s.ResumeStep == "" {
 			if re := e.commitsExhausted(job, domain.RetryPolicy{}); re != nil {
-				return e.failWith(job, run, re), false, nil
+				return e.failWith(job, run, wf, re), false, nil
 			}
 			return e.decided(o, s), false, nil
 		}
@@ -57,14 +57,14 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 		req.Step, req.Input, req.Resumed = s.ResumeStep, payload, true
 		req.IdempotencyKey = run.ID + ":" + job.Key
 	default:
-		return e.failWith(job, run, &domain.RunError{Code: domain.CodeOrchestration, Message: "unknown job kind " + string(job.Kind)}), false, nil
+		return e.failWith(job, run, wf, &domain.RunError{Code: domain.CodeOrchestration, Message: "unknown job kind " + string(job.Kind)}), false, nil
 	}
 	def, ok := wf.Lookup(req.Step)
 	if !ok {
-		return e.failWith(job, run, &domain.RunError{Code: domain.CodeOrchestration, Message: fmt.Sprintf("workflow %s@%s has no step %q", wf.ID, wf.Version, req.Step)}), false, nil
+		return e.failWith(job, run, wf, &domain.RunError{Code: domain.CodeOrchestration, Message: fmt.Sprintf("workflow %s@%s has no step %q", wf.ID, wf.Version, req.Step)}), false, nil
 	}
 	if re := e.commitsExhausted(job, def.Retry); re != nil {
-		return e.failWith(job, run, re), false, nil
+		return e.failWith(job, run, wf, re), false, nil
 	}
 	o.Step, o.Retry = def.Name, def.Retry
 	o.Result, o.Err = e.call(ctx, def, req)
@@ -81,17 +81,12 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 }
 
 // versionMismatch fails a run whose workflow version is not registered
-// here. When the workflow's latest version declares a FailEvent, that is
-// logged before RUN_FAILED: replay workflows close their log with it.
+// here. The workflow's latest version, if any, says which FailEvent the
+// failure logs.
 func (e *Engine) versionMismatch(job domain.Job, run domain.Run) domain.StepCommit {
-	re := &domain.RunError{Code: domain.CodeVersionMismatch, Message: fmt.Sprintf(
-		"workflow %s version %s is not registered on this server; the run never runs other code", run.WorkflowID, run.WorkflowVersion)}
-	c := e.failWith(job, run, re)
-	if other, ok := e.reg.Latest(run.WorkflowID); ok && other.FailEvent != "" {
-		c.Events = append([]domain.NewEvent{{Type: other.FailEvent, Step: job.Step, Payload: domain.MustJSON(map[string]any{
-			"runId": run.ID, "code": re.Code, "message": re.Message})}}, c.Events...)
-	}
-	return c
+	latest, _ := e.reg.Latest(run.WorkflowID)
+	return e.failWith(job, run, latest, &domain.RunError{Code: domain.CodeVersionMismatch, Message: fmt.Sprintf(
+		"workflow %s version %s is not registered on this server; the run never runs other code", run.WorkflowID, run.WorkflowVersion)})
 }
 
 // commitsExhausted reports a job that has been run more often than its
@@ -168,11 +163,13 @@ func (e *Engine) decided(o domain.Outcome, s domain.Suspension) domain.StepCommi
 	return c
 }
 
-func (e *Engine) failWith(job domain.Job, run domain.Run, re *domain.RunError) domain.StepCommit {
+// failWith fails the run of job with re, which the kernel found itself;
+// wf (nil when unknown) says which FailEvent comes before RUN_FAILED.
+func (e *Engine) failWith(job domain.Job, run domain.Run, wf *domain.Workflow, re *domain.RunError) domain.StepCommit {
 	e.log.Error("Run failed", "run_id", run.ID, "code", re.Code, "error", re.Message)
 	return domain.StepCommit{
 		Job: job.Ref(), RunID: run.ID, Step: job.Step, Now: e.o.Clock.Now(),
-		Events: []domain.NewEvent{{Type: domain.EventRunFailed, Step: job.Step, Payload: domain.MustJSON(re)}},
+		Events: append(wf.FailEvents(run.ID, job.Step, re), domain.NewEvent{Type: domain.EventRunFailed, Step: job.Step, Payload: domain.MustJSON(re)}),
 		Finish: &domain.RunFinish{Status: domain.RunFailed, Error: re},
 	}
 }
