@@ -124,9 +124,10 @@ type SuspensionFilter struct {
 	RunID      string
 	// StepKey, with RunID, selects the suspension of one pause.
 	StepKey string
-	// Assignee limits the list to one person's suspensions: assigned to
-	// them or naming them as an approver (case-insensitive email), so a
-	// founder's pages and cursors reveal nothing of others'.
+	// Assignee limits the list to one person's suspensions, as MayRead
+	// decides them for a founder: assigned to them when unrestricted, or
+	// naming them as an approver (case-insensitive email), so a founder's
+	// pages and cursors reveal nothing of others'.
 	Assignee string
 	// SuspendedBefore keeps suspensions waiting since before this time.
 	SuspendedBefore time.Time

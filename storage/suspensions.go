@@ -40,9 +40,12 @@ func (db *DB) Suspensions(ctx context.Context, f domain.SuspensionFilter) ([]dom
 		}
 	}
 	if f.Assignee != "" {
+		// Mirrors domain.Suspension.MayRead for founders: a restricted
+		// suspension is for the people it names, never for its assignee
+		// (its approver role is a staff role).
 		email := strings.ToLower(f.Assignee)
 		q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
-			return q.Where("lower(assignee) = ?", email).
+			return q.Where("approvers = '[]' AND approver_role = '' AND lower(assignee) = ?", email).
 				WhereOr("approvers <> '[]' AND approvers LIKE ? ESCAPE '\\'", "%"+escapeLike(string(domain.MustJSON(email)))+"%")
 		})
 	}
