@@ -169,18 +169,20 @@ func checkCommands(wf *Workflow, cmds []Command) error {
 // maxApprovers bounds the people a suspension may name.
 const maxApprovers = 100
 
-// approversOf checks who b lets act on its suspension and returns the
-// approvers' emails in lower case. An approver role is a staff role: a
-// founder sees only what names them, so "any founder" could never find it.
-func approversOf(b Command) ([]string, error) {
-	if r := b.ApproverRole; r != "" && (!r.Valid() || !r.Staff()) {
-		return nil, &OrchestrationError{Message: fmt.Sprintf("approver role %q is not reviewer or admin", r)}
+// CheckApprovers checks who a suspension lets act on it (see
+// WithApprovers) and returns the approvers' emails in lower case, once
+// each. An approver role is a staff role: a founder sees only what names
+// them, so "any founder" could never find it. Its error is an
+// *OrchestrationError.
+func CheckApprovers(role Role, emails []string) ([]string, error) {
+	if role != "" && (!role.Valid() || !role.Staff()) {
+		return nil, &OrchestrationError{Message: fmt.Sprintf("approver role %q is not reviewer or admin", role)}
 	}
-	if len(b.Approvers) > maxApprovers {
-		return nil, &OrchestrationError{Message: fmt.Sprintf("%d approvers; at most %d", len(b.Approvers), maxApprovers)}
+	if len(emails) > maxApprovers {
+		return nil, &OrchestrationError{Message: fmt.Sprintf("%d approvers; at most %d", len(emails), maxApprovers)}
 	}
 	var out []string
-	for _, a := range b.Approvers {
+	for _, a := range emails {
 		if a = strings.ToLower(strings.TrimSpace(a)); !strings.Contains(a, "@") || len(a) > 320 {
 			return nil, &OrchestrationError{Message: fmt.Sprintf("approver %q is not an email address", a)}
 		}
@@ -218,7 +220,7 @@ func planPause(o Outcome, c *StepCommit, b Command, cmds []Command) error {
 			return &OrchestrationError{Message: fmt.Sprintf("accepted document type %q is not a MIME type like application/pdf", t)}
 		}
 	}
-	approvers, err := approversOf(b)
+	approvers, err := CheckApprovers(b.ApproverRole, b.Approvers)
 	if err != nil {
 		return err
 	}

@@ -442,8 +442,8 @@ func (c *Context) Approve(opts ApproveOptions) (Decision, error) {
 		}
 		return Decision{Approved: a.Approved, Feedback: a.Feedback, By: a.By}, nil
 	}
-	if opts.Role != "" && !opts.Role.Staff() {
-		return Decision{}, c.halt(&StepError{Code: domain.CodeValidation, Message: fmt.Sprintf("Approve(%q): role %q is not reviewer or admin", id, opts.Role)})
+	if _, err := domain.CheckApprovers(opts.Role, opts.Approvers); err != nil {
+		return Decision{}, c.halt(&StepError{Code: domain.CodeValidation, Message: fmt.Sprintf("Approve(%q): %v", id, err)})
 	}
 	if r == nil || r.awaited == nil {
 		c.record(EventApprovalRequested, id, approvalRequested{StepID: id, ApprovalID: id, Title: opts.Title, Description: opts.Description})

@@ -69,6 +69,12 @@ func TestInvocationEnds(t *testing.T) {
 		{"a step result that cannot be stored errors the run", func(c *replay.Context, _ struct{}) (any, error) {
 			return replay.Step(c, "nul", func(context.Context) (string, error) { return "a\x00b", nil })
 		}, domain.CmdFail, replay.CodeHandlerFailed},
+		{"an approver role that is not staff errors the run", func(c *replay.Context, _ struct{}) (any, error) {
+			return c.Approve(replay.ApproveOptions{Title: "ok?", Role: domain.RoleFounder})
+		}, domain.CmdFail, domain.CodeValidation},
+		{"an approver that is not an email errors the run", func(c *replay.Context, _ struct{}) (any, error) {
+			return c.Approve(replay.ApproveOptions{Title: "ok?", Approvers: []string{"bo"}})
+		}, domain.CmdFail, domain.CodeValidation},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
