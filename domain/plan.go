@@ -193,6 +193,13 @@ func CheckApprovers(role Role, emails []string) ([]string, error) {
 	return out, nil
 }
 
+// ValidMediaType reports whether t is a MIME type, like application/pdf
+// or text/plain;charset=utf-8, that a suspension may accept.
+func ValidMediaType(t string) bool {
+	mt, _, err := mime.ParseMediaType(t)
+	return err == nil && strings.Contains(mt, "/")
+}
+
 // pausesItself reports whether the blocking command b resumes step.
 func pausesItself(step string, b *Command) bool {
 	return b != nil && (b.ResumeStep == step || b.Type == CmdSuspend && b.ResumeStep == "")
@@ -216,7 +223,7 @@ func planPause(o Outcome, c *StepCommit, b Command, cmds []Command) error {
 		return &OrchestrationError{Message: "resume schema is not valid JSON"}
 	}
 	for _, t := range b.Accept {
-		if mt, _, err := mime.ParseMediaType(t); err != nil || !strings.Contains(mt, "/") {
+		if !ValidMediaType(t) {
 			return &OrchestrationError{Message: fmt.Sprintf("accepted document type %q is not a MIME type like application/pdf", t)}
 		}
 	}

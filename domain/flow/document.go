@@ -418,7 +418,7 @@ func (v *validator) step(path string, st Step, env Env) {
 			v.schema(path+".resumeSchema", st.ResumeSchema, env)
 		}
 		for i, t := range st.Accept {
-			if !validMIME(t) {
+			if !domain.ValidMediaType(t) {
 				v.add(fmt.Sprintf("%s.accept[%d]", path, i), "%q is not a MIME type like application/pdf", t)
 			}
 		}
@@ -545,11 +545,6 @@ func (r Retry) policy() (domain.RetryPolicy, error) {
 func parseTimestamp(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }
 
 func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
-
-func validMIME(t string) bool {
-	typ, sub, ok := strings.Cut(t, "/")
-	return ok && typ != "" && sub != "" && !strings.ContainsAny(t, " ;,")
-}
 
 // jsonMessage words a decoding error without Go type names.
 func jsonMessage(err error) string {
