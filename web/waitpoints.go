@@ -216,8 +216,11 @@ func (s *Server) syncTimeout() time.Duration {
 }
 
 // refusedResponseHeaders are headers a workflow's response may not set:
-// the server frames the response and owns its cookies.
-var refusedResponseHeaders = map[string]bool{"set-cookie": true, "content-length": true, "transfer-encoding": true, "connection": true}
+// the server frames the response, owns its cookies, and keeps its
+// security headers, so that what a workflow serves on the app's origin
+// (HTML included) can run no script and is not sniffed.
+var refusedResponseHeaders = map[string]bool{"set-cookie": true, "content-length": true, "transfer-encoding": true, "connection": true,
+	"content-security-policy": true, "x-content-type-options": true}
 
 // writeHTTPResponse sends a workflow's response: a string body as text,
 // any other JSON value as JSON.

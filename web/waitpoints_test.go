@@ -62,3 +62,25 @@ func TestReportWorkBodyErrors(t *testing.T) {
 		})
 	}
 }
+
+// A workflow's response may set its own headers, but not replace the
+// server's security headers or its cookies: a response served as HTML on
+// the app's origin stays inert.
+func TestWorkflowResponseKeepsSecurityHeaders(t *testing.T) {
+	t.Parallel()
+	h := securityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeHTTPResponse(w, &domain.HTTPResponse{Status: http.StatusOK, Body: json.RawMessage(`"<script>alert(1)</script>"`), Headers: map[string]string{
+			"Content-Type": "text/html", "content-security-policy": "default-src *", "X-Content-Type-Options": "sniff",
+			"Set-Cookie": "tollgate_session=x", "X-Step": "confirm",
+		}})
+	}))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("POST", "/v1/webhooks/wf", nil))
+	got := w.Header()
+	if got.Get("Content-Security-Policy") != "default-src 'none'; frame-ancestors 'none'" || got.Get("X-Content-Type-Options") != "nosniff" || got.Get("Set-Cookie") != "" {
+		t.Errorf("the server's headers were replaced: %v", got)
+	}
+	if got.Get("X-Step") != "confirm" || got.Get("Content-Type") != "text/html" {
+		t.Errorf("the workflow's own headers were lost: %v", got)
+	}
+}
