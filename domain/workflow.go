@@ -110,15 +110,17 @@ func (p RetryPolicy) Backoff(attempt int, r float64) time.Duration {
 // Duration, with room to spare, as a float64.
 const maxBackoff = float64(1 << 62)
 
-func (p RetryPolicy) validate() error {
+// Validate reports the first thing wrong with p: fewer than one attempt, a
+// negative backoff or multiplier, or a jitter outside 0–1.
+func (p RetryPolicy) Validate() error {
 	if p.MaxAttempts < 1 {
 		return errors.New("retry policy needs MaxAttempts ≥ 1")
 	}
 	if p.InitialBackoff < 0 || p.MaxBackoff < 0 || !(p.Jitter >= 0 && p.Jitter <= 1) {
 		return errors.New("retry policy has a negative backoff or a jitter outside 0–1")
 	}
-	if math.IsNaN(p.Multiplier) {
-		return errors.New("retry policy has a multiplier that is not a number")
+	if !(p.Multiplier >= 0) {
+		return errors.New("retry policy has a multiplier that is negative or not a number")
 	}
 	return nil
 }
@@ -197,7 +199,7 @@ func (w *Workflow) Step(name string, fn StepFunc, opts ...StepOption) *Workflow 
 	for _, o := range opts {
 		o(&def)
 	}
-	if err := def.Retry.validate(); err != nil {
+	if err := def.Retry.Validate(); err != nil {
 		w.errs = append(w.errs, Invalid("step %q: %v", name, err))
 		return w
 	}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/url"
 	"slices"
 	"strings"
@@ -522,10 +523,13 @@ func following(steps []Step, index map[string]int, i int) int {
 	return -1
 }
 
+// policy is the domain's retry policy that r states, with the default
+// backoffs and multiplier where r leaves them out, and the domain's
+// verdict on it.
 func (r Retry) policy() (domain.RetryPolicy, error) {
 	p := domain.RetryPolicy{
-		MaxAttempts: r.MaxAttempts, InitialBackoff: time.Duration(r.InitialBackoffMs) * time.Millisecond,
-		MaxBackoff: time.Duration(r.MaxBackoffMs) * time.Millisecond, Multiplier: r.Multiplier, Jitter: r.Jitter,
+		MaxAttempts: r.MaxAttempts, InitialBackoff: millis(r.InitialBackoffMs),
+		MaxBackoff: millis(r.MaxBackoffMs), Multiplier: r.Multiplier, Jitter: r.Jitter,
 	}
 	if p.InitialBackoff == 0 {
 		p.InitialBackoff = domain.DefaultRetry.InitialBackoff
@@ -536,10 +540,15 @@ func (r Retry) policy() (domain.RetryPolicy, error) {
 	if p.Multiplier == 0 {
 		p.Multiplier = domain.DefaultRetry.Multiplier
 	}
-	if r.MaxAttempts < 1 || r.InitialBackoffMs < 0 || r.MaxBackoffMs < 0 || r.Multiplier < 0 || r.Jitter < 0 || r.Jitter > 1 {
-		return p, errors.New("maxAttempts must be at least 1, backoffs and multiplier not negative, jitter between 0 and 1")
-	}
-	return p, nil
+	return p, p.Validate()
+}
+
+// millis is a document's milliseconds as a Duration, held to the
+// Duration's range rather than wrapped around: a huge negative backoff
+// stays negative for Validate to refuse.
+func millis(ms int64) time.Duration {
+	const limit = math.MaxInt64 / int64(time.Millisecond)
+	return time.Duration(max(min(ms, limit), -limit)) * time.Millisecond
 }
 
 func parseTimestamp(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }
