@@ -184,13 +184,12 @@ func (c *compiled) step(i int) domain.StepFunc {
 				return c.decided(i, s, data), nil
 			}
 			return c.ask(st, s), nil
-		case TypeInput:
+		default: // TypeInput: Parse admits no other type
 			if resumed {
 				return c.advance(i, s, data), nil
 			}
 			return c.ask(st, s), nil
 		}
-		return domain.StepResult{}, fmt.Errorf("step %s: %s steps cannot run on this server", st.Name, st.Type)
 	}
 }
 
@@ -363,11 +362,6 @@ func retryPolicy(st Step) domain.RetryPolicy {
 	}
 	p, _ := st.Retry.policy() // validated by Parse
 	return p
-}
-
-// Supported reports whether this server runs steps of type t.
-func Supported(t string) bool {
-	return slices.Contains(Types, t)
 }
 
 // jitter is a uniform number in [0,1) for backoffs.

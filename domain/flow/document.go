@@ -210,9 +210,7 @@ func Parse(body []byte, env Env) (Document, error) {
 	v.decode("version", raw["version"], &doc.Version)
 	v.decode("description", raw["description"], &doc.Description)
 	v.decode("webhookTrigger", raw["webhookTrigger"], &doc.WebhookTrigger)
-	if s, ok := raw["inputSchema"]; ok && !isNull(s) {
-		doc.InputSchema = s
-	}
+	v.decode("inputSchema", raw["inputSchema"], &doc.InputSchema)
 	var steps []json.RawMessage
 	v.decode("steps", raw["steps"], &steps)
 	for i, s := range steps {
@@ -238,18 +236,10 @@ func Parse(body []byte, env Env) (Document, error) {
 			{"untilTimestamp", &st.UntilTimestamp}, {"reason", &st.Reason}, {"title", &st.Title}, {"instructions", &st.Instructions},
 			{"assignee", &st.Assignee}, {"accept", &st.Accept}, {"onReject", &st.OnReject}, {"responseToSend", &st.ResponseToSend},
 			{"url", &st.URL}, {"method", &st.Method}, {"headers", &st.Headers}, {"async", &st.Async}, {"timeoutMs", &st.TimeoutMs},
-			{"completionTimeoutMs", &st.CompletionTimeoutMs}, {"onTimeout", &st.OnTimeout},
+			{"completionTimeoutMs", &st.CompletionTimeoutMs}, {"onTimeout", &st.OnTimeout}, {"config", &st.Config},
+			{"resumeSchema", &st.ResumeSchema}, {"args", &st.Args},
 		} {
 			v.decode(path+"."+f.name, fields[f.name], f.dst)
-		}
-		if c, ok := fields["config"]; ok && !isNull(c) {
-			st.Config = c
-		}
-		if c, ok := fields["resumeSchema"]; ok && !isNull(c) {
-			st.ResumeSchema = c
-		}
-		if c, ok := fields["args"]; ok && !isNull(c) {
-			st.Args = c
 		}
 		doc.Steps = append(doc.Steps, st)
 	}
@@ -365,9 +355,6 @@ func (v *validator) step(path string, st Step, env Env) {
 			v.add(path+".type", "unknown step type %q: use one of %s", st.Type, strings.Join(Types, ", "))
 		}
 		return
-	}
-	if !Supported(st.Type) {
-		v.add(path+".type", "%s steps cannot run on this server yet", st.Type)
 	}
 	if st.Retry != nil {
 		if _, err := st.Retry.policy(); err != nil {
