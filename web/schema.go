@@ -56,7 +56,7 @@ func validateJSON(schema, data json.RawMessage, what, root, against string) erro
 	if !errors.As(err, &ve) {
 		return err
 	}
-	fields := leafErrors(ve.DetailedOutput(), nil)
+	fields := leafErrors(ve.DetailedOutput(), root, nil)
 	if len(fields) == 0 {
 		fields = []domain.FieldError{{Field: root, Message: ve.Error()}}
 	}
@@ -64,13 +64,13 @@ func validateJSON(schema, data json.RawMessage, what, root, against string) erro
 }
 
 // leafErrors flattens the detailed output to the innermost messages, which
-// name the failing field.
-func leafErrors(u *jsonschema.OutputUnit, acc []domain.FieldError) []domain.FieldError {
+// name the failing field under root.
+func leafErrors(u *jsonschema.OutputUnit, root string, acc []domain.FieldError) []domain.FieldError {
 	if len(u.Errors) == 0 && u.Error != nil {
-		return append(acc, domain.FieldError{Field: "/resumeData" + u.InstanceLocation, Message: strings.TrimSpace(u.Error.String())})
+		return append(acc, domain.FieldError{Field: root + u.InstanceLocation, Message: strings.TrimSpace(u.Error.String())})
 	}
 	for i := range u.Errors {
-		acc = leafErrors(&u.Errors[i], acc)
+		acc = leafErrors(&u.Errors[i], root, acc)
 	}
 	return acc
 }
