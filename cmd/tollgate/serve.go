@@ -111,7 +111,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := registerTasks(tasks, log); err != nil {
 		return err
 	}
-	secret, err := loadSecret(c.dataDir, getenv, c.databaseURL != "", log)
+	secret, err := loadSecret(ctx, db, c.dataDir, getenv, log)
 	if err != nil {
 		return err
 	}
