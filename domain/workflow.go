@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -105,6 +106,9 @@ func (p RetryPolicy) Backoff(attempt int, r float64) time.Duration {
 	}
 	return time.Duration(d * (1 - min(j, 1)*r))
 }
+
+// Jitter is a uniform random number in [0,1): the r of Backoff.
+func Jitter() float64 { return rand.Float64() }
 
 // maxBackoff is the longest wait Backoff returns (about 146 years): a
 // Duration, with room to spare, as a float64.

@@ -29,7 +29,7 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 	if err != nil {
 		return base, false, err
 	}
-	o := domain.Outcome{Job: job, Run: run, Workflow: wf, Now: now, Rand: jitter(), CheckpointLimit: e.o.CheckpointLimit, NewID: newID}
+	o := domain.Outcome{Job: job, Run: run, Workflow: wf, Now: now, Rand: domain.Jitter(), CheckpointLimit: e.o.CheckpointLimit, NewID: newID}
 	req := domain.StepRequest{RunID: run.ID, WorkflowID: run.WorkflowID, WorkflowVersion: run.WorkflowVersion, Attempt: job.Attempt, RunInput: run.Input}
 	switch job.Kind {
 	case domain.JobStep:

@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/tollgatehq/tollgate/domain"
 )
@@ -364,8 +365,8 @@ func retryPolicy(st Step) domain.RetryPolicy {
 	return p
 }
 
-// jitter is a uniform number in [0,1) for backoffs.
-func jitter() float64 { return rand.Float64() }
+// newID is a new waitpoint or work item id: a UUIDv7, in creation order.
+func newID() string { return uuid.Must(uuid.NewV7()).String() }
 
 // pointerString resolves a JSON pointer (RFC 6901) in doc to a non-empty
 // string.

@@ -16,8 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/tollgatehq/tollgate/domain"
 )
 
@@ -336,7 +334,7 @@ func (c *compiled) async(ctx context.Context, i int, req domain.StepRequest, s S
 	var item domain.WorkItem
 	var err error
 	if s.WorkItem == "" {
-		id := uuid.Must(uuid.NewV7()).String()
+		id := newID()
 		hash := sha256.Sum256([]byte(h.receipt(req.RunID, id)))
 		item, err = h.WorkItems.StartWorkItem(ctx, domain.WorkItem{ID: id, RunID: req.RunID, WorkflowID: c.doc.ID, StepName: st.Name,
 			ExecutionKey: req.IdempotencyKey, TokenHash: hash[:], WaitKey: id + ".1", CreatedAt: c.env.now()})
@@ -428,7 +426,7 @@ func (c *compiled) backoff(st Step, s State, item domain.WorkItem) domain.StepRe
 	s.Phase = phaseBackoff
 	return domain.StepResult{Commands: []domain.Command{{
 		Type: domain.CmdSuspend, Kind: domain.KindDelay, Reason: "retry", Checkpoint: s, ResumeStep: st.Name,
-		StepKey: item.WaitKey, Until: c.env.now().Add(p.Backoff(item.Dispatch, jitter())),
+		StepKey: item.WaitKey, Until: c.env.now().Add(p.Backoff(item.Dispatch, domain.Jitter())),
 	}}}
 }
 

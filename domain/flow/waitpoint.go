@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/tollgatehq/tollgate/domain"
 )
 
@@ -81,7 +79,7 @@ func (w *Waitpoints) create(ctx context.Context, runID, step, execKey string, sp
 	}
 	now := w.now()
 	row := domain.Waitpoint{
-		ID: uuid.Must(uuid.NewV7()).String(), RunID: runID, StepName: step, ExecutionKey: execKey,
+		ID: newID(), RunID: runID, StepName: step, ExecutionKey: execKey,
 		Type: spec.Type, ResponseToSend: spec.ResponseToSend, CreatedAt: now,
 	}
 	switch spec.Type {
