@@ -269,7 +269,10 @@ func (rw *runWatch) notify(runID string) { rw.fanout.Publish(runID, struct{}{}) 
 // "notCompleted": true}. A report is accepted only while the work item is
 // active or not completed; one for a finished item — a repeat, or a
 // different outcome — is refused with 400 and a body that says why, and
-// changes nothing. The receipt token in the URL is checked by its hash.
+// changes nothing. A report holding text the databases do not store alike
+// (a NUL, an unpaired surrogate) is refused with 400 invalid_json and
+// changes nothing either. The receipt token in the URL is checked by its
+// hash.
 func (s *Server) reportWork(w http.ResponseWriter, r *http.Request) error {
 	if s.WorkItems == nil {
 		return domain.ErrNotFound
@@ -281,6 +284,11 @@ func (s *Server) reportWork(w http.ResponseWriter, r *http.Request) error {
 	o, err := flow.DecodeOutcome(body)
 	if err != nil {
 		return &domain.ValidationError{Code: domain.CodeInvalidJSON, Message: "the report is " + err.Error()}
+	}
+	// The outcome is stored as it came: text that PostgreSQL refuses and
+	// SQLite would keep is refused on both.
+	if ve, ok := errors.AsType[*domain.ValidationError](domain.CheckJSON(body)); ok {
+		return &domain.ValidationError{Code: domain.CodeInvalidJSON, Message: "the report's " + ve.Message}
 	}
 	item, err := s.WorkItems.CompleteWorkItem(r.Context(), domain.WorkReport{
 		WorkflowID: r.PathValue("flowId"), StepName: r.PathValue("stepId"), TokenHash: sha256Bytes(r.PathValue("token")), Outcome: o}, s.Clock.Now())
