@@ -124,7 +124,7 @@ func (w *worker) do(c call) {
 	time.Sleep(time.Duration(c.Args.SleepMs) * time.Millisecond)
 	rep := report{Success: true, Outputs: json.RawMessage(`{}`)}
 	switch {
-	case c.Metadata.Attempt <= c.Args.NotCompletedTimes:
+	case c.Args.NotCompletedTimes > 0 && c.Metadata.Attempt <= c.Args.NotCompletedTimes:
 		rep = report{NotCompleted: true}
 	case c.Args.Fail != "":
 		rep = report{Error: c.Args.Fail}
