@@ -49,6 +49,20 @@ func (r StepRequest) Bind(v any) error {
 	return nil
 }
 
+// Resume decodes a resumed step's input: the resume payload, with its
+// checkpoint decoded into checkpoint.
+func (r StepRequest) Resume(checkpoint any) (ResumePayload, error) {
+	var p ResumePayload
+	err := json.Unmarshal(r.Input, &p)
+	if err == nil && len(p.Checkpoint) > 0 {
+		err = json.Unmarshal(p.Checkpoint, checkpoint)
+	}
+	if err != nil {
+		return p, fmt.Errorf("decode the resume of step %s: %w", r.Step, err)
+	}
+	return p, nil
+}
+
 // StepResult is a step's outcome: output, events, commands. A result without
 // commands ends its branch; when no other branch remains, the run succeeds
 // with this output.

@@ -203,12 +203,9 @@ func stateOf(req domain.StepRequest) (State, bool, json.RawMessage, error) {
 	case req.Start:
 		return State{Input: req.Input, Steps: map[string]json.RawMessage{}}, false, nil, nil
 	case req.Resumed:
-		var p struct {
-			Checkpoint State           `json:"checkpoint"`
-			ResumeData json.RawMessage `json:"resumeData"`
-		}
-		err := json.Unmarshal(req.Input, &p)
-		return p.Checkpoint, true, p.ResumeData, err
+		var s State
+		p, err := req.Resume(&s)
+		return s, true, p.ResumeData, err
 	default:
 		var s State
 		err := json.Unmarshal(req.Input, &s)

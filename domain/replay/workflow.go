@@ -126,7 +126,7 @@ func (d *Definition) invoke(ctx context.Context, env *Env, req domain.StepReques
 	c := &Context{Context: ctx, RunID: req.RunID, WorkflowID: req.WorkflowID, WorkflowVersion: req.WorkflowVersion,
 		env: env, hist: newHistory(events), counts: map[string]int{}}
 	if req.Resumed {
-		if err := c.resolve(req.Input); err != nil {
+		if err := c.resolve(req); err != nil {
 			return domain.StepResult{}, err
 		}
 	}
@@ -164,16 +164,12 @@ func (d *Definition) call(c *Context, input json.RawMessage) (out any, err error
 
 // resolve records how the wait this invocation resumes from ended, unless
 // the log has it already (an earlier try of this invocation wrote it).
-func (c *Context) resolve(input json.RawMessage) error {
-	var rp struct {
-		Checkpoint pause           `json:"checkpoint"`
-		ResumeData json.RawMessage `json:"resumeData"`
-		ResumedBy  string          `json:"resumedBy"`
+func (c *Context) resolve(req domain.StepRequest) error {
+	var p pause
+	rp, err := req.Resume(&p)
+	if err != nil {
+		return err
 	}
-	if err := json.Unmarshal(input, &rp); err != nil {
-		return fmt.Errorf("decode the resume of run %s: %w", c.RunID, err)
-	}
-	p := rp.Checkpoint
 	r := c.hist.byID[p.StepID]
 	if r == nil {
 		// A pause commits with the entry that says what it awaits.
