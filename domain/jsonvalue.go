@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -68,6 +69,11 @@ func CheckJSON(data []byte) error {
 		return &ValidationError{Code: CodeInvalidJSON, Message: "JSON " + p}
 	}
 	return nil
+}
+
+// IsNull reports whether raw holds no value: it is empty, or JSON null.
+func IsNull(raw json.RawMessage) bool {
+	return len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
 }
 
 // textProblem explains why valid JSON text cannot be stored as it is, or

@@ -355,7 +355,7 @@ func EncodeCommands(cmds []Command) (json.RawMessage, error) {
 
 // DecodeCommands reverses EncodeCommands; values stay encoded JSON.
 func DecodeCommands(data json.RawMessage) ([]Command, error) {
-	if len(data) == 0 || string(data) == "null" {
+	if IsNull(data) {
 		return nil, nil
 	}
 	var wire []wireCommand

@@ -224,7 +224,7 @@ func (c *compiled) task(ctx context.Context, i int, req domain.StepRequest, s St
 		waitpoints: c.env.Waitpoints}
 	if resumed {
 		tr.ExecutionType = ExecutionResume
-		if len(data) > 0 && !isNull(data) {
+		if !domain.IsNull(data) {
 			tr.ResumePayload = new(domain.HTTPCall)
 			if err := json.Unmarshal(data, tr.ResumePayload); err != nil {
 				return domain.StepResult{}, fmt.Errorf("step %s: decode resume payload: %w", st.Name, err)

@@ -263,7 +263,7 @@ func (v *validator) add(path, format string, args ...any) {
 
 // decode reads one field; an absent or null field leaves dst as it is.
 func (v *validator) decode(path string, raw json.RawMessage, dst any) {
-	if raw == nil || isNull(raw) {
+	if domain.IsNull(raw) {
 		return
 	}
 	d := json.NewDecoder(bytes.NewReader(raw))
@@ -539,8 +539,6 @@ func millis(ms int64) time.Duration {
 }
 
 func parseTimestamp(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }
-
-func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
 
 // jsonMessage words a decoding error without Go type names.
 func jsonMessage(err error) string {

@@ -250,7 +250,7 @@ func DecodeOutcome(b []byte) (domain.StepOutcome, error) {
 		return domain.StepOutcome{}, errors.New("a StepResult both successful and not completed")
 	}
 	o := domain.StepOutcome{Success: *raw.Success, Outputs: raw.Outputs, Error: raw.Error, NotCompleted: raw.NotCompleted}
-	if len(o.Outputs) == 0 || isNull(o.Outputs) {
+	if domain.IsNull(o.Outputs) {
 		o.Outputs = json.RawMessage("{}")
 	}
 	if !o.Success && !o.NotCompleted && o.Error == "" {

@@ -64,7 +64,7 @@ type Definition struct {
 func Workflow[In, Out any](id, version string, handler func(c *Context, in In) (Out, error)) *Definition {
 	return &Definition{ID: id, Version: version, handler: func(c *Context, input json.RawMessage) (any, error) {
 		var in In
-		if len(input) > 0 && string(input) != "null" {
+		if !domain.IsNull(input) {
 			if err := json.Unmarshal(input, &in); err != nil {
 				return nil, &StepError{Code: domain.CodeValidation, Message: fmt.Sprintf("the run input does not fit the workflow's input type: %v", err)}
 			}
@@ -179,7 +179,7 @@ func (c *Context) resolve(req domain.StepRequest) error {
 		return nil
 	}
 	data := rp.ResumeData
-	timedOut := len(data) == 0 || string(data) == "null"
+	timedOut := domain.IsNull(data)
 	if p.Kind == domain.KindApproval {
 		var d domain.ApprovalData
 		_ = json.Unmarshal(data, &d)
