@@ -2,6 +2,7 @@ package domain
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -108,6 +109,18 @@ func (s Suspension) MayDecide(u User) bool {
 // MayRead reports whether u may see the suspension: staff see every one,
 // founders only those they may act on.
 func (s Suspension) MayRead(u User) bool { return u.Role.Staff() || s.MayDecide(u) }
+
+// TakesSignal returns nil if a signal named name may resolve the
+// suspension: only a signal wait for that name takes it, whether the
+// signal comes while the wait is pending or before the run reaches it.
+// Otherwise it returns a *ValidationError saying what the wait is for.
+func (s Suspension) TakesSignal(name string) error {
+	if s.Kind == KindSignal && s.Reason == name {
+		return nil
+	}
+	return &ValidationError{Code: CodeValidation, Message: fmt.Sprintf(
+		"step %s of run %s does not wait for signal %s (it is a %s wait for %q); nothing was delivered", s.StepKey, s.RunID, name, s.Kind, s.Reason)}
+}
 
 // names reports whether email is among the approvers.
 func (s Suspension) names(email string) bool {

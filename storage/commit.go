@@ -367,19 +367,27 @@ func (w *commitWriter) insertSuspension(ctx context.Context, step string, ns *do
 }
 
 // vetEarly checks a pre-completed resume against the pause that has now
-// come. One that does not fit is refused: its row is set aside (cancelled,
+// come: a signal must be one the pause takes, and check, when set, must
+// pass. One that does not fit is refused: its row is set aside (cancelled,
 // under a key of its own, its data kept as written) and the refusal is
 // logged on the run, so that the pause is created pending and the data
 // that does not fit never reaches the resume step.
 func (w *commitWriter) vetEarly(ctx context.Context, early, pause *suspensionRow, check func(domain.Suspension, domain.ResumeRequest) error) (bool, error) {
-	if check == nil {
+	signal := early.Kind == domain.KindSignal
+	if check == nil && !signal {
 		return false, nil
 	}
 	s, err := pause.toDomain()
 	if err != nil {
 		return false, err
 	}
-	cerr := check(s, domain.ResumeRequest{RunID: early.RunID, StepKey: early.StepKey, Data: early.ResumeData, By: derefString(early.ResumedBy), Decision: decisionOf(early)})
+	var cerr error
+	if signal {
+		cerr = s.TakesSignal(early.Reason)
+	}
+	if cerr == nil && check != nil {
+		cerr = check(s, domain.ResumeRequest{RunID: early.RunID, StepKey: early.StepKey, Data: early.ResumeData, By: derefString(early.ResumedBy), Decision: decisionOf(early)})
+	}
 	if cerr == nil {
 		return false, nil
 	}

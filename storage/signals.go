@@ -99,15 +99,18 @@ func (db *DB) sendSignal(ctx context.Context, tx bun.Tx, req domain.SignalReques
 		if req.StepKey != "" {
 			sig.StepKey = &req.StepKey
 			if _, err := db.precomplete(ctx, tx, run, domain.ResumeRequest{RunID: run.ID, StepKey: req.StepKey, Data: sig.data(),
-				By: req.By, RequestKey: req.SignalID, Now: now}); err != nil {
+				By: req.By, RequestKey: req.SignalID, Now: now}, req.Name); err != nil {
 				return domain.Signal{}, false, err
 			}
 		}
 		return sig.toDomain(), false, db.insertSignal(ctx, tx, sig)
 	}
-	if target.Kind != domain.KindSignal || target.Reason != req.Name {
-		return domain.Signal{}, false, &domain.ValidationError{Code: domain.CodeValidation, Message: fmt.Sprintf(
-			"step %s of run %s does not wait for signal %s (it is a %s wait for %q); nothing was delivered", target.StepKey, run.ID, req.Name, target.Kind, target.Reason)}
+	wait, err := target.toDomain()
+	if err != nil {
+		return domain.Signal{}, false, err
+	}
+	if err := wait.TakesSignal(req.Name); err != nil {
+		return domain.Signal{}, false, err
 	}
 	won, err := db.conditionalResume(ctx, tx, target.ID, domain.ResumeRequest{Data: sig.data(), By: req.By, RequestKey: req.SignalID, Now: now})
 	if err != nil {

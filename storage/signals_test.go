@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/engine"
@@ -174,5 +176,52 @@ func TestSignalDeliveriesRace(t *testing.T) {
 			t.Errorf("100 signal ids by name: %d delivered, %d kept, %d after the run finished, %d lost", len(d), len(kept), finished.Load(), len(lost))
 		}
 		waitRun(t, db, unaddressed.ID, domain.RunSucceeded)
+	})
+}
+
+// A signal addressed to a wait the run has not reached is checked when the
+// run reaches it, as it would be at a pending wait: one of another name
+// does not resolve the wait, which is created pending with the refusal in
+// the run's log, and the signal the wait is for resolves it after.
+func TestEarlySignalOfAnotherNameIsRefused(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
+		ctx := t.Context()
+		def := replay.Workflow("refunds", "1", func(c *replay.Context, _ any) (int, error) {
+			if _, err := replay.WaitForEvent[any](c, "go"); err != nil {
+				return 0, err
+			}
+			p, err := replay.WaitForEvent[payment](c, "refund", replay.WithID("refund"))
+			return p.Amount, err
+		})
+		e := startEngine(t, db, replayRegistry(t, &replay.Env{Store: db}, def), engine0(nil))
+		run := startRun(t, e, "refunds", nil)
+		waitRun(t, db, run.ID, domain.RunSuspended)
+		if sig, err := sendSignal(ctx, e, run.ID, "payment", "refund", "pay-1", payment{Amount: 99}); err != nil || sig.StepKey != "refund" || sig.DeliveredAt != nil {
+			t.Fatalf("a signal addressed to a wait not reached is kept: %+v, %v", sig, err)
+		}
+		if _, err := sendSignal(ctx, e, run.ID, "go", "", "go-1", nil); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 20*time.Second, "the run to reach its refund wait or finish", func() bool {
+			r, err := db.Run(ctx, run.ID)
+			ss, _, _ := db.Suspensions(ctx, domain.SuspensionFilter{RunID: run.ID, StepKey: "refund", Status: domain.SuspensionPending})
+			return err == nil && (r.Status.Terminal() || len(ss) == 1)
+		})
+		if r := waitRun(t, db, run.ID, domain.RunSuspended, domain.RunSucceeded); r.Status != domain.RunSuspended {
+			t.Fatalf("the run is %s with %s; want it waiting for its refund", r.Status, r.Output)
+		}
+		if !slices.Contains(eventTypes(t, db, run.ID), domain.EventEarlyResumeRefused) {
+			t.Errorf("no %s in the log: %v", domain.EventEarlyResumeRefused, eventTypes(t, db, run.ID))
+		}
+		if sig, err := sendSignal(ctx, e, run.ID, "refund", "refund", "refund-1", payment{Amount: 5}); err != nil || sig.DeliveredAt == nil {
+			t.Fatalf("the refund: %+v, %v", sig, err)
+		}
+		if done := waitRun(t, db, run.ID, domain.RunSucceeded); !sameJSONText(done.Output, `5`) {
+			t.Errorf("the run took %s; want the refund", done.Output)
+		}
+		if n := count(t, db, "SELECT count(*) FROM signals WHERE run_id = ? AND delivered_at IS NULL", run.ID); n != 1 {
+			t.Errorf("%d signals undelivered; want the payment", n)
+		}
 	})
 }

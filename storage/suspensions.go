@@ -113,7 +113,7 @@ func (db *DB) resumeIn(ctx context.Context, tx bun.IDB, req domain.ResumeRequest
 		return domain.Suspension{}, err
 	}
 	if target == nil {
-		return db.precomplete(ctx, tx, run, req)
+		return db.precomplete(ctx, tx, run, req, "")
 	}
 	if req.Check != nil && target.Status == domain.SuspensionPending && !target.Precompleted {
 		s, err := target.toDomain()
@@ -312,7 +312,9 @@ func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s *sus
 // precomplete keeps a resume that arrived before its pause committed. The
 // row is unique on (run, step key), so of several early resumes one is kept
 // and the others lose as usual; the pause attaches to it when it commits.
-func (db *DB) precomplete(ctx context.Context, tx bun.IDB, run *runRow, req domain.ResumeRequest) (domain.Suspension, error) {
+// A resume that carries a signal is marked with the signal's name (kind
+// signal, reason the name), so that the pause can check it takes it.
+func (db *DB) precomplete(ctx context.Context, tx bun.IDB, run *runRow, req domain.ResumeRequest, signal string) (domain.Suspension, error) {
 	if run.Status.Terminal() {
 		return domain.Suspension{}, &domain.ConflictError{Code: domain.CodeRunFinished, Message: fmt.Sprintf("run %s is %s; there is nothing left to resume", run.ID, run.Status)}
 	}
@@ -322,6 +324,9 @@ func (db *DB) precomplete(ctx context.Context, tx bun.IDB, run *runRow, req doma
 		StepName: req.StepKey, StepKey: req.StepKey, Status: domain.SuspensionResumed, ResumeData: jsonOrNull(req.Data),
 		ResumeRequestKey: nullString(req.RequestKey), Decision: nullString(req.Decision),
 		Precompleted: true, ResumedAt: &now, ResumedBy: &req.By, CreatedAt: now, Accept: acceptJSON(nil),
+	}
+	if signal != "" {
+		row.Kind, row.Reason = domain.KindSignal, signal
 	}
 	res, err := tx.NewInsert().Model(row).On("CONFLICT (run_id, step_key) DO NOTHING").Exec(ctx)
 	if err != nil {
