@@ -90,7 +90,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(w.accept), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: w.accept(ctx), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "tollgate-worker listening on http://%s\n", ln.Addr())
 	go func() {
 		<-ctx.Done()
@@ -106,22 +106,29 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	return err
 }
 
-// accept acknowledges a call and leaves the work to the background.
-func (w *worker) accept(rw http.ResponseWriter, r *http.Request) {
-	var c call
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&c); err != nil || c.Metadata.WebhookURL == "" {
-		http.Error(rw, `{"success": false, "error": "expected an async step call with metadata.webhook_url"}`, http.StatusBadRequest)
-		return
-	}
-	w.log.Info("Accepted", "flow_id", c.Metadata.FlowID, "step_id", c.Metadata.StepID, "run_id", c.Metadata.RunID,
-		"attempt", c.Metadata.Attempt, "receipt_token", c.Metadata.ReceiptToken)
-	w.work.Go(func() { w.do(c) })
-	rw.Header().Set("Content-Type", "application/json")
-	_, _ = rw.Write([]byte(`{"success": true}`))
+// accept acknowledges a call and leaves the work to the background, which
+// gives up when ctx ends (Tollgate calls again after the step's completion
+// timeout).
+func (w *worker) accept(ctx context.Context) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		var c call
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&c); err != nil || c.Metadata.WebhookURL == "" {
+			http.Error(rw, `{"success": false, "error": "expected an async step call with metadata.webhook_url"}`, http.StatusBadRequest)
+			return
+		}
+		w.log.Info("Accepted", "flow_id", c.Metadata.FlowID, "step_id", c.Metadata.StepID, "run_id", c.Metadata.RunID,
+			"attempt", c.Metadata.Attempt, "receipt_token", c.Metadata.ReceiptToken)
+		w.work.Go(func() { w.do(ctx, c) })
+		rw.Header().Set("Content-Type", "application/json")
+		_, _ = rw.Write([]byte(`{"success": true}`))
+	})
 }
 
-func (w *worker) do(c call) {
-	time.Sleep(time.Duration(c.Args.SleepMs) * time.Millisecond)
+func (w *worker) do(ctx context.Context, c call) {
+	if !sleep(ctx, time.Duration(c.Args.SleepMs)*time.Millisecond) {
+		w.log.Warn("Work abandoned: shutting down", "receipt_token", c.Metadata.ReceiptToken)
+		return
+	}
 	rep := report{Success: true, Outputs: json.RawMessage(`{}`)}
 	switch {
 	case c.Args.NotCompletedTimes > 0 && c.Metadata.Attempt <= c.Args.NotCompletedTimes:
@@ -131,15 +138,15 @@ func (w *worker) do(c call) {
 	case len(c.Args.Echo) > 0:
 		rep.Outputs, _ = json.Marshal(map[string]json.RawMessage{"echo": c.Args.Echo})
 	}
-	w.send(c, rep)
+	w.send(ctx, c, rep)
 	if c.Args.ReportTwice {
-		w.send(c, rep)
+		w.send(ctx, c, rep)
 	}
 }
 
 // send reports an outcome: 200 is done, 400 is final (already recorded),
 // anything else is tried again after a growing wait.
-func (w *worker) send(c call, rep report) {
+func (w *worker) send(ctx context.Context, c call, rep report) {
 	body, _ := json.Marshal(rep)
 	wait := w.retryBase
 	for attempt := 1; ; attempt++ {
@@ -161,7 +168,22 @@ func (w *worker) send(c call, rep report) {
 			return
 		}
 		w.log.Warn("Report failed; sending it again", "receipt_token", c.Metadata.ReceiptToken, "error", err, "wait", wait)
-		time.Sleep(wait)
+		if !sleep(ctx, wait) {
+			w.log.Error("Report not delivered: shutting down", "receipt_token", c.Metadata.ReceiptToken, "error", err)
+			return
+		}
 		wait *= 2
+	}
+}
+
+// sleep waits for d and reports whether it did, rather than ctx ending.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }

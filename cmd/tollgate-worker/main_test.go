@@ -127,3 +127,24 @@ func TestWorkerReports(t *testing.T) {
 		})
 	}
 }
+
+// Shutdown does not wait out the work's sleep or the report's backoff.
+func TestWorkerStopsPromptly(t *testing.T) {
+	t.Run("while working", func(t *testing.T) {
+		r := newReports(t, http.StatusOK)
+		url, stop := startWorker(t, time.Millisecond)
+		post(t, url, r.URL, `{"sleepMs": 60000}`, `, "attempt": 1`)
+		if took := stop(); took > 5*time.Second {
+			t.Errorf("shutdown took %v during a 60s piece of work", took)
+		}
+	})
+	t.Run("while backing off", func(t *testing.T) {
+		r := newReports(t, http.StatusServiceUnavailable)
+		url, stop := startWorker(t, time.Hour)
+		post(t, url, r.URL, `{}`, `, "attempt": 1`)
+		r.wait(t)
+		if took := stop(); took > 5*time.Second {
+			t.Errorf("shutdown took %v while waiting an hour to send a report again", took)
+		}
+	})
+}
