@@ -30,6 +30,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
 )
 
 func main() {
@@ -57,13 +59,6 @@ type call struct {
 		ReceiptToken string `json:"receipt_token"`
 		WebhookURL   string `json:"webhook_url"`
 	} `json:"metadata"`
-}
-
-type report struct {
-	Success      bool            `json:"success"`
-	Outputs      json.RawMessage `json:"outputs,omitempty"`
-	Error        string          `json:"error,omitempty"`
-	NotCompleted bool            `json:"notCompleted,omitempty"`
 }
 
 type worker struct {
@@ -129,12 +124,12 @@ func (w *worker) do(ctx context.Context, c call) {
 		w.log.Warn("Work abandoned: shutting down", "receipt_token", c.Metadata.ReceiptToken)
 		return
 	}
-	rep := report{Success: true, Outputs: json.RawMessage(`{}`)}
+	rep := domain.StepOutcome{Success: true, Outputs: json.RawMessage(`{}`)}
 	switch {
 	case c.Args.NotCompletedTimes > 0 && c.Metadata.Attempt <= c.Args.NotCompletedTimes:
-		rep = report{NotCompleted: true}
+		rep = domain.StepOutcome{NotCompleted: true}
 	case c.Args.Fail != "":
-		rep = report{Error: c.Args.Fail}
+		rep = domain.StepOutcome{Error: c.Args.Fail}
 	case len(c.Args.Echo) > 0:
 		rep.Outputs, _ = json.Marshal(map[string]json.RawMessage{"echo": c.Args.Echo})
 	}
@@ -146,7 +141,7 @@ func (w *worker) do(ctx context.Context, c call) {
 
 // send reports an outcome: 200 is done, 400 is final (already recorded),
 // anything else is tried again after a growing wait.
-func (w *worker) send(ctx context.Context, c call, rep report) {
+func (w *worker) send(ctx context.Context, c call, rep domain.StepOutcome) {
 	body, _ := json.Marshal(rep)
 	wait := w.retryBase
 	for attempt := 1; ; attempt++ {
