@@ -119,12 +119,14 @@ func (db *DB) sendSignal(ctx context.Context, tx bun.Tx, req domain.SignalReques
 	if won == nil { // cannot happen under the run's lock; kept rather than lost
 		return sig.toDomain(), false, db.insertSignal(ctx, tx, sig)
 	}
-	key := won.StepKey
-	sig.StepKey, sig.DeliveredAt = &key, &now
+	if wait, err = won.toDomain(); err != nil {
+		return domain.Signal{}, false, err
+	}
+	sig.StepKey, sig.DeliveredAt = &wait.StepKey, &now
 	if err := db.insertSignal(ctx, tx, sig); err != nil {
 		return domain.Signal{}, false, err
 	}
-	return sig.toDomain(), true, db.enqueueResume(ctx, tx, run, won, now, nil, req.Handoff)
+	return sig.toDomain(), true, db.enqueueResume(ctx, tx, run, wait, now, nil, req.Handoff)
 }
 
 // signalTarget is the wait a signal is for: the one it addresses, or the

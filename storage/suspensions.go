@@ -138,7 +138,7 @@ func (db *DB) resumeIn(ctx context.Context, tx bun.IDB, req domain.ResumeRequest
 	if err != nil {
 		return out, err
 	}
-	return out, db.enqueueResume(ctx, tx, run, won, ts(req.Now), resumeAudit(req, won), req.Handoff)
+	return out, db.enqueueResume(ctx, tx, run, out, ts(req.Now), resumeAudit(req, won), req.Handoff)
 }
 
 func describeResume(req domain.ResumeRequest) string {
@@ -246,17 +246,15 @@ func decisionOf(row *suspensionRow) string {
 	return *row.Decision
 }
 
-// enqueueResume queues the job that continues the run and records the
-// resume in the run's log (and the audit log, when audit is set), in one
-// batch. With a handoff the job is inserted claimed by its worker, and
-// handed over with the run and suspension as they are after the resume.
-func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s *suspensionRow, now time.Time, audit *auditRow, h *domain.Handoff) error {
+// enqueueResume queues the job that continues the run from s, which has
+// just been resumed, and records the resume in the run's log (and the
+// audit log, when audit is set), in one batch. With a handoff the job is
+// inserted claimed by its worker, and handed over with the run and
+// suspension as they are after the resume. The claim, whose RETURNING is
+// read on its own, comes first in the batch, so it costs no extra round
+// trip.
+func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s domain.Suspension, now time.Time, audit *auditRow, h *domain.Handoff) error {
 	b := db.newBatch(tx)
-	if audit != nil {
-		if err := b.add(ctx, audit.insert(tx)); err != nil {
-			return err
-		}
-	}
 	job := resumeJobRow(run.ID, s.StepKey, s.ID, now, now)
 	claimed := false
 	if h != nil {
@@ -270,12 +268,17 @@ func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s *sus
 			return err
 		}
 	}
-	payload := map[string]any{"suspensionId": s.ID, "resumedBy": derefString(s.ResumedBy)}
-	if s.Decision != nil {
-		payload["decision"] = *s.Decision
+	if audit != nil {
+		if err := b.add(ctx, audit.insert(tx)); err != nil {
+			return err
+		}
+	}
+	payload := map[string]any{"suspensionId": s.ID, "resumedBy": s.ResumedBy}
+	if s.Decision != "" {
+		payload["decision"] = s.Decision
 	}
 	typ := domain.EventRunResumed
-	switch decisionOf(s) {
+	switch s.Decision {
 	case domain.DecisionApproved:
 		typ = domain.EventReviewApproved
 	case domain.DecisionRejected:
@@ -297,13 +300,8 @@ func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s *sus
 		return err
 	}
 	if claimed {
-		j := job.toDomain()
-		r := run.toDomain()
-		sd, err := s.toDomain()
-		if err != nil {
-			return err
-		}
-		j.Run, j.Suspension = &r, &sd
+		j, r := job.toDomain(), run.toDomain()
+		j.Run, j.Suspension = &r, &s
 		h.Job = &j
 	}
 	return b.commit(ctx)
