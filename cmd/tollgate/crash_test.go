@@ -239,6 +239,24 @@ func (h *crashHarness) start() (*crashProc, error) {
 	return p, nil
 }
 
+// startReady starts a server and waits until it listens. A server that
+// exits first, or does not listen within 60s, is an error (the test's end
+// kills it).
+func (h *crashHarness) startReady() (*crashProc, error) {
+	p, err := h.start()
+	if err != nil {
+		return nil, fmt.Errorf("start server: %w", err)
+	}
+	select {
+	case <-p.ready:
+		return p, nil
+	case <-p.exited:
+		return nil, fmt.Errorf("server %d exited while starting: %v\n%s", p.pid, p.err, tail(p.stderr, 20))
+	case <-time.After(60 * time.Second):
+		return nil, fmt.Errorf("server %d did not listen within 60s\n%s", p.pid, tail(p.stderr, 20))
+	}
+}
+
 // chaos owns the server: it starts it, lets it live for 0.3–1.5s, kills it
 // and starts it again, until stop is closed; then it hands over the server
 // it last started (nil if one failed to start).
@@ -246,21 +264,10 @@ func (h *crashHarness) chaos(stop <-chan struct{}) <-chan *crashProc {
 	lastServer := make(chan *crashProc, 1)
 	go func() {
 		for {
-			p, err := h.start()
+			p, err := h.startReady()
 			if err != nil {
-				h.t.Errorf("start server: %v", err)
+				h.t.Error(err)
 				lastServer <- nil
-				return
-			}
-			select {
-			case <-p.ready:
-			case <-p.exited:
-				h.t.Errorf("server %d exited while starting: %v\n%s", p.pid, p.err, tail(p.stderr, 20))
-				lastServer <- nil
-				return
-			case <-time.After(60 * time.Second):
-				h.t.Errorf("server %d did not listen within 60s\n%s", p.pid, tail(p.stderr, 20))
-				lastServer <- p
 				return
 			}
 			select {

@@ -313,11 +313,10 @@ func TestDeclarativeWaitsSurviveSIGKILL(t *testing.T) {
 	for name, env := range map[string]map[string]string{"sqlite": nil, "postgres": {"DATABASE_URL": storagetest.NewDatabase(t)}} {
 		t.Run(name, func(t *testing.T) {
 			h := newCrashHarness(t, env)
-			first, err := h.start()
+			first, err := h.startReady()
 			if err != nil {
 				t.Fatal(err)
 			}
-			<-first.ready
 			c := h.client(2)
 			c.register(t, `{"id": "naps", "version": "1", "steps": [
 				{"type": "wait", "name": "nap", "durationMs": 1500}, {"type": "wait", "name": "done", "durationMs": 0}]}`)
@@ -329,11 +328,9 @@ func TestDeclarativeWaitsSurviveSIGKILL(t *testing.T) {
 				c.waitStatus(t, id, "suspended")
 			}
 			h.kill(first)
-			second, err := h.start()
-			if err != nil {
+			if _, err := h.startReady(); err != nil {
 				t.Fatal(err)
 			}
-			<-second.ready
 			for _, id := range runs {
 				c.waitStatus(t, id, "succeeded")
 				n := checkLog(t, c.events(t, id))
