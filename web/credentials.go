@@ -5,11 +5,13 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/crypto/argon2"
+
+	"github.com/tollgatehq/tollgate/domain"
 )
 
 // API keys are "tg_" followed by crypto/rand.Text (26 base32 characters,
@@ -42,11 +44,26 @@ const (
 	argonKeyLen  = 32
 )
 
-// HashPassword derives an argon2id hash in the PHC string format. Any
-// length of password is hashed whole; nothing is truncated.
+// checkPassword is the rule for every password a person chooses, whether
+// in the web app or through the CLI: at least domain.MinPasswordLen
+// characters and at most domain.MaxPasswordBytes bytes. Its
+// *domain.ValidationError says what to do.
+func checkPassword(password string) error {
+	switch {
+	case utf8.RuneCountInString(password) < domain.MinPasswordLen:
+		return &domain.ValidationError{Code: domain.CodeValidation, Message: fmt.Sprintf("Use at least %d characters.", domain.MinPasswordLen)}
+	case len(password) > domain.MaxPasswordBytes:
+		return &domain.ValidationError{Code: domain.CodeValidation, Message: fmt.Sprintf("Use at most %d bytes.", domain.MaxPasswordBytes)}
+	}
+	return nil
+}
+
+// HashPassword derives an argon2id hash in the PHC string format, for a
+// password that keeps checkPassword's rule. It is hashed whole; nothing is
+// truncated.
 func HashPassword(password string) (string, error) {
-	if len(password) < 8 {
-		return "", errors.New("password must have at least 8 characters")
+	if err := checkPassword(password); err != nil {
+		return "", err
 	}
 	salt := make([]byte, 16)
 	if _, err := rand.Read(salt); err != nil {

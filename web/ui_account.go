@@ -3,8 +3,6 @@ package web
 import (
 	"errors"
 	"net/http"
-	"strconv"
-	"unicode/utf8"
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/views"
@@ -45,11 +43,9 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) {
 		s.uiFailure(w, r, err)
 		return
 	}
-	switch {
-	case utf8.RuneCountInString(next) < domain.MinPasswordLen:
-		page.Errors["new"] = "Use at least " + strconv.Itoa(domain.MinPasswordLen) + " characters."
-	case len(next) > domain.MaxPasswordBytes:
-		page.Errors["new"] = "Use at most " + strconv.Itoa(domain.MaxPasswordBytes) + " bytes."
+	switch err := checkPassword(next); {
+	case err != nil:
+		page.Errors["new"] = err.Error()
 	case next == current:
 		page.Errors["new"] = "Choose a password other than the current one."
 	case confirm != next:

@@ -125,9 +125,11 @@ func userCmd(ctx context.Context, args []string, getenv func(string) string, std
 	if password == "" {
 		password, generated = rand.Text(), true
 	}
+	// Only a password from the environment can break the password rule: a
+	// generated one has 26 characters.
 	hash, err := web.HashPassword(password)
 	if err != nil {
-		return err
+		return fmt.Errorf("TOLLGATE_PASSWORD: %w", err)
 	}
 	u, err := db.CreateUser(ctx, domain.User{ID: uuid.NewString(), Email: email, Name: name, Role: domain.Role(role), CreatedAt: time.Now()}, hash)
 	if err != nil {

@@ -1,0 +1,33 @@
+package web_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tollgatehq/tollgate/web"
+)
+
+// Every password a person chooses keeps one rule, wherever it is set: at
+// least 12 characters (not bytes) and at most 1024 bytes.
+func TestHashPasswordKeepsThePasswordRule(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		password string
+		ok       bool
+	}{
+		{"eleven char", false},
+		{"twelve chars", true},
+		{strings.Repeat("é", 11), false}, // 22 bytes, 11 characters
+		{strings.Repeat("é", 12), true},
+		{strings.Repeat("x", 1024), true},
+		{strings.Repeat("x", 1025), false},
+	} {
+		hash, err := web.HashPassword(tt.password)
+		if (err == nil) != tt.ok {
+			t.Errorf("HashPassword of %d bytes: %v; want ok=%v", len(tt.password), err, tt.ok)
+		}
+		if tt.ok && !web.CheckPassword(hash, tt.password) {
+			t.Errorf("the hash of %d bytes does not check", len(tt.password))
+		}
+	}
+}
