@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -458,10 +459,16 @@ func (w *commitWriter) attach(ctx context.Context, existing, pause *suspensionRo
 			return p, err
 		}
 	}
-	w.addEvent(domain.NewEvent{Type: domain.EventRunResumed, Step: s.StepName, Payload: domain.MustJSON(map[string]any{
-		"suspensionId": s.ID, "resumedBy": s.ResumedBy, "resumedBeforePause": true,
-	})})
-	p.suspension = &s
+	return w.resumedNow(p, s, map[string]any{"resumedBeforePause": true}), nil
+}
+
+// resumedNow is p for a pause resumed as it commits, s as resumed: the
+// resume is logged, with extra in its payload, and continues at once.
+func (w *commitWriter) resumedNow(p pause, s domain.Suspension, extra map[string]any) pause {
+	payload := map[string]any{"suspensionId": s.ID, "resumedBy": s.ResumedBy}
+	maps.Copy(payload, extra)
+	w.addEvent(domain.NewEvent{Type: domain.EventRunResumed, Step: s.StepName, Payload: domain.MustJSON(payload)})
+	p.suspension, p.pending = &s, false
 	p.resume = resumeJobRow(w.run.ID, s.StepKey, s.ID, w.now, w.now)
-	return p, nil
+	return p
 }

@@ -189,19 +189,16 @@ func (w *commitWriter) takeKeptSignal(ctx context.Context, row *suspensionRow, p
 	if err != nil {
 		return p, false, err
 	}
-	now := w.now
-	row.Status, row.ResumeData, row.ResumedAt, row.ResumedBy, row.ResumeRequestKey = domain.SuspensionResumed, sig.data(), &now, &sig.SentBy, &sig.SignalID
-	if err := w.b.add(ctx, w.tx.NewUpdate().Model(row).Column("status", "resume_data", "resumed_at", "resumed_by", "resume_request_key").WherePK()); err != nil {
-		return p, false, err
-	}
-	s, err := row.toDomain()
+	won, err := w.db.conditionalResume(ctx, w.tx, row.ID, domain.ResumeRequest{Data: sig.data(), By: sig.SentBy, RequestKey: sig.SignalID, Now: w.now})
 	if err != nil {
 		return p, false, err
 	}
-	w.addEvent(domain.NewEvent{Type: domain.EventRunResumed, Step: s.StepName, Payload: domain.MustJSON(map[string]any{
-		"suspensionId": s.ID, "resumedBy": sig.SentBy, "signalId": sig.SignalID, "keptSignal": true,
-	})})
-	p.suspension, p.pending = &s, false
-	p.resume = resumeJobRow(w.run.ID, s.StepKey, s.ID, w.now, w.now)
-	return p, true, nil
+	if won == nil { // cannot happen: the wait was created under the run's lock just now
+		return p, false, fmt.Errorf("signal wait %s of run %s is no longer pending", row.StepKey, w.run.ID)
+	}
+	s, err := won.toDomain()
+	if err != nil {
+		return p, false, err
+	}
+	return w.resumedNow(p, s, map[string]any{"signalId": sig.SignalID, "keptSignal": true}), true, nil
 }
