@@ -3,7 +3,6 @@ package flow
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -335,9 +334,8 @@ func (c *compiled) async(ctx context.Context, i int, req domain.StepRequest, s S
 	var err error
 	if s.WorkItem == "" {
 		id := newID()
-		hash := sha256.Sum256([]byte(h.receipt(req.RunID, id)))
 		item, err = h.WorkItems.StartWorkItem(ctx, domain.WorkItem{ID: id, RunID: req.RunID, WorkflowID: c.doc.ID, StepName: st.Name,
-			ExecutionKey: req.IdempotencyKey, TokenHash: hash[:], WaitKey: id + ".1", CreatedAt: c.env.now()})
+			ExecutionKey: req.IdempotencyKey, TokenHash: tokenHash(h.receipt(req.RunID, id)), WaitKey: id + ".1", CreatedAt: c.env.now()})
 		s.WorkItem, s.Phase = item.ID, ""
 	} else {
 		item, err = h.WorkItems.WorkItem(ctx, s.WorkItem)

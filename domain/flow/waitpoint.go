@@ -99,8 +99,7 @@ func (w *Waitpoints) create(ctx context.Context, runID, step, execKey string, sp
 			return Waitpoint{}, &domain.ValidationError{Code: domain.CodeValidation, Message: "only a WEBHOOK waitpoint has a response to send"}
 		}
 	case domain.WaitpointWebhook:
-		h := sha256.Sum256([]byte(w.token(runID, row.ID)))
-		row.TokenHash = h[:]
+		row.TokenHash = tokenHash(w.token(runID, row.ID))
 	default:
 		return Waitpoint{}, &domain.ValidationError{Code: domain.CodeValidation, Message: fmt.Sprintf("waitpoint type %q is not DELAY or WEBHOOK", spec.Type)}
 	}
@@ -113,6 +112,14 @@ func (w *Waitpoints) create(ctx context.Context, runID, step, execKey string, sp
 		out.ResumeURL = w.ResumeURL(got.RunID, got.ID)
 	}
 	return out, nil
+}
+
+// tokenHash is what is stored of a token the server hands out (a resume
+// URL's, a work item's receipt): its SHA-256, so a copy of the database
+// cannot act on a run.
+func tokenHash(token string) []byte {
+	h := sha256.Sum256([]byte(token))
+	return h[:]
 }
 
 // token is the secret part of a waitpoint's resume URL.
@@ -144,8 +151,7 @@ func (w *Waitpoints) Check(ctx context.Context, runID, id, token string) (domain
 	if err != nil {
 		return domain.Waitpoint{}, err
 	}
-	h := sha256.Sum256([]byte(token))
-	if wp.Type != domain.WaitpointWebhook || len(wp.TokenHash) != len(h) || subtle.ConstantTimeCompare(wp.TokenHash, h[:]) != 1 {
+	if h := tokenHash(token); wp.Type != domain.WaitpointWebhook || subtle.ConstantTimeCompare(wp.TokenHash, h) != 1 {
 		return domain.Waitpoint{}, domain.ErrNotFound
 	}
 	return wp, nil
