@@ -409,7 +409,7 @@ func (w *commitWriter) suspensionRow(ns *domain.NewSuspension, key string) *susp
 		ID: ns.ID, RunID: w.run.ID, WorkflowID: ns.WorkflowID, WorkflowVersion: ns.WorkflowVersion,
 		StepName: ns.StepName, StepKey: key, Kind: ns.Kind, Reason: ns.Reason, Status: domain.SuspensionPending,
 		Checkpoint: ns.Checkpoint, ResumeStep: ns.ResumeStep, ResumeSchema: ns.ResumeSchema,
-		Assignee: ns.Assignee, Accept: acceptJSON(ns.Accept), Deferred: ns.Deferred, SuspendedAt: &now, CreatedAt: now,
+		Assignee: ns.Assignee, Accept: ns.Accept, Deferred: ns.Deferred, SuspendedAt: &now, CreatedAt: now,
 		Title: ns.Title, Instructions: ns.Instructions, Approvers: ns.Approvers, ApproverRole: ns.ApproverRole,
 	}
 	if ns.WakeAt != nil {

@@ -74,9 +74,9 @@ type suspensionRow struct {
 	ResumeRequestKey *string                 `bun:"resume_request_key"`
 	Decision         *string                 `bun:"decision"`
 	Assignee         string                  `bun:"assignee"`
-	Approvers        approverList            `bun:"approvers"`
+	Approvers        stringList              `bun:"approvers"`
 	ApproverRole     domain.Role             `bun:"approver_role"`
-	Accept           json.RawMessage         `bun:"accept,type:json"`
+	Accept           stringList              `bun:"accept,type:json"`
 	Title            string                  `bun:"title"`
 	Instructions     string                  `bun:"instructions"`
 	Deferred         json.RawMessage         `bun:"deferred,type:jsonb,nullzero"`
@@ -96,7 +96,7 @@ func (s *suspensionRow) toDomain() (domain.Suspension, error) {
 		StepName: s.StepName, StepKey: s.StepKey, Kind: s.Kind, Reason: s.Reason, Status: s.Status,
 		Checkpoint: s.Checkpoint, ResumeStep: s.ResumeStep, ResumeData: s.ResumeData,
 		ResumeSchema: s.ResumeSchema, Assignee: s.Assignee, WakeAt: utcPtr(s.WakeAt),
-		Approvers: s.Approvers, ApproverRole: s.ApproverRole,
+		Approvers: s.Approvers, ApproverRole: s.ApproverRole, Accept: s.Accept,
 		Title: s.Title, Instructions: s.Instructions,
 		ResumedAt: utcPtr(s.ResumedAt), Precompleted: s.Precompleted,
 	}
@@ -109,26 +109,12 @@ func (s *suspensionRow) toDomain() (domain.Suspension, error) {
 	if s.Decision != nil {
 		d.Decision = *s.Decision
 	}
-	if len(s.Accept) > 0 {
-		if err := json.Unmarshal(s.Accept, &d.Accept); err != nil {
-			return d, fmt.Errorf("suspension %s: accepted types: %w", s.ID, err)
-		}
-	}
 	cmds, err := domain.DecodeCommands(s.Deferred)
 	if err != nil {
 		return d, err
 	}
 	d.Deferred = cmds
 	return d, nil
-}
-
-// acceptJSON stores accepted document types as a JSON array (never null).
-func acceptJSON(types []string) json.RawMessage {
-	if types == nil {
-		types = []string{}
-	}
-	b, _ := json.Marshal(types)
-	return b
 }
 
 func utcPtr(t *time.Time) *time.Time {
@@ -211,12 +197,13 @@ const (
 // and SQLite's text timestamps order correctly.
 func ts(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
-// approverList is a suspension's approvers, stored as a JSON array of
-// lower-case emails in a text column: a founder's list finds the
-// suspensions naming them by the quoted email (storage/suspensions.go).
-type approverList []string
+// stringList is a list of strings stored as a JSON array, [] when empty
+// (never null): a suspension's approvers (lower-case emails, in a text
+// column, where a founder's list finds the suspensions naming them by the
+// quoted email) and its accepted document types.
+type stringList []string
 
-func (a approverList) Value() (driver.Value, error) {
+func (a stringList) Value() (driver.Value, error) {
 	if len(a) == 0 {
 		return "[]", nil
 	}
@@ -224,7 +211,7 @@ func (a approverList) Value() (driver.Value, error) {
 	return string(b), err
 }
 
-func (a *approverList) Scan(src any) error {
+func (a *stringList) Scan(src any) error {
 	var b []byte
 	switch v := src.(type) {
 	case string:
@@ -235,11 +222,11 @@ func (a *approverList) Scan(src any) error {
 		*a = nil
 		return nil
 	default:
-		return fmt.Errorf("approvers: unexpected %T", src)
+		return fmt.Errorf("string list: unexpected %T", src)
 	}
 	var list []string
 	if err := json.Unmarshal(b, &list); err != nil {
-		return fmt.Errorf("approvers: %w", err)
+		return fmt.Errorf("string list: %w", err)
 	}
 	*a = list
 	return nil

@@ -321,7 +321,7 @@ func (db *DB) precomplete(ctx context.Context, tx bun.IDB, run *runRow, req doma
 		ID: uuid.Must(uuid.NewV7()).String(), RunID: run.ID, WorkflowID: run.WorkflowID, WorkflowVersion: run.WorkflowVersion,
 		StepName: req.StepKey, StepKey: req.StepKey, Status: domain.SuspensionResumed, ResumeData: jsonOrNull(req.Data),
 		ResumeRequestKey: nullString(req.RequestKey), Decision: nullString(req.Decision),
-		Precompleted: true, ResumedAt: &now, ResumedBy: &req.By, CreatedAt: now, Accept: acceptJSON(nil),
+		Precompleted: true, ResumedAt: &now, ResumedBy: &req.By, CreatedAt: now,
 	}
 	if signal != "" {
 		row.Kind, row.Reason = domain.KindSignal, signal
