@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,40 +62,21 @@ func TestCrashRecoveryReplayPostgres(t *testing.T) {
 func crashReplayTest(t *testing.T, extraEnv map[string]string, runs int) {
 	const clients, minKills = 8, 5
 	h := newCrashHarness(t, extraEnv)
-	stop := make(chan struct{})
-	lastServer := h.chaos(stop)
 	d := &crashDriver{c: h.client(clients)}
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
-	defer cancel()
 	var (
 		mu     sync.Mutex
 		runIDs = map[string]int{}
-		next   atomic.Int64
-		wg     sync.WaitGroup
 	)
-	for range clients {
-		wg.Go(func() {
-			for !t.Failed() {
-				i := int(next.Add(1)) - 1
-				if i >= runs && (h.kills() >= minKills || i >= 3*runs) {
-					return
-				}
-				id, err := d.replayCycle(ctx, i)
-				if err != nil {
-					t.Errorf("run %d: %v", i, err)
-					return
-				}
-				mu.Lock()
-				runIDs[id] = i
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	close(stop)
-	if final := <-lastServer; t.Failed() || final == nil {
-		t.FailNow()
-	}
+	h.drive(clients, runs, minKills, func(ctx context.Context, i int) error {
+		id, err := d.replayCycle(ctx, i)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		runIDs[id] = i
+		mu.Unlock()
+		return nil
+	})
 	want := []string{"STEP_FINISHED charge", "NOW_RECORDED __now-0", "SIGNAL_AWAITED __timer-0", "SIGNAL_RESOLVED __timer-0",
 		"SIGNAL_AWAITED go", "SIGNAL_RESOLVED go", "STEP_FINISHED finish", "RUN_FINISHED"}
 	for id, i := range runIDs {

@@ -285,6 +285,43 @@ func (h *crashHarness) chaos(stop <-chan struct{}) <-chan *crashProc {
 	return lastServer
 }
 
+// drive has clients goroutines run cycle(ctx, i) for i = 0, 1, 2… while
+// chaos kills and restarts the server: at least cycles of them, and more
+// until minKills kills have happened (3×cycles at most). A failed cycle,
+// or any other failure of the test, stops them all. drive returns the
+// server started last, or ends the test if anything failed.
+func (h *crashHarness) drive(clients, cycles, minKills int, cycle func(ctx context.Context, i int) error) *crashProc {
+	stop := make(chan struct{})
+	lastServer := h.chaos(stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	for range clients {
+		wg.Go(func() {
+			for !h.t.Failed() {
+				i := int(next.Add(1)) - 1
+				if i >= cycles && (h.kills() >= minKills || i >= 3*cycles) {
+					return
+				}
+				if err := cycle(ctx, i); err != nil {
+					h.t.Errorf("cycle %d: %v", i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	final := <-lastServer
+	if h.t.Failed() || final == nil {
+		h.t.FailNow()
+	}
+	return final
+}
+
 func (h *crashHarness) kill(p *crashProc) {
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		h.t.Errorf("kill server %d: %v", p.pid, err)
@@ -412,44 +449,18 @@ func crashTest(t *testing.T, extraEnv map[string]string, cycles int) {
 	)
 	began := time.Now()
 	h := newCrashHarness(t, extraEnv)
-	stopChaos := make(chan struct{})
-	lastServer := h.chaos(stopChaos)
-
 	d := &crashDriver{c: h.client(clients)}
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
-	defer cancel()
 	var (
 		mu     sync.Mutex
 		runIDs = map[string]int{} // run → cycle
-		next   atomic.Int64
-		wg     sync.WaitGroup
-		failed atomic.Bool
 	)
-	for range clients {
-		wg.Go(func() {
-			for !failed.Load() {
-				i := int(next.Add(1)) - 1
-				if i >= cycles && (h.kills() >= minKills || i >= 3*cycles) {
-					return
-				}
-				err := d.cycle(ctx, i, func(id string) {
-					mu.Lock()
-					runIDs[id] = i
-					mu.Unlock()
-				})
-				if err != nil {
-					t.Errorf("cycle %d: %v", i, err)
-					failed.Store(true)
-				}
-			}
+	final := h.drive(clients, cycles, minKills, func(ctx context.Context, i int) error {
+		return d.cycle(ctx, i, func(id string) {
+			mu.Lock()
+			runIDs[id] = i
+			mu.Unlock()
 		})
-	}
-	wg.Wait()
-	close(stopChaos)
-	final := <-lastServer
-	if t.Failed() || final == nil {
-		t.FailNow()
-	}
+	})
 	drivenFor := time.Since(began)
 	kills := h.kills()
 
