@@ -56,18 +56,12 @@ func sendEmail(log *slog.Logger) flow.TaskFunc {
 // dir (when set). A document that does not validate stops the server:
 // it would otherwise be missing without anyone noticing.
 func loadDocuments(ctx context.Context, catalog *flow.Catalog, dir string, log *slog.Logger) error {
-	examples, err := fs.Glob(exampleDocuments, "examples/*.json")
+	examples, err := fs.Sub(exampleDocuments, "examples")
 	if err != nil {
 		return err
 	}
-	for _, name := range examples {
-		body, err := exampleDocuments.ReadFile(name)
-		if err != nil {
-			return err
-		}
-		if _, err := catalog.Register(ctx, body, "example"); err != nil {
-			return fmt.Errorf("example workflow %s: %w", name, err)
-		}
+	if _, err := catalog.LoadFS(ctx, examples, func(string) string { return "example" }); err != nil {
+		return fmt.Errorf("example workflows: %w", err)
 	}
 	if dir == "" {
 		return nil

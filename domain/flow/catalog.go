@@ -6,9 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
-	"path/filepath"
-	"sort"
 	"sync"
 	"time"
 
@@ -93,25 +92,31 @@ func (c *Catalog) Register(ctx context.Context, body []byte, by string) (Registe
 	return Registered{Document: doc, Definition: stored, Created: created}, nil
 }
 
-// LoadDir registers every *.json document in dir, in name order, and
-// reports all that fail at once (with their file names).
+// LoadDir registers every *.json document in dir, as LoadFS does, each
+// by "file:" and its name.
 func (c *Catalog) LoadDir(ctx context.Context, dir string) ([]Registered, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	return c.LoadFS(ctx, os.DirFS(dir), func(name string) string { return "file:" + name })
+}
+
+// LoadFS registers every *.json document at the top of fsys, in name
+// order, each by by(its name), and reports all that fail at once (with
+// their names).
+func (c *Catalog) LoadFS(ctx context.Context, fsys fs.FS, by func(name string) string) ([]Registered, error) {
+	names, err := fs.Glob(fsys, "*.json")
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(files)
 	var out []Registered
 	var errs []error
-	for _, f := range files {
-		body, err := os.ReadFile(f)
+	for _, name := range names {
+		body, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		r, err := c.Register(ctx, body, "file:"+filepath.Base(f))
+		r, err := c.Register(ctx, body, by(name))
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", f, err))
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 			continue
 		}
 		out = append(out, r)
