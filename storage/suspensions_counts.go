@@ -50,7 +50,7 @@ func (db *DB) CompactCounts(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	var folded int
-	err := db.bun.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var mine bool
 		if err := tx.NewRaw("SELECT pg_try_advisory_xact_lock(?)", countsLock).Scan(ctx, &mine); err != nil || !mine {
 			return err
