@@ -75,7 +75,7 @@ func (db *DB) insertRun(ctx context.Context, idb bun.IDB, row *runRow, nr domain
 		}
 	}
 	now := row.CreatedAt
-	ev := &eventRow{RunID: row.ID, Seq: 1, Type: domain.EventRunCreated, Payload: domain.MustJSON(map[string]any{"workflowId": nr.WorkflowID, "workflowVersion": nr.WorkflowVersion}), CreatedAt: now}
+	ev := newEventRow(row.ID, 1, domain.NewEvent{Type: domain.EventRunCreated, Payload: domain.MustJSON(map[string]any{"workflowId": nr.WorkflowID, "workflowVersion": nr.WorkflowVersion})}, now)
 	if err := b.add(ctx, idb.NewInsert().Model(ev)); err != nil {
 		return err
 	}

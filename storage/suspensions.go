@@ -284,7 +284,7 @@ func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s doma
 	case domain.DecisionRejected:
 		typ = domain.EventReviewRejected
 	}
-	ev := &eventRow{RunID: run.ID, Seq: run.NextSeq, Type: typ, Step: s.StepName, Payload: domain.MustJSON(payload), CreatedAt: now}
+	ev := newEventRow(run.ID, run.NextSeq, domain.NewEvent{Type: typ, Step: s.StepName, Payload: domain.MustJSON(payload)}, now)
 	if err := b.add(ctx, tx.NewInsert().Model(ev)); err != nil {
 		return err
 	}
@@ -361,7 +361,7 @@ func (db *DB) CancelRun(ctx context.Context, runID, by string, now time.Time) (d
 		if err := db.cancelOutstanding(ctx, b, runID, now); err != nil {
 			return err
 		}
-		ev := &eventRow{RunID: runID, Seq: run.NextSeq, Type: domain.EventRunCancelled, Payload: domain.MustJSON(map[string]any{"cancelledBy": by}), CreatedAt: now}
+		ev := newEventRow(runID, run.NextSeq, domain.NewEvent{Type: domain.EventRunCancelled, Payload: domain.MustJSON(map[string]any{"cancelledBy": by})}, now)
 		if err := b.add(ctx, tx.NewInsert().Model(ev)); err != nil {
 			return err
 		}
