@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
@@ -75,12 +74,7 @@ func seedTemplates(ctx context.Context, db *storage.DB, n, founders int) ([]stri
 	if err := registerExamples(reg); err != nil {
 		return nil, err
 	}
-	eng := engine.New(db, reg, engine.Opts{Workers: 4, PollInterval: 20 * time.Millisecond, Log: slog.New(slog.DiscardHandler)})
-	runCtx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { eng.Run(runCtx) })
-	defer func() { stop(); wg.Wait() }()
-
+	eng := engine.New(db, reg, engine.Opts{Log: slog.New(slog.DiscardHandler)})
 	var ids []string
 	for i := range n {
 		wf, input := "expense-approval", any(expenseInput{Amount: float64(40 + 35*i), Description: fmt.Sprintf("Conference travel, batch %d", i)})
@@ -96,23 +90,13 @@ func seedTemplates(ctx context.Context, db *storage.DB, n, founders int) ([]stri
 		if err != nil {
 			return nil, err
 		}
-		ids = append(ids, run.ID)
-	}
-	deadline := time.Now().Add(time.Minute)
-	for _, id := range ids {
-		for {
-			run, err := db.Run(ctx, id)
-			if err != nil {
-				return nil, err
-			}
-			if run.Status == domain.RunSuspended {
-				break
-			}
-			if run.Status.Terminal() || time.Now().After(deadline) {
-				return nil, fmt.Errorf("template run %s of %s is %s, not suspended", id, run.WorkflowID, run.Status)
-			}
-			time.Sleep(10 * time.Millisecond)
+		if run, err = eng.Drive(ctx, run.ID); err != nil {
+			return nil, err
 		}
+		if run.Status != domain.RunSuspended {
+			return nil, fmt.Errorf("template run %s of %s is %s, not suspended", run.ID, run.WorkflowID, run.Status)
+		}
+		ids = append(ids, run.ID)
 	}
 	return ids, nil
 }
