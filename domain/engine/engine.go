@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"sync"
@@ -475,5 +474,3 @@ func (e *Engine) heartbeat(ctx context.Context, job domain.Job) (context.Context
 	}()
 	return ctx, cancel
 }
-
-func jitter() float64 { return rand.Float64() }
