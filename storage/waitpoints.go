@@ -75,14 +75,11 @@ func (db *DB) Waitpoint(ctx context.Context, runID, id string) (domain.Waitpoint
 // oneWaitpoint reads the waitpoint where selects, or ErrNotFound; what
 // names it in errors.
 func (db *DB) oneWaitpoint(ctx context.Context, what, where string, args ...any) (domain.Waitpoint, error) {
-	var rows []waitpointRow
-	if err := db.waitpoints().Where(where, args...).Scan(ctx, &rows); err != nil {
+	row := new(waitpointRow) // at most one: the join is on the suspension's unique key
+	if err := db.waitpoints().Where(where, args...).Scan(ctx, row); err != nil {
 		return domain.Waitpoint{}, fmt.Errorf("%s: %w", what, translate(err))
 	}
-	if len(rows) == 0 {
-		return domain.Waitpoint{}, fmt.Errorf("%s: %w", what, domain.ErrNotFound)
-	}
-	return rows[0].toDomain()
+	return row.toDomain()
 }
 
 // Waitpoints implements domain.WaitpointStore.
