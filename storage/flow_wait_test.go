@@ -1,8 +1,6 @@
 package storage_test
 
 import (
-	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,13 +19,8 @@ func TestDeclarativeWaitWithAControllableClock(t *testing.T) {
 	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
 		t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 		clock := &fakeClock{now: t0}
-		var armed, fired atomic.Bool
-		o.Fault = func(point string) error {
-			if point == "commit.after_events" && armed.Load() && fired.CompareAndSwap(false, true) {
-				return errors.New("injected: the wake's commit fails")
-			}
-			return nil
-		}
+		var f faultOnce
+		o.Fault = f.hook
 		db := openDB(t, o)
 		_, wf, err := flow.Load([]byte(`{"id": "naps", "version": "1", "steps": [
 			{"type": "wait", "name": "nap", "durationMs": 3600000},
@@ -52,9 +45,9 @@ func TestDeclarativeWaitWithAControllableClock(t *testing.T) {
 		if got, _ := db.Run(t.Context(), run.ID); got.Status != domain.RunSuspended {
 			t.Fatalf("a minute early the run is %s", got.Status)
 		}
-		armed.Store(true)
+		f.arm("commit.after_events")
 		clock.Set(t0.Add(time.Hour))
-		waitFor(t, 10*time.Second, "the wake's failed commit", fired.Load)
+		waitFor(t, 10*time.Second, "the wake's failed commit", func() bool { return f.count() == 1 })
 		// The wake, given back after its failed commit, is due again a
 		// little later on the engine's clock.
 		for i := 1; ; i++ {

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -170,27 +169,20 @@ func TestDeleteRunRemovesEverything(t *testing.T) {
 func TestDeleteRunIsAtomic(t *testing.T) {
 	t.Parallel()
 	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
-		var armed atomic.Bool
-		o.Fault = func(point string) error {
-			if armed.Load() && point == "delete_run.after_delete" {
-				return errInjected
-			}
-			return nil
-		}
+		var f faultOnce
+		o.Fault = f.hook
 		db := openDB(t, o)
 		ctx := t.Context()
 		e := startEngine(t, db, newRegistry(t, pauseWorkflow("doomed", &stepCounter{})), engine.Opts{})
 		run := startRun(t, e, "doomed", 1)
 		waitRun(t, db, run.ID, domain.RunSuspended)
-		before := runRows(t, db, run.ID)
-		armed.Store(true)
+		before := snapshot(t, db, run.ID)
+		f.arm("delete_run.after_delete")
 		if err := db.DeleteRun(ctx, run.ID, "test", "admin@example.com", time.Now()); !errors.Is(err, errInjected) {
 			t.Fatalf("interrupted delete = %v; want the injected fault", err)
 		}
-		for table, n := range runRows(t, db, run.ID) {
-			if n != before[table] {
-				t.Errorf("after an interrupted delete the run has %d rows in %s; had %d", n, table, before[table])
-			}
+		if after := snapshot(t, db, run.ID); !sameState(before, after) {
+			t.Errorf("an interrupted delete changed the run:\nbefore %+v\nafter  %+v", before, after)
 		}
 		if entries, _, err := db.Audit(ctx, domain.AuditFilter{Action: "run.delete"}); err != nil || len(entries) != 0 {
 			t.Errorf("an interrupted delete audited %+v (%v)", entries, err)
