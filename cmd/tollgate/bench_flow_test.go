@@ -50,24 +50,24 @@ type flowBenchResult struct {
 
 type herdResult struct {
 	created                   time.Duration // starting and pausing the runs
-	p50, p99, min, max        time.Duration // lateness of the next step's start
+	late                      durStats      // lateness of the next step's start
 	last                      time.Duration // the last run's success after the instant
 	runs, stamped, duplicates int
 	wakes, distinctWakes      int // STEP_COMPLETED of the wait steps
 }
 
 type tripResult struct {
-	rate     float64
-	trips    int
-	p50, p99 time.Duration
+	rate  float64
+	trips int
+	lat   durStats
 }
 
 type hookResult struct {
-	asyncRate                      float64
-	asyncP50, asyncP99             time.Duration
-	syncP50, syncP99               time.Duration
-	ownP50, ownP99                 time.Duration // async resume → the run's terminal commit
-	afterCommitP50, afterCommitP99 time.Duration
+	asyncRate   float64
+	async       durStats
+	sync        durStats
+	own         durStats // async resume → the run's terminal commit
+	afterCommit durStats
 }
 
 func TestBenchFlows(t *testing.T) {
@@ -94,7 +94,7 @@ func TestBenchFlows(t *testing.T) {
 	for _, r := range results {
 		h := r.herd
 		fmt.Fprintf(&b, "%-9s %10v %9s %9s %9s %9s %10s %d of %d waits completed (%d distinct), %d next steps started, %d twice\n", r.dialect, h.created.Round(100*time.Millisecond),
-			ms(h.min), ms(h.p50), ms(h.p99), ms(h.max), ms(h.last), h.wakes, h.runs, h.distinctWakes, h.stamped, h.duplicates)
+			ms(h.late.min), ms(h.late.p50), ms(h.late.p99), ms(h.late.max), ms(h.last), h.wakes, h.runs, h.distinctWakes, h.stamped, h.duplicates)
 	}
 	b.WriteString("\nResident memory (VmRSS after runtime.GC + debug.FreeOSMemory) with pending wait steps (durationMs one day):\n\n")
 	fmt.Fprintf(&b, "%-9s %10s %10s %11s\n", "dialect", "1k waits", fmt.Sprintf("%dk waits", rssLarge/1000), "difference")
@@ -104,28 +104,28 @@ func TestBenchFlows(t *testing.T) {
 	fmt.Fprintf(&b, "\nAsync http step round trips, %d clients: call received by the endpoint → its webhook report → the next step's start:\n\n", benchClients)
 	fmt.Fprintf(&b, "%-9s %12s %9s %9s\n", "dialect", "trips/s", "p50", "p99")
 	for _, r := range results {
-		fmt.Fprintf(&b, "%-9s %12.1f %9s %9s  (%d trips in %v)\n", r.dialect, r.trips.rate, ms(r.trips.p50), ms(r.trips.p99), r.trips.trips, roundTripCount)
+		fmt.Fprintf(&b, "%-9s %12.1f %9s %9s  (%d trips in %v)\n", r.dialect, r.trips.rate, ms(r.trips.lat.p50), ms(r.trips.lat.p99), r.trips.trips, roundTripCount)
 	}
 	fmt.Fprintf(&b, "\nWaitpoint resumes: %d async calls from %d clients; %d sync calls, and %d async ones for comparison, from one client.\n", hookAsyncRuns, benchClients, hookSyncRuns, hookSyncRuns)
 	b.WriteString("own work: async call sent → the run's terminal commit (the engine's callback); sync added = sync p50 − own work p50.\n\n")
 	fmt.Fprintf(&b, "%-9s %10s %-19s | %-19s | %-19s | %-19s | %s\n", "dialect", "async/s", "async p50/p99", "sync p50/p99", "own work p50/p99", "sync after commit", "sync added p50")
 	for _, r := range results {
 		h := r.hooks
-		fmt.Fprintf(&b, "%-9s %10.1f %8s/%-9s | %8s/%-9s | %8s/%-9s | %8s/%-9s | %s\n", r.dialect, h.asyncRate, ms(h.asyncP50), ms(h.asyncP99),
-			ms(h.syncP50), ms(h.syncP99), ms(h.ownP50), ms(h.ownP99), ms(h.afterCommitP50), ms(h.afterCommitP99), ms(h.syncP50-h.ownP50))
+		fmt.Fprintf(&b, "%-9s %10.1f %8s/%-9s | %8s/%-9s | %8s/%-9s | %8s/%-9s | %s\n", r.dialect, h.asyncRate, ms(h.async.p50), ms(h.async.p99),
+			ms(h.sync.p50), ms(h.sync.p99), ms(h.own.p50), ms(h.own.p99), ms(h.afterCommit.p50), ms(h.afterCommit.p99), ms(h.sync.p50-h.own.p50))
 	}
 	b.WriteString("\nTargets:\n")
 	for _, r := range results {
 		if h := r.herd; benchPart("herd") {
-			fmt.Fprintf(&b, "  %s  %-8s herd lateness p50 ≤ 20ms: %s\n", verdict(h.p50 <= 20*time.Millisecond), r.dialect, ms(h.p50))
-			fmt.Fprintf(&b, "  %s  %-8s herd lateness p99 ≤ 100ms: %s\n", verdict(h.p99 <= 100*time.Millisecond), r.dialect, ms(h.p99))
+			fmt.Fprintf(&b, "  %s  %-8s herd lateness p50 ≤ 20ms: %s\n", verdict(h.late.p50 <= 20*time.Millisecond), r.dialect, ms(h.late.p50))
+			fmt.Fprintf(&b, "  %s  %-8s herd lateness p99 ≤ 100ms: %s\n", verdict(h.late.p99 <= 100*time.Millisecond), r.dialect, ms(h.late.p99))
 			fmt.Fprintf(&b, "  %s  %-8s every wait fired once, none early: %d completions of %d runs, %d distinct, %d twice, earliest %s\n",
-				verdict(h.wakes == h.runs && h.distinctWakes == h.runs && h.stamped == h.runs && h.duplicates == 0 && h.min >= 0), r.dialect, h.wakes, h.runs, h.distinctWakes, h.duplicates, ms(h.min))
+				verdict(h.wakes == h.runs && h.distinctWakes == h.runs && h.stamped == h.runs && h.duplicates == 0 && h.late.min >= 0), r.dialect, h.wakes, h.runs, h.distinctWakes, h.duplicates, ms(h.late.min))
 			d := r.timersLarge - r.timersSmall
 			fmt.Fprintf(&b, "  %s  %-8s RSS growth from 1k to %dk pending waits %s ≤ 20 MiB\n", verdict(d <= 20<<20), r.dialect, rssLarge/1000, mib(d))
 		}
 		if h := r.hooks; benchPart("hooks") {
-			fmt.Fprintf(&b, "  %s  %-8s sync endpoint added latency p50 ≤ 5ms: %s\n", verdict(h.syncP50-h.ownP50 <= 5*time.Millisecond), r.dialect, ms(h.syncP50-h.ownP50))
+			fmt.Fprintf(&b, "  %s  %-8s sync endpoint added latency p50 ≤ 5ms: %s\n", verdict(h.sync.p50-h.own.p50 <= 5*time.Millisecond), r.dialect, ms(h.sync.p50-h.own.p50))
 		}
 	}
 	fmt.Print(b.String())
@@ -213,14 +213,13 @@ func benchHerd(t *testing.T, dialect string, r *flowBenchResult) {
 		late = append(late, at[0].Sub(due))
 	}
 	st.mu.Unlock()
-	h.p50, h.p99 = p50p99(late)
-	h.min, h.max = late[0], late[len(late)-1]
+	h.late = summarize(late)
 	if err := db.Bun().QueryRowContext(context.Background(), `SELECT count(*), count(DISTINCT run_id) FROM events WHERE type = ? AND step = 'due'`, domain.EventStepCompleted).
 		Scan(&h.wakes, &h.distinctWakes); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("herd: %d runs paused in %v; lateness of the next step's start min %s p50 %s p99 %s max %s; all succeeded %s after the instant; %d wait completions (%d runs), %d started twice",
-		herdRuns, h.created.Round(time.Millisecond), ms(h.min), ms(h.p50), ms(h.p99), ms(h.max), ms(h.last), h.wakes, h.distinctWakes, h.duplicates)
+		herdRuns, h.created.Round(time.Millisecond), ms(h.late.min), ms(h.late.p50), ms(h.late.p99), ms(h.late.max), ms(h.last), h.wakes, h.distinctWakes, h.duplicates)
 
 	// Pending timers are rows, not memory: 1k, then rssLarge of them.
 	startSuspended(t, eng, db, "idle", 0, rssSmall, nil)
@@ -318,9 +317,8 @@ func benchRoundTrips(t *testing.T, dialect string) tripResult {
 	if n := reportErrs.Load(); n > 0 {
 		t.Fatalf("%d webhook reports failed", n)
 	}
-	r := tripResult{trips: len(latencies), rate: float64(len(latencies)) / roundTripCount.Seconds()}
-	r.p50, r.p99 = p50p99(latencies)
-	t.Logf("round trips: %d in %v = %.1f/s; p50 %s p99 %s", r.trips, roundTripCount, r.rate, ms(r.p50), ms(r.p99))
+	r := tripResult{trips: len(latencies), rate: float64(len(latencies)) / roundTripCount.Seconds(), lat: summarize(latencies)}
+	t.Logf("round trips: %d in %v = %.1f/s; p50 %s p99 %s", r.trips, roundTripCount, r.rate, ms(r.lat.p50), ms(r.lat.p99))
 	return r
 }
 
@@ -387,7 +385,7 @@ func benchHooks(t *testing.T, dialect string) hookResult {
 		t.FailNow()
 	}
 	waitForCount(t, db, "hook", domain.RunSucceeded, hookAsyncRuns, time.Minute)
-	h.asyncP50, h.asyncP99 = p50p99(async)
+	h.async = summarize(async)
 
 	var own, syncs, afterCommit []time.Duration
 	for i := range hookSyncRuns {
@@ -416,10 +414,8 @@ func benchHooks(t *testing.T, dialect string) hookResult {
 		done, _ = finished.Load(id)
 		afterCommit = append(afterCommit, answered.Sub(done.(time.Time)))
 	}
-	h.ownP50, h.ownP99 = p50p99(own)
-	h.syncP50, h.syncP99 = p50p99(syncs)
-	h.afterCommitP50, h.afterCommitP99 = p50p99(afterCommit)
+	h.own, h.sync, h.afterCommit = summarize(own), summarize(syncs), summarize(afterCommit)
 	t.Logf("waitpoints: async %.1f/s p50 %s p99 %s; one client: own work p50 %s p99 %s, sync p50 %s p99 %s, answered after the commit p50 %s p99 %s",
-		h.asyncRate, ms(h.asyncP50), ms(h.asyncP99), ms(h.ownP50), ms(h.ownP99), ms(h.syncP50), ms(h.syncP99), ms(h.afterCommitP50), ms(h.afterCommitP99))
+		h.asyncRate, ms(h.async.p50), ms(h.async.p99), ms(h.own.p50), ms(h.own.p99), ms(h.sync.p50), ms(h.sync.p99), ms(h.afterCommit.p50), ms(h.afterCommit.p99))
 	return h
 }

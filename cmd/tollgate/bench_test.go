@@ -73,7 +73,7 @@ type modeResult struct {
 	xactsPerCycle        float64 // PostgreSQL only
 	rate                 float64
 	cycles               int
-	clientP50, clientP99 time.Duration
+	client               durStats
 	serverP50, serverP99 time.Duration
 	serverSamples        int
 	errors               int64
@@ -126,7 +126,7 @@ func TestBench(t *testing.T) {
 				tx = fmt.Sprintf("%.1f (raw 4)", m.xactsPerCycle)
 			}
 			fmt.Fprintf(&b, "%-9s %-20s %10.1f %9.1f %s | %8s / %8s | %8s / %8s | %s\n", r.dialect, fmt.Sprintf("%d, %s", m.clients, m.name), m.rate, r.rawRate, ratio,
-				ms(m.clientP50), ms(m.clientP99), ms(m.serverP50), ms(m.serverP99), tx)
+				ms(m.client.p50), ms(m.client.p99), ms(m.serverP50), ms(m.serverP99), tx)
 		}
 	}
 	b.WriteString("\nResident memory (VmRSS after runtime.GC + debug.FreeOSMemory) with suspended runs in the database:\n\n")
@@ -142,8 +142,8 @@ func TestBench(t *testing.T) {
 			if r.dialect == "postgres" && m.clients == benchClients {
 				fmt.Fprintf(&b, "  %s  %s engine/raw ratio %.2f ≥ 0.4\n", verdict(m.rate/r.rawRate >= 0.4), mode, m.rate/r.rawRate)
 			}
-			fmt.Fprintf(&b, "  %s  %s resume latency p50 ≤ 5ms: client %s, server %s\n", verdict(max(m.clientP50, m.serverP50) <= 5*time.Millisecond), mode, ms(m.clientP50), ms(m.serverP50))
-			fmt.Fprintf(&b, "  %s  %s resume latency p99 ≤ 25ms: client %s, server %s\n", verdict(max(m.clientP99, m.serverP99) <= 25*time.Millisecond), mode, ms(m.clientP99), ms(m.serverP99))
+			fmt.Fprintf(&b, "  %s  %s resume latency p50 ≤ 5ms: client %s, server %s\n", verdict(max(m.client.p50, m.serverP50) <= 5*time.Millisecond), mode, ms(m.client.p50), ms(m.serverP50))
+			fmt.Fprintf(&b, "  %s  %s resume latency p99 ≤ 25ms: client %s, server %s\n", verdict(max(m.client.p99, m.serverP99) <= 25*time.Millisecond), mode, ms(m.client.p99), ms(m.serverP99))
 		}
 		d := r.rssLarge - r.rssSmall
 		fmt.Fprintf(&b, "  %s  %-8s RSS growth from 1k to %dk suspended runs %s ≤ 20 MiB\n", verdict(d <= 20<<20), r.dialect, rssLarge/1000, mib(d))
@@ -479,17 +479,26 @@ func benchEngine(t *testing.T, dialect string, mode benchMode) modeResult {
 	}
 	m := modeResult{name: mode.name, clients: mode.clients, xactsPerCycle: xactsPerCycle, cycles: cycles, rate: float64(cycles) / benchMeasure.Seconds(),
 		serverP50: histQuantile(window, 0.5), serverP99: histQuantile(window, 0.99),
-		serverSamples: int(window[len(window)-1]), errors: errs.Load()}
-	m.clientP50, m.clientP99 = p50p99(latencies)
+		serverSamples: int(window[len(window)-1]), errors: errs.Load(), client: summarize(latencies)}
 	t.Logf("engine, %s: %d cycles in %v = %.1f/s; resume latency client p50 %s p99 %s (%d samples), server p50 %s p99 %s (%d samples); %.1f transactions per cycle; %d errors logged",
-		mode.name, cycles, benchMeasure, m.rate, ms(m.clientP50), ms(m.clientP99), len(latencies), ms(m.serverP50), ms(m.serverP99), m.serverSamples, m.xactsPerCycle, m.errors)
+		mode.name, cycles, benchMeasure, m.rate, ms(m.client.p50), ms(m.client.p99), m.client.n, ms(m.serverP50), ms(m.serverP99), m.serverSamples, m.xactsPerCycle, m.errors)
 	return m
 }
 
-// p50p99 sorts d and returns its median and 99th percentile.
-func p50p99(d []time.Duration) (p50, p99 time.Duration) {
-	slices.Sort(d)
-	return quantile(d, 0.5), quantile(d, 0.99)
+// durStats summarizes measured durations.
+type durStats struct {
+	n                       int
+	min, p50, p95, p99, max time.Duration
+}
+
+// summarize returns the count, extremes and percentiles of d, which it
+// leaves as it is.
+func summarize(d []time.Duration) durStats {
+	if len(d) == 0 {
+		return durStats{}
+	}
+	s := slices.Sorted(slices.Values(d))
+	return durStats{n: len(s), min: s[0], p50: quantile(s, 0.5), p95: quantile(s, 0.95), p99: quantile(s, 0.99), max: s[len(s)-1]}
 }
 
 // quantile is the q-quantile of sorted (nearest rank).

@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,27 +93,27 @@ func TestBenchWeb(t *testing.T) {
 
 	push := benchPush(t, api, browser, db)
 	fmt.Fprintf(&b, "\nA resume pushed to %d open inbox tabs (websockets, %d resumes %v apart; resume request sent → the\n"+
-		"tab's message naming the run received):\n%-44s %s\n", webTabs, webResumes, webResumeEvery, fmt.Sprintf("%d deliveries, %d missed", len(push.latencies), push.missed), row(push.latencies))
+		"tab's message naming the run received):\n%-44s %s\n", webTabs, webResumes, webResumeEvery, fmt.Sprintf("%d deliveries, %d missed", push.latency.n, push.missed), row(push.latency))
 
 	b.WriteString("\nTargets:\n")
-	fmt.Fprintf(&b, "  inbox first page p95 ≤ 30ms: %s (%s)\n", verdict(quantile(first, 0.95) <= 30*time.Millisecond), ms(quantile(first, 0.95)))
-	fmt.Fprintf(&b, "  inbox deep page p95 ≤ 30ms:  %s (%s)\n", verdict(quantile(deep, 0.95) <= 30*time.Millisecond), ms(quantile(deep, 0.95)))
-	fmt.Fprintf(&b, "  grouped counts ≤ 50ms:       %s (p99 %s folded, %s with deltas)\n", verdict(max(quantile(counts, 0.99), quantile(withDeltas, 0.99)) <= 50*time.Millisecond),
-		ms(quantile(counts, 0.99)), ms(quantile(withDeltas, 0.99)))
-	fmt.Fprintf(&b, "  push to 1,000 tabs p99 ≤ 200ms: %s (%s, %d missed)\n", verdict(push.missed == 0 && quantile(push.latencies, 0.99) <= 200*time.Millisecond), ms(quantile(push.latencies, 0.99)), push.missed)
+	fmt.Fprintf(&b, "  inbox first page p95 ≤ 30ms: %s (%s)\n", verdict(first.p95 <= 30*time.Millisecond), ms(first.p95))
+	fmt.Fprintf(&b, "  inbox deep page p95 ≤ 30ms:  %s (%s)\n", verdict(deep.p95 <= 30*time.Millisecond), ms(deep.p95))
+	fmt.Fprintf(&b, "  grouped counts ≤ 50ms:       %s (p99 %s folded, %s with deltas)\n", verdict(max(counts.p99, withDeltas.p99) <= 50*time.Millisecond),
+		ms(counts.p99), ms(withDeltas.p99))
+	fmt.Fprintf(&b, "  push to 1,000 tabs p99 ≤ 200ms: %s (%s, %d missed)\n", verdict(push.missed == 0 && push.latency.p99 <= 200*time.Millisecond), ms(push.latency.p99), push.missed)
 	if n := errs.Load(); n > 0 {
 		fmt.Fprintf(&b, "\nThe server logged %d errors.\n", n)
 	}
 	t.Log(b.String())
 }
 
-func row(d []time.Duration) string {
-	return fmt.Sprintf("%8s %8s %8s %8s", ms(quantile(d, 0.5)), ms(quantile(d, 0.95)), ms(quantile(d, 0.99)), ms(d[len(d)-1]))
+func row(s durStats) string {
+	return fmt.Sprintf("%8s %8s %8s %8s", ms(s.p50), ms(s.p95), ms(s.p99), ms(s.max))
 }
 
-// timeRequests runs f n times after a few untimed runs and returns the
-// sorted durations.
-func timeRequests(t *testing.T, n int, f func(i int)) []time.Duration {
+// timeRequests runs f n times after a few untimed runs and summarizes
+// their durations.
+func timeRequests(t *testing.T, n int, f func(i int)) durStats {
 	for i := range min(n, 20) {
 		f(i)
 	}
@@ -124,8 +123,7 @@ func timeRequests(t *testing.T, n int, f func(i int)) []time.Duration {
 		f(i)
 		out[i] = time.Since(start)
 	}
-	slices.Sort(out)
-	return out
+	return summarize(out)
 }
 
 // browserSession is a signed-in reviewer's cookie jar.
@@ -222,8 +220,8 @@ func unfoldedDeltas(t *testing.T, db *storage.DB, n int) int {
 }
 
 type pushResult struct {
-	latencies []time.Duration
-	missed    int
+	latency durStats
+	missed  int
 }
 
 // benchPush opens webTabs inbox websockets as the signed-in reviewer, then
@@ -305,6 +303,5 @@ func benchPush(t *testing.T, api *client, browser *browserSession, db *storage.D
 		c.Close()
 	}
 	readers.Wait()
-	slices.Sort(latencies)
-	return pushResult{latencies: latencies, missed: len(targets)*webTabs - len(latencies)}
+	return pushResult{latency: summarize(latencies), missed: len(targets)*webTabs - len(latencies)}
 }
