@@ -108,10 +108,17 @@ func newProblem(status int, code, detail string) Problem {
 	}
 }
 
-// problemFor maps an error to the problem the client sees. Only validation
-// and conflict errors, which are written for clients, show their message;
-// anything unexpected becomes a generic 500 whose error the caller logs.
+// problemFor maps an error to the problem the client sees. A refused role
+// or approver is a 403; only validation and conflict errors, which are
+// written for clients, show their message; anything unexpected becomes a
+// generic 500 whose error the caller logs.
 func problemFor(err error) Problem {
+	switch {
+	case errors.Is(err, errForbidden):
+		return newProblem(http.StatusForbidden, "forbidden", "Your role does not allow this.")
+	case errors.Is(err, domain.ErrNotApprover):
+		return newProblem(http.StatusForbidden, domain.CodeNotApprover, "This suspension names who may act on it (its approvers, and admins), and you are not among them.")
+	}
 	if ve, ok := errors.AsType[*domain.ValidationError](err); ok {
 		p := newProblem(validationStatus(ve.Code), cmp.Or(ve.Code, domain.CodeValidation), ve.Message)
 		p.Errors = ve.Fields

@@ -6,7 +6,6 @@ package web
 import (
 	"bufio"
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -155,14 +154,6 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) handle(h func(http.ResponseWriter, *http.Request) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
-			if errors.Is(err, errForbidden) {
-				writeProblem(w, r, newProblem(http.StatusForbidden, "forbidden", "Your role does not allow this."))
-				return
-			}
-			if errors.Is(err, domain.ErrNotApprover) {
-				writeProblem(w, r, newProblem(http.StatusForbidden, domain.CodeNotApprover, "This suspension names who may act on it (its approvers, and admins), and you are not among them."))
-				return
-			}
 			p := problemFor(err)
 			if p.Status >= 500 {
 				s.Log.ErrorContext(r.Context(), "Request failed", "method", r.Method, "path", r.URL.Path, "error", err)

@@ -184,12 +184,16 @@ func (s *Server) mayAct(w http.ResponseWriter, r *http.Request, sp domain.Suspen
 	if mayResume(viewerPrincipal(v), sp) {
 		return true
 	}
-	msg := "You can see this suspension but not act on it."
-	if sp.Restricted() {
-		msg = "This request names who may act on it (its approvers, and admins), and you are not among them."
-	}
-	s.renderError(w, r, http.StatusForbidden, "Not for your role", msg, v)
+	s.renderError(w, r, http.StatusForbidden, "Not for your role", notYours(sp), v)
 	return false
+}
+
+// notYours says why the viewer may not resume or decide sp.
+func notYours(sp domain.Suspension) string {
+	if sp.Restricted() {
+		return "This request names who may act on it (its approvers, and admins), and you are not among them."
+	}
+	return "You can see this suspension but not act on it."
 }
 
 func (s *Server) readForm(w http.ResponseWriter, r *http.Request, sp domain.Suspension, v *views.Viewer) bool {
@@ -209,7 +213,7 @@ func (s *Server) actionFailed(w http.ResponseWriter, r *http.Request, sp domain.
 	var ce *domain.ConflictError
 	switch {
 	case errors.Is(err, domain.ErrNotApprover):
-		s.refuse(w, r, sp, v, typed, http.StatusForbidden, &domain.ValidationError{Message: "Only the approvers this request names (and admins) may act on it."})
+		s.refuse(w, r, sp, v, typed, http.StatusForbidden, &domain.ValidationError{Message: notYours(sp)})
 	case errors.As(err, &ve):
 		s.refuse(w, r, sp, v, typed, http.StatusUnprocessableEntity, ve)
 	case errors.As(err, &ce):
