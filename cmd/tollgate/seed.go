@@ -42,12 +42,16 @@ func seedCmd(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "Ran %d template runs through the engine; copying them %d times…\n", len(templates), n-len(templates))
-	report := max((n-len(templates))/10, 10_000)
-	err = db.CloneSuspendedRuns(ctx, storage.CloneOpts{Templates: templates, N: n - len(templates), Now: time.Now(), Spread: spread,
+	copies := n - len(templates)
+	fmt.Fprintf(stdout, "Ran %d template runs through the engine; copying them %d times…\n", len(templates), copies)
+	// A line about every tenth of the copies, whatever the batch size.
+	report := max(copies/10, 10_000)
+	next := report
+	err = db.CloneSuspendedRuns(ctx, storage.CloneOpts{Templates: templates, N: copies, Now: time.Now(), Spread: spread,
 		Progress: func(done int) {
-			if done%report < 10_000 || done == n-len(templates) {
+			if done >= next || done == copies {
 				fmt.Fprintf(stdout, "  %d runs (%s)\n", done, time.Since(start).Round(time.Second))
+				next = (done/report + 1) * report
 			}
 		}})
 	if err != nil {
