@@ -401,7 +401,7 @@ func benchHooks(t *testing.T, dialect string) hookResult {
 		own = append(own, done.(time.Time).Sub(t0))
 
 		id, url = ids[hookAsyncRuns+hookSyncRuns+i], urls[hookAsyncRuns+hookSyncRuns+i]
-		d, err := post(strings.Replace(url, "?", "/sync?", 1))
+		d, err := post(syncURL(url))
 		if err != nil {
 			t.Fatal(err)
 		}

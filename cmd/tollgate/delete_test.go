@@ -32,7 +32,7 @@ func TestDeleteRunDuringSyncResume(t *testing.T) {
 			answered := make(chan answer, 1)
 			go func() {
 				start := time.Now()
-				resp, err := http.Post(strings.Replace(resumeURL, "?", "/sync?", 1), "application/json", strings.NewReader(`{}`))
+				resp, err := http.Post(syncURL(resumeURL), "application/json", strings.NewReader(`{}`))
 				if err != nil {
 					answered <- answer{body: err.Error()}
 					return

@@ -62,6 +62,10 @@ func envFunc(env map[string]string) func(string) string {
 	return func(k string) string { return env[k] }
 }
 
+// syncURL is the sync form of a waitpoint's resume URL, which answers
+// with what the run does next.
+func syncURL(resumeURL string) string { return strings.Replace(resumeURL, "?", "/sync?", 1) }
+
 // openDB opens and migrates the database o names, for tests that drive
 // storage or the engine without a server; it is closed when the test ends.
 func openDB(t testing.TB, o storage.Opts) *storage.DB {

@@ -170,7 +170,7 @@ func testWaitpoints(t *testing.T, env map[string]string) {
 			t.Fatal("a refused call changed the run")
 		}
 		// The sync resume answers with the next waitpoint's response.
-		status, hdr, body = send("PUT", strings.Replace(first.Confirm, "?", "/sync?", 1)+"&answer=yes", "text/plain", "confirmed")
+		status, hdr, body = send("PUT", syncURL(first.Confirm)+"&answer=yes", "text/plain", "confirmed")
 		if status != http.StatusOK || string(body) != "almost there" || !strings.HasPrefix(hdr.Get("Content-Type"), "text/plain") {
 			t.Fatalf("sync resume: %d %s %s", status, hdr.Get("Content-Type"), body)
 		}
@@ -184,7 +184,7 @@ func testWaitpoints(t *testing.T, env map[string]string) {
 				next = sp.ResumeURL
 			}
 		}
-		status, _, body = send("POST", strings.Replace(next, "?", "/sync?", 1), "application/octet-stream", "\xff\xfe")
+		status, _, body = send("POST", syncURL(next), "application/octet-stream", "\xff\xfe")
 		var out domain.HTTPCall
 		if status != http.StatusOK || json.Unmarshal(body, &out) != nil || out.BodyEncoding != "base64" || string(out.Body) != `"//4="` {
 			t.Fatalf("sync resume of the last waitpoint answers with the run's output: %d %s", status, body)
@@ -211,7 +211,7 @@ func testWaitpoints(t *testing.T, env map[string]string) {
 		}
 		sp := c.run(t, accepted.RunID).Suspensions[0]
 		start := time.Now()
-		status, _, body = send("POST", strings.Replace(sp.ResumeURL, "?", "/sync?", 1), "", "")
+		status, _, body = send("POST", syncURL(sp.ResumeURL), "", "")
 		if status != http.StatusAccepted || json.Unmarshal(body, &accepted) != nil || accepted.Status != "running" || time.Since(start) < time.Second {
 			t.Errorf("a sync resume past its timeout: %d %s after %v", status, body, time.Since(start))
 		}
