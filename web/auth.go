@@ -60,12 +60,3 @@ func unauthorized(w http.ResponseWriter, r *http.Request) {
 
 // errForbidden is a role check that failed.
 var errForbidden = errors.New("forbidden")
-
-// mayResume reports whether the caller may resume or decide s: reviewers
-// and admins may act on any suspension that names no approvers, founders
-// only on their own (domain.Suspension.MayDecide).
-func mayResume(p Principal, s domain.Suspension) bool { return s.MayDecide(p.User) }
-
-// mayRead reports whether the caller may see s; a founder may not learn
-// that other founders' suspensions exist (404, not 403).
-func mayRead(p Principal, s domain.Suspension) bool { return s.MayRead(p.User) }

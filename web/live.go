@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -34,7 +35,7 @@ type liveClient struct {
 	send  chan []byte
 	scope string // "inbox", "my", or "run"
 	runID string // for "run"
-	email string // lower case, for "my"
+	email string // for "my"
 }
 
 type liveHub struct {
@@ -91,21 +92,16 @@ func (h *liveHub) fanOut(runID string) {
 		h.log.Warn("Live update: reading a run's suspensions failed", "run_id", runID, "error", err)
 		return
 	}
-	assignees := map[string]bool{}
-	for _, s := range ss {
-		if s.Assignee != "" {
-			assignees[strings.ToLower(s.Assignee)] = true
-		}
-		for _, a := range s.Approvers {
-			assignees[a] = true
-		}
-	}
 	// A founder is told only that something of theirs changed.
 	mine, _ := json.Marshal(map[string]string{"type": "changed"})
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for c := range h.clients {
-		if c.scope == "my" && assignees[c.email] {
+		if c.scope != "my" {
+			continue
+		}
+		founder := domain.User{Email: c.email, Role: domain.RoleFounder}
+		if slices.ContainsFunc(ss, func(s domain.Suspension) bool { return s.MayRead(founder) }) {
 			h.deliver(c, mine)
 		}
 	}
@@ -165,7 +161,7 @@ func (s *Server) liveSocket(w http.ResponseWriter, r *http.Request) {
 	case scope == "inbox" && v.Staff():
 		c.scope = "inbox"
 	case scope == "my" && founderOnly(v.Role):
-		c.scope, c.email = "my", strings.ToLower(v.Email)
+		c.scope, c.email = "my", v.Email
 	case strings.HasPrefix(scope, "run:") && v.Staff():
 		c.scope, c.runID = "run", strings.TrimPrefix(scope, "run:")
 	case strings.HasPrefix(scope, "suspension:"):

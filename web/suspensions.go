@@ -39,7 +39,7 @@ func (s *Server) listSuspensions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	for _, sp := range ss {
-		if mayRead(p, sp) {
+		if sp.MayRead(p.User) {
 			items = append(items, s.suspensionOut(r, sp))
 		}
 	}
@@ -56,7 +56,7 @@ func (s *Server) visibleSuspension(r *http.Request, p Principal, id string) (dom
 	if err != nil {
 		return sp, err
 	}
-	if sp.Precompleted || !mayRead(p, sp) {
+	if sp.Precompleted || !sp.MayRead(p.User) {
 		return domain.Suspension{}, domain.ErrNotFound
 	}
 	return sp, nil

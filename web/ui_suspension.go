@@ -53,7 +53,7 @@ func (s *Server) suspensionPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) suspensionView(r *http.Request, sp domain.Suspension, v *views.Viewer) views.SuspensionPage {
-	p := views.SuspensionPage{Viewer: v, S: sp, Checkpoint: indentJSON(sp.Checkpoint), CanAct: mayResume(viewerPrincipal(v), sp), Now: s.Clock.Now()}
+	p := views.SuspensionPage{Viewer: v, S: sp, Checkpoint: indentJSON(sp.Checkpoint), CanAct: sp.MayDecide(viewerPrincipal(v).User), Now: s.Clock.Now()}
 	if sp.ResumedAt != nil {
 		p.ResumeData = indentJSON(sp.ResumeData)
 	}
@@ -181,7 +181,7 @@ func (s *Server) decideFromPage(w http.ResponseWriter, r *http.Request) {
 // mayAct reports whether the viewer may resume or decide sp, and answers
 // 403 when not.
 func (s *Server) mayAct(w http.ResponseWriter, r *http.Request, sp domain.Suspension, v *views.Viewer) bool {
-	if mayResume(viewerPrincipal(v), sp) {
+	if sp.MayDecide(viewerPrincipal(v).User) {
 		return true
 	}
 	s.renderError(w, r, http.StatusForbidden, "Not for your role", notYours(sp), v)

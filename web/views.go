@@ -89,7 +89,7 @@ type suspensionJSON struct {
 // suspensionOut is a suspension as the API shows it to the caller of r.
 func (s *Server) suspensionOut(r *http.Request, sp domain.Suspension) suspensionJSON {
 	v := suspensionView(sp)
-	if sp.Kind == domain.KindWebhook && sp.Status == domain.SuspensionPending && s.Waitpoints != nil && mayResume(principalFrom(r.Context()), sp) {
+	if sp.Kind == domain.KindWebhook && sp.Status == domain.SuspensionPending && s.Waitpoints != nil && sp.MayDecide(principalFrom(r.Context()).User) {
 		v.ResumeURL = s.Waitpoints.ResumeURL(sp.RunID, sp.StepKey)
 	}
 	return v
