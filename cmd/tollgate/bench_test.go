@@ -217,12 +217,12 @@ type benchFlows struct {
 // choices: 16 workers, its commit callback and error-counting logger, a
 // fixed secret, and no housekeeping (TestBenchWeb measures counts with
 // deltas not yet folded).
-func benchServerOn(t *testing.T, o storage.Opts, errs *atomic.Int64, onCommit func(string, domain.CommitResult), flows *benchFlows) (*client, *engine.Engine, *storage.DB, func()) {
+func benchServerOn(t *testing.T, o storage.Opts, errs *atomic.Int64, onCommit func(string, domain.CommitResult), bf *benchFlows) (*client, *engine.Engine, *storage.DB, func()) {
 	ctx := context.Background()
 	args := []string{"--addr", "127.0.0.1:0", "--shutdown-timeout", "10s", "--workers", strconv.Itoa(benchWorkers),
 		"--job-lease", "30s", "--poll-interval", "1s", "--data", o.DataDir, "--database-url", o.URL}
-	if flows != nil {
-		args = append(args, "--http-allow", flows.allow)
+	if bf != nil {
+		args = append(args, "--http-allow", bf.allow)
 	}
 	cfg, err := parseServe(args, func(string) string { return "" }, io.Discard)
 	if err != nil {
@@ -244,32 +244,25 @@ func benchServerOn(t *testing.T, o storage.Opts, errs *atomic.Int64, onCommit fu
 	if err := errors.Join(registerExamples(reg), reg.Register(benchCycle()), benchReplay().Register(reg, &replay.Env{Store: db, Observe: replayObserve})); err != nil {
 		t.Fatal(err)
 	}
-	var links *flow.Links
-	var waitpoints *flow.Waitpoints
-	var catalog *flow.Catalog
-	if flows != nil {
-		links, waitpoints, catalog, err = newFlows(cfg, db, reg, flows.tasks, []byte("bench secret, 32 bytes or more.."))
-		if err != nil {
+	var fl *flows
+	if bf != nil {
+		if fl, err = newFlows(cfg, db, reg, bf.tasks, []byte("bench secret, 32 bytes or more..")); err != nil {
 			t.Fatal(err)
 		}
 	}
 	opts := engineOpts(cfg, log)
 	opts.OnCommit = onCommit
 	eng := engine.New(db, reg, opts)
-	srv := newServer(cfg, eng, db, log)
-	if flows != nil {
-		srv.Catalog, srv.Waitpoints, srv.WorkItems = catalog, waitpoints, db
-	}
+	srv := newServer(cfg, eng, db, fl, nil, log)
 	srvCtx, cancel := context.WithCancel(ctx)
 	listening := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
 		done <- listenAndServe(srvCtx, cfg, srv.Handler(), eng, log, io.Discard, func(addr net.Addr) {
-			base := "http://" + addr.String()
-			if links != nil && links.PublicURL == "" {
-				links.PublicURL = base
+			if fl != nil {
+				fl.listening(addr)
 			}
-			listening <- base
+			listening <- "http://" + addr.String()
 		})
 	}()
 	var base string

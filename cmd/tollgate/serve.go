@@ -115,25 +115,20 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	links, waitpoints, catalog, err := newFlows(c, db, reg, tasks, secret)
+	fl, err := newFlows(c, db, reg, tasks, secret)
 	if err != nil {
 		return err
 	}
-	if err := loadDocuments(ctx, catalog, c.workflowsDir, log); err != nil {
+	if err := loadDocuments(ctx, fl.catalog, c.workflowsDir, log); err != nil {
 		return err
 	}
 	eng := engine.New(db, reg, engineOpts(c, log))
-	srv := newServer(c, eng, db, log)
-	srv.Catalog, srv.Waitpoints, srv.WorkItems, srv.Feed = catalog, waitpoints, db, feed
+	srv := newServer(c, eng, db, fl, feed, log)
 	hkCtx, stopHousekeeping := context.WithCancel(ctx)
 	var hk sync.WaitGroup
 	hk.Go(func() { housekeep(hkCtx, db, log, housekeepingEvery, c.retention) })
 	defer func() { stopHousekeeping(); hk.Wait() }()
-	return listenAndServe(ctx, c, srv.Handler(), eng, log, stdout, func(addr net.Addr) {
-		if links.PublicURL == "" {
-			links.PublicURL = "http://" + addr.String()
-		}
-	})
+	return listenAndServe(ctx, c, srv.Handler(), eng, log, stdout, fl.listening)
 }
 
 // engineOpts are the engine's options as serve configures them.
@@ -144,27 +139,47 @@ func engineOpts(c serveConfig, log *slog.Logger) engine.Opts {
 	}
 }
 
-// newFlows wires declarative workflows as serve configures them: the links
-// that sign resume URLs (PublicURL stays empty without --public-url, for
-// the caller to fill in once it listens), waitpoints, and the catalog with
-// http steps limited by --http-allow.
-func newFlows(c serveConfig, db *storage.DB, reg *domain.Registry, tasks *flow.Tasks, secret []byte) (*flow.Links, *flow.Waitpoints, *flow.Catalog, error) {
+// flows are declarative workflows as serve wires them: the links that
+// sign resume URLs, waitpoints, and the catalog with http steps limited
+// by --http-allow.
+type flows struct {
+	links      *flow.Links
+	waitpoints *flow.Waitpoints
+	catalog    *flow.Catalog
+}
+
+// newFlows wires declarative workflows as serve configures them. The
+// public URL stays empty without --public-url, for listening to fill in.
+func newFlows(c serveConfig, db *storage.DB, reg *domain.Registry, tasks *flow.Tasks, secret []byte) (*flows, error) {
 	allow, err := flow.ParseAllowList(c.httpAllow)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	links := &flow.Links{Secret: secret, PublicURL: c.publicURL}
 	waitpoints := &flow.Waitpoints{Links: links, Store: db, MaxWait: c.maxWait}
 	catalog := flow.NewCatalog(db, flow.Env{Tasks: tasks, MaxWait: c.maxWait, CheckSchema: web.CheckSchema, Waitpoints: waitpoints,
 		HTTP: flow.NewHTTPSteps(allow, db, links)}, reg)
-	return links, waitpoints, catalog, nil
+	return &flows{links: links, waitpoints: waitpoints, catalog: catalog}, nil
 }
 
-// newServer is the web server as serve configures it.
-func newServer(c serveConfig, eng *engine.Engine, db *storage.DB, log *slog.Logger) *web.Server {
-	return &web.Server{Engine: eng, Store: db, Auth: db, Health: db, Log: log, MaxBody: int64(c.maxBody), KeyCacheTTL: c.keyCacheTTL,
+// listening makes the listen address the public URL, unless --public-url
+// set one. listenAndServe calls it before the engine starts.
+func (f *flows) listening(addr net.Addr) {
+	if f.links.PublicURL == "" {
+		f.links.PublicURL = "http://" + addr.String()
+	}
+}
+
+// newServer is the web server as serve configures it, with declarative
+// workflows when f is not nil.
+func newServer(c serveConfig, eng *engine.Engine, db *storage.DB, f *flows, feed *replay.Feed, log *slog.Logger) *web.Server {
+	srv := &web.Server{Engine: eng, Store: db, Auth: db, Health: db, Log: log, MaxBody: int64(c.maxBody), KeyCacheTTL: c.keyCacheTTL,
 		UIStore: db, SessionIdle: c.sessionIdle, SessionAbsolute: c.sessionMax, TrustProxy: c.trustProxy, UploadLimit: int64(c.uploadLimit),
-		SyncTimeout: c.syncTimeout}
+		SyncTimeout: c.syncTimeout, Feed: feed}
+	if f != nil {
+		srv.Catalog, srv.Waitpoints, srv.WorkItems = f.catalog, f.waitpoints, db
+	}
+	return srv
 }
 
 // housekeepingEvery is how often housekeep folds the inbox's count deltas;
