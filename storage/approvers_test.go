@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/storage"
 )
 
@@ -18,10 +19,10 @@ func TestApproversAreKeptListedAndEnforced(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx := t.Context()
-		wf := askOnce("named", func() domain.Command {
+		wf := askOnce("named", func(domain.StepRequest) domain.Command {
 			return domain.Suspend("sign", map[string]any{}, "", domain.WithApprovers(domain.RoleReviewer, "Ann_Lee@Example.com", "bo@example.com", "bo@example.com"), domain.WithAssignee("cy@example.com"))
 		})
-		e := startEngine(t, db, newRegistry(t, wf), engine0(domain.SystemClock{}))
+		e := startEngine(t, db, newRegistry(t, wf), engine.Opts{})
 		run := startRun(t, e, "named", nil)
 		waitRun(t, db, run.ID, domain.RunSuspended)
 		s := pendingSuspension(t, db, run.ID)

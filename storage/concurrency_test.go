@@ -328,7 +328,7 @@ func TestEarlyResumeIsVettedAgainstItsPause(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx := t.Context()
 		reg := newRegistry(t, wf)
-		opts := engine.Opts{ValidateResumeData: validate, PollInterval: 20 * time.Millisecond}
+		opts := engine.Opts{ValidateResumeData: validate}
 		// Runs are started and resumed before any engine runs their steps,
 		// so every resume here is early.
 		idle := engine.New(db, reg, opts)

@@ -14,22 +14,14 @@ import (
 	"github.com/tollgatehq/tollgate/storage"
 )
 
-// askWorkflow pauses with the reason and kind its input names, then
-// finishes with what it was given.
-func askWorkflow(id string) *domain.Workflow {
-	return domain.NewWorkflow(id, "1").
-		Step("ask", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
-			var in struct{ Reason, Kind string }
-			if err := req.Bind(&in); err != nil {
-				return domain.StepResult{}, err
-			}
-			return domain.StepResult{Commands: []domain.Command{
-				domain.Suspend(in.Reason, map[string]string{"run": req.RunID}, "done", domain.WithKind(domain.SuspensionKind(in.Kind))),
-			}}, nil
-		}).
-		Step("done", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
-			return domain.StepResult{Output: req.Input}, nil
-		})
+// askAsInput, for askOnce, pauses with the reason and kind the run's
+// input names.
+func askAsInput(req domain.StepRequest) domain.Command {
+	var in struct{ Reason, Kind string }
+	if err := req.Bind(&in); err != nil {
+		return domain.Fail("bad_input", err.Error())
+	}
+	return domain.Suspend(in.Reason, map[string]string{"run": req.RunID}, "", domain.WithKind(domain.SuspensionKind(in.Kind)))
 }
 
 // groupCounts is PendingCounts as two maps, zero counts left out.
@@ -116,7 +108,7 @@ func TestPendingCountsFollowEverySuspensionChange(t *testing.T) {
 			Step("done", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
 				return domain.StepResult{}, nil
 			})
-		e := startEngine(t, db, newRegistry(t, askWorkflow("claims"), askWorkflow("expenses"), slow), engine.Opts{})
+		e := startEngine(t, db, newRegistry(t, askOnce("claims", askAsInput), askOnce("expenses", askAsInput), slow), engine.Opts{})
 		assertCounts(t, db, "empty", "claims")
 
 		var runs []domain.Run
@@ -161,7 +153,7 @@ func TestPendingCountsUnderConcurrency(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx := t.Context()
-		e := startEngine(t, db, newRegistry(t, askWorkflow("claims"), askWorkflow("expenses")), engine.Opts{Workers: 8, PollInterval: 5 * time.Millisecond})
+		e := startEngine(t, db, newRegistry(t, askOnce("claims", askAsInput), askOnce("expenses", askAsInput)), engine.Opts{Workers: 8, PollInterval: 5 * time.Millisecond})
 		stop := make(chan struct{})
 		var compactors sync.WaitGroup
 		var folded atomic.Int64

@@ -26,7 +26,7 @@ func TestDocumentsAndAcceptedTypes(t *testing.T) {
 	}
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx := t.Context()
-		e := startEngine(t, db, newRegistry(t, wf("application/pdf", "image/png"), wf("not a type")), engine.Opts{PollInterval: 20 * time.Millisecond})
+		e := startEngine(t, db, newRegistry(t, wf("application/pdf", "image/png"), wf("not a type")), engine.Opts{})
 
 		bad := startRun(t, e, "docs-not", nil)
 		if got := waitRun(t, db, bad.ID, domain.RunFailed); got.Error == nil || got.Error.Code != domain.CodeOrchestration {

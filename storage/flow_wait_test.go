@@ -28,7 +28,7 @@ func TestDeclarativeWaitWithAControllableClock(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := startEngine(t, db, newRegistry(t, wf), engine.Opts{Clock: clock, PollInterval: 20 * time.Millisecond})
+		e := startEngine(t, db, newRegistry(t, wf), engine.Opts{Clock: clock})
 		run := startRun(t, e, "naps", nil)
 		waitFor(t, 10*time.Second, "the wait's pause", func() bool {
 			return count(t, db, "SELECT count(*) FROM suspensions WHERE run_id = ? AND status = 'pending'", run.ID) == 1

@@ -1,24 +1,13 @@
 package storage_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/storage"
 )
-
-// askOnce is a one-step workflow that pauses with pause(), and completes
-// with its resume payload when resumed.
-func askOnce(id string, pause func() domain.Command) *domain.Workflow {
-	return domain.NewWorkflow(id, "1").Step("ask", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
-		if req.Resumed {
-			return domain.StepResult{Commands: []domain.Command{domain.Complete(req.Input)}}, nil
-		}
-		return domain.StepResult{Commands: []domain.Command{pause()}}, nil
-	})
-}
 
 // A resume with a handoff inserts its job claimed by the handoff's worker
 // and returns it with the run and suspension as they now stand; no other
@@ -29,12 +18,12 @@ func TestResumeHandsOffItsJob(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx := t.Context()
-		wf := askOnce("handoff", func() domain.Command {
+		wf := askOnce("handoff", func(domain.StepRequest) domain.Command {
 			c := domain.Suspend("data", nil, "")
 			c.Until = time.Now().Add(time.Hour) // a deadline: a timer job waits already
 			return c
 		})
-		e, stop := runEngine(t, db, newRegistry(t, wf), engine0(domain.SystemClock{}))
+		e, stop := runEngine(t, db, newRegistry(t, wf), engine.Opts{})
 		run := startRun(t, e, "handoff", nil)
 		waitRun(t, db, run.ID, domain.RunSuspended)
 		stop()
@@ -76,16 +65,14 @@ func (quietStore) Wakeups() <-chan struct{} { return nil }
 func TestEngineRunsHandedOffResumesAtOnce(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
-		wf := askOnce("handoff", func() domain.Command { return domain.Suspend("data", nil, "") })
+		wf := askOnce("handoff", func(domain.StepRequest) domain.Command { return domain.Suspend("data", nil, "") })
 		reg := newRegistry(t, wf)
-		e, stop := runEngine(t, db, reg, engine0(domain.SystemClock{}))
+		e, stop := runEngine(t, db, reg, engine.Opts{})
 		run := startRun(t, e, "handoff", nil)
 		waitRun(t, db, run.ID, domain.RunSuspended)
 		stop()
 		s := pendingSuspension(t, db, run.ID)
-		o := engine0(domain.SystemClock{})
-		o.PollInterval, o.WorkerID = time.Hour, "quiet"
-		quiet := startEngine(t, quietStore{db}, reg, o)
+		quiet := startEngine(t, quietStore{db}, reg, engine.Opts{PollInterval: time.Hour, WorkerID: "quiet"})
 		time.Sleep(50 * time.Millisecond) // its first claim has found nothing
 		sent := time.Now()
 		if _, err := quiet.Resume(t.Context(), domain.ResumeRequest{SuspensionID: s.ID, Data: raw("x"), By: "t"}); err != nil {

@@ -113,7 +113,7 @@ func forEachDialectOpts(t *testing.T, f func(t *testing.T, o storage.Opts)) {
 func runEngine(t testing.TB, db domain.Store, reg *domain.Registry, o engine.Opts) (*engine.Engine, func()) {
 	t.Helper()
 	if o.PollInterval == 0 {
-		o.PollInterval = 50 * time.Millisecond
+		o.PollInterval = 20 * time.Millisecond
 	}
 	if o.Log == nil {
 		o.Log = testLogger(t)
@@ -125,6 +125,18 @@ func runEngine(t testing.TB, db domain.Store, reg *domain.Registry, o engine.Opt
 	stop := func() { cancel(); wg.Wait() }
 	t.Cleanup(stop)
 	return e, stop
+}
+
+// askOnce is a one-step workflow (its step is "ask") that pauses with the
+// command pause makes of its request, and completes with its resume
+// payload when resumed.
+func askOnce(id string, pause func(domain.StepRequest) domain.Command) *domain.Workflow {
+	return domain.NewWorkflow(id, "1").Step("ask", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+		if req.Resumed {
+			return domain.StepResult{Commands: []domain.Command{domain.Complete(req.Input)}}, nil
+		}
+		return domain.StepResult{Commands: []domain.Command{pause(req)}}, nil
+	})
 }
 
 // newRegistry registers wfs or fails the test.

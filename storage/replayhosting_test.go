@@ -35,14 +35,14 @@ func TestReplayVersionUpgrade(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx := t.Context()
 		v1 := waitForPayment("v1")
-		old, stop := runEngine(t, db, replayRegistry(t, &replay.Env{Store: db}, v1), engine0(nil))
+		old, stop := runEngine(t, db, replayRegistry(t, &replay.Env{Store: db}, v1), engine.Opts{})
 		kept, dropped := startRun(t, old, "billing", nil), startRun(t, old, "billing", nil)
 		waitRun(t, db, kept.ID, domain.RunSuspended)
 		waitRun(t, db, dropped.ID, domain.RunSuspended)
 		stop()
 
 		regV2 := replayRegistry(t, &replay.Env{Store: db}, waitForPayment("v2").PreviousVersions(v1))
-		upgraded, stopUpgraded := runEngine(t, db, regV2, engine0(nil))
+		upgraded, stopUpgraded := runEngine(t, db, regV2, engine.Opts{})
 		fresh := startRun(t, upgraded, "billing", nil)
 		if fresh.WorkflowVersion != "v2" {
 			t.Errorf("a new run starts on %s; want v2", fresh.WorkflowVersion)
@@ -61,7 +61,7 @@ func TestReplayVersionUpgrade(t *testing.T) {
 		}
 
 		stopUpgraded()
-		dropping := startEngine(t, db, replayRegistry(t, &replay.Env{Store: db}, waitForPayment("v2")), engine0(nil))
+		dropping := startEngine(t, db, replayRegistry(t, &replay.Env{Store: db}, waitForPayment("v2")), engine.Opts{})
 		if _, err := sendSignal(ctx, dropping, dropped.ID, "payment", "pay", "evt-dropped", payment{Amount: 1}); err != nil {
 			t.Fatal(err)
 		}
@@ -109,13 +109,13 @@ func TestReplayTwoWorkersOneRun(t *testing.T) {
 			return int(n), nil
 		})
 		reg := replayRegistry(t, &replay.Env{Store: db}, def)
-		first := startEngine(t, db, reg, engine.Opts{PollInterval: 20 * time.Millisecond, Lease: time.Minute, WorkerID: "first"})
+		first := startEngine(t, db, reg, engine.Opts{Lease: time.Minute, WorkerID: "first"})
 		run := startRun(t, first, "stall", nil)
 		<-stalled
 		// The second worker's clock is an hour on: the first's lease has
 		// expired for it.
 		later := &fakeClock{now: time.Now().Add(time.Hour)}
-		second := startEngine(t, db, reg, engine.Opts{Clock: later, PollInterval: 20 * time.Millisecond, Lease: 200 * time.Millisecond, WorkerID: "second"})
+		second := startEngine(t, db, reg, engine.Opts{Clock: later, Lease: 200 * time.Millisecond, WorkerID: "second"})
 		waitRun(t, db, run.ID, domain.RunSuspended)
 		close(release)
 		waitFor(t, 10*time.Second, "the stalled worker's conflict", func() bool { return conflicts.Load() == 1 })

@@ -92,7 +92,7 @@ func TestReplayWorkflow(t *testing.T) {
 			})
 		})
 		reg := replayRegistry(t, &replay.Env{Store: db, Clock: clock}, pipeline)
-		e := startEngine(t, db, reg, engine0(clock))
+		e := startEngine(t, db, reg, engine.Opts{Clock: clock})
 		run := startRun(t, e, "payment-pipeline", map[string]string{"UserID": "u-1"})
 		waitRun(t, db, run.ID, domain.RunSuspended)
 		s := pendingSuspension(t, db, run.ID)
@@ -142,10 +142,6 @@ func TestReplayWorkflow(t *testing.T) {
 			t.Errorf("the log:\n got %q\nwant %q", got, want)
 		}
 	})
-}
-
-func engine0(clock domain.Clock) engine.Opts {
-	return engine.Opts{Clock: clock, PollInterval: 20 * time.Millisecond}
 }
 
 // Sleeps and deadlines are durable timers on the engine's clock; a
@@ -221,7 +217,7 @@ func TestReplayTimersAndNondeterminism(t *testing.T) {
 			}))
 		}
 		reg := replayRegistry(t, &replay.Env{Store: db, Clock: clock}, defs...)
-		e := startEngine(t, db, reg, engine0(clock))
+		e := startEngine(t, db, reg, engine.Opts{Clock: clock})
 		nap := startRun(t, e, "nap", nil)
 		flaky := startRun(t, e, "flaky", nil)
 		wall, recorded := startRun(t, e, "wall-clock", nil), startRun(t, e, "recorded-clock", nil)
@@ -319,7 +315,7 @@ func TestReplayLogConflicts(t *testing.T) {
 			}),
 		}
 		reg := replayRegistry(t, &replay.Env{Store: db}, defs...)
-		e := startEngine(t, db, reg, engine.Opts{PollInterval: 20 * time.Millisecond})
+		e := startEngine(t, db, reg, engine.Opts{})
 		stepRace, commitRace := startRun(t, e, "step-race", nil), startRun(t, e, "commit-race", nil)
 		waitRun(t, db, stepRace.ID, domain.RunSucceeded)
 		waitRun(t, db, commitRace.ID, domain.RunSucceeded)

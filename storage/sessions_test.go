@@ -121,7 +121,7 @@ func TestChangesAreAnnounced(t *testing.T) {
 			}
 		})
 		var n stepCounter
-		e := startEngine(t, db, newRegistry(t, pauseWorkflow("pause", &n)), engine.Opts{PollInterval: 20 * time.Millisecond})
+		e := startEngine(t, db, newRegistry(t, pauseWorkflow("pause", &n)), engine.Opts{})
 		run := startRun(t, e, "pause", nil)
 		waitChange := func(what string) {
 			t.Helper()
@@ -158,9 +158,8 @@ func TestResumeAuditCommitsWithTheWinner(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx := t.Context()
-		var n stepCounter
-		e := startEngine(t, db, newRegistry(t, pauseWorkflow("pause", &n), askWorkflow("ask")), engine.Opts{})
-		run := startRun(t, e, "pause", 1)
+		e := startEngine(t, db, newRegistry(t, askOnce("ask", askAsInput)), engine.Opts{})
+		run := startRun(t, e, "ask", map[string]string{"reason": "docs", "kind": "input"})
 		waitRun(t, db, run.ID, domain.RunSuspended)
 		sp := pendingSuspension(t, db, run.ID)
 		var wg sync.WaitGroup
@@ -179,7 +178,7 @@ func TestResumeAuditCommitsWithTheWinner(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(entries) != 1 || entries[0].Subject != sp.ID || entries[0].WorkflowID != "pause" || entries[0].ActorEmail != won.ResumedBy {
+		if len(entries) != 1 || entries[0].Subject != sp.ID || entries[0].WorkflowID != "ask" || entries[0].ActorEmail != won.ResumedBy {
 			t.Fatalf("audit entries %+v; want one, by the winner %s", entries, won.ResumedBy)
 		}
 

@@ -46,7 +46,7 @@ func TestSignalsKeptForTheirWait(t *testing.T) {
 			p, err := replay.WaitForEvent[payment](c, "refund", replay.WithID("refund"))
 			return append(got, -p.Amount), err
 		})
-		e := startEngine(t, db, replayRegistry(t, &replay.Env{Store: db}, def), engine0(nil))
+		e := startEngine(t, db, replayRegistry(t, &replay.Env{Store: db}, def), engine.Opts{})
 		run := startRun(t, e, "orders", nil)
 		waitRun(t, db, run.ID, domain.RunSuspended)
 
@@ -104,7 +104,7 @@ func TestSignalDeliveriesRace(t *testing.T) {
 			p, err := replay.WaitForEvent[payment](c, "payment", replay.WithID("pay"))
 			return p.Amount, err
 		})
-		e := startEngine(t, db, replayRegistry(t, &replay.Env{Store: db}, def), engine0(nil))
+		e := startEngine(t, db, replayRegistry(t, &replay.Env{Store: db}, def), engine.Opts{})
 		var finished atomic.Int32
 		race := func(runID, stepID string, id func(i int) string) (delivered, duplicates, lost, kept []int) {
 			var mu sync.Mutex
@@ -194,7 +194,7 @@ func TestEarlySignalOfAnotherNameIsRefused(t *testing.T) {
 			p, err := replay.WaitForEvent[payment](c, "refund", replay.WithID("refund"))
 			return p.Amount, err
 		})
-		e := startEngine(t, db, replayRegistry(t, &replay.Env{Store: db}, def), engine0(nil))
+		e := startEngine(t, db, replayRegistry(t, &replay.Env{Store: db}, def), engine.Opts{})
 		run := startRun(t, e, "refunds", nil)
 		waitRun(t, db, run.ID, domain.RunSuspended)
 		if sig, err := sendSignal(ctx, e, run.ID, "payment", "refund", "pay-1", payment{Amount: 99}); err != nil || sig.StepKey != "refund" || sig.DeliveredAt != nil {
