@@ -12,7 +12,7 @@ import (
 
 // Deleting a run removes its row; the foreign keys of every table that
 // holds a run_id (events, suspensions, jobs, documents, waitpoints, work
-// items) are declared ON DELETE CASCADE, and foreign keys are enforced on
+// items, signals) are declared ON DELETE CASCADE, and foreign keys are enforced on
 // both dialects (SQLite turns them on per connection in openSQLite), so
 // the database takes everything that belongs to the run with it, in the
 // same statement. The audit log keeps its entries: it is append-only and

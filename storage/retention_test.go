@@ -24,7 +24,7 @@ import (
 // the run.
 var runTables = map[string]string{
 	"runs": "id", "events": "run_id", "suspensions": "run_id", "jobs": "run_id",
-	"documents": "run_id", "waitpoints": "run_id", "work_items": "run_id",
+	"documents": "run_id", "waitpoints": "run_id", "work_items": "run_id", "signals": "run_id",
 }
 
 // runRows counts a run's rows in every table that holds them.
@@ -50,8 +50,8 @@ func requireGone(t testing.TB, db *storage.DB, runID string) {
 	}
 }
 
-// addRunExtras gives a suspended run a document, a waitpoint and a work
-// item, so that deleting it has every kind of row to remove.
+// addRunExtras gives a suspended run a document, a waitpoint, a work item
+// and a kept signal, so that deleting it has every kind of row to remove.
 func addRunExtras(t testing.TB, db *storage.DB, s domain.Suspension) {
 	t.Helper()
 	ctx, now := t.Context(), time.Now()
@@ -70,13 +70,17 @@ func addRunExtras(t testing.TB, db *storage.DB, s domain.Suspension) {
 	if _, err := db.StartWorkItem(ctx, domain.WorkItem{ID: newID(), RunID: s.RunID, WorkflowID: s.WorkflowID, StepName: "start", ExecutionKey: "x1", TokenHash: token[:], WaitKey: "start", CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
+	if sig, err := db.SendSignal(ctx, domain.SignalRequest{RunID: s.RunID, Name: "later", SignalID: s.ID + "-sig", By: "billing", Now: now}); err != nil || sig.DeliveredAt != nil {
+		t.Fatalf("a signal kept for a later wait: %+v, %v", sig, err)
+	}
 }
 
 // Deleting a run removes every row that belongs to it — a suspended run
-// with a document, a waitpoint and a work item, and a pending run with
-// its queued job — and nothing of other runs; the inbox's counts follow;
-// each deletion is audited with its reason and the run's status, and
-// heard by change listeners. A run that is not there is ErrNotFound.
+// with a document, a waitpoint, a work item and a kept signal, and a
+// pending run with its queued job — and nothing of other runs; the
+// inbox's counts follow; each deletion is audited with its reason and the
+// run's status, and heard by change listeners. A run that is not there is
+// ErrNotFound.
 func TestDeleteRunRemovesEverything(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
