@@ -199,12 +199,8 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, approve bool) er
 	if err != nil {
 		return err
 	}
-	action := "suspension.approve"
-	if !approve {
-		action = "suspension.reject"
-	}
 	out, err := s.Engine.Decide(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, By: p.User.Email, Actor: &p.User, RequestKey: r.Header.Get("Idempotency-Key"),
-		Audit: s.apiAudit(r, action, map[string]any{"runId": sp.RunID, "comment": body.Comment})}, approve, body.Comment)
+		Audit: s.apiAudit(r, decisionAction(approve), map[string]any{"runId": sp.RunID, "comment": body.Comment})}, approve, body.Comment)
 	if err != nil {
 		return err
 	}
@@ -217,5 +213,13 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, approve bool) er
 func (s *Server) apiAudit(r *http.Request, action string, data map[string]any) *domain.AuditEntry {
 	p := principalFrom(r.Context())
 	data["via"] = "api"
-	return s.auditEntry(r, p.User.ID, p.User.Email, action, data)
+	return s.auditEntry(r, domain.AuditEntry{ActorID: p.User.ID, ActorEmail: p.User.Email, Action: action, Data: auditData(data)})
+}
+
+// decisionAction is the audit action of an approval or a rejection.
+func decisionAction(approve bool) string {
+	if approve {
+		return "suspension.approve"
+	}
+	return "suspension.reject"
 }

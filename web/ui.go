@@ -368,19 +368,35 @@ func (s *Server) uiFailure(w http.ResponseWriter, r *http.Request, err error) {
 	s.renderError(w, r, http.StatusInternalServerError, "Something went wrong", "Tollgate could not load this page. Try again in a moment.", s.viewerOf(r))
 }
 
-// audit appends to the audit log; a failure is logged, not shown. A server
-// without the browser app keeps no audit log.
+// audit appends to the audit log; a failure is logged, not shown.
 func (s *Server) audit(r *http.Request, e domain.AuditEntry) {
-	if s.UIStore == nil {
+	entry := s.auditEntry(r, e)
+	if entry == nil {
 		return
 	}
-	e.At, e.Address = s.Clock.Now(), s.clientAddr(r)
-	if len(e.Data) == 0 {
-		e.Data = json.RawMessage("{}")
-	}
-	if err := s.UIStore.AppendAudit(context.WithoutCancel(r.Context()), e); err != nil {
+	if err := s.UIStore.AppendAudit(context.WithoutCancel(r.Context()), *entry); err != nil {
 		s.Log.ErrorContext(r.Context(), "Writing the audit log failed", "action", e.Action, "error", err)
 	}
+}
+
+// auditEntry is e stamped with the time and the client's address, or nil
+// on a server without the browser app, which keeps no audit log. A resume
+// or decision hands it to the store (ResumeRequest.Audit), which writes it
+// in the resume's own transaction, so that the two commit together.
+func (s *Server) auditEntry(r *http.Request, e domain.AuditEntry) *domain.AuditEntry {
+	if s.UIStore == nil {
+		return nil
+	}
+	e.At, e.Address = s.Clock.Now(), s.clientAddr(r)
+	return &e
+}
+
+func auditData(v map[string]any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage("{}")
+	}
+	return b
 }
 
 // dummyPasswordHash is checked against when there is no user, so that a

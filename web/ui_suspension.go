@@ -141,9 +141,10 @@ func (s *Server) resume(r *http.Request, sp domain.Suspension, v *views.Viewer, 
 		return &domain.ValidationError{Code: domain.CodeInvalidJSON, Message: "The resume data is not valid JSON. Check quotes, commas and brackets.",
 			Fields: []domain.FieldError{{Field: "", Message: ve.Message}}}
 	}
+	audit := s.auditEntry(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "suspension.resume",
+		Data: auditData(map[string]any{"runId": sp.RunID, "resumeData": data})})
 	actor := viewerPrincipal(v).User
-	_, err := s.Engine.Resume(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, Data: data, By: v.Email, Actor: &actor,
-		Audit: s.auditEntry(r, v.ID, v.Email, "suspension.resume", map[string]any{"runId": sp.RunID, "resumeData": data})})
+	_, err := s.Engine.Resume(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, Data: data, By: v.Email, Actor: &actor, Audit: audit})
 	return err
 }
 
@@ -165,15 +166,17 @@ func (s *Server) decideFromPage(w http.ResponseWriter, r *http.Request) {
 	if !s.mayAct(w, r, sp, v) {
 		return
 	}
-	action, done := "suspension.approve", "approved"
-	if decision == "reject" {
-		action, done = "suspension.reject", "rejected"
-	}
-	audit := s.auditEntry(r, v.ID, v.Email, action, map[string]any{"runId": sp.RunID, "comment": comment})
+	approve := decision == "approve"
+	audit := s.auditEntry(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: decisionAction(approve),
+		Data: auditData(map[string]any{"runId": sp.RunID, "comment": comment})})
 	actor := viewerPrincipal(v).User
-	if _, err := s.Engine.Decide(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, By: v.Email, Actor: &actor, Audit: audit}, decision == "approve", comment); err != nil {
+	if _, err := s.Engine.Decide(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, By: v.Email, Actor: &actor, Audit: audit}, approve, comment); err != nil {
 		s.actionFailed(w, r, sp, v, comment, err)
 		return
+	}
+	done := "rejected"
+	if approve {
+		done = "approved"
 	}
 	http.Redirect(w, r, "/suspensions/"+sp.ID+"?done="+done, http.StatusSeeOther)
 }
@@ -283,23 +286,4 @@ func unescapeHTMLSafe(s string) string {
 		i++
 	}
 	return b.String()
-}
-
-// auditEntry is the audit entry of a resume or decision, which the store
-// writes in the resume's own transaction (ResumeRequest.Audit), so that a
-// resume and its audit line commit together; nil on a server without the
-// browser app, which keeps no audit log.
-func (s *Server) auditEntry(r *http.Request, actorID, actorEmail, action string, data map[string]any) *domain.AuditEntry {
-	if s.UIStore == nil {
-		return nil
-	}
-	return &domain.AuditEntry{At: s.Clock.Now(), ActorID: actorID, ActorEmail: actorEmail, Action: action, Data: auditData(data), Address: s.clientAddr(r)}
-}
-
-func auditData(v map[string]any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return json.RawMessage("{}")
-	}
-	return b
 }

@@ -79,7 +79,8 @@ func (s *Server) resumeWaitpoint(sync bool) func(http.ResponseWriter, *http.Requ
 		if err != nil {
 			return err
 		}
-		audit := s.auditEntry(r, "", "webhook", "suspension.resume", map[string]any{"via": "waitpoint", "waitpointId": wp.ID, "runId": runID})
+		audit := s.auditEntry(r, domain.AuditEntry{ActorEmail: "webhook", Action: "suspension.resume",
+			Data: auditData(map[string]any{"via": "waitpoint", "waitpointId": wp.ID, "runId": runID})})
 		_, err = s.Engine.Resume(r.Context(), domain.ResumeRequest{RunID: runID, StepKey: wp.ID, Data: data, By: "webhook", Audit: audit})
 		var ce *domain.ConflictError
 		duplicate := errors.As(err, &ce) && ce.Code == domain.CodeAlreadyResumed
