@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -50,7 +51,7 @@ func (s *Server) attachRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	heartbeat := time.NewTicker(cmp.Or(s.AttachHeartbeat, 15*time.Second))
 	defer heartbeat.Stop()
-	paused := "" // the pending suspensions last reported, to report each pause once
+	var paused []string // the pending suspensions last reported, to report each pause once
 	for {
 		// The run was read before its log, so the log sent holds every
 		// entry up to the status reported after it.
@@ -66,7 +67,7 @@ func (s *Server) attachRun(w http.ResponseWriter, r *http.Request) error {
 				return nil
 			}
 		default:
-			paused = ""
+			paused = nil
 		}
 	wait:
 		for {
@@ -96,17 +97,17 @@ func (s *Server) attachRun(w http.ResponseWriter, r *http.Request) error {
 // its pending suspensions are the ones reported last (paused, their ids),
 // and returns the ids reported. A notification can stand for several
 // commits: the run may have resumed and paused again since the last look.
-func (s *Server) sendPause(r *http.Request, sse *eventStream, run domain.Run, paused string) (string, error) {
+func (s *Server) sendPause(r *http.Request, sse *eventStream, run domain.Run, paused []string) ([]string, error) {
 	ss, _, err := s.Store.Suspensions(r.Context(), domain.SuspensionFilter{RunID: run.ID, Status: domain.SuspensionPending, Limit: 500})
 	if err != nil {
 		return paused, err
 	}
 	waits := awaiting(ss)
-	ids := ""
-	for _, a := range waits {
-		ids += a.SuspensionID + " "
+	ids := make([]string, len(waits))
+	for i, a := range waits {
+		ids[i] = a.SuspensionID
 	}
-	if ids == paused {
+	if slices.Equal(ids, paused) {
 		return paused, nil
 	}
 	return ids, sse.send("RUN_PAUSED", "", map[string]any{"runId": run.ID, "status": run.Status, "awaiting": waits})

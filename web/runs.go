@@ -34,16 +34,18 @@ func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		for _, d := range defs {
-			items = append(items, definitionView(d))
+			var doc flow.Document
+			_ = json.Unmarshal(d.Body, &doc) // stored documents were valid
+			items = append(items, definitionView(d, doc))
 		}
 	}
 	writeJSON(w, http.StatusOK, page[workflowJSON]{Items: items})
 	return nil
 }
 
-func definitionView(d flow.Definition) workflowJSON {
-	var doc flow.Document
-	_ = json.Unmarshal(d.Body, &doc) // stored documents were valid
+// definitionView shows a registered document version; doc is its body,
+// parsed.
+func definitionView(d flow.Definition, doc flow.Document) workflowJSON {
 	steps := make([]string, len(doc.Steps))
 	for i, st := range doc.Steps {
 		steps[i] = st.Name
@@ -67,10 +69,7 @@ func (s *Server) registerWorkflow(w http.ResponseWriter, r *http.Request) error 
 	if err := decodeJSON(w, r, &doc, s.MaxBody); err != nil {
 		return err
 	}
-	var ids struct {
-		ID      any `json:"id"`
-		Version any `json:"version"`
-	}
+	var ids struct{ ID, Version string } // a non-string id or version is left "", which no path names
 	_ = json.Unmarshal(doc, &ids)
 	if ids.ID != r.PathValue("workflowId") || ids.Version != r.PathValue("version") {
 		return &domain.ValidationError{Code: flow.CodeInvalidWorkflow, Message: "the document's id and version must be the ones in the URL",
@@ -85,7 +84,7 @@ func (s *Server) registerWorkflow(w http.ResponseWriter, r *http.Request) error 
 		status = http.StatusCreated
 		w.Header().Set("Location", "/api/v1/workflows/"+reg.Document.ID+"/versions/"+reg.Document.Version)
 	}
-	writeJSON(w, status, definitionView(reg.Definition))
+	writeJSON(w, status, definitionView(reg.Definition, reg.Document))
 	return nil
 }
 
