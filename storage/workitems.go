@@ -91,21 +91,33 @@ func (db *DB) MoveWorkItem(ctx context.Context, id string, from []domain.WorkSta
 	return w, false, err
 }
 
-// CompleteWorkItem implements domain.WorkItemStore. The item is locked,
-// vetted by domain.WorkItem.CheckReport (under the lock, so that a report
-// sees every report committed before it), changed, and the pause named by
-// its wait key resumed (or, when that pause has not committed yet, a
-// pre-completed resume kept for it) in one transaction. A pause a timeout
-// has already resumed is left as it is: the step reads the item's state
-// when it runs.
+// CompleteWorkItem implements domain.WorkItemStore. The item's run is
+// locked, then the item, in the order of every writer (job, run, then what
+// the run holds), so a report racing a deletion waits instead of
+// deadlocking. The item is vetted by domain.WorkItem.CheckReport (under
+// the locks, so that a report sees every report committed before it),
+// changed, and the pause named by its wait key resumed (or, when that
+// pause has not committed yet, a pre-completed resume kept for it) in one
+// transaction. A pause a timeout has already resumed is left as it is:
+// the step reads the item's state when it runs.
 func (db *DB) CompleteWorkItem(ctx context.Context, r domain.WorkReport, now time.Time) (domain.WorkItem, error) {
 	now, o := ts(now), r.Outcome
 	var out domain.WorkItem
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		mine := func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Where("token_hash = ? AND workflow_id = ? AND step_name = ?", r.TokenHash, r.WorkflowID, r.StepName)
+		}
+		run := tx.NewSelect().Model((*runRow)(nil)).Column("id").
+			Where("id = (?)", mine(tx.NewSelect().Model((*workItemRow)(nil)).Column("run_id")))
 		row := new(workItemRow)
-		q := tx.NewSelect().Model(row).Where("token_hash = ? AND workflow_id = ? AND step_name = ?", r.TokenHash, r.WorkflowID, r.StepName)
+		q := mine(tx.NewSelect().Model(row))
 		if db.dialect == Postgres {
+			run.For("UPDATE")
 			q.For("UPDATE")
+		}
+		var runID string
+		if err := run.Scan(ctx, &runID); err != nil {
+			return translate(err)
 		}
 		if err := q.Scan(ctx); err != nil {
 			return translate(err)
