@@ -90,6 +90,27 @@ func (s *Server) attachRun(w http.ResponseWriter, r *http.Request) error {
 		if run, err = s.Store.Run(ctx, runID); err != nil {
 			return nil // the client left, or the database failed mid-stream: the client reconnects
 		}
+		// An invocation publishes its live events before it commits, so
+		// those of every commit the run just read are queued by now: send
+		// them before the log entries and the pause or end they led to.
+		if err := sendQueued(sse, live); err != nil {
+			return nil
+		}
+	}
+}
+
+// sendQueued sends the live events waiting on the channel, without
+// waiting for more.
+func sendQueued(sse *eventStream, live <-chan domain.Event) error {
+	for {
+		select {
+		case e := <-live:
+			if err := sse.send(e.Type, "", eventView(e)); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
 	}
 }
 
