@@ -47,14 +47,9 @@ func (c *client) workflowSources(t testing.TB) map[string]string {
 	return sources
 }
 
-func TestDocumentsSQLite(t *testing.T) {
+func TestDocuments(t *testing.T) {
 	t.Parallel()
-	testDocuments(t, map[string]string{})
-}
-
-func TestDocumentsPostgres(t *testing.T) {
-	t.Parallel()
-	testDocuments(t, map[string]string{"DATABASE_URL": storagetest.NewDatabase(t)})
+	forEachDialect(t, testDocuments)
 }
 
 func testDocuments(t *testing.T, env map[string]string) {

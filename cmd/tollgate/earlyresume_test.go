@@ -11,7 +11,6 @@ import (
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/storage"
-	"github.com/tollgatehq/tollgate/storage/storagetest"
 	"github.com/tollgatehq/tollgate/web"
 )
 
@@ -20,55 +19,50 @@ import (
 // suspension before the commit is visible and writes after it. It must be
 // accepted, as it is both before and after the commit.
 func TestEarlyResumeRacingPauseCommit(t *testing.T) {
-	for _, dialect := range []string{"sqlite", "postgres"} {
-		t.Run(dialect, func(t *testing.T) {
-			ctx := t.Context()
-			inCommit := make(chan struct{})
-			var once sync.Once
-			o := storage.Opts{DataDir: t.TempDir(), Fault: func(point string) error {
-				if point == "commit.after_suspension" {
-					once.Do(func() {
-						close(inCommit)
-						time.Sleep(300 * time.Millisecond)
-					})
-				}
-				return nil
-			}}
-			if dialect == "postgres" {
-				o.URL = storagetest.NewDatabase(t)
+	forEachDialect(t, func(t *testing.T, env map[string]string) {
+		ctx := t.Context()
+		inCommit := make(chan struct{})
+		var once sync.Once
+		o := storage.Opts{DataDir: t.TempDir(), URL: env["DATABASE_URL"], Fault: func(point string) error {
+			if point == "commit.after_suspension" {
+				once.Do(func() {
+					close(inCommit)
+					time.Sleep(300 * time.Millisecond)
+				})
 			}
-			db := openDB(t, o)
-			reg := domain.NewRegistry()
-			if err := registerExamples(reg); err != nil {
-				t.Fatal(err)
-			}
-			eng := engine.New(db, reg, engine.Opts{Workers: 2, ValidateResumeData: web.ValidateResumeData})
-			engCtx, stop := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			wg.Go(func() { eng.Run(engCtx) })
-			defer func() { stop(); wg.Wait() }()
+			return nil
+		}}
+		db := openDB(t, o)
+		reg := domain.NewRegistry()
+		if err := registerExamples(reg); err != nil {
+			t.Fatal(err)
+		}
+		eng := engine.New(db, reg, engine.Opts{Workers: 2, ValidateResumeData: web.ValidateResumeData})
+		engCtx, stop := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Go(func() { eng.Run(engCtx) })
+		defer func() { stop(); wg.Wait() }()
 
-			run, _, err := eng.Start(ctx, "claim-verification", json.RawMessage(`{"claimId":"c-1","claimText":"Up 300%","founderEmail":"ada@example.com"}`), "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-inCommit:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the pause was never committed")
-			}
-			_, err = eng.Resume(ctx, domain.ResumeRequest{RunID: run.ID, StepKey: "verifyClaim", Data: json.RawMessage(`{"documentIds":["d1"]}`), By: "test"})
-			if ce, ok := errors.AsType[*domain.ConflictError](err); ok {
-				t.Fatalf("resume by step key during the pause's commit: %s: %s", ce.Code, ce.Message)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			if _, err := awaitStatus(waitCtx, storedRun(db), run.ID, string(domain.RunSucceeded), 10*time.Millisecond); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
+		run, _, err := eng.Start(ctx, "claim-verification", json.RawMessage(`{"claimId":"c-1","claimText":"Up 300%","founderEmail":"ada@example.com"}`), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-inCommit:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the pause was never committed")
+		}
+		_, err = eng.Resume(ctx, domain.ResumeRequest{RunID: run.ID, StepKey: "verifyClaim", Data: json.RawMessage(`{"documentIds":["d1"]}`), By: "test"})
+		if ce, ok := errors.AsType[*domain.ConflictError](err); ok {
+			t.Fatalf("resume by step key during the pause's commit: %s: %s", ce.Code, ce.Message)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if _, err := awaitStatus(waitCtx, storedRun(db), run.ID, string(domain.RunSucceeded), 10*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

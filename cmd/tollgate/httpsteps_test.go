@@ -13,8 +13,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/tollgatehq/tollgate/storage/storagetest"
 )
 
 // startWorker builds and starts the reference worker, reporting fast. The
@@ -81,14 +79,9 @@ func (e *endpoint) recorded() []endpointCall {
 	return append([]endpointCall(nil), e.calls...)
 }
 
-func TestHTTPStepsSQLite(t *testing.T) {
+func TestHTTPSteps(t *testing.T) {
 	t.Parallel()
-	testHTTPSteps(t, map[string]string{})
-}
-
-func TestHTTPStepsPostgres(t *testing.T) {
-	t.Parallel()
-	testHTTPSteps(t, map[string]string{"DATABASE_URL": storagetest.NewDatabase(t)})
+	forEachDialect(t, testHTTPSteps)
 }
 
 func testHTTPSteps(t *testing.T, env map[string]string) {

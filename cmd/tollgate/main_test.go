@@ -66,6 +66,23 @@ func envFunc(env map[string]string) func(string) string {
 // with what the run does next.
 func syncURL(resumeURL string) string { return strings.Replace(resumeURL, "?", "/sync?", 1) }
 
+// forEachDialect runs f in a parallel subtest per database, with env as
+// the server's environment: "sqlite" has none (the data folder holds the
+// database), "postgres" names a fresh database in DATABASE_URL.
+func forEachDialect(t *testing.T, f func(t *testing.T, env map[string]string)) {
+	t.Helper()
+	for _, dialect := range []string{"sqlite", "postgres"} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			env := map[string]string{}
+			if dialect == "postgres" {
+				env["DATABASE_URL"] = storagetest.NewDatabase(t)
+			}
+			f(t, env)
+		})
+	}
+}
+
 // openDB opens and migrates the database o names, for tests that drive
 // storage or the engine without a server; it is closed when the test ends.
 func openDB(t testing.TB, o storage.Opts) *storage.DB {
@@ -713,16 +730,14 @@ func TestNoMigrateRefusesAnEmptyDatabase(t *testing.T) {
 	}
 }
 
-func TestExamplesSQLite(t *testing.T) {
-	testExamples(t, startServer(t, nil))
-}
-
-func TestExamplesPostgres(t *testing.T) {
-	s := startServer(t, map[string]string{"DATABASE_URL": storagetest.NewDatabase(t)})
-	if !strings.Contains(s.Stdout.String(), "PostgreSQL at postgres://…@") {
-		t.Errorf("stdout does not name PostgreSQL (without its credentials):\n%s", s.Stdout)
-	}
-	testExamples(t, s)
+func TestExamples(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, env map[string]string) {
+		s := startServer(t, env)
+		if env["DATABASE_URL"] != "" && !strings.Contains(s.Stdout.String(), "PostgreSQL at postgres://…@") {
+			t.Errorf("stdout does not name PostgreSQL (without its credentials):\n%s", s.Stdout)
+		}
+		testExamples(t, s)
+	})
 }
 
 // testExamples drives the example workflows through the HTTP API.
@@ -851,37 +866,31 @@ func testExamples(t *testing.T, s *testServer) {
 // resume must be accepted (200, or 202 when it came first) and every run
 // must finish.
 func TestResumeByStepKeyWhilePausing(t *testing.T) {
-	for _, dialect := range []string{"sqlite", "postgres"} {
-		t.Run(dialect, func(t *testing.T) {
-			env := map[string]string{}
-			if dialect == "postgres" {
-				env["DATABASE_URL"] = storagetest.NewDatabase(t)
-			}
-			c := startServer(t, env).client()
-			var wg sync.WaitGroup
-			for i := range 40 {
-				wg.Go(func() {
-					input := map[string]any{"claimId": fmt.Sprint(i), "claimText": "Up 300%", "founderEmail": "ada@example.com"}
-					r, err := c.do(t.Context(), "POST", "/api/v1/workflows/claim-verification/runs", map[string]any{"input": input})
-					if err != nil || r.Status != http.StatusCreated {
-						t.Errorf("start: %v %d %s", err, r.Status, r.Body)
-						return
-					}
-					var run apiRun
-					_ = json.Unmarshal(r.Body, &run)
-					r, err = c.do(t.Context(), "POST", "/api/v1/runs/"+run.ID+"/steps/verifyClaim/resume", map[string]any{"resumeData": map[string]any{"documentIds": []string{"d1"}}})
-					if err != nil || r.Status != http.StatusOK && r.Status != http.StatusAccepted {
-						t.Errorf("resume run %s by step key: %v %d %s", run.ID, err, r.Status, r.Body)
-						return
-					}
-					ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-					defer cancel()
-					if _, err := awaitStatus(ctx, c.getRun, run.ID, "succeeded", 10*time.Millisecond); err != nil {
-						t.Error(err)
-					}
-				})
-			}
-			wg.Wait()
-		})
-	}
+	forEachDialect(t, func(t *testing.T, env map[string]string) {
+		c := startServer(t, env).client()
+		var wg sync.WaitGroup
+		for i := range 40 {
+			wg.Go(func() {
+				input := map[string]any{"claimId": fmt.Sprint(i), "claimText": "Up 300%", "founderEmail": "ada@example.com"}
+				r, err := c.do(t.Context(), "POST", "/api/v1/workflows/claim-verification/runs", map[string]any{"input": input})
+				if err != nil || r.Status != http.StatusCreated {
+					t.Errorf("start: %v %d %s", err, r.Status, r.Body)
+					return
+				}
+				var run apiRun
+				_ = json.Unmarshal(r.Body, &run)
+				r, err = c.do(t.Context(), "POST", "/api/v1/runs/"+run.ID+"/steps/verifyClaim/resume", map[string]any{"resumeData": map[string]any{"documentIds": []string{"d1"}}})
+				if err != nil || r.Status != http.StatusOK && r.Status != http.StatusAccepted {
+					t.Errorf("resume run %s by step key: %v %d %s", run.ID, err, r.Status, r.Body)
+					return
+				}
+				ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+				defer cancel()
+				if _, err := awaitStatus(ctx, c.getRun, run.ID, "succeeded", 10*time.Millisecond); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	})
 }

@@ -5,59 +5,51 @@ import (
 	"io"
 	"net/http"
 	"testing"
-
-	"github.com/tollgatehq/tollgate/storage/storagetest"
 )
 
 // `tollgate seed` makes real suspended runs: listed, counted, assigned to
 // the seeded founders, and resumable to success like any other.
 func TestSeed(t *testing.T) {
 	t.Parallel()
-	for _, dialect := range []string{"sqlite", "postgres"} {
-		t.Run(dialect, func(t *testing.T) {
-			t.Parallel()
-			env, args := map[string]string{}, []string{"--data", t.TempDir()}
-			if dialect == "postgres" {
-				env["DATABASE_URL"] = storagetest.NewDatabase(t)
-			}
-			const n, founders = 250, 3
-			seedArgs := append([]string{"seed", "--suspensions", fmt.Sprint(n), "--founders", fmt.Sprint(founders), "--log-level", "warn"}, args...)
-			if err := run(t.Context(), seedArgs, envFunc(env), io.Discard, io.Discard); err != nil {
-				t.Fatal(err)
-			}
-			c := startServer(t, env, args...).client()
+	forEachDialect(t, func(t *testing.T, env map[string]string) {
+		args := []string{"--data", t.TempDir()}
+		const n, founders = 250, 3
+		seedArgs := append([]string{"seed", "--suspensions", fmt.Sprint(n), "--founders", fmt.Sprint(founders), "--log-level", "warn"}, args...)
+		if err := run(t.Context(), seedArgs, envFunc(env), io.Discard, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		c := startServer(t, env, args...).client()
 
-			var runs apiPage[apiRun]
-			c.call(t, http.StatusOK, "GET", "/api/v1/runs?status=suspended&limit=200", nil).decode(t, &runs)
-			if len(runs.Items) != 200 || runs.NextCursor == "" {
-				t.Fatalf("first page of suspended runs: %d items, next %q", len(runs.Items), runs.NextCursor)
-			}
-			assignees, reasons := map[string]int{}, map[string]int{}
-			var claim, expense apiSuspension
-			for cursor := ""; ; {
-				var page apiPage[apiSuspension]
-				c.call(t, http.StatusOK, "GET", "/api/v1/suspensions?status=pending&limit=100&cursor="+cursor, nil).decode(t, &page)
-				for _, sp := range page.Items {
-					assignees[sp.Assignee]++
-					reasons[sp.Reason]++
-					if sp.Reason == "awaiting_documentation" {
-						claim = sp
-					} else {
-						expense = sp
-					}
-				}
-				if cursor = page.NextCursor; cursor == "" {
-					break
+		var runs apiPage[apiRun]
+		c.call(t, http.StatusOK, "GET", "/api/v1/runs?status=suspended&limit=200", nil).decode(t, &runs)
+		if len(runs.Items) != 200 || runs.NextCursor == "" {
+			t.Fatalf("first page of suspended runs: %d items, next %q", len(runs.Items), runs.NextCursor)
+		}
+		assignees, reasons := map[string]int{}, map[string]int{}
+		var claim, expense apiSuspension
+		for cursor := ""; ; {
+			var page apiPage[apiSuspension]
+			c.call(t, http.StatusOK, "GET", "/api/v1/suspensions?status=pending&limit=100&cursor="+cursor, nil).decode(t, &page)
+			for _, sp := range page.Items {
+				assignees[sp.Assignee]++
+				reasons[sp.Reason]++
+				if sp.Reason == "awaiting_documentation" {
+					claim = sp
+				} else {
+					expense = sp
 				}
 			}
-			if reasons["awaiting_documentation"]+reasons["awaiting_approval"] != n || len(assignees) != founders+1 || assignees["founder-1@example.com"] == 0 {
-				t.Fatalf("pending suspensions by reason %v, by assignee %v", reasons, assignees)
+			if cursor = page.NextCursor; cursor == "" {
+				break
 			}
+		}
+		if reasons["awaiting_documentation"]+reasons["awaiting_approval"] != n || len(assignees) != founders+1 || assignees["founder-1@example.com"] == 0 {
+			t.Fatalf("pending suspensions by reason %v, by assignee %v", reasons, assignees)
+		}
 
-			c.call(t, http.StatusOK, "POST", "/api/v1/suspensions/"+claim.ID+"/resume", map[string]any{"resumeData": map[string]any{"documentIds": []string{"d1"}}})
-			c.call(t, http.StatusOK, "POST", "/api/v1/suspensions/"+expense.ID+"/approve", map[string]any{"comment": "ok"})
-			c.waitStatus(t, claim.RunID, "succeeded")
-			c.waitStatus(t, expense.RunID, "succeeded")
-		})
-	}
+		c.call(t, http.StatusOK, "POST", "/api/v1/suspensions/"+claim.ID+"/resume", map[string]any{"resumeData": map[string]any{"documentIds": []string{"d1"}}})
+		c.call(t, http.StatusOK, "POST", "/api/v1/suspensions/"+expense.ID+"/approve", map[string]any{"comment": "ok"})
+		c.waitStatus(t, claim.RunID, "succeeded")
+		c.waitStatus(t, expense.RunID, "succeeded")
+	})
 }

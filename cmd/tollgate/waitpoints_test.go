@@ -18,7 +18,6 @@ import (
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/flow"
-	"github.com/tollgatehq/tollgate/storage/storagetest"
 )
 
 // Test task handlers that wait on waitpoints through the Go API.
@@ -101,14 +100,9 @@ const signupDoc = `{"id": "signup", "version": "1", "webhookTrigger": true, "ste
 	 "body": {"message": "check your email", "confirm": "{{resumeUrl}}"}}},
 	{"type": "webhook", "name": "activate", "responseToSend": {"body": "almost there"}}]}`
 
-func TestWaitpointsSQLite(t *testing.T) {
+func TestWaitpoints(t *testing.T) {
 	t.Parallel()
-	testWaitpoints(t, map[string]string{})
-}
-
-func TestWaitpointsPostgres(t *testing.T) {
-	t.Parallel()
-	testWaitpoints(t, map[string]string{"DATABASE_URL": storagetest.NewDatabase(t)})
+	forEachDialect(t, testWaitpoints)
 }
 
 func testWaitpoints(t *testing.T, env map[string]string) {
@@ -310,34 +304,32 @@ func testWaitpoints(t *testing.T, env map[string]string) {
 // it comes back, each once: the wait steps complete once, the runs succeed.
 func TestDeclarativeWaitsSurviveSIGKILL(t *testing.T) {
 	t.Parallel()
-	for name, env := range map[string]map[string]string{"sqlite": nil, "postgres": {"DATABASE_URL": storagetest.NewDatabase(t)}} {
-		t.Run(name, func(t *testing.T) {
-			h := newCrashHarness(t, env)
-			first, err := h.startReady()
-			if err != nil {
-				t.Fatal(err)
+	forEachDialect(t, func(t *testing.T, env map[string]string) {
+		h := newCrashHarness(t, env)
+		first, err := h.startReady()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := h.client(2)
+		c.register(t, `{"id": "naps", "version": "1", "steps": [
+			{"type": "wait", "name": "nap", "durationMs": 1500}, {"type": "wait", "name": "done", "durationMs": 0}]}`)
+		var runs []string
+		for range 20 {
+			runs = append(runs, c.startRun(t, "naps", nil).ID)
+		}
+		for _, id := range runs {
+			c.waitStatus(t, id, "suspended")
+		}
+		h.kill(first)
+		if _, err := h.startReady(); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range runs {
+			c.waitStatus(t, id, "succeeded")
+			n := checkLog(t, c.events(t, id))
+			if n["STEP_COMPLETED(nap)"] != 1 || n["STEP_COMPLETED(done)"] != 1 || n["RUN_SUCCEEDED"] != 1 {
+				t.Errorf("run %s: %v", id, n)
 			}
-			c := h.client(2)
-			c.register(t, `{"id": "naps", "version": "1", "steps": [
-				{"type": "wait", "name": "nap", "durationMs": 1500}, {"type": "wait", "name": "done", "durationMs": 0}]}`)
-			var runs []string
-			for range 20 {
-				runs = append(runs, c.startRun(t, "naps", nil).ID)
-			}
-			for _, id := range runs {
-				c.waitStatus(t, id, "suspended")
-			}
-			h.kill(first)
-			if _, err := h.startReady(); err != nil {
-				t.Fatal(err)
-			}
-			for _, id := range runs {
-				c.waitStatus(t, id, "succeeded")
-				n := checkLog(t, c.events(t, id))
-				if n["STEP_COMPLETED(nap)"] != 1 || n["STEP_COMPLETED(done)"] != 1 || n["RUN_SUCCEEDED"] != 1 {
-					t.Errorf("run %s: %v", id, n)
-				}
-			}
-		})
-	}
+		}
+	})
 }
