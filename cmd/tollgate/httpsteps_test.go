@@ -15,14 +15,21 @@ import (
 	"testing"
 )
 
-// startWorker builds and starts the reference worker, reporting fast. The
-// binary is built in the test's temporary folder, so that it goes with it.
-func startWorker(t *testing.T) string {
+// buildWorker builds the reference worker in the test's temporary folder,
+// so that the binary goes with it, and returns its path.
+func buildWorker(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "tollgate-worker")
 	if out, err := exec.Command("go", "build", "-o", bin, "../tollgate-worker").CombinedOutput(); err != nil {
 		t.Fatalf("build the worker: %v\n%s", err, out)
 	}
+	return bin
+}
+
+// startWorker starts the worker binary bin, reporting fast, and returns
+// its URL.
+func startWorker(t *testing.T, bin string) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "--addr", "127.0.0.1:0", "--retry-base", "20ms")
 	stdout, err := cmd.StdoutPipe()
@@ -81,13 +88,14 @@ func (e *endpoint) recorded() []endpointCall {
 
 func TestHTTPSteps(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, testHTTPSteps)
+	bin := buildWorker(t) // once, for both dialects
+	forEachDialect(t, func(t *testing.T, env map[string]string) { testHTTPSteps(t, env, bin) })
 }
 
-func testHTTPSteps(t *testing.T, env map[string]string) {
+func testHTTPSteps(t *testing.T, env map[string]string, workerBin string) {
 	s := startServer(t, env, "--http-allow", "127.0.0.1")
 	c := s.client()
-	worker := startWorker(t)
+	worker := startWorker(t, workerBin)
 	register := func(id, steps string) {
 		t.Helper()
 		c.register(t, `{"id": "`+id+`", "version": "1", "steps": [`+steps+`]}`)
