@@ -260,7 +260,7 @@ func benchServerOn(t *testing.T, o storage.Opts, errs *atomic.Int64, onCommit fu
 	go func() {
 		done <- listenAndServe(srvCtx, cfg, srv.Handler(), eng, log, io.Discard, func(addr net.Addr) {
 			if fl != nil {
-				fl.listening(addr)
+				fl.listening(log)(addr)
 			}
 			listening <- "http://" + addr.String()
 		})

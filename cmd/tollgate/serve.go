@@ -66,7 +66,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.Int(&c.uploadLimit, "upload-limit", "TOLLGATE_UPLOAD_LIMIT", 20<<20, "largest document a person may upload, in bytes")
 	f.String(&c.workflowsDir, "workflows", "TOLLGATE_WORKFLOWS", "", "folder of declarative workflow documents (*.json) to register at start")
 	f.Duration(&c.maxWait, "max-wait", "TOLLGATE_MAX_WAIT", flow.DefaultMaxWait, "longest wait a declarative wait step may ask for")
-	f.String(&c.publicURL, "public-url", "TOLLGATE_PUBLIC_URL", "", "URL where callers reach this server, for the resume URLs it hands out (default: http:// and the listen address)")
+	f.String(&c.publicURL, "public-url", "TOLLGATE_PUBLIC_URL", "", "URL where callers reach this server, for the resume URLs it hands out (default: http:// and the listen address; set it when listening on every address, such as :8080)")
 	f.Duration(&c.syncTimeout, "sync-timeout", "TOLLGATE_SYNC_TIMEOUT", 30*time.Second, "how long a sync waitpoint resume or a webhook trigger waits for the run before answering 202")
 	f.String(&c.httpAllow, "http-allow", "TOLLGATE_HTTP_ALLOW", "", "hosts http steps may call: comma-separated host, host:port or *.domain patterns, * for any (default: public addresses only, never this server's own network)")
 	f.Duration(&c.retention, "retention", "TOLLGATE_RETENTION", 30*24*time.Hour, "how long a finished run (succeeded, failed or cancelled) is kept after it ended, with its events, suspensions and documents; 0 keeps finished runs forever")
@@ -128,7 +128,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	var hk sync.WaitGroup
 	hk.Go(func() { housekeep(hkCtx, db, log, housekeepingEvery, c.retention) })
 	defer func() { stopHousekeeping(); hk.Wait() }()
-	return listenAndServe(ctx, c, srv.Handler(), eng, log, stdout, fl.listening)
+	return listenAndServe(ctx, c, srv.Handler(), eng, log, stdout, fl.listening(log))
 }
 
 // engineOpts are the engine's options as serve configures them.
@@ -163,10 +163,19 @@ func newFlows(c serveConfig, db *storage.DB, reg *domain.Registry, tasks *flow.T
 }
 
 // listening makes the listen address the public URL, unless --public-url
-// set one. listenAndServe calls it before the engine starts.
-func (f *flows) listening(addr net.Addr) {
-	if f.links.PublicURL == "" {
+// set one; listenAndServe calls it before the engine starts. An
+// unspecified host (0.0.0.0, ::) is no address a caller can use, so the
+// URLs built on it are warned about.
+func (f *flows) listening(log *slog.Logger) func(net.Addr) {
+	return func(addr net.Addr) {
+		if f.links.PublicURL != "" {
+			return
+		}
 		f.links.PublicURL = "http://" + addr.String()
+		if a, ok := addr.(*net.TCPAddr); ok && a.IP.IsUnspecified() {
+			log.Warn("The server listens on every address and --public-url is not set: resume and webhook URLs name an address callers cannot use; set --public-url (TOLLGATE_PUBLIC_URL)",
+				"public_url", f.links.PublicURL)
+		}
 	}
 }
 
