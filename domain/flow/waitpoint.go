@@ -33,8 +33,9 @@ type Waitpoints struct {
 // Links are what the URLs a server hands out are made of: its public
 // address and the secret their tokens derive from.
 type Links struct {
-	// Secret derives tokens. Servers sharing a database need the same one
-	// to show the same URLs; checking a call needs only the stored hash.
+	// Secret derives tokens: resume URLs and async steps' receipt tokens,
+	// derived again on each dispatch. Every server on one database must
+	// use the same secret; serve keeps it in the database.
 	Secret []byte
 	// PublicURL is where callers reach this server (https://flows.example.com).
 	PublicURL string
