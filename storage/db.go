@@ -6,6 +6,7 @@ package storage
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -68,6 +69,9 @@ type DB struct {
 	// one process; PostgreSQL needs no such lock.
 	writeMu sync.Mutex
 	wake    chan struct{}
+	// self is carried by this handle's job notifications, so that its
+	// listener skips them: signal has woken its own workers already.
+	self string
 	// onChange hears of committed run changes (see OnChange).
 	onChange atomic.Pointer[changeFunc]
 	stop     context.CancelFunc
@@ -81,7 +85,7 @@ func Open(ctx context.Context, o Opts) (*DB, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	db := &DB{log: o.Log, fault: o.Fault, wake: make(chan struct{}, 1)}
+	db := &DB{log: o.Log, fault: o.Fault, wake: make(chan struct{}, 1), self: rand.Text()}
 	var err error
 	if strings.HasPrefix(o.URL, "postgres://") || strings.HasPrefix(o.URL, "postgresql://") {
 		err = db.openPostgres(ctx, o)

@@ -66,12 +66,14 @@ func (db *DB) insertClaimed(ctx context.Context, b *batch, job *jobRow, h *domai
 
 // notifyJobs wakes other processes' workers when the batch's transaction
 // commits. PostgreSQL delivers the notification only on commit, never for a
-// rollback.
+// rollback. Its payload names this handle, whose own workers every caller
+// wakes with signal after the commit; its listener skips it, so that one
+// job does not wake this process twice.
 func (db *DB) notifyJobs(ctx context.Context, b *batch) error {
 	if db.dialect != Postgres {
 		return nil
 	}
-	return b.add(ctx, b.tx.NewRaw("SELECT pg_notify(?, '')", jobsChannel))
+	return b.add(ctx, b.tx.NewRaw("SELECT pg_notify(?, ?)", jobsChannel, db.self))
 }
 
 // ClaimJobs implements domain.Store. On PostgreSQL, FOR UPDATE SKIP LOCKED

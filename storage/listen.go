@@ -50,6 +50,8 @@ func (db *DB) listenOnce(ctx context.Context) error {
 			db.emitChange(n.Payload)
 			continue
 		}
-		db.signal()
+		if n.Payload != db.self {
+			db.signal()
+		}
 	}
 }

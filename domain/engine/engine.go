@@ -220,19 +220,37 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.mu.Unlock()
 	rescue := time.NewTicker(max(e.o.Lease/2, 10*time.Millisecond))
 	defer rescue.Stop()
+	// due says that jobs may be due that no claim has seen: at start, after
+	// a wake-up or a timer, and after a claim that took all it asked for.
+	// A slot that frees claims only then, so a process whose queue is empty
+	// does not ask the database again each time a step ends. next is the
+	// earliest run-at the queue held when a claim emptied it of due jobs.
+	due, next := true, time.Time{}
 	for ctx.Err() == nil {
 		select {
 		case <-rescue.C: // also under constant load, when wait is never reached
-			e.rescue(ctx)
+			if e.rescue(ctx) {
+				due = true
+			}
 		default:
 		}
-		// A claim that filled every slot it asked for may have left due jobs
-		// behind; one that did not has emptied the queue of due jobs, and a
-		// job enqueued since then has signalled a wake-up.
-		if claimed, asked := e.claim(ctx, p); claimed > 0 && claimed == asked && len(e.slots) < cap(e.slots) {
-			continue
+		if due && len(e.slots) < cap(e.slots) {
+			claimed, asked := e.claim(ctx, p)
+			if claimed == asked {
+				// Every slot asked for is filled, and due jobs may be left:
+				// claim again at once if more slots are free, else when
+				// one frees.
+				continue
+			}
+			due, next = false, e.nextJobAt(ctx)
 		}
-		e.wait(ctx, rescue.C, len(e.slots) < cap(e.slots))
+		wake := next
+		if len(e.slots) == cap(e.slots) {
+			wake = time.Time{} // nothing can be claimed before a slot frees
+		}
+		if e.wait(ctx, rescue.C, wake) {
+			due = true
+		}
 	}
 	e.mu.Lock()
 	e.pool = nil // no handoffs from here on
@@ -343,19 +361,29 @@ func (e *Engine) dispatch(h *domain.Handoff, err error) {
 	e.start(e.pool, *h.Job)
 }
 
-// wait sleeps until a job may be due: a notification, a freed worker slot,
-// the next job's run-at, or the poll interval, whichever comes first. The
-// poll bounds the sleep, so a wall clock that jumps forward makes a timer
-// fire early rather than late, and one that jumps back only delays it.
-func (e *Engine) wait(ctx context.Context, rescue <-chan time.Time, canClaim bool) {
+// nextJobAt is when the earliest queued job is due, or the zero time when
+// the queue is empty or cannot be read (the poll interval then bounds the
+// sleep).
+func (e *Engine) nextJobAt(ctx context.Context) time.Time {
+	at, ok, err := e.store.NextJobAt(ctx)
+	if err != nil || !ok {
+		return time.Time{}
+	}
+	return at
+}
+
+// wait sleeps until a notification, a freed worker slot, the next job's
+// run-at or the poll interval, whichever comes first, and reports whether
+// jobs may have become due: all but a freed slot say so. The poll bounds
+// the sleep, so a wall clock that jumps forward makes a timer fire early
+// rather than late, and one that jumps back only delays it.
+func (e *Engine) wait(ctx context.Context, rescue <-chan time.Time, next time.Time) bool {
 	d := e.o.PollInterval
-	if canClaim {
-		if at, ok, err := e.store.NextJobAt(ctx); err == nil && ok {
-			d = min(d, max(at.Sub(e.o.Clock.Now()), 0))
-		}
+	if !next.IsZero() {
+		d = min(d, max(next.Sub(e.o.Clock.Now()), 0))
 	}
 	if d == 0 {
-		return
+		return true
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -363,19 +391,24 @@ func (e *Engine) wait(ctx context.Context, rescue <-chan time.Time, canClaim boo
 	case <-ctx.Done():
 	case <-e.store.Wakeups():
 	case <-e.freed:
+		return false
 	case <-t.C:
 	case <-rescue:
-		e.rescue(ctx)
+		return e.rescue(ctx)
 	}
+	return true
 }
 
-// rescue returns jobs whose lease expired (their worker died) to the queue.
-func (e *Engine) rescue(ctx context.Context) {
-	if n, err := e.store.RescueJobs(ctx, e.o.Clock.Now()); err != nil {
+// rescue returns jobs whose lease expired (their worker died) to the queue,
+// and reports whether it did.
+func (e *Engine) rescue(ctx context.Context) bool {
+	n, err := e.store.RescueJobs(ctx, e.o.Clock.Now())
+	if err != nil {
 		e.log.ErrorContext(ctx, "Rescuing jobs failed", "error", err)
 	} else if n > 0 {
 		e.log.WarnContext(ctx, "Rescued jobs whose lease expired", "jobs", n)
 	}
+	return n > 0
 }
 
 // execute runs one claimed job to its commit. shutdown is the engine's

@@ -1,0 +1,82 @@
+package storage_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/engine"
+	"github.com/tollgatehq/tollgate/storage"
+	"github.com/tollgatehq/tollgate/storage/storagetest"
+)
+
+// claimCounter is the store with its claims and queue reads counted.
+type claimCounter struct {
+	*storage.DB
+	claims, nexts atomic.Int64
+}
+
+func (c *claimCounter) ClaimJobs(ctx context.Context, worker string, now time.Time, lease time.Duration, limit int) ([]domain.Job, error) {
+	c.claims.Add(1)
+	return c.DB.ClaimJobs(ctx, worker, now, lease, limit)
+}
+
+func (c *claimCounter) NextJobAt(ctx context.Context) (time.Time, bool, error) {
+	c.nexts.Add(1)
+	return c.DB.NextJobAt(ctx)
+}
+
+// An engine asks the database for jobs when one may be due, not each time
+// a step ends: a run started, paused and resumed one after another costs
+// one claim (its first step's; the resume's job is handed over) and one
+// read of the next job's time. On PostgreSQL the notification of a job
+// this process enqueued does not wake it a second time.
+func TestAnIdleQueueIsNotClaimedAfterEachStep(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
+		ctx := t.Context()
+		store := &claimCounter{DB: db}
+		wf := askOnce("one-by-one", func(domain.StepRequest) domain.Command {
+			return domain.Suspend("ask", map[string]any{}, "")
+		})
+		// No poll within the test's time: every claim is a wake-up's.
+		e := startEngine(t, store, newRegistry(t, wf), engine.Opts{PollInterval: time.Hour})
+		time.Sleep(100 * time.Millisecond) // the claim at start, on an empty queue
+		store.claims.Store(0)
+		store.nexts.Store(0)
+		const runs = 20
+		for range runs {
+			run := startRun(t, e, "one-by-one", nil)
+			waitRun(t, db, run.ID, domain.RunSuspended)
+			if _, err := e.Resume(ctx, domain.ResumeRequest{SuspensionID: pendingSuspension(t, db, run.ID).ID, Data: raw(1), By: "ops"}); err != nil {
+				t.Fatal(err)
+			}
+			waitRun(t, db, run.ID, domain.RunSucceeded)
+		}
+		time.Sleep(100 * time.Millisecond) // a late notification would claim now
+		if claims, nexts := store.claims.Load(), store.nexts.Load(); claims > runs+2 || nexts > runs+2 {
+			t.Errorf("%d runs claimed %d times and read the next job's time %d times; want about %d of each", runs, claims, nexts, runs)
+		}
+	})
+}
+
+// A job another process enqueues wakes this one at once through its
+// notification, with no poll to fall back on.
+func TestAnotherProcessesJobWakesThisOne(t *testing.T) {
+	t.Parallel()
+	dsn := storagetest.NewDatabase(t)
+	enqueuer, worker := openDB(t, storage.Opts{URL: dsn}), openDB(t, storage.Opts{URL: dsn})
+	wf := askOnce("elsewhere", func(domain.StepRequest) domain.Command {
+		return domain.Suspend("ask", map[string]any{}, "")
+	})
+	startEngine(t, worker, newRegistry(t, wf), engine.Opts{PollInterval: time.Hour})
+	time.Sleep(100 * time.Millisecond)                              // past the claim at start
+	idle := engine.New(enqueuer, newRegistry(t, wf), engine.Opts{}) // never runs
+	run := startRun(t, idle, "elsewhere", nil)
+	waitFor(t, 5*time.Second, "the other process to run the step", func() bool {
+		got, err := worker.Run(t.Context(), run.ID)
+		return err == nil && got.Status == domain.RunSuspended
+	})
+}
