@@ -21,6 +21,10 @@ const (
 	RunCancelled RunStatus = "cancelled"
 )
 
+// RunSuspensionsLimit bounds the suspensions shown with a run: a run that
+// has paused more often than this is followed through the suspensions list.
+const RunSuspensionsLimit = 500
+
 // RunStatuses lists every status, in lifecycle order.
 var RunStatuses = []RunStatus{RunPending, RunRunning, RunSuspended, RunSucceeded, RunFailed, RunCancelled}
 

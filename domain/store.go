@@ -28,6 +28,10 @@ type Store interface {
 	CreateRun(ctx context.Context, r NewRun) (run Run, created bool, err error)
 	// Run returns one run, or ErrNotFound.
 	Run(ctx context.Context, id string) (Run, error)
+	// RunWithSuspensions returns one run with its first RunSuspensionsLimit
+	// suspensions (pre-completed resumes left out) in the order Suspensions
+	// lists them, as of one moment; ErrNotFound if there is no such run.
+	RunWithSuspensions(ctx context.Context, id string) (Run, []Suspension, error)
 	// Runs lists runs, newest first, with a cursor for the next page.
 	Runs(ctx context.Context, f RunFilter) ([]Run, string, error)
 	// Events returns a run's log in order.

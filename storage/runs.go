@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/schema"
 
 	"github.com/tollgatehq/tollgate/domain"
 )
@@ -112,6 +114,33 @@ func (db *DB) Run(ctx context.Context, id string) (domain.Run, error) {
 		return domain.Run{}, fmt.Errorf("get run %s: %w", id, translate(err))
 	}
 	return row.toDomain(), nil
+}
+
+// RunWithSuspensions implements domain.Store: one statement, the run
+// joined with its suspensions, so both come from one snapshot.
+func (db *DB) RunWithSuspensions(ctx context.Context, id string) (domain.Run, []domain.Suspension, error) {
+	var rows []runRow
+	err := db.bun.NewSelect().Model(&rows).
+		RelationWithOpts("Suspension", bun.RelationOpts{AdditionalJoinOnConditions: []schema.QueryWithArgs{schema.SafeQuery("NOT suspension.precompleted", nil)}}).
+		Where("r.id = ?", id).OrderExpr("suspension.suspended_at, suspension.id").
+		Limit(domain.RunSuspensionsLimit).Scan(ctx)
+	if err == nil && len(rows) == 0 {
+		err = sql.ErrNoRows
+	}
+	if err != nil {
+		return domain.Run{}, nil, fmt.Errorf("get run %s: %w", id, translate(err))
+	}
+	ss := make([]domain.Suspension, 0, len(rows))
+	for i := range rows {
+		if sp := rows[i].Suspension; sp != nil && sp.ID != "" {
+			s, err := sp.toDomain()
+			if err != nil {
+				return domain.Run{}, nil, err
+			}
+			ss = append(ss, s)
+		}
+	}
+	return rows[0].toDomain(), ss, nil
 }
 
 // Runs implements domain.Store: newest first, keyset-paginated on

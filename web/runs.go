@@ -113,11 +113,7 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request) error {
 	if !principalFrom(r.Context()).User.Role.Staff() {
 		return domain.ErrNotFound
 	}
-	run, err := s.Store.Run(r.Context(), r.PathValue("runId"))
-	if err != nil {
-		return err
-	}
-	ss, _, err := s.Store.Suspensions(r.Context(), domain.SuspensionFilter{RunID: run.ID, Limit: 500})
+	run, ss, err := s.Store.RunWithSuspensions(r.Context(), r.PathValue("runId"))
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ func (s *Server) cancelFromPage(w http.ResponseWriter, r *http.Request) {
 // suspensions and its whole event timeline.
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	v := s.viewerOf(r)
-	run, err := s.Store.Run(r.Context(), r.PathValue("id"))
+	run, sps, err := s.Store.RunWithSuspensions(r.Context(), r.PathValue("id"))
 	if errors.Is(err, domain.ErrNotFound) {
 		s.renderError(w, r, http.StatusNotFound, "Run not found", "There is no run with this id.", v)
 		return
@@ -43,11 +43,6 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	events, err := s.Store.Events(r.Context(), run.ID)
-	if err != nil {
-		s.uiFailure(w, r, err)
-		return
-	}
-	sps, _, err := s.Store.Suspensions(r.Context(), domain.SuspensionFilter{RunID: run.ID, Limit: 500})
 	if err != nil {
 		s.uiFailure(w, r, err)
 		return
