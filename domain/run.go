@@ -36,6 +36,17 @@ func (s RunStatus) Terminal() bool {
 // Valid reports whether s is one of the defined statuses.
 func (s RunStatus) Valid() bool { return slices.Contains(RunStatuses, s) }
 
+// CancelRequest asks to end a run that has not finished.
+type CancelRequest struct {
+	RunID string
+	By    string
+	Now   time.Time
+	// Audit, when set, is written to the audit log in the cancellation's
+	// own transaction. An empty Subject becomes the run's id, an empty
+	// WorkflowID the run's workflow.
+	Audit *AuditEntry
+}
+
 // RunError is why a run failed: a stable code and a human message.
 type RunError struct {
 	Code    string `json:"code"`

@@ -27,6 +27,11 @@ type SignalRequest struct {
 	// Handoff, when set, has the resume's job handed to the engine that
 	// asked (see Handoff).
 	Handoff *Handoff
+	// Audit, when set, is written to the audit log in the signal's own
+	// transaction when the signal is recorded (delivered or kept); a
+	// duplicate or a refused signal writes nothing. An empty Subject
+	// becomes the run's id, an empty WorkflowID the run's workflow.
+	Audit *AuditEntry
 }
 
 // Signal is a delivered signal as the store keeps it.

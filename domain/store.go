@@ -49,7 +49,7 @@ type Store interface {
 	Resume(ctx context.Context, req ResumeRequest) (Suspension, error)
 	// CancelRun ends a run that has not finished: pending suspensions are
 	// cancelled and queued jobs dropped. ErrConflict if it had finished.
-	CancelRun(ctx context.Context, runID, by string, now time.Time) (Run, error)
+	CancelRun(ctx context.Context, req CancelRequest) (Run, error)
 	// SendSignal delivers a signal (see SignalRequest): it resolves its
 	// wait by conditional update, or is kept for a wait still to come. A
 	// repeated signal id returns the first delivery, Duplicate set; a

@@ -130,7 +130,7 @@ func TestPendingCountsFollowEverySuspensionChange(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitRun(t, db, runs[0].ID, domain.RunSucceeded)
-		if _, err := e.Cancel(ctx, runs[2].ID, "t"); err != nil {
+		if _, err := e.Cancel(ctx, domain.CancelRequest{RunID: runs[2].ID, By: "t"}); err != nil {
 			t.Fatal(err)
 		}
 		assertCounts(t, db, "after a resume and a cancel", "claims", "expenses")

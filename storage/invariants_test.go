@@ -656,7 +656,8 @@ func TestCancelSuspendedRun(t *testing.T) {
 		waitRun(t, db, run.ID, domain.RunSuspended)
 		s := pendingSuspension(t, db, run.ID)
 
-		got, err := e.Cancel(ctx, run.ID, "admin")
+		audit := &domain.AuditEntry{At: time.Now(), ActorEmail: "admin", Action: "run.cancel"}
+		got, err := e.Cancel(ctx, domain.CancelRequest{RunID: run.ID, By: "admin", Audit: audit})
 		if err != nil || got.Status != domain.RunCancelled || got.Error == nil || got.Error.Code != domain.CodeCancelled {
 			t.Fatalf("cancel = %+v, %v", got, err)
 		}
@@ -675,8 +676,13 @@ func TestCancelSuspendedRun(t *testing.T) {
 		if _, err := e.Resume(ctx, domain.ResumeRequest{RunID: run.ID, StepKey: "other", By: "late"}); !errors.As(err, &ce) || ce.Code != domain.CodeRunFinished {
 			t.Fatalf("early resume of a cancelled run = %v; want %s", err, domain.CodeRunFinished)
 		}
-		if _, err := e.Cancel(ctx, run.ID, "admin"); !errors.As(err, &ce) || ce.Code != domain.CodeRunFinished || !errors.Is(err, domain.ErrConflict) {
+		if _, err := e.Cancel(ctx, domain.CancelRequest{RunID: run.ID, By: "admin", Audit: audit}); !errors.As(err, &ce) || ce.Code != domain.CodeRunFinished || !errors.Is(err, domain.ErrConflict) {
 			t.Fatalf("second cancel = %v; want %s", err, domain.CodeRunFinished)
+		}
+		// The cancellation's audit entry was written with it, and the
+		// refused one wrote none.
+		if entries, _, err := db.Audit(ctx, domain.AuditFilter{Action: "run.cancel"}); err != nil || len(entries) != 1 || entries[0].Subject != run.ID || entries[0].WorkflowID != "pause" {
+			t.Fatalf("audit entries %+v, %v; want the one cancellation", entries, err)
 		}
 		if k := count(t, db, "SELECT count(*) FROM jobs WHERE run_id = ?", run.ID); k != 0 {
 			t.Fatalf("%d jobs left", k)

@@ -359,7 +359,7 @@ func finishedRun(t testing.TB, db *storage.DB, status domain.RunStatus, at time.
 		t.Fatalf("claim the job of %s = %+v, %v", id, jobs, err)
 	}
 	if status == domain.RunCancelled {
-		if _, err := db.CancelRun(ctx, id, "test", at); err != nil {
+		if _, err := db.CancelRun(ctx, domain.CancelRequest{RunID: id, By: "test", Now: at}); err != nil {
 			t.Fatal(err)
 		}
 		return id

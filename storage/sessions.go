@@ -148,6 +148,26 @@ func resumeAudit(req domain.ResumeRequest, s *suspensionRow) *auditRow {
 	return row
 }
 
+// runAudit is the audit row of a change to run, or nil.
+func runAudit(e *domain.AuditEntry, run *runRow) *auditRow {
+	if e == nil {
+		return nil
+	}
+	row := auditRowFrom(*e)
+	row.Subject = cmp.Or(row.Subject, run.ID)
+	row.WorkflowID = cmp.Or(row.WorkflowID, run.WorkflowID)
+	return row
+}
+
+// insertAudit writes row, when there is one, in tx.
+func (db *DB) insertAudit(ctx context.Context, tx bun.IDB, row *auditRow) error {
+	if row == nil {
+		return nil
+	}
+	_, err := row.insert(tx).Exec(ctx)
+	return err
+}
+
 // AppendAudit implements domain.AuditLog.
 func (db *DB) AppendAudit(ctx context.Context, e domain.AuditEntry) error {
 	row := auditRowFrom(e)

@@ -103,6 +103,9 @@ func (db *DB) sendSignal(ctx context.Context, tx bun.Tx, req domain.SignalReques
 				return domain.Signal{}, false, err
 			}
 		}
+		if err := db.insertAudit(ctx, tx, runAudit(req.Audit, run)); err != nil {
+			return domain.Signal{}, false, err
+		}
 		return sig.toDomain(), false, db.insertSignal(ctx, tx, sig)
 	}
 	wait, err := target.toDomain()
@@ -117,6 +120,9 @@ func (db *DB) sendSignal(ctx context.Context, tx bun.Tx, req domain.SignalReques
 		return domain.Signal{}, false, err
 	}
 	if won == nil { // cannot happen under the run's lock; kept rather than lost
+		if err := db.insertAudit(ctx, tx, runAudit(req.Audit, run)); err != nil {
+			return domain.Signal{}, false, err
+		}
 		return sig.toDomain(), false, db.insertSignal(ctx, tx, sig)
 	}
 	if wait, err = won.toDomain(); err != nil {
@@ -126,7 +132,7 @@ func (db *DB) sendSignal(ctx context.Context, tx bun.Tx, req domain.SignalReques
 	if err := db.insertSignal(ctx, tx, sig); err != nil {
 		return domain.Signal{}, false, err
 	}
-	return sig.toDomain(), true, db.enqueueResume(ctx, tx, run, wait, now, nil, req.Handoff)
+	return sig.toDomain(), true, db.enqueueResume(ctx, tx, run, wait, now, runAudit(req.Audit, run), req.Handoff)
 }
 
 // signalTarget is the wait a signal is for: the one it addresses, or the

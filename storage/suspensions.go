@@ -346,8 +346,8 @@ func (db *DB) precomplete(ctx context.Context, tx bun.IDB, run *runRow, req doma
 }
 
 // CancelRun implements domain.Store.
-func (db *DB) CancelRun(ctx context.Context, runID, by string, now time.Time) (domain.Run, error) {
-	now = ts(now)
+func (db *DB) CancelRun(ctx context.Context, req domain.CancelRequest) (domain.Run, error) {
+	runID, by, now := req.RunID, req.By, ts(req.Now)
 	var out domain.Run
 	err := db.inPipelinedTx(ctx, func(ctx context.Context, tx bun.IDB) error {
 		run, err := db.lockRun(ctx, tx, runID)
@@ -364,6 +364,11 @@ func (db *DB) CancelRun(ctx context.Context, runID, by string, now time.Time) (d
 		ev := newEventRow(runID, run.NextSeq, domain.NewEvent{Type: domain.EventRunCancelled, Payload: domain.MustJSON(map[string]any{"cancelledBy": by})}, now)
 		if err := b.add(ctx, tx.NewInsert().Model(ev)); err != nil {
 			return err
+		}
+		if a := runAudit(req.Audit, run); a != nil {
+			if err := b.add(ctx, a.insert(tx)); err != nil {
+				return err
+			}
 		}
 		run.NextSeq++
 		run.Status, run.UpdatedAt = domain.RunCancelled, now

@@ -10,9 +10,10 @@ import (
 	"github.com/tollgatehq/tollgate/domain"
 )
 
-// Resumes, decisions and cancellations are audited whichever way they
-// come: through the API (with the key's owner as actor) or from a page,
-// where an admin can also cancel a run that has not finished.
+// Resumes, decisions, signals and cancellations are audited whichever way
+// they come: through the API (with the key's owner as actor) or from a
+// page, where an admin can also cancel a run that has not finished. A
+// signal repeated with its id is recorded once.
 func TestAuditCoversAPIActionsAndCancels(t *testing.T) {
 	t.Parallel()
 	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
@@ -21,6 +22,11 @@ func TestAuditCoversAPIActionsAndCancels(t *testing.T) {
 		_, rv := e.paused(t, "review", map[string]any{"amount": 5, "description": "pens"})
 		e.call(t, "POST", "/api/v1/suspensions/"+rv.ID+"/reject", e.reviewer, `{"comment": "no"}`)
 		viaAPI, _ := e.paused(t, "intake", map[string]string{"claimId": "c2"})
+		for range 2 {
+			if res := e.call(t, "POST", "/api/v1/runs/"+viaAPI.ID+"/signals", e.admin, `{"name": "nudge", "signalId": "n-1"}`); res.Status != http.StatusAccepted {
+				t.Fatalf("a signal the run keeps = %v", res)
+			}
+		}
 		e.call(t, "POST", "/api/v1/runs/"+viaAPI.ID+"/cancel", e.admin, `{}`)
 
 		b := e.signedIn(t, "boss@example.com", domain.RoleAdmin)
@@ -43,18 +49,19 @@ func TestAuditCoversAPIActionsAndCancels(t *testing.T) {
 		}
 		var got []string
 		for _, en := range entries {
-			if strings.HasPrefix(en.Action, "suspension.") || en.Action == "run.cancel" {
+			if strings.HasPrefix(en.Action, "suspension.") || strings.HasPrefix(en.Action, "run.") {
 				got = append(got, en.Action+" by "+en.ActorEmail+" on "+en.Subject)
 			}
 		}
 		for _, want := range []string{
 			"suspension.resume by admin@example.com on " + s.ID,
 			"suspension.reject by reviewer@example.com on " + rv.ID,
+			"run.signal by admin@example.com on " + viaAPI.ID,
 			"run.cancel by admin@example.com on " + viaAPI.ID,
 			"run.cancel by boss@example.com on " + fromPage.ID,
 		} {
-			if !slices.Contains(got, want) {
-				t.Errorf("audit lacks %q: %q", want, got)
+			if n := len(slices.DeleteFunc(slices.Clone(got), func(g string) bool { return g != want })); n != 1 {
+				t.Errorf("audit has %q %d times: %q", want, n, got)
 			}
 		}
 	})

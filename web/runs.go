@@ -179,12 +179,10 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &struct{}{}, s.MaxBody); err != nil {
 		return err
 	}
-	run, err := s.Engine.Cancel(r.Context(), r.PathValue("runId"), p.User.Email)
+	run, err := s.Engine.Cancel(r.Context(), domain.CancelRequest{RunID: r.PathValue("runId"), By: p.User.Email, Audit: s.apiAudit(r, "run.cancel", map[string]any{})})
 	if err != nil {
 		return err
 	}
-	s.audit(r, domain.AuditEntry{ActorID: p.User.ID, ActorEmail: p.User.Email, Action: "run.cancel", Subject: run.ID, WorkflowID: run.WorkflowID,
-		Data: auditData(map[string]any{"via": "api"})})
 	writeJSON(w, http.StatusOK, runView(run))
 	return nil
 }

@@ -28,6 +28,7 @@ func (s *Server) sendSignal(w http.ResponseWriter, r *http.Request) error {
 	}
 	sig, err := s.Engine.Signal(r.Context(), domain.SignalRequest{
 		RunID: r.PathValue("runId"), Name: body.Name, SignalID: body.SignalID, StepKey: body.StepID, Payload: body.Payload, By: p.User.Email,
+		Audit: s.apiAudit(r, "run.signal", map[string]any{"name": body.Name, "signalId": body.SignalID, "stepId": body.StepID, "payload": body.Payload}),
 	})
 	if err != nil {
 		return err

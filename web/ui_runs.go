@@ -13,7 +13,8 @@ import (
 // same kernel path as the API, and shows the run again.
 func (s *Server) cancelFromPage(w http.ResponseWriter, r *http.Request) {
 	v := s.viewerOf(r)
-	run, err := s.Engine.Cancel(r.Context(), r.PathValue("id"), v.Email)
+	run, err := s.Engine.Cancel(r.Context(), domain.CancelRequest{RunID: r.PathValue("id"), By: v.Email,
+		Audit: s.auditEntry(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "run.cancel"})})
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
 		s.renderError(w, r, http.StatusNotFound, "Run not found", "There is no run with this id.", v)
@@ -25,7 +26,6 @@ func (s *Server) cancelFromPage(w http.ResponseWriter, r *http.Request) {
 		s.uiFailure(w, r, err)
 		return
 	}
-	s.audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "run.cancel", Subject: run.ID, WorkflowID: run.WorkflowID})
 	http.Redirect(w, r, "/runs/"+run.ID, http.StatusSeeOther)
 }
 

@@ -78,7 +78,7 @@ func TestHousekeepingRetention(t *testing.T) {
 	}
 	cancel := func(id string, at time.Time) {
 		t.Helper()
-		if _, err := db.CancelRun(ctx, id, "test", at); err != nil {
+		if _, err := db.CancelRun(ctx, domain.CancelRequest{RunID: id, By: "test", Now: at}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -204,8 +204,9 @@ func (e *Engine) Decide(ctx context.Context, req domain.ResumeRequest, approve b
 }
 
 // Cancel ends a run that has not finished.
-func (e *Engine) Cancel(ctx context.Context, runID, by string) (domain.Run, error) {
-	return e.store.CancelRun(ctx, runID, by, e.o.Clock.Now())
+func (e *Engine) Cancel(ctx context.Context, req domain.CancelRequest) (domain.Run, error) {
+	req.Now = e.o.Clock.Now()
+	return e.store.CancelRun(ctx, req)
 }
 
 // Run claims and executes jobs until ctx is cancelled. Then it stops
