@@ -170,9 +170,15 @@ func (c *Context) flush() error {
 }
 
 // Emit sends an observability-only CUSTOM event to the run's subscribers;
-// it is not kept in the log.
-func (c *Context) Emit(name string, payload any) {
-	c.env.emit(c.RunID, EventCustom, "", map[string]any{"name": name, "payload": payload})
+// it is not kept in the log. A payload that is not JSON is an error and
+// sends nothing; the run goes on.
+func (c *Context) Emit(name string, payload any) error {
+	b, err := domain.EncodeJSON("the payload of event "+name, payload, 0, domain.CodeValidation)
+	if err != nil {
+		return err
+	}
+	c.env.emit(c.RunID, EventCustom, "", map[string]any{"name": name, "payload": b})
+	return nil
 }
 
 // SetState sets key of the run's state to value (nil removes it) and

@@ -142,6 +142,9 @@ func TestStateDeltasAreEmittedOncePerChange(t *testing.T) {
 		if err := c.SetState("bad", make(chan int)); err == nil {
 			return nil, errors.New("a value that is not JSON was taken")
 		}
+		if err := c.Emit("bad", make(chan int)); err == nil {
+			return nil, errors.New("an event payload that is not JSON was sent")
+		}
 		if _, err := replay.WaitForEvent[int](c, "go"); err != nil {
 			return nil, err
 		}
