@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -74,8 +75,7 @@ func paymentPipeline() *replay.Definition {
 		if in.PaymentTimeoutMinutes > 0 {
 			timeout = time.Duration(in.PaymentTimeoutMinutes) * time.Minute
 		}
-		c.Emit("awaiting-payment", map[string]any{"user": u.ID, "amount": in.Amount})
-		if err := c.SetState("stage", "awaiting payment"); err != nil {
+		if err := errors.Join(c.Emit("awaiting-payment", map[string]any{"user": u.ID, "amount": in.Amount}), c.SetState("stage", "awaiting payment")); err != nil {
 			return out, err
 		}
 		p, err := replay.WaitForEvent[paymentSignal](c, "payment", replay.WithID("payment"), replay.Timeout(timeout))
