@@ -53,8 +53,15 @@ func Plan(o Outcome) StepCommit {
 	return c
 }
 
+// planFailure retries a failed attempt while the step's policy allows,
+// then fails the run. A *ValidationError (data the step was given or made
+// that breaks a rule, such as a waitpoint longer than the server allows)
+// fails it at once with its code: another attempt would meet it again.
 func planFailure(o Outcome, c StepCommit) StepCommit {
 	msg := o.Err.Error()
+	if ve, ok := errors.AsType[*ValidationError](o.Err); ok {
+		return failRun(c, o.Workflow, o.Step, &RunError{Code: ve.Code, Message: fmt.Sprintf("step %s: %s", o.Step, ve.Message)}, o.Job.Attempt)
+	}
 	if o.Job.Attempt < o.Retry.MaxAttempts {
 		at := o.Now.Add(o.Retry.Backoff(o.Job.Attempt, o.Rand))
 		c.RetryAt = &at

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -198,6 +199,16 @@ func TestPlanRetry(t *testing.T) {
 
 	o.Job.Attempt, o.Retry = 1, domain.RetryPolicy{MaxAttempts: 1}
 	failedWith(t, domain.Plan(o), domain.CodeStepFailed)
+
+	// Data that breaks a rule fails the run at its first attempt, with
+	// the rule's code: a retry would break it again.
+	o.Retry = domain.DefaultRetry
+	o.Err = fmt.Errorf("create waitpoint: %w", &domain.ValidationError{Code: "wait_too_long", Message: "a waitpoint until 2031 is too long"})
+	c = domain.Plan(o)
+	failedWith(t, c, "wait_too_long")
+	if c.RetryAt != nil || !strings.Contains(c.Finish.Error.Message, "too long") {
+		t.Fatalf("a validation error: %+v", c)
+	}
 }
 
 // A workflow that names a FailEvent gets it, just before RUN_FAILED, in

@@ -113,6 +113,7 @@ func testWaitpoints(t *testing.T, env map[string]string) {
 	c.register(t, `{"id": "before", "version": "1", "steps": [{"type": "task", "name": "pay", "handler": "awaitCallback", "config": {"callSelf": "before"}}]}`)
 	c.register(t, `{"id": "race", "version": "1", "steps": [{"type": "task", "name": "pay", "handler": "awaitCallback", "config": {"callSelf": "race"}}]}`)
 	c.register(t, `{"id": "nap-for", "version": "1", "steps": [{"type": "task", "name": "nap", "handler": "napFor", "config": {"ms": 300}}]}`)
+	c.register(t, `{"id": "nap-too-long", "version": "1", "steps": [{"type": "task", "name": "nap", "handler": "napFor", "config": {"ms": 34560000000}}]}`)
 	hc := &http.Client{Timeout: 30 * time.Second}
 	send := func(method, url, contentType, body string) (int, http.Header, []byte) {
 		t.Helper()
@@ -251,6 +252,20 @@ func testWaitpoints(t *testing.T, env map[string]string) {
 		}
 		if n := checkLog(t, c.events(t, run.ID)); n["RUN_RESUMED"] != 1 || n["RUN_RESUMED(nap)"] != 1 || n["STEP_COMPLETED(nap)"] != 1 {
 			t.Errorf("the waitpoint fires once and the step completes once: %v", n)
+		}
+	})
+
+	// 400 days is longer than the server's longest wait: the run fails at
+	// its first attempt with the rule's code, since a retry would ask for
+	// the same wait again.
+	t.Run("a DELAY waitpoint too long fails the run at once", func(t *testing.T) {
+		run := c.startRun(t, "nap-too-long", nil)
+		done := c.waitStatus(t, run.ID, "failed")
+		if done.Error == nil || done.Error.Code != "wait_too_long" {
+			t.Fatalf("error %+v; want wait_too_long", done.Error)
+		}
+		if n := checkLog(t, c.events(t, run.ID)); n["STEP_RETRYING(nap)"] != 0 || n["STEP_FAILED(nap)"] != 1 {
+			t.Errorf("the step fails once, with no retry: %v", n)
 		}
 	})
 
