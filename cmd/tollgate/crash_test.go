@@ -39,11 +39,12 @@ const (
 )
 
 // crashChild is the server process of the crash test: `tollgate serve` with
-// the crash-cycle workflow registered too.
+// the crash workflows registered after serve's own.
 func crashChild() int {
 	ledger := os.Getenv(crashLedgerEnv)
+	prev := registerWorkflows
 	registerWorkflows = func(reg *domain.Registry, env *replay.Env) error {
-		return errors.Join(registerExamples(reg), replayExamples(reg, env), reg.Register(crashCycle(ledger)), crashReplay(ledger).Register(reg, env))
+		return errors.Join(prev(reg, env), reg.Register(crashCycle(ledger)), crashReplay(ledger).Register(reg, env))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
