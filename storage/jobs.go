@@ -40,8 +40,10 @@ func (db *DB) insertJobs(ctx context.Context, b *batch, jobs []*jobRow) error {
 // insertClaimed inserts job claimed by the handoff's worker, as a claim
 // would leave it (running, attempt 1, leased). An available job with the
 // same key (a timer that has not fired) is claimed instead; one that is
-// running already is left to its worker, and claimed is false. Nobody
-// else needs waking for a job that is taken, so nothing is notified.
+// running already is left to its worker, and claimed is false; insertJobs
+// would leave that job alone too (its upsert has the same condition), so
+// there is nothing left to insert. Nobody else needs waking for a job that
+// is taken, so nothing is notified.
 func (db *DB) insertClaimed(ctx context.Context, b *batch, job *jobRow, h *domain.Handoff) (claimed bool, err error) {
 	if err := b.flush(ctx); err != nil { // the claim's RETURNING is read on its own
 		return false, err

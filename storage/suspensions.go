@@ -250,9 +250,10 @@ func decisionOf(row *suspensionRow) string {
 // just been resumed, and records the resume in the run's log (and the
 // audit log, when audit is set), in one batch. With a handoff the job is
 // inserted claimed by its worker, and handed over with the run and
-// suspension as they are after the resume. The claim, whose RETURNING is
-// read on its own, comes first in the batch, so it costs no extra round
-// trip.
+// suspension as they are after the resume; when the claim finds the job
+// running already, a plain insert would change nothing either, so there is
+// none. The claim, whose RETURNING is read on its own, comes first in the
+// batch, so it costs no extra round trip.
 func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s domain.Suspension, now time.Time, audit *auditRow, h *domain.Handoff) error {
 	b := db.newBatch(tx)
 	job := resumeJobRow(run.ID, s.StepKey, s.ID, now, now)
@@ -262,11 +263,8 @@ func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s doma
 		if claimed, err = db.insertClaimed(ctx, b, job, h); err != nil {
 			return err
 		}
-	}
-	if !claimed {
-		if err := db.insertJobs(ctx, b, []*jobRow{job}); err != nil {
-			return err
-		}
+	} else if err := db.insertJobs(ctx, b, []*jobRow{job}); err != nil {
+		return err
 	}
 	if audit != nil {
 		if err := b.add(ctx, audit.insert(tx)); err != nil {
