@@ -33,6 +33,7 @@ type Context struct {
 	pending []domain.NewEvent
 	pause   *pause
 	stop    error // set once the invocation cannot go on: pause, conflict, nondeterminism
+	logErr  error // a log write that failed: the invocation's error, not the run's
 	state   map[string]json.RawMessage
 }
 
@@ -129,9 +130,10 @@ func (c *Context) reach(kind primitive, id, positional string) (string, *record,
 	return id, r, nil
 }
 
-// halt stops the invocation for good with err (the run fails with it),
-// unless it has stopped already: a pause or a lost race that came first
-// stands, as it does for every primitive reached after it.
+// halt stops the invocation for good with err, unless it has stopped
+// already: a pause or a lost race that came first stands, as it does for
+// every primitive reached after it. The run fails with err, unless a log
+// write failed or the context was cancelled (see invoke).
 func (c *Context) halt(err error) error {
 	if c.stop == nil {
 		c.stop = err
@@ -155,13 +157,15 @@ func (c *Context) record(typ, stepID string, payload any) {
 	c.hist.add(&domain.Event{RunID: c.RunID, Type: e.Type, Step: e.Step, Payload: e.Payload})
 }
 
-// flush appends the queued entries at the log's next index. Losing the
-// race to another writer stops the invocation; the driver runs it again.
+// flush appends the queued entries at the log's next index. A write that
+// fails (a race lost to another writer, a database that is busy) stops the
+// invocation without failing the run; the driver runs it again.
 func (c *Context) flush() error {
 	if len(c.pending) == 0 {
 		return nil
 	}
 	if err := c.env.Store.AppendEvents(c, c.RunID, c.hist.next, c.pending, c.env.now()); err != nil {
+		c.logErr = err
 		return c.halt(err)
 	}
 	c.hist.next += int64(len(c.pending))
@@ -282,6 +286,11 @@ func Step[T any](c *Context, id string, fn func(ctx context.Context) (T, error))
 	}
 	c.env.emit(c.RunID, EventStepStarted, id, map[string]any{"stepId": id})
 	out, ferr := protect(c, fn)
+	if ferr != nil && c.Err() != nil {
+		// Cut short by a timeout or shutdown, fn did not fail: nothing is
+		// recorded, and the invocation runs again.
+		return zero, c.halt(c.Err())
+	}
 	if ferr != nil {
 		se := &StepError{StepID: id, Code: domain.CodeStepFailed, Message: ferr.Error()}
 		if typed, ok := errors.AsType[*StepError](ferr); ok {

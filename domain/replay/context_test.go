@@ -13,13 +13,21 @@ import (
 )
 
 // memLog is a run's log in memory, with the store's append contract.
-type memLog struct{ events []domain.Event }
+// failNext, if set, is what the next append returns instead of writing.
+type memLog struct {
+	events   []domain.Event
+	failNext error
+}
 
 func (m *memLog) Events(context.Context, string) ([]domain.Event, error) {
 	return slices.Clone(m.events), nil
 }
 
 func (m *memLog) AppendEvents(_ context.Context, runID string, expect int64, events []domain.NewEvent, now time.Time) error {
+	if err := m.failNext; err != nil {
+		m.failNext = nil
+		return err
+	}
 	if expect != int64(len(m.events))+1 {
 		return domain.ErrLogConflict
 	}
@@ -33,10 +41,13 @@ type fixedClock time.Time
 
 func (c fixedClock) Now() time.Time { return time.Time(c) }
 
-// invoke runs one invocation of handler on an empty log.
-func invoke(t *testing.T, handler func(c *replay.Context, in struct{}) (any, error)) (domain.StepResult, *memLog) {
+// startReq is the request of a run's first invocation.
+var startReq = domain.StepRequest{RunID: "r", WorkflowID: "w", WorkflowVersion: "1", Step: replay.StepName, Start: true, RunInput: json.RawMessage(`{}`)}
+
+// kernelStep registers handler as workflow w on log and returns the
+// kernel step its invocations run as.
+func kernelStep(t *testing.T, log *memLog, handler func(c *replay.Context, in struct{}) (any, error)) domain.StepFunc {
 	t.Helper()
-	log := &memLog{}
 	env := &replay.Env{Store: log, Clock: fixedClock(time.Date(2026, 4, 15, 9, 0, 0, 123456789, time.FixedZone("CEST", 2*3600)))}
 	reg := domain.NewRegistry()
 	if err := replay.Workflow("w", "1", handler).Register(reg, env); err != nil {
@@ -44,11 +55,63 @@ func invoke(t *testing.T, handler func(c *replay.Context, in struct{}) (any, err
 	}
 	wf, _ := reg.Get("w", "1")
 	step, _ := wf.Lookup(replay.StepName)
-	res, err := step.Func(t.Context(), domain.StepRequest{RunID: "r", WorkflowID: "w", WorkflowVersion: "1", Step: replay.StepName, Start: true, RunInput: json.RawMessage(`{}`)})
+	return step.Func
+}
+
+// invoke runs one invocation of handler on an empty log.
+func invoke(t *testing.T, handler func(c *replay.Context, in struct{}) (any, error)) (domain.StepResult, *memLog) {
+	t.Helper()
+	log := &memLog{}
+	res, err := kernelStep(t, log, handler)(t.Context(), startReq)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res, log
+}
+
+// A log write that fails for a reason other than a lost race is the
+// invocation's error, which the engine retries: the run does not fail,
+// and the next invocation goes on where the log is.
+func TestFailedLogWriteIsRetried(t *testing.T) {
+	t.Parallel()
+	busy := errors.New("database is locked")
+	log := &memLog{failNext: busy}
+	step := kernelStep(t, log, func(c *replay.Context, _ struct{}) (any, error) {
+		return replay.Step(c, "count", func(context.Context) (int, error) { return 3, nil })
+	})
+	res, err := step(t.Context(), startReq)
+	if !errors.Is(err, busy) {
+		t.Fatalf("the invocation whose write failed: err = %v, commands = %+v; want %v", err, res.Commands, busy)
+	}
+	res, err = step(t.Context(), startReq)
+	if err != nil || len(res.Commands) != 1 || res.Commands[0].Type != domain.CmdComplete {
+		t.Fatalf("the next invocation: err = %v, commands = %+v; want it to complete", err, res.Commands)
+	}
+	if len(log.events) != 1 || log.events[0].Type != replay.EventStepFinished {
+		t.Errorf("log = %+v, want the step's result alone", log.events)
+	}
+}
+
+// A step cut short by a timeout or shutdown did not fail: nothing is
+// logged for it, and the invocation returns the context's error, which
+// the engine retries (or, at shutdown, gives the job back).
+func TestCancelledStepIsNotAFailure(t *testing.T) {
+	t.Parallel()
+	log := &memLog{}
+	ctx, cancel := context.WithCancel(t.Context())
+	step := kernelStep(t, log, func(c *replay.Context, _ struct{}) (any, error) {
+		return replay.Step(c, "call", func(ctx context.Context) (int, error) {
+			cancel() // the step timeout fires while the call is under way
+			return 0, ctx.Err()
+		})
+	})
+	res, err := step(ctx, startReq)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, commands = %+v; want %v", err, res.Commands, context.Canceled)
+	}
+	if len(log.events) != 0 {
+		t.Errorf("log = %+v, want nothing", log.events)
+	}
 }
 
 func TestInvocationEnds(t *testing.T) {

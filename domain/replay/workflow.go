@@ -111,7 +111,9 @@ var invocationRetry = func() domain.RetryPolicy {
 
 // invocation is the kernel step: one invocation of the handler. One that
 // loses the log to another writer returns ErrLogConflict, and the engine
-// runs it again at once from the longer log.
+// runs it again at once from the longer log; any other failed log write,
+// or a context cancelled under a failing handler, is the step's error and
+// not the run's, so the engine retries it.
 func (d *Definition) invocation(env *Env) domain.StepFunc {
 	return func(ctx context.Context, req domain.StepRequest) (domain.StepResult, error) {
 		return d.invoke(ctx, env, req)
@@ -133,10 +135,14 @@ func (d *Definition) invoke(ctx context.Context, env *Env, req domain.StepReques
 	env.emit(c.RunID, EventRunStarted, "", map[string]any{"runId": c.RunID, "workflowId": c.WorkflowID, "workflowVersion": c.WorkflowVersion})
 	out, herr := d.call(c, req.RunInput)
 	switch {
-	case errors.Is(c.stop, domain.ErrLogConflict):
-		return domain.StepResult{}, c.stop
+	case c.logErr != nil:
+		return domain.StepResult{}, c.logErr
 	case c.stop == ErrPaused:
 		return c.paused(), nil
+	case (c.stop != nil || herr != nil) && ctx.Err() != nil:
+		// Cut short by a timeout or shutdown, the handler did not fail: the
+		// engine runs the invocation again, or gives the job back.
+		return domain.StepResult{}, ctx.Err()
 	case c.stop != nil:
 		return c.errored(c.stop), nil
 	case herr != nil:
