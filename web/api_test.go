@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uptrace/bun"
+
+	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/storage"
 	"github.com/tollgatehq/tollgate/storage/storagetest"
 	"github.com/tollgatehq/tollgate/web"
@@ -137,6 +140,38 @@ func testListRuns(t *testing.T, e *apiEnv, succeeded string) {
 			t.Errorf("GET /api/v1/runs?%s: problem lists no field errors", q)
 		}
 	}
+}
+
+// A run that paused many times shows what it awaits now, though its earlier
+// waits fill the suspensions shown with it.
+func TestAPIAwaitingAfterManyWaits(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, e *apiEnv) {
+		run := e.startRun(t, "intake", map[string]string{"claimId": "c-1"})
+		e.waitRun(t, run.ID, "suspended")
+		// The earlier waits, resumed, are written directly: pausing the run
+		// this often would take minutes.
+		type pastWait struct {
+			bun.BaseModel `bun:"table:suspensions"`
+
+			ID, RunID, WorkflowID, WorkflowVersion, StepKey, Status string
+			SuspendedAt, ResumedAt, CreatedAt                       time.Time
+		}
+		start := time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
+		past := make([]pastWait, domain.RunSuspensionsLimit)
+		for i := range past {
+			at := start.Add(time.Duration(i) * time.Second)
+			past[i] = pastWait{ID: fmt.Sprintf("%s-%d", run.ID, i), RunID: run.ID, WorkflowID: "intake", WorkflowVersion: "1",
+				StepKey: fmt.Sprintf("earlier-%d", i), Status: "resumed", SuspendedAt: at, ResumedAt: at, CreatedAt: at}
+		}
+		if _, err := e.db.Bun().NewInsert().Model(&past).Exec(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		got := e.run(t, run.ID)
+		if len(got.Awaiting) != 1 || got.Awaiting[0].StepID != "collect" || got.Awaiting[0].Name != "awaiting_documents" {
+			t.Fatalf("a run with %d earlier waits awaits %+v; want its pause at collect", len(past), got.Awaiting)
+		}
+	})
 }
 
 func TestAPIStartIdempotency(t *testing.T) {

@@ -119,11 +119,10 @@ func sendQueued(sse *eventStream, live <-chan domain.Event) error {
 // and returns the ids reported. A notification can stand for several
 // commits: the run may have resumed and paused again since the last look.
 func (s *Server) sendPause(r *http.Request, sse *eventStream, run domain.Run, paused []string) ([]string, error) {
-	ss, _, err := s.Store.Suspensions(r.Context(), domain.SuspensionFilter{RunID: run.ID, Status: domain.SuspensionPending, Limit: 500})
+	waits, err := s.pendingWaits(r.Context(), run.ID)
 	if err != nil {
 		return paused, err
 	}
-	waits := awaiting(ss)
 	ids := make([]string, len(waits))
 	for i, a := range waits {
 		ids[i] = a.SuspensionID

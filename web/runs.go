@@ -123,7 +123,9 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request) error {
 		v.Suspensions[i] = s.suspensionOut(r, sp)
 	}
 	if run.Status == domain.RunSuspended {
-		v.Awaiting = awaiting(ss)
+		if v.Awaiting, err = s.pendingWaits(r.Context(), run.ID); err != nil {
+			return err
+		}
 	}
 	writeJSON(w, http.StatusOK, v)
 	return nil

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -42,15 +43,19 @@ type awaitJSON struct {
 	Deadline     *time.Time            `json:"deadline,omitempty"`
 }
 
-// awaiting lists the waits of ss that are pending.
-func awaiting(ss []domain.Suspension) []awaitJSON {
-	out := []awaitJSON{}
-	for _, sp := range ss {
-		if sp.Status == domain.SuspensionPending {
-			out = append(out, awaitJSON{StepID: sp.StepKey, Kind: sp.Kind, Name: sp.Reason, SuspensionID: sp.ID, Deadline: sp.WakeAt})
-		}
+// pendingWaits lists the waits run runID is paused on. They are read by
+// status, not picked from the run's suspensions, of which a long run has
+// more than one page.
+func (s *Server) pendingWaits(ctx context.Context, runID string) ([]awaitJSON, error) {
+	ss, _, err := s.Store.Suspensions(ctx, domain.SuspensionFilter{RunID: runID, Status: domain.SuspensionPending, Limit: domain.RunSuspensionsLimit})
+	if err != nil {
+		return nil, err
 	}
-	return out
+	out := make([]awaitJSON, len(ss))
+	for i, sp := range ss {
+		out[i] = awaitJSON{StepID: sp.StepKey, Kind: sp.Kind, Name: sp.Reason, SuspensionID: sp.ID, Deadline: sp.WakeAt}
+	}
+	return out, nil
 }
 
 type suspensionJSON struct {
