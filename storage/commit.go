@@ -436,6 +436,7 @@ func (w *commitWriter) created(row *suspensionRow, p pause) (pause, error) {
 // attach completes a pre-completed suspension with its pause and queues the
 // resume that was waiting for it.
 func (w *commitWriter) attach(ctx context.Context, existing, pause *suspensionRow, p pause) (pause, error) {
+	signal := existing.Kind == domain.KindSignal // set by precomplete for a signal only; the update below overwrites it
 	_, err := w.tx.NewUpdate().Model(existing).
 		Set("step_name = ?", pause.StepName).Set("kind = ?", pause.Kind).Set("reason = ?", pause.Reason).
 		Set("checkpoint = ?", pause.Checkpoint).Set("resume_step = ?", pause.ResumeStep).
@@ -452,10 +453,10 @@ func (w *commitWriter) attach(ctx context.Context, existing, pause *suspensionRo
 	if err != nil {
 		return p, err
 	}
-	if existing.ResumeRequestKey != nil && pause.Kind == domain.KindSignal {
+	if signal {
 		// A signal addressed to this wait: delivered now.
 		if err := w.b.add(ctx, w.tx.NewUpdate().Model((*signalRow)(nil)).Set("delivered_at = ?", w.now).
-			Where("run_id = ? AND signal_id = ? AND step_key = ?", w.run.ID, *existing.ResumeRequestKey, existing.StepKey)); err != nil {
+			Where("run_id = ? AND signal_id = ? AND step_key = ?", w.run.ID, derefString(existing.ResumeRequestKey), existing.StepKey)); err != nil {
 			return p, err
 		}
 	}

@@ -119,11 +119,8 @@ func (db *DB) sendSignal(ctx context.Context, tx bun.Tx, req domain.SignalReques
 	if err != nil {
 		return domain.Signal{}, false, err
 	}
-	if won == nil { // cannot happen under the run's lock; kept rather than lost
-		if err := db.insertAudit(ctx, tx, runAudit(req.Audit, run)); err != nil {
-			return domain.Signal{}, false, err
-		}
-		return sig.toDomain(), false, db.insertSignal(ctx, tx, sig)
+	if won == nil { // cannot happen: the wait was found pending under the run's lock
+		return domain.Signal{}, false, fmt.Errorf("wait %s of run %s is no longer pending", target.StepKey, run.ID)
 	}
 	if wait, err = won.toDomain(); err != nil {
 		return domain.Signal{}, false, err
