@@ -247,7 +247,11 @@ func TestAPIApproversAndRole(t *testing.T) {
 		problem(t, e.call(t, "POST", approve, e.reviewer, `{}`), http.StatusForbidden, "not_approver")
 		problem(t, e.call(t, "POST", approve, e.founderB, `{}`), http.StatusNotFound, "not_found")
 		rev := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
-		wantPage(t, rev.get("/suspensions/"+s.ID), http.StatusOK, "Who may act", "founder.a@example.com, admins", "you are not among them")
+		p := rev.get("/suspensions/" + s.ID)
+		wantPage(t, p, http.StatusOK, "Who may act", "founder.a@example.com, admins", "you are not among them")
+		if strings.Contains(p.Body, "Assigned to") {
+			t.Error("the page of a suspension that names who may act also names an assignee, whom the names overrule")
+		}
 		wantPage(t, rev.do("POST", "/suspensions/"+s.ID+"/decide", url.Values{"decision": {"approve"}}), http.StatusForbidden, "not among them")
 		e.stillPending(t, s)
 		want(t, e.call(t, "POST", approve, e.founderA, `{"comment":"mine"}`), http.StatusOK)

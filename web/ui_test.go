@@ -347,7 +347,7 @@ func TestUISuspensionPageResumesOnce(t *testing.T) {
 		p := b.get(path)
 		// The schema becomes form fields: documentIds, one per line, required.
 		wantPage(t, p, http.StatusOK, "awaiting_documents", "immutable", "&lt;img src=x onerror=alert(1)&gt;", "intake",
-			`name="f/documentIds"`, "One per line", `name="f/note"`, `class="required"`)
+			"Assigned to", "someone@example.com", `name="f/documentIds"`, "One per line", `name="f/note"`, `class="required"`)
 		if strings.Contains(p.Body, "<img src=x") {
 			t.Fatal("the checkpoint's markup is rendered, not shown")
 		}
