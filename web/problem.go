@@ -108,6 +108,10 @@ func newProblem(status int, code, detail string) Problem {
 	}
 }
 
+// notApproverMessage refuses a person a suspension does not name, in the
+// API and the web app alike.
+const notApproverMessage = "This suspension names who may act on it (its approvers, and admins), and you are not among them."
+
 // problemFor maps an error to the problem the client sees. A refused role
 // or approver is a 403; only validation and conflict errors, which are
 // written for clients, show their message; anything unexpected becomes a
@@ -117,7 +121,7 @@ func problemFor(err error) Problem {
 	case errors.Is(err, errForbidden):
 		return newProblem(http.StatusForbidden, "forbidden", "Your role does not allow this.")
 	case errors.Is(err, domain.ErrNotApprover):
-		return newProblem(http.StatusForbidden, domain.CodeNotApprover, "This suspension names who may act on it (its approvers, and admins), and you are not among them.")
+		return newProblem(http.StatusForbidden, domain.CodeNotApprover, notApproverMessage)
 	}
 	if ve, ok := errors.AsType[*domain.ValidationError](err); ok {
 		p := newProblem(validationStatus(ve.Code), cmp.Or(ve.Code, domain.CodeValidation), ve.Message)

@@ -194,7 +194,7 @@ func (s *Server) mayAct(w http.ResponseWriter, r *http.Request, sp domain.Suspen
 // notYours says why the viewer may not resume or decide sp.
 func notYours(sp domain.Suspension) string {
 	if sp.Restricted() {
-		return "This request names who may act on it (its approvers, and admins), and you are not among them."
+		return notApproverMessage
 	}
 	return "You can see this suspension but not act on it."
 }
