@@ -229,7 +229,9 @@ func (h *HTTPSteps) call(ctx context.Context, st Step, body stepBody, token stri
 
 // DecodeOutcome reads a StepResult: {"success": true, "outputs": …},
 // {"success": false, "error": "…"}, or {"success": false, "notCompleted":
-// true} for work that should be tried again.
+// true} for work that should be tried again. It refuses text the databases
+// do not store alike (a NUL, an unpaired surrogate; see domain.CheckJSON),
+// since the outcome is stored as it came.
 func DecodeOutcome(b []byte) (domain.StepOutcome, error) {
 	var raw struct {
 		Success      *bool           `json:"success"`
@@ -241,6 +243,9 @@ func DecodeOutcome(b []byte) (domain.StepOutcome, error) {
 	d.DisallowUnknownFields()
 	if err := d.Decode(&raw); err != nil {
 		return domain.StepOutcome{}, fmt.Errorf("a body that is not a StepResult {success, outputs | error}: %s", jsonMessage(err))
+	}
+	if ve, ok := errors.AsType[*domain.ValidationError](domain.CheckJSON(b)); ok {
+		return domain.StepOutcome{}, errors.New("a StepResult whose " + ve.Message)
 	}
 	if raw.Success == nil {
 		return domain.StepOutcome{}, errors.New("a StepResult without success (true or false)")

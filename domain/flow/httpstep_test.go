@@ -84,3 +84,36 @@ func TestCallRefusesANonPublicAddressForGood(t *testing.T) {
 		t.Fatalf("call error = %v (%T), want a permanent refusal", err, err)
 	}
 }
+
+// A StepResult holding text the databases do not store alike (a NUL, an
+// unpaired surrogate) is refused, whether it comes as a work report or as an
+// endpoint's answer; for an answer the refusal is a permanent step failure,
+// since calling again would store nothing better.
+func TestDecodeOutcomeRefusesUnstorableText(t *testing.T) {
+	t.Parallel()
+	bad := []string{
+		`{"success": true, "outputs": {"label": "a\u0000b"}}`,
+		`{"success": true, "outputs": ["\ud800"]}`,
+		`{"success": false, "error": "a\u0000b"}`,
+	}
+	for _, body := range bad {
+		if o, err := DecodeOutcome([]byte(body)); err == nil || !strings.Contains(err.Error(), "cannot be stored") {
+			t.Errorf("DecodeOutcome(%s) = %+v, %v; want a refusal saying it cannot be stored", body, o, err)
+		}
+	}
+	if _, err := DecodeOutcome([]byte(`{"success": false, "error": "a\\u0000b \ud83d\ude00"}`)); err != nil {
+		t.Errorf("an escaped backslash and a surrogate pair were refused: %v", err)
+	}
+
+	any, _ := ParseAllowList("*")
+	for _, async := range []bool{false, true} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = w.Write([]byte(bad[2]))
+		}))
+		_, err := NewHTTPSteps(any, nil, nil).call(t.Context(), Step{Name: "s", URL: srv.URL, Async: async}, stepBody{}, "token")
+		srv.Close()
+		if pe, ok := errors.AsType[*permanent](err); !ok || !strings.Contains(pe.msg, "cannot be stored") {
+			t.Errorf("async=%v: call error = %v (%T), want a permanent refusal", async, err, err)
+		}
+	}
+}
