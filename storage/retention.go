@@ -50,7 +50,7 @@ func (db *DB) DeleteRun(ctx context.Context, runID, reason, by string, now time.
 		b := db.newBatch(tx)
 		audit := auditRowFrom(domain.AuditEntry{At: now, ActorEmail: by, Action: "run.delete", Subject: runID, WorkflowID: run.WorkflowID,
 			Data: domain.MustJSON(map[string]any{"reason": reason, "status": run.Status})})
-		if err := b.add(ctx, audit.insert(tx)); err != nil {
+		if err := b.addAudit(ctx, audit); err != nil {
 			return err
 		}
 		if err := db.notifyChange(ctx, b, runID); err != nil {

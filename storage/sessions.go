@@ -137,35 +137,34 @@ func auditRowFrom(e domain.AuditEntry) *auditRow {
 	return &auditRow{At: ts(e.At), ActorID: e.ActorID, ActorEmail: e.ActorEmail, Action: e.Action, Subject: e.Subject, WorkflowID: e.WorkflowID, Data: data, Address: e.Address}
 }
 
-// resumeAudit is the audit row of a resume that changed s, or nil.
-func resumeAudit(req domain.ResumeRequest, s *suspensionRow) *auditRow {
-	if req.Audit == nil {
-		return nil
-	}
-	row := auditRowFrom(*req.Audit)
-	row.Subject = cmp.Or(row.Subject, s.ID)
-	row.WorkflowID = cmp.Or(row.WorkflowID, s.WorkflowID)
-	return row
-}
-
-// runAudit is the audit row of a change to run, or nil.
-func runAudit(e *domain.AuditEntry, run *runRow) *auditRow {
+// auditFor is the audit row of e, a change to subject (a run or a
+// suspension) of the given workflow, or nil without an entry. An empty
+// Subject or WorkflowID in e becomes the one given.
+func auditFor(e *domain.AuditEntry, subject, workflowID string) *auditRow {
 	if e == nil {
 		return nil
 	}
 	row := auditRowFrom(*e)
-	row.Subject = cmp.Or(row.Subject, run.ID)
-	row.WorkflowID = cmp.Or(row.WorkflowID, run.WorkflowID)
+	row.Subject = cmp.Or(row.Subject, subject)
+	row.WorkflowID = cmp.Or(row.WorkflowID, workflowID)
 	return row
 }
 
 // insertAudit writes row, when there is one, in tx.
-func (db *DB) insertAudit(ctx context.Context, tx bun.IDB, row *auditRow) error {
+func insertAudit(ctx context.Context, tx bun.IDB, row *auditRow) error {
 	if row == nil {
 		return nil
 	}
 	_, err := row.insert(tx).Exec(ctx)
 	return err
+}
+
+// addAudit adds row, when there is one, to the batch.
+func (b *batch) addAudit(ctx context.Context, row *auditRow) error {
+	if row == nil {
+		return nil
+	}
+	return b.add(ctx, row.insert(b.tx))
 }
 
 // AppendAudit implements domain.AuditLog.

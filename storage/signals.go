@@ -103,7 +103,7 @@ func (db *DB) sendSignal(ctx context.Context, tx bun.Tx, req domain.SignalReques
 				return domain.Signal{}, false, err
 			}
 		}
-		if err := db.insertAudit(ctx, tx, runAudit(req.Audit, run)); err != nil {
+		if err := insertAudit(ctx, tx, auditFor(req.Audit, run.ID, run.WorkflowID)); err != nil {
 			return domain.Signal{}, false, err
 		}
 		return sig.toDomain(), false, db.insertSignal(ctx, tx, sig)
@@ -129,7 +129,7 @@ func (db *DB) sendSignal(ctx context.Context, tx bun.Tx, req domain.SignalReques
 	if err := db.insertSignal(ctx, tx, sig); err != nil {
 		return domain.Signal{}, false, err
 	}
-	return sig.toDomain(), true, db.enqueueResume(ctx, tx, run, wait, now, runAudit(req.Audit, run), req.Handoff)
+	return sig.toDomain(), true, db.enqueueResume(ctx, tx, run, wait, now, auditFor(req.Audit, run.ID, run.WorkflowID), req.Handoff)
 }
 
 // signalTarget is the wait a signal is for: the one it addresses, or the

@@ -138,7 +138,7 @@ func (db *DB) resumeIn(ctx context.Context, tx bun.IDB, req domain.ResumeRequest
 	if err != nil {
 		return out, err
 	}
-	return out, db.enqueueResume(ctx, tx, run, out, ts(req.Now), resumeAudit(req, won), req.Handoff)
+	return out, db.enqueueResume(ctx, tx, run, out, ts(req.Now), auditFor(req.Audit, won.ID, won.WorkflowID), req.Handoff)
 }
 
 func describeResume(req domain.ResumeRequest) string {
@@ -266,10 +266,8 @@ func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s doma
 	} else if err := db.insertJobs(ctx, b, []*jobRow{job}); err != nil {
 		return err
 	}
-	if audit != nil {
-		if err := b.add(ctx, audit.insert(tx)); err != nil {
-			return err
-		}
+	if err := b.addAudit(ctx, audit); err != nil {
+		return err
 	}
 	payload := map[string]any{"suspensionId": s.ID, "resumedBy": s.ResumedBy}
 	if s.Decision != "" {
@@ -335,10 +333,8 @@ func (db *DB) precomplete(ctx context.Context, tx bun.IDB, run *runRow, req doma
 		}
 		return db.lostResume(ctx, tx, existing.ID, req)
 	}
-	if audit := resumeAudit(req, row); audit != nil {
-		if _, err := audit.insert(tx).Exec(ctx); err != nil {
-			return domain.Suspension{}, err
-		}
+	if err := insertAudit(ctx, tx, auditFor(req.Audit, row.ID, row.WorkflowID)); err != nil {
+		return domain.Suspension{}, err
 	}
 	return row.toDomain()
 }
@@ -363,10 +359,8 @@ func (db *DB) CancelRun(ctx context.Context, req domain.CancelRequest) (domain.R
 		if err := b.add(ctx, tx.NewInsert().Model(ev)); err != nil {
 			return err
 		}
-		if a := runAudit(req.Audit, run); a != nil {
-			if err := b.add(ctx, a.insert(tx)); err != nil {
-				return err
-			}
+		if err := b.addAudit(ctx, auditFor(req.Audit, run.ID, run.WorkflowID)); err != nil {
+			return err
 		}
 		run.NextSeq++
 		run.Status, run.UpdatedAt = domain.RunCancelled, now
