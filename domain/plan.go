@@ -200,11 +200,14 @@ func CheckApprovers(role Role, emails []string) ([]string, error) {
 	return out, nil
 }
 
-// ValidMediaType reports whether t is a MIME type, like application/pdf
-// or text/plain;charset=utf-8, that a suspension may accept.
+// ValidMediaType reports whether t is a MIME type that a suspension may
+// accept: written as the web app compares it with the type an upload's bytes
+// show, in lower case and without parameters, like application/pdf, or as a
+// family, like image/*. Any other spelling, such as Application/PDF or
+// text/plain;charset=utf-8, would refuse every file.
 func ValidMediaType(t string) bool {
 	mt, _, err := mime.ParseMediaType(t)
-	return err == nil && strings.Contains(mt, "/")
+	return err == nil && mt == t && strings.Contains(mt, "/") && !strings.Contains(strings.TrimSuffix(mt, "/*"), "*")
 }
 
 // pausesItself reports whether the blocking command b resumes step.
@@ -231,7 +234,7 @@ func planPause(o Outcome, c *StepCommit, b Command, cmds []Command) error {
 	}
 	for _, t := range b.Accept {
 		if !ValidMediaType(t) {
-			return &OrchestrationError{Message: fmt.Sprintf("accepted document type %q is not a MIME type like application/pdf", t)}
+			return &OrchestrationError{Message: fmt.Sprintf("accepted document type %q is not a MIME type in lower case without parameters, like application/pdf or image/*", t)}
 		}
 	}
 	approvers, err := CheckApprovers(b.ApproverRole, b.Approvers)

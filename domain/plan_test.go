@@ -272,6 +272,8 @@ func TestPlanCommandRules(t *testing.T) {
 		{"unknown kind", domain.StepResult{Commands: []domain.Command{domain.Suspend("r", nil, "", domain.WithKind("carrier-pigeon"))}}, domain.CodeOrchestration},
 		{"approver role founder", domain.StepResult{Commands: []domain.Command{domain.Suspend("r", nil, "", domain.WithApprovers(domain.RoleFounder))}}, domain.CodeOrchestration},
 		{"approver not an email", domain.StepResult{Commands: []domain.Command{domain.Suspend("r", nil, "", domain.WithApprovers("", "ann"))}}, domain.CodeOrchestration},
+		{"accept with parameters", domain.StepResult{Commands: []domain.Command{domain.Suspend("r", nil, "", domain.WithDocuments("text/plain;charset=utf-8"))}}, domain.CodeOrchestration},
+		{"accept in capitals", domain.StepResult{Commands: []domain.Command{domain.Suspend("r", nil, "", domain.WithDocuments("Application/PDF"))}}, domain.CodeOrchestration},
 		{"bad resume schema", domain.StepResult{Commands: []domain.Command{domain.Suspend("r", nil, "", domain.WithResumeSchema(json.RawMessage(`{`)))}}, domain.CodeOrchestration},
 		{"complete and invoke", domain.StepResult{Commands: []domain.Command{domain.Complete(1), domain.Invoke("next", nil)}}, domain.CodeOrchestration},
 		{"complete and fail", domain.StepResult{Commands: []domain.Command{domain.Complete(1), domain.Fail("x", "y")}}, domain.CodeOrchestration},
@@ -301,6 +303,22 @@ func TestPlanCommandRules(t *testing.T) {
 	c = domain.Plan(outcome(t, domain.StepResult{Commands: []domain.Command{domain.Complete(map[string]int{"ok": 1})}}))
 	if c.Finish == nil || c.Finish.Status != domain.RunSucceeded || string(c.Finish.Output) != `{"ok":1}` {
 		t.Fatalf("complete = %+v", c.Finish)
+	}
+}
+
+// An accepted document type is compared with the type an upload's bytes
+// show, lower case and without parameters, so only that spelling, or a
+// family like image/*, is valid.
+func TestValidMediaType(t *testing.T) {
+	t.Parallel()
+	for typ, want := range map[string]bool{
+		"application/pdf": true, "image/*": true, "application/vnd.ms-excel": true,
+		"text/plain;charset=utf-8": false, "text/plain; charset=utf-8": false, "Application/PDF": false,
+		"image/png ": false, "*/*": false, "*/pdf": false, "image/p*": false, "pdf": false, "": false,
+	} {
+		if got := domain.ValidMediaType(typ); got != want {
+			t.Errorf("ValidMediaType(%q) = %v; want %v", typ, got, want)
+		}
 	}
 }
 

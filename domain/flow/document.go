@@ -407,7 +407,7 @@ func (v *validator) step(path string, st Step, env Env) {
 		}
 		for i, t := range st.Accept {
 			if !domain.ValidMediaType(t) {
-				v.add(fmt.Sprintf("%s.accept[%d]", path, i), "%q is not a MIME type like application/pdf", t)
+				v.add(fmt.Sprintf("%s.accept[%d]", path, i), "%q is not a MIME type in lower case without parameters, like application/pdf or image/*", t)
 			}
 		}
 	}

@@ -154,6 +154,25 @@ func TestParseRefusesWhatIsNotADocument(t *testing.T) {
 	}
 }
 
+// An accepted document type is written as the web app compares it with an
+// upload's type, in lower case and without parameters; any other spelling
+// would refuse every file, so the document is refused when it is registered.
+func TestParseRefusesDocumentTypesNoUploadMatches(t *testing.T) {
+	t.Parallel()
+	got := problems(t, `{"id": "a", "version": "1", "steps": [{"type": "input", "name": "i", "accept": [
+		"application/pdf", "image/*", "text/plain;charset=utf-8", "Application/PDF", " image/png", "*/*", "pdf"]}]}`)
+	want := []string{
+		`steps[0].accept[2]: "text/plain;charset=utf-8" is not a MIME type in lower case without parameters, like application/pdf or image/*`,
+		`steps[0].accept[3]: "Application/PDF" is not a MIME type in lower case without parameters, like application/pdf or image/*`,
+		`steps[0].accept[4]: " image/png" is not a MIME type in lower case without parameters, like application/pdf or image/*`,
+		`steps[0].accept[5]: "*/*" is not a MIME type in lower case without parameters, like application/pdf or image/*`,
+		`steps[0].accept[6]: "pdf" is not a MIME type in lower case without parameters, like application/pdf or image/*`,
+	}
+	if !sameSet(got, want) {
+		t.Fatalf("problems:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
 // next and the order of the list decide reachability; a loop is allowed.
 func TestReachability(t *testing.T) {
 	t.Parallel()
