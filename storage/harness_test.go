@@ -26,21 +26,8 @@ func forEachDialect(t *testing.T, f func(t *testing.T, db *storage.DB)) {
 	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) { f(t, openDB(t, o)) })
 }
 
-func openDB(t testing.TB, o storage.Opts) *storage.DB {
-	t.Helper()
-	if o.Log == nil {
-		o.Log = testLogger(t)
-	}
-	db, err := storage.Open(t.Context(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if err := db.Migrate(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	return db
-}
+// openDB opens and migrates the database o names until the test ends.
+var openDB = storagetest.Open
 
 func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))

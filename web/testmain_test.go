@@ -92,25 +92,25 @@ func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
+// openDB opens the database o names until the test ends, migrated if
+// migrate is set.
 func openDB(t testing.TB, o storage.Opts, migrate bool) *storage.DB {
 	t.Helper()
+	if migrate {
+		return storagetest.Open(t, o)
+	}
 	o.Log = testLogger(t)
 	db, err := storage.Open(t.Context(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if migrate {
-		if err := db.Migrate(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-	}
 	return db
 }
 
 func newAPIEnv(t *testing.T, o storage.Opts, configure func(*web.Server)) *apiEnv {
 	t.Helper()
-	e := &apiEnv{db: openDB(t, o, true), userIDs: map[string]string{}, entered: make(chan string, 1), gate: make(chan struct{})}
+	e := &apiEnv{db: storagetest.Open(t, o), userIDs: map[string]string{}, entered: make(chan string, 1), gate: make(chan struct{})}
 	reg := domain.NewRegistry()
 	for _, wf := range []*domain.Workflow{e.intake(), e.review(), delayWorkflow(), e.early(), paperwork()} {
 		if err := reg.Register(wf); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/storage"
+	"github.com/tollgatehq/tollgate/storage/storagetest"
 	"github.com/tollgatehq/tollgate/web"
 )
 
@@ -32,7 +33,7 @@ func TestEarlyResumeRacingPauseCommit(t *testing.T) {
 			}
 			return nil
 		}}
-		db := openDB(t, o)
+		db := storagetest.Open(t, o)
 		reg := domain.NewRegistry()
 		if err := registerExamples(reg); err != nil {
 			t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 func TestHousekeeping(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	db := openDB(t, storage.Opts{URL: storagetest.NewDatabase(t)})
+	db := storagetest.Open(t, storage.Opts{URL: storagetest.NewDatabase(t)})
 	now := time.Now()
 	u, err := db.CreateUser(ctx, domain.User{ID: "u1", Email: "a@example.com", Role: domain.RoleReviewer, CreatedAt: now}, "x")
 	if err != nil {
@@ -68,7 +68,7 @@ func TestHousekeeping(t *testing.T) {
 func TestHousekeepingRetention(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	db := openDB(t, storage.Opts{URL: storagetest.NewDatabase(t)})
+	db := storagetest.Open(t, storage.Opts{URL: storagetest.NewDatabase(t)})
 	now := time.Now()
 	start := func(id string, at time.Time) {
 		t.Helper()

@@ -83,21 +83,6 @@ func forEachDialect(t *testing.T, f func(t *testing.T, env map[string]string)) {
 	}
 }
 
-// openDB opens and migrates the database o names, for tests that drive
-// storage or the engine without a server; it is closed when the test ends.
-func openDB(t testing.TB, o storage.Opts) *storage.DB {
-	t.Helper()
-	db, err := storage.Open(t.Context(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if err := db.Migrate(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	return db
-}
-
 // storedRun reads a run from db in the API's shape, for awaitStatus in
 // tests that have no server.
 func storedRun(db *storage.DB) func(context.Context, string) (apiRun, error) {

@@ -2,6 +2,7 @@
 // TEST_DATABASE_URL or DATABASE_URL, or else a throwaway cluster started once
 // per test process from the machine's PostgreSQL binaries. PostgreSQL tests
 // never skip, so a missing server is a test failure, not a silent pass.
+// Open opens a migrated database of either dialect for a test.
 //
 // A package that uses it must call Main from its TestMain, so that the
 // throwaway cluster is stopped and its directory removed:
