@@ -63,13 +63,6 @@ type Store interface {
 	// deleted too, which ends it: its jobs go with it, so a step in flight
 	// can no longer commit (ErrStale). ErrNotFound if there is no such run.
 	DeleteRun(ctx context.Context, runID, reason, by string, now time.Time) error
-	// DeleteFinishedRuns removes, in one transaction, at most limit
-	// finished runs (succeeded, failed or cancelled) last changed before
-	// the given time, oldest first, with everything that belongs to them,
-	// and returns how many it removed. Fewer than limit means none is
-	// left for now. Retention calls it in batches so that no transaction
-	// grows with the backlog.
-	DeleteFinishedRuns(ctx context.Context, before time.Time, limit int) (int, error)
 
 	// ClaimJobs leases up to limit due jobs to worker. On PostgreSQL
 	// concurrent claimers never receive the same job.

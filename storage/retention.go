@@ -65,11 +65,15 @@ func (db *DB) DeleteRun(ctx context.Context, runID, reason, by string, now time.
 	return nil
 }
 
-// DeleteFinishedRuns implements domain.Store: one DELETE of the oldest
-// finished runs, read in order from the runs_finished index. On
-// PostgreSQL the runs are locked with SKIP LOCKED, so servers sharing the
-// database that sweep at the same time take different runs instead of
-// waiting for each other. A limit below one deletes nothing.
+// DeleteFinishedRuns removes at most limit finished runs (succeeded,
+// failed or cancelled) last changed before the given time, oldest first,
+// with everything that belongs to them, and returns how many it removed.
+// Fewer than limit means none is left for now; retention calls it in
+// batches so that no transaction grows with the backlog. It is one DELETE
+// of runs read in order from the runs_finished index. On PostgreSQL the
+// runs are locked with SKIP LOCKED, so servers sharing the database that
+// sweep at the same time take different runs instead of waiting for each
+// other. A limit below one deletes nothing.
 //
 // Unlike DeleteRun it tells no change listener: a run this old is on no
 // inbox, and a backlog of thousands would flood every open page with
