@@ -35,6 +35,13 @@ type deletedRun struct {
 // each other instead of deadlocking. Either the commit goes first and the
 // deletion takes what it wrote, or the deletion goes first and the commit
 // finds its job gone (ErrStale) and writes nothing.
+//
+// Other writers take the run first and a job second: CancelRun, and a
+// resume whose job is a timer already queued. On PostgreSQL a deletion
+// racing one of those can deadlock; the database breaks it after
+// deadlock_timeout by failing one transaction, which is retried from the
+// start (see inTx), so the cost is a delay, not harm to the data. SQLite
+// has one writer at a time and never deadlocks.
 func (db *DB) DeleteRun(ctx context.Context, runID, reason, by string, now time.Time) error {
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewDelete().Model((*jobRow)(nil)).Where("run_id = ?", runID).Exec(ctx); err != nil {
