@@ -171,9 +171,8 @@ func flowServer(t *testing.T, dialect string, st *stamps, onCommit func(string, 
 	if err := tasks.Register("stamp", st.task); err != nil {
 		t.Fatal(err)
 	}
-	flows := &benchFlows{tasks: tasks, allow: "*"}
 	var errs atomic.Int64
-	c, eng, db, stop := benchServerOn(t, benchOpts(t, dialect), &errs, onCommit, flows)
+	c, eng, db, stop := benchServerOn(t, benchOpts(t, dialect), &errs, onCommit, tasks, "--http-allow", "*")
 	for _, doc := range docs {
 		c.register(t, doc)
 	}

@@ -203,27 +203,17 @@ func benchServer(t *testing.T, dialect string, errs *atomic.Int64, onCommit func
 	return benchServerOn(t, benchOpts(t, dialect), errs, onCommit, nil)
 }
 
-// benchFlows asks a bench server for declarative workflows, as serve wires
-// them: the catalog (documents registered through the API), waitpoints and
-// http steps; the server sets its public URL once it listens.
-type benchFlows struct {
-	tasks *flow.Tasks
-	allow string // --http-allow
-}
-
-// benchServerOn is benchServer on the database o names, with declarative
-// workflows when flows is not nil. Its configuration is serve's (parseServe,
-// engineOpts, newFlows, newServer, listenAndServe) with the bench's
-// choices: 16 workers, its commit callback and error-counting logger, a
-// fixed secret, and no housekeeping (TestBenchWeb measures counts with
-// deltas not yet folded).
-func benchServerOn(t *testing.T, o storage.Opts, errs *atomic.Int64, onCommit func(string, domain.CommitResult), bf *benchFlows) (*client, *engine.Engine, *storage.DB, func()) {
+// benchServerOn is benchServer on the database o names, with the task
+// handlers of declarative workflows in tasks (none if nil) and extra serve
+// flags in args. Its configuration is serve's (parseServe, engineOpts,
+// newFlows, newServer, listenAndServe) with the bench's choices: 16
+// workers, its commit callback and error-counting logger, a fixed secret,
+// and no housekeeping (TestBenchWeb measures counts with deltas not yet
+// folded).
+func benchServerOn(t *testing.T, o storage.Opts, errs *atomic.Int64, onCommit func(string, domain.CommitResult), tasks *flow.Tasks, args ...string) (*client, *engine.Engine, *storage.DB, func()) {
 	ctx := context.Background()
-	args := []string{"--addr", "127.0.0.1:0", "--shutdown-timeout", "10s", "--workers", strconv.Itoa(benchWorkers),
-		"--job-lease", "30s", "--poll-interval", "1s", "--data", o.DataDir, "--database-url", o.URL}
-	if bf != nil {
-		args = append(args, "--http-allow", bf.allow)
-	}
+	args = append([]string{"--addr", "127.0.0.1:0", "--shutdown-timeout", "10s", "--workers", strconv.Itoa(benchWorkers),
+		"--job-lease", "30s", "--poll-interval", "1s", "--data", o.DataDir, "--database-url", o.URL}, args...)
 	cfg, err := parseServe(args, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -244,11 +234,12 @@ func benchServerOn(t *testing.T, o storage.Opts, errs *atomic.Int64, onCommit fu
 	if err := errors.Join(registerExamples(reg), reg.Register(benchCycle()), benchReplay().Register(reg, &replay.Env{Store: db, Observe: replayObserve})); err != nil {
 		t.Fatal(err)
 	}
-	var fl *flows
-	if bf != nil {
-		if fl, err = newFlows(cfg, db, reg, bf.tasks, []byte("bench secret, 32 bytes or more..")); err != nil {
-			t.Fatal(err)
-		}
+	if tasks == nil {
+		tasks = flow.NewTasks()
+	}
+	fl, err := newFlows(cfg, db, reg, tasks, []byte("bench secret, 32 bytes or more.."))
+	if err != nil {
+		t.Fatal(err)
 	}
 	opts := engineOpts(cfg, log)
 	opts.OnCommit = onCommit
@@ -259,9 +250,7 @@ func benchServerOn(t *testing.T, o storage.Opts, errs *atomic.Int64, onCommit fu
 	done := make(chan error, 1)
 	go func() {
 		done <- listenAndServe(srvCtx, cfg, srv.Handler(), eng, log, io.Discard, func(addr net.Addr) {
-			if fl != nil {
-				fl.listening(log)(addr)
-			}
+			fl.listening(log)(addr)
 			listening <- "http://" + addr.String()
 		})
 	}()

@@ -179,16 +179,12 @@ func (f *flows) listening(log *slog.Logger) func(net.Addr) {
 	}
 }
 
-// newServer is the web server as serve configures it, with declarative
-// workflows when f is not nil.
+// newServer is the web server as serve configures it, with the
+// declarative workflows of f.
 func newServer(c serveConfig, eng *engine.Engine, db *storage.DB, f *flows, feed *replay.Feed, log *slog.Logger) *web.Server {
-	srv := &web.Server{Engine: eng, Store: db, Auth: db, Health: db, Log: log, MaxBody: int64(c.maxBody), KeyCacheTTL: c.keyCacheTTL,
+	return &web.Server{Engine: eng, Store: db, Auth: db, Health: db, Log: log, MaxBody: int64(c.maxBody), KeyCacheTTL: c.keyCacheTTL,
 		UIStore: db, SessionIdle: c.sessionIdle, SessionAbsolute: c.sessionMax, TrustProxy: c.trustProxy, UploadLimit: int64(c.uploadLimit),
-		SyncTimeout: c.syncTimeout, Feed: feed}
-	if f != nil {
-		srv.Catalog, srv.Waitpoints, srv.WorkItems = f.catalog, f.waitpoints, db
-	}
-	return srv
+		SyncTimeout: c.syncTimeout, Feed: feed, Catalog: f.catalog, Waitpoints: f.waitpoints, WorkItems: db}
 }
 
 // housekeepingEvery is how often housekeep folds the inbox's count deltas;
@@ -277,9 +273,7 @@ func listenAndServe(ctx context.Context, c serveConfig, h http.Handler, eng *eng
 	if err != nil {
 		return err
 	}
-	if listening != nil {
-		listening(ln.Addr()) // before the engine starts, which reads what it sets
-	}
+	listening(ln.Addr()) // before the engine starts, which reads what it sets
 	hs := &http.Server{
 		Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
