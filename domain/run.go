@@ -47,6 +47,19 @@ type CancelRequest struct {
 	Audit *AuditEntry
 }
 
+// DeleteRunRequest asks to delete a run, finished or not, with everything
+// that belongs to it.
+type DeleteRunRequest struct {
+	RunID string
+	// Reason says why; it is kept in the audit entry.
+	Reason string
+	// Audit, when set, is written to the audit log in the deletion's own
+	// transaction, with the reason and the run's status added to its
+	// data. An empty Subject becomes the run's id, an empty WorkflowID the
+	// run's workflow.
+	Audit *AuditEntry
+}
+
 // RunError is why a run failed: a stable code and a human message.
 type RunError struct {
 	Code    string `json:"code"`

@@ -57,12 +57,12 @@ type Store interface {
 	// CodeSignalLost.
 	SendSignal(ctx context.Context, req SignalRequest) (Signal, error)
 	// DeleteRun removes a run and everything that belongs to it (its log,
-	// suspensions, jobs, documents, waitpoints and work items) and appends
-	// a "run.delete" audit entry by `by` giving the reason and the run's
-	// status, in one transaction. A run that has not finished may be
-	// deleted too, which ends it: its jobs go with it, so a step in flight
-	// can no longer commit (ErrStale). ErrNotFound if there is no such run.
-	DeleteRun(ctx context.Context, runID, reason, by string, now time.Time) error
+	// suspensions, jobs, documents, waitpoints, work items and signals)
+	// and writes the request's audit entry, when it has one, in the same
+	// transaction. A run that has not finished may be deleted too, which
+	// ends it: its jobs go with it, so a step in flight can no longer
+	// commit (ErrStale). ErrNotFound if there is no such run.
+	DeleteRun(ctx context.Context, req DeleteRunRequest) error
 
 	// ClaimJobs leases up to limit due jobs to worker. On PostgreSQL
 	// concurrent claimers never receive the same job.

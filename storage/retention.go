@@ -23,7 +23,7 @@ import (
 // see the query's predicate implies the index's.
 var finishedStatuses = bun.List([]domain.RunStatus{domain.RunSucceeded, domain.RunFailed, domain.RunCancelled})
 
-// deletedRun is what the audit entry of a deletion says about the run.
+// deletedRun is what the audit entry of a deletion takes from the run.
 type deletedRun struct {
 	WorkflowID string           `bun:"workflow_id"`
 	Status     domain.RunStatus `bun:"status"`
@@ -42,7 +42,8 @@ type deletedRun struct {
 // deadlock_timeout by failing one transaction, which is retried from the
 // start (see inTx), so the cost is a delay, not harm to the data. SQLite
 // has one writer at a time and never deadlocks.
-func (db *DB) DeleteRun(ctx context.Context, runID, reason, by string, now time.Time) error {
+func (db *DB) DeleteRun(ctx context.Context, req domain.DeleteRunRequest) error {
+	runID := req.RunID
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewDelete().Model((*jobRow)(nil)).Where("run_id = ?", runID).Exec(ctx); err != nil {
 			return err
@@ -55,8 +56,10 @@ func (db *DB) DeleteRun(ctx context.Context, runID, reason, by string, now time.
 			return err
 		}
 		b := db.newBatch(tx)
-		audit := auditRowFrom(domain.AuditEntry{At: now, ActorEmail: by, Action: "run.delete", Subject: runID, WorkflowID: run.WorkflowID,
-			Data: domain.MustJSON(map[string]any{"reason": reason, "status": run.Status})})
+		audit := auditFor(req.Audit, runID, run.WorkflowID)
+		if err := audit.addData(map[string]any{"reason": req.Reason, "status": run.Status}); err != nil {
+			return err
+		}
 		if err := b.addAudit(ctx, audit); err != nil {
 			return err
 		}

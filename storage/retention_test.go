@@ -78,9 +78,9 @@ func addRunExtras(t testing.TB, db *storage.DB, s domain.Suspension) {
 // Deleting a run removes every row that belongs to it — a suspended run
 // with a document, a waitpoint, a work item and a kept signal, and a
 // pending run with its queued job — and nothing of other runs; the
-// inbox's counts follow; each deletion is audited with its reason and the
-// run's status, and heard by change listeners. A run that is not there is
-// ErrNotFound.
+// inbox's counts follow; each deletion is audited with the entry it was
+// given, its reason and the run's status added (none without an entry),
+// and heard by change listeners. A run that is not there is ErrNotFound.
 func TestDeleteRunRemovesEverything(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
@@ -104,8 +104,11 @@ func TestDeleteRunRemovesEverything(t *testing.T) {
 		}
 
 		at := time.Now().UTC().Truncate(time.Second)
+		audit := func() *domain.AuditEntry {
+			return &domain.AuditEntry{At: at, ActorEmail: "admin@example.com", Action: "run.delete", Data: json.RawMessage(`{"via":"api"}`)}
+		}
 		for _, run := range []domain.Run{suspended, pending} {
-			if err := db.DeleteRun(ctx, run.ID, "erasure request for "+run.ID, "admin@example.com", at); err != nil {
+			if err := db.DeleteRun(ctx, domain.DeleteRunRequest{RunID: run.ID, Reason: "erasure request for " + run.ID, Audit: audit()}); err != nil {
 				t.Fatalf("delete run %s: %v", run.ID, err)
 			}
 			requireGone(t, db, run.ID)
@@ -124,31 +127,35 @@ func TestDeleteRunRemovesEverything(t *testing.T) {
 			return a && b
 		})
 
-		if err := db.DeleteRun(ctx, suspended.ID, "again", "admin@example.com", at); !errors.Is(err, domain.ErrNotFound) {
+		if err := db.DeleteRun(ctx, domain.DeleteRunRequest{RunID: suspended.ID, Reason: "again", Audit: audit()}); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("deleting a deleted run = %v; want ErrNotFound", err)
 		}
-		if err := db.DeleteRun(ctx, "no-such-run", "why not", "admin@example.com", at); !errors.Is(err, domain.ErrNotFound) {
+		if err := db.DeleteRun(ctx, domain.DeleteRunRequest{RunID: "no-such-run", Reason: "why not", Audit: audit()}); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("deleting an unknown run = %v; want ErrNotFound", err)
+		}
+		if err := db.DeleteRun(ctx, domain.DeleteRunRequest{RunID: kept.ID, Reason: "not audited"}); err != nil {
+			t.Fatalf("delete run %s without an audit entry: %v", kept.ID, err)
 		}
 		entries, _, err := db.Audit(ctx, domain.AuditFilter{Action: "run.delete"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(entries) != 2 {
-			t.Fatalf("%d run.delete audit entries; want 2 (refused deletions write none): %+v", len(entries), entries)
+			t.Fatalf("%d run.delete audit entries; want 2 (refused deletions and one without an entry write none): %+v", len(entries), entries)
 		}
 		want := map[string]domain.RunStatus{suspended.ID: domain.RunSuspended, pending.ID: domain.RunPending}
 		for _, en := range entries {
 			var data struct {
 				Reason string           `json:"reason"`
 				Status domain.RunStatus `json:"status"`
+				Via    string           `json:"via"`
 			}
 			if err := json.Unmarshal(en.Data, &data); err != nil {
 				t.Fatal(err)
 			}
 			status, ok := want[en.Subject]
 			if !ok || en.ActorEmail != "admin@example.com" || en.WorkflowID != "doomed" || !en.At.Equal(at) ||
-				data.Reason != "erasure request for "+en.Subject || data.Status != status {
+				data.Reason != "erasure request for "+en.Subject || data.Status != status || data.Via != "api" {
 				t.Errorf("audit entry %+v with data %s", en, en.Data)
 			}
 		}
@@ -169,7 +176,8 @@ func TestDeleteRunIsAtomic(t *testing.T) {
 		waitRun(t, db, run.ID, domain.RunSuspended)
 		before := snapshot(t, db, run.ID)
 		f.arm("delete_run.after_delete")
-		if err := db.DeleteRun(ctx, run.ID, "test", "admin@example.com", time.Now()); !errors.Is(err, errInjected) {
+		audit := &domain.AuditEntry{At: time.Now(), ActorEmail: "admin@example.com", Action: "run.delete"}
+		if err := db.DeleteRun(ctx, domain.DeleteRunRequest{RunID: run.ID, Reason: "test", Audit: audit}); !errors.Is(err, errInjected) {
 			t.Fatalf("interrupted delete = %v; want the injected fault", err)
 		}
 		if after := snapshot(t, db, run.ID); !sameState(before, after) {
@@ -195,7 +203,7 @@ func TestDeleteRunFencesClaimedJob(t *testing.T) {
 			t.Fatalf("claim = %+v, %v", claimed, err)
 		}
 		job := claimed[0]
-		if err := db.DeleteRun(ctx, job.RunID, "mid-flight", "admin@example.com", now); err != nil {
+		if err := db.DeleteRun(ctx, domain.DeleteRunRequest{RunID: job.RunID, Reason: "mid-flight"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := db.ExtendLease(ctx, job.Ref(), now.Add(time.Hour)); !errors.Is(err, domain.ErrStale) {
@@ -298,7 +306,8 @@ func TestDeleteRunWhileItsStepRuns(t *testing.T) {
 		e := startEngine(t, db, newRegistry(t, wf), engine.Opts{Log: log})
 		run := startRun(t, e, "slow", "block")
 		<-entered
-		if err := e.DeleteRun(t.Context(), run.ID, "  started by mistake  ", "admin@example.com"); err != nil {
+		audit := &domain.AuditEntry{At: time.Now(), ActorEmail: "admin@example.com", Action: "run.delete"}
+		if err := e.DeleteRun(t.Context(), domain.DeleteRunRequest{RunID: run.ID, Reason: "  started by mistake  ", Audit: audit}); err != nil {
 			t.Fatal(err)
 		}
 		close(gate)
@@ -326,7 +335,7 @@ func TestDeleteRunReasonRequired(t *testing.T) {
 		e := startEngine(t, db, newRegistry(t, pauseWorkflow("doomed", &stepCounter{})), engine.Opts{})
 		run := startRun(t, e, "doomed", 1)
 		for _, reason := range []string{"", " \t\n", strings.Repeat("x", 501), "nul \x00 inside"} {
-			err := e.DeleteRun(t.Context(), run.ID, reason, "admin@example.com")
+			err := e.DeleteRun(t.Context(), domain.DeleteRunRequest{RunID: run.ID, Reason: reason})
 			ve, ok := errors.AsType[*domain.ValidationError](err)
 			if !ok || ve.Code != domain.CodeValidation || len(ve.Fields) != 1 || ve.Fields[0].Field != "reason" {
 				t.Errorf("delete with reason %.20q = %v; want a validation error on reason", reason, err)
@@ -335,10 +344,10 @@ func TestDeleteRunReasonRequired(t *testing.T) {
 		if _, err := db.Run(t.Context(), run.ID); err != nil {
 			t.Fatalf("a refused deletion deleted the run: %v", err)
 		}
-		if err := e.DeleteRun(t.Context(), run.ID, strings.Repeat("é", 500), "admin@example.com"); err != nil {
+		if err := e.DeleteRun(t.Context(), domain.DeleteRunRequest{RunID: run.ID, Reason: strings.Repeat("é", 500)}); err != nil {
 			t.Fatalf("500 two-byte characters were refused: %v", err)
 		}
-		if err := e.DeleteRun(t.Context(), run.ID, "again", "admin@example.com"); !errors.Is(err, domain.ErrNotFound) {
+		if err := e.DeleteRun(t.Context(), domain.DeleteRunRequest{RunID: run.ID, Reason: "again"}); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("deleting a deleted run = %v; want ErrNotFound", err)
 		}
 	})
@@ -486,7 +495,7 @@ func (s *deletingStore) Resume(ctx context.Context, req domain.ResumeRequest) (d
 		s.once.Do(func() {
 			sp, gerr := s.Suspension(ctx, req.SuspensionID)
 			if err = gerr; err == nil {
-				err = s.DeleteRun(ctx, sp.RunID, "deleted as its timer fires", "admin@example.com", time.Now())
+				err = s.DeleteRun(ctx, domain.DeleteRunRequest{RunID: sp.RunID, Reason: "deleted as its timer fires"})
 			}
 		})
 		if err != nil {

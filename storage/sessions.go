@@ -150,6 +150,26 @@ func auditFor(e *domain.AuditEntry, subject, workflowID string) *auditRow {
 	return row
 }
 
+// addData sets the keys of extra in the row's data, an object; nothing
+// without a row.
+func (r *auditRow) addData(extra map[string]any) error {
+	if r == nil {
+		return nil
+	}
+	var data map[string]json.RawMessage // values kept as written
+	if err := json.Unmarshal(r.Data, &data); err != nil {
+		return fmt.Errorf("audit data of %s: %w", r.Action, err)
+	}
+	if data == nil {
+		data = map[string]json.RawMessage{}
+	}
+	for k, v := range extra {
+		data[k] = domain.MustJSON(v)
+	}
+	r.Data = domain.MustJSON(data)
+	return nil
+}
+
 // insertAudit writes row, when there is one, in tx.
 func insertAudit(ctx context.Context, tx bun.IDB, row *auditRow) error {
 	if row == nil {

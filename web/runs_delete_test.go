@@ -11,12 +11,13 @@ import (
 
 // An admin deletes a run, finished or not, with a reason: 204, and then
 // the run, its log and its suspensions are gone, and the audit log says
-// who deleted it, why and in which status. Other roles get 403 before
+// who deleted it (as for every API action: the key owner's id and email,
+// and via api), why and in which status. Other roles get 403 before
 // anything else is looked at; a missing or too long reason 422; a run
 // that is not there 404.
 func TestAPIDeleteRun(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, e *apiEnv) {
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
 		run, s := e.paused(t, "intake", map[string]string{"claimId": "c-1", "assignee": founderAEmail})
 		path := "/api/v1/runs/" + run.ID
 		reason := `{"reason": "claim filed twice"}`
@@ -62,12 +63,12 @@ func TestAPIDeleteRun(t *testing.T) {
 		}
 		got := map[string]string{}
 		for _, en := range entries {
-			var data struct{ Reason, Status string }
+			var data struct{ Reason, Status, Via string }
 			if err := json.Unmarshal(en.Data, &data); err != nil {
 				t.Fatal(err)
 			}
-			if en.ActorEmail != adminEmail || en.WorkflowID != "intake" {
-				t.Errorf("audit entry %+v", en)
+			if en.ActorEmail != adminEmail || en.ActorID != e.userIDs[adminEmail] || en.Address == "" || data.Via != "api" || en.WorkflowID != "intake" {
+				t.Errorf("audit entry %+v with data %s", en, en.Data)
 			}
 			got[en.Subject] = data.Reason + " / " + data.Status
 		}

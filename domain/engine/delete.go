@@ -14,18 +14,18 @@ import (
 const maxDeleteReason = 500
 
 // DeleteRun deletes a run now, finished or not, with everything that
-// belongs to it; the audit log keeps who deleted it, when and why. A run
-// that has not finished ends with its deletion: its queued work goes, and
-// a step in flight finds at its commit that its job is gone and writes
-// nothing. The reason is required, 1 to 500 characters once surrounding
-// space is trimmed, else a *domain.ValidationError; domain.ErrNotFound if
-// there is no such run.
-func (e *Engine) DeleteRun(ctx context.Context, runID, reason, by string) error {
-	reason = strings.TrimSpace(reason)
-	if err := checkDeleteReason(reason); err != nil {
+// belongs to it; the request's audit entry, when it has one, keeps who
+// deleted it, when and why. A run that has not finished ends with its
+// deletion: its queued work goes, and a step in flight finds at its commit
+// that its job is gone and writes nothing. The reason is required, 1 to
+// 500 characters once surrounding space is trimmed, else a
+// *domain.ValidationError; domain.ErrNotFound if there is no such run.
+func (e *Engine) DeleteRun(ctx context.Context, req domain.DeleteRunRequest) error {
+	req.Reason = strings.TrimSpace(req.Reason)
+	if err := checkDeleteReason(req.Reason); err != nil {
 		return err
 	}
-	return e.store.DeleteRun(ctx, runID, reason, by, e.o.Clock.Now())
+	return e.store.DeleteRun(ctx, req)
 }
 
 // checkDeleteReason vets a trimmed reason. A NUL character or invalid
