@@ -251,8 +251,9 @@ func (db *DB) MigrationsCurrent(ctx context.Context) (bool, error) {
 	return len(ms.Unapplied()) == 0, nil
 }
 
-// inTx runs fn in one transaction; it is the only place this package begins
-// one. On PostgreSQL a deadlock or serialization failure retries the whole
+// inTx runs fn in one transaction; with inReadTx (and inPipelinedTx, which
+// retries the same way) it is the only place this package begins one. On
+// PostgreSQL a deadlock or serialization failure retries the whole
 // transaction, which is safe because fn only talks to the database.
 func (db *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
 	if db.dialect == SQLite {
@@ -266,6 +267,20 @@ func (db *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) 
 		}
 		db.log.DebugContext(ctx, "Retrying transaction", "attempt", attempt, "error", err)
 	}
+}
+
+// inReadTx runs fn in a read-only transaction, so that everything fn reads
+// comes from one snapshot. On PostgreSQL that is REPEATABLE READ READ ONLY,
+// which never fails on a conflict. On SQLite the driver begins a read-only
+// transaction as a plain (deferred) BEGIN rather than with _txlock's
+// IMMEDIATE, so it takes no write lock and waits for no writer: in WAL
+// mode its snapshot is fixed by its first read.
+func (db *DB) inReadTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
+	opts := &sql.TxOptions{ReadOnly: true}
+	if db.dialect == Postgres {
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	return db.bun.RunInTx(ctx, opts, fn)
 }
 
 // fail is a named failpoint inside a write transaction.

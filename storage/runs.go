@@ -3,7 +3,6 @@ package storage
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/schema"
 
 	"github.com/tollgatehq/tollgate/domain"
 )
@@ -116,31 +114,24 @@ func (db *DB) Run(ctx context.Context, id string) (domain.Run, error) {
 	return row.toDomain(), nil
 }
 
-// RunWithSuspensions implements domain.Store: one statement, the run
-// joined with its suspensions, so both come from one snapshot.
-func (db *DB) RunWithSuspensions(ctx context.Context, id string) (domain.Run, []domain.Suspension, error) {
-	var rows []runRow
-	err := db.bun.NewSelect().Model(&rows).
-		RelationWithOpts("Suspension", bun.RelationOpts{AdditionalJoinOnConditions: []schema.QueryWithArgs{schema.SafeQuery("NOT suspension.precompleted", nil)}}).
-		Where("r.id = ?", id).OrderExpr("suspension.suspended_at, suspension.id").
-		Limit(domain.RunSuspensionsLimit).Scan(ctx)
-	if err == nil && len(rows) == 0 {
-		err = sql.ErrNoRows
-	}
+// RunWithSuspensions implements domain.Store: the run, then its page of
+// the suspensions list, read in one read-only transaction so that both
+// come from one snapshot. Two reads rather than a join, which would repeat
+// the run's input and output in every suspension's row.
+func (db *DB) RunWithSuspensions(ctx context.Context, id string) (run domain.Run, ss []domain.Suspension, err error) {
+	err = db.inReadTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		row := new(runRow)
+		if err := tx.NewSelect().Model(row).Where("id = ?", id).Scan(ctx); err != nil {
+			return err
+		}
+		run = row.toDomain()
+		ss, _, err = db.suspensions(ctx, tx, domain.SuspensionFilter{RunID: id, Limit: domain.RunSuspensionsLimit})
+		return err
+	})
 	if err != nil {
 		return domain.Run{}, nil, fmt.Errorf("get run %s: %w", id, translate(err))
 	}
-	ss := make([]domain.Suspension, 0, len(rows))
-	for i := range rows {
-		if sp := rows[i].Suspension; sp != nil && sp.ID != "" {
-			s, err := sp.toDomain()
-			if err != nil {
-				return domain.Run{}, nil, err
-			}
-			ss = append(ss, s)
-		}
-	}
-	return rows[0].toDomain(), ss, nil
+	return run, ss, nil
 }
 
 // Runs implements domain.Store: newest first, keyset-paginated on

@@ -26,9 +26,14 @@ func (db *DB) Suspension(ctx context.Context, id string) (domain.Suspension, err
 // (suspended_at, id), so pages stay fast and stable however many rows there
 // are. Pre-completed rows (a resume waiting for its pause) are not listed.
 func (db *DB) Suspensions(ctx context.Context, f domain.SuspensionFilter) ([]domain.Suspension, string, error) {
+	return db.suspensions(ctx, db.bun, f)
+}
+
+// suspensions is Suspensions read through idb.
+func (db *DB) suspensions(ctx context.Context, idb bun.IDB, f domain.SuspensionFilter) ([]domain.Suspension, string, error) {
 	limit := clampLimit(f.Limit)
 	var rows []suspensionRow
-	q := db.bun.NewSelect().Model(&rows).Where("NOT precompleted").Limit(int64(limit + 1))
+	q := idb.NewSelect().Model(&rows).Where("NOT precompleted").Limit(int64(limit + 1))
 	if f.Newest {
 		q.OrderExpr("suspended_at DESC, id DESC")
 	} else {
