@@ -57,8 +57,9 @@ func TestCrashRecoveryReplayPostgres(t *testing.T) {
 
 // crashReplayTest drives replay runs (start, signal — often before the
 // run reaches its wait —, wait for the end) against a server SIGKILLed
-// every 0.3–1.5s, then checks every run's log: each durable id recorded
-// once, the signal resolved once, the indexes gapless, the output right.
+// every 0.3–1.5s, then checks every run's log (each durable id recorded
+// once, the signal resolved once, the indexes gapless, the output right),
+// the steps' effects, the servers' logs and a graceful stop of the last.
 func crashReplayTest(t *testing.T, extraEnv map[string]string, runs int) {
 	const clients, minKills = 8, 5
 	h := newCrashHarness(t, extraEnv)
@@ -67,7 +68,7 @@ func crashReplayTest(t *testing.T, extraEnv map[string]string, runs int) {
 		mu     sync.Mutex
 		runIDs = map[string]int{}
 	)
-	h.drive(clients, runs, minKills, func(ctx context.Context, i int) error {
+	final := h.drive(clients, runs, minKills, func(ctx context.Context, i int) error {
 		id, err := d.replayCycle(ctx, i)
 		if err != nil {
 			return err
@@ -96,7 +97,11 @@ func crashReplayTest(t *testing.T, extraEnv map[string]string, runs int) {
 			t.Errorf("run %s (%d): the log\n got %q\nwant %q", id, i, got, want)
 		}
 	}
-	t.Logf("%d replay runs through %d kills, %d retried requests", len(runIDs), h.kills(), d.retries.Load())
+	h.stopGracefully(final)
+	dups := h.checkEffects(runIDs, "charge", "finish")
+	h.checkServerLogs()
+	t.Logf("%d replay runs through %d kills, %d retried requests; repeated effects: charge %d, finish %d",
+		len(runIDs), h.kills(), d.retries.Load(), dups["charge"], dups["finish"])
 	if h.kills() < minKills {
 		t.Errorf("only %d kills", h.kills())
 	}

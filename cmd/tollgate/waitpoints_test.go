@@ -311,7 +311,8 @@ func testWaitpoints(t *testing.T, env map[string]string) {
 }
 
 // Declarative timers pending when serve is killed with SIGKILL fire after
-// it comes back, each once: the wait steps complete once, the runs succeed.
+// it comes back, each once: the wait steps complete once, the runs succeed,
+// and neither server reports a data race.
 func TestDeclarativeWaitsSurviveSIGKILL(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, env map[string]string) {
@@ -331,7 +332,8 @@ func TestDeclarativeWaitsSurviveSIGKILL(t *testing.T) {
 			c.waitStatus(t, id, "suspended")
 		}
 		h.kill(first)
-		if _, err := h.startReady(); err != nil {
+		second, err := h.startReady()
+		if err != nil {
 			t.Fatal(err)
 		}
 		for _, id := range runs {
@@ -341,5 +343,7 @@ func TestDeclarativeWaitsSurviveSIGKILL(t *testing.T) {
 				t.Errorf("run %s: %v", id, n)
 			}
 		}
+		h.stopGracefully(second)
+		h.checkServerLogs()
 	})
 }
