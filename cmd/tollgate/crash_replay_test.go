@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -108,8 +109,8 @@ func crashReplayTest(t *testing.T, extraEnv map[string]string, runs int) {
 }
 
 // replayCycle starts run i, signals it (even runs at once, likely before
-// the wait is reached; odd ones once it is suspended) and waits for its
-// output, i + 1000.
+// the wait is reached; odd ones once the run waits for it) and waits for
+// its output, i + 1000.
 func (d *crashDriver) replayCycle(ctx context.Context, i int) (string, error) {
 	r, err := d.try(ctx, "POST", "/api/v1/workflows/crash-replay/runs", map[string]any{"input": map[string]int{"N": i}}, "Idempotency-Key", fmt.Sprintf("replay-%d", i))
 	if err != nil {
@@ -120,7 +121,7 @@ func (d *crashDriver) replayCycle(ctx context.Context, i int) (string, error) {
 		return "", fmt.Errorf("start: %d %s", r.Status, r.Body)
 	}
 	if i%2 == 1 {
-		if _, err := awaitStatus(ctx, d.getRun, run.ID, string(domain.RunSuspended), 50*time.Millisecond); err != nil {
+		if err := d.awaitPending(ctx, run.ID, "go"); err != nil {
 			return run.ID, err
 		}
 	}
@@ -139,4 +140,27 @@ func (d *crashDriver) replayCycle(ctx context.Context, i int) (string, error) {
 		return run.ID, fmt.Errorf("output %s; want %d", done.Output, i+1000)
 	}
 	return run.ID, nil
+}
+
+// awaitPending polls run id until it has a pending suspension at step key.
+// A run suspended elsewhere (a replay run sleeps before its wait) is not
+// enough.
+func (d *crashDriver) awaitPending(ctx context.Context, id, key string) error {
+	for {
+		run, err := d.getRun(ctx, id)
+		if err != nil {
+			return err
+		}
+		if slices.ContainsFunc(run.Suspensions, func(sp apiSuspension) bool { return sp.StepKey == key && sp.Status == "pending" }) {
+			return nil
+		}
+		if domain.RunStatus(run.Status).Terminal() {
+			return fmt.Errorf("run %s is %s before waiting at %s", id, run.Status, key)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("run %s does not wait at %s (status %s, suspensions %+v): %w", id, key, run.Status, run.Suspensions, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
