@@ -122,7 +122,11 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request) error {
 	for i, sp := range ss {
 		v.Suspensions[i] = s.suspensionOut(r, sp)
 	}
-	if run.Status == domain.RunSuspended {
+	switch {
+	case run.Status != domain.RunSuspended:
+	case len(ss) < domain.RunSuspensionsLimit: // the whole list: its pending waits are all there
+		v.Awaiting = awaiting(ss)
+	default: // a page of a longer list may leave the pending waits out
 		if v.Awaiting, err = s.pendingWaits(r.Context(), run.ID); err != nil {
 			return err
 		}

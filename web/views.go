@@ -44,18 +44,25 @@ type awaitJSON struct {
 }
 
 // pendingWaits lists the waits run runID is paused on. They are read by
-// status, not picked from the run's suspensions, of which a long run has
-// more than one page.
+// status, so a run with more earlier waits than a page holds still shows
+// them.
 func (s *Server) pendingWaits(ctx context.Context, runID string) ([]awaitJSON, error) {
 	ss, _, err := s.Store.Suspensions(ctx, domain.SuspensionFilter{RunID: runID, Status: domain.SuspensionPending, Limit: domain.RunSuspensionsLimit})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]awaitJSON, len(ss))
-	for i, sp := range ss {
-		out[i] = awaitJSON{StepID: sp.StepKey, Kind: sp.Kind, Name: sp.Reason, SuspensionID: sp.ID, Deadline: sp.WakeAt}
+	return awaiting(ss), nil
+}
+
+// awaiting is the pending waits among ss.
+func awaiting(ss []domain.Suspension) []awaitJSON {
+	out := []awaitJSON{}
+	for _, sp := range ss {
+		if sp.Status == domain.SuspensionPending {
+			out = append(out, awaitJSON{StepID: sp.StepKey, Kind: sp.Kind, Name: sp.Reason, SuspensionID: sp.ID, Deadline: sp.WakeAt})
+		}
 	}
-	return out, nil
+	return out
 }
 
 type suspensionJSON struct {
