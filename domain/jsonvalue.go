@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // DefaultCheckpointLimit bounds an encoded checkpoint. Checkpoints should
@@ -56,11 +59,14 @@ func jsonProblem(err error) string {
 }
 
 // CheckJSON checks JSON text that arrives already encoded (a run's input,
-// resume data): it must be valid JSON that both databases store unchanged.
-// PostgreSQL's jsonb refuses a NUL character (\u0000) and an unpaired UTF-16
-// surrogate escape, and rewrites invalid UTF-8, where SQLite would keep all
-// three; rejecting them here gives one answer on both. The error is a
-// *ValidationError with code invalid_json.
+// resume data, a signal's payload): it must be valid JSON that both
+// databases store unchanged and every reader reads alike. PostgreSQL's jsonb
+// refuses a NUL character (\u0000) and an unpaired UTF-16 surrogate escape,
+// and rewrites invalid UTF-8, where SQLite would keep all three; jsonb also
+// keeps only the last of duplicate names and reorders names, so two names
+// equal but for case would reach a case-insensitive decoder in a different
+// order on each. Rejecting all of them here gives one answer on both. The
+// error is a *ValidationError with code invalid_json.
 func CheckJSON(data []byte) error {
 	if !json.Valid(data) {
 		return &ValidationError{Code: CodeInvalidJSON, Message: "body is not valid JSON"}
@@ -68,7 +74,34 @@ func CheckJSON(data []byte) error {
 	if p := textProblem(data); p != "" {
 		return &ValidationError{Code: CodeInvalidJSON, Message: "JSON " + p}
 	}
-	return nil
+	return checkNames(data)
+}
+
+// checkNames refuses duplicate names and names equal under case folding,
+// at any depth, naming the place with a JSON Pointer.
+func checkNames(data []byte) error {
+	d := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(false))
+	var folds NameFolds
+	for {
+		tok, err := d.ReadToken()
+		if err == io.EOF {
+			return nil
+		}
+		if se, ok := errors.AsType[*jsontext.SyntacticError](err); ok && errors.Is(se.Err, jsontext.ErrDuplicateName) {
+			return nameError(se.JSONPointer, fmt.Sprintf("duplicate name %q", clip(se.JSONPointer.LastToken())))
+		}
+		if err != nil {
+			return &ValidationError{Code: CodeInvalidJSON, Message: "body is not valid JSON"}
+		}
+		if earlier, clash := folds.Next(d, tok); clash {
+			return nameError(d.StackPointer(), CaseClash(earlier, tok.String()))
+		}
+	}
+}
+
+func nameError(at jsontext.Pointer, reason string) *ValidationError {
+	return &ValidationError{Code: CodeInvalidJSON, Message: fmt.Sprintf("JSON at %s: %s", clip(string(at)), reason),
+		Fields: []FieldError{{Field: string(at), Message: reason}}}
 }
 
 // IsNull reports whether raw holds no value: it is empty, or JSON null.

@@ -407,6 +407,10 @@ func TestCheckJSON(t *testing.T) {
 		{"\"\xff\"", "UTF-8", "invalid UTF-8"},
 		{`{"a":`, "not valid JSON", "truncated"},
 		{`{"a":1} x`, "not valid JSON", "trailing garbage"},
+		{`{"a":1,"a":2}`, `duplicate name "a"`, "duplicate names"},
+		{`{"email":"ok@example.com","EMAIL":"victim@evil.test"}`, `names "email" and "EMAIL" differ only in case`, "case variants"},
+		{`{"x":[{"Sig":1,"\u017fig":2}]}`, "at /x/0/\u017fig", "case variants by the long s, nested"},
+		{`[{"email":1},{"EMAIL":2}]`, "", "case variants in sibling objects"},
 		{``, "not valid JSON", "empty"},
 	}
 	for _, tt := range tests {

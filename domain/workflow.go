@@ -38,24 +38,25 @@ type StepRequest struct {
 	IdempotencyKey string
 }
 
-// Bind decodes the step's input into v.
+// Bind decodes the step's input into v, matching names exactly (see
+// DecodeJSON).
 func (r StepRequest) Bind(v any) error {
 	if len(r.Input) == 0 {
 		return nil
 	}
-	if err := json.Unmarshal(r.Input, v); err != nil {
+	if err := DecodeJSON(r.Input, v); err != nil {
 		return fmt.Errorf("decode input of step %s: %w", r.Step, err)
 	}
 	return nil
 }
 
 // Resume decodes a resumed step's input: the resume payload, with its
-// checkpoint decoded into checkpoint.
+// checkpoint decoded into checkpoint. Names match exactly (see DecodeJSON).
 func (r StepRequest) Resume(checkpoint any) (ResumePayload, error) {
 	var p ResumePayload
-	err := json.Unmarshal(r.Input, &p)
+	err := DecodeJSON(r.Input, &p)
 	if err == nil && len(p.Checkpoint) > 0 {
-		err = json.Unmarshal(p.Checkpoint, checkpoint)
+		err = DecodeJSON(p.Checkpoint, checkpoint)
 	}
 	if err != nil {
 		return p, fmt.Errorf("decode the resume of step %s: %w", r.Step, err)

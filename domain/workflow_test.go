@@ -189,6 +189,31 @@ func TestStepRequestBind(t *testing.T) {
 	}
 }
 
+// A step reads a name only as its field spells it, so no spelling of a
+// name can smuggle a value past a schema that checks another spelling.
+func TestStepRequestBindMatchesNamesExactly(t *testing.T) {
+	t.Parallel()
+	var in struct {
+		Email string `json:"email"`
+		Extra int    `json:"extra"`
+	}
+	err := (domain.StepRequest{Step: "s", Input: []byte(`{"EMAIL":"victim@evil.test","Email":"x","extra":1,"unread":true}`)}).Bind(&in)
+	if err != nil || in.Email != "" || in.Extra != 1 {
+		t.Fatalf("Bind = %v, %+v; want no email read, extra 1, unknown names ignored", err, in)
+	}
+	if err := (domain.StepRequest{Step: "s", Input: []byte(`{"extra":1,"extra":2}`)}).Bind(&in); err == nil {
+		t.Fatal("Bind of duplicate names succeeded")
+	}
+	var cp struct {
+		Who string `json:"who"`
+	}
+	p, err := (domain.StepRequest{Step: "s", Resumed: true,
+		Input: []byte(`{"checkpoint":{"WHO":"x"},"resumeData":{"ok":true},"ResumeData":1}`)}).Resume(&cp)
+	if err != nil || cp.Who != "" || string(p.ResumeData) != `{"ok":true}` {
+		t.Fatalf("Resume = %+v, %v, checkpoint %+v; want names matched exactly", p, err, cp)
+	}
+}
+
 func TestEnums(t *testing.T) {
 	t.Parallel()
 	for _, s := range domain.RunStatuses {

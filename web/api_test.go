@@ -410,6 +410,33 @@ func TestAPIStrictDecoding(t *testing.T) {
 	})
 }
 
+// Names equal but for case, at any depth of input, resume data or a signal
+// payload, are refused with the place named: the databases keep such names
+// in different orders, and a case-insensitive reader would take a different
+// one on each.
+func TestAPIRefusesCaseVariantNames(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, e *apiEnv) {
+		_, in := e.paused(t, "intake", map[string]string{"claimId": "c-1"})
+		smuggle := `{"email":"ok@example.com","EMAIL":"victim@evil.test"}`
+		for _, c := range []struct{ path, body, field string }{
+			{"/api/v1/workflows/intake/runs", `{"input":` + smuggle + `}`, "/input/EMAIL"},
+			{"/api/v1/workflows/intake/runs", `{"input":{"claim":{"to":[` + smuggle + `]}}}`, "/input/claim/to/0/EMAIL"},
+			{"/api/v1/suspensions/" + in.ID + "/resume", `{"resumeData":{"documentIds":["a"],"who":` + smuggle + `}}`, "/resumeData/who/EMAIL"},
+			{"/api/v1/runs/" + in.RunID + "/signals", `{"name":"n","signalId":"s-1","payload":` + smuggle + `}`, "/payload/EMAIL"},
+		} {
+			p := problem(t, e.call(t, "POST", c.path, e.admin, c.body), http.StatusBadRequest, "invalid_json")
+			if !hasField(p, c.field) || !strings.Contains(p.Detail, "differ only in case") {
+				t.Errorf("POST %s: %+v; want the case clash at %s", c.path, p, c.field)
+			}
+		}
+		e.stillPending(t, in)
+		if runs := decode[pageBody[runBody]](t, e.call(t, "GET", "/api/v1/runs?workflowId=intake", e.admin, ""), http.StatusOK); len(runs.Items) != 1 {
+			t.Errorf("runs of intake = %d; want only the paused one", len(runs.Items))
+		}
+	})
+}
+
 func TestAPIAuth(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *apiEnv) {

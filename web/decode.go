@@ -150,20 +150,26 @@ func unmarshalAtomic(rv reflect.Value, body []byte) error {
 
 // ValidateJSONValue checks that data is exactly one JSON value that every
 // store and parser we use reads the same way: valid UTF-8 with no lone
-// surrogates, no duplicate object names, nesting of at most 64 levels, no
+// surrogates, no duplicate object names, no two names of one object equal
+// under case folding (see domain.NameFolds), nesting of at most 64 levels, no
 // NUL character (PostgreSQL jsonb cannot store one, so SQLite must not
 // either), no number beyond the float64 range and nothing after the value
 // but whitespace. It returns a *domain.ValidationError with CodeInvalidJSON.
 func ValidateJSONValue(data []byte) error {
 	d := jsontext.NewDecoder(bytes.NewReader(data), strictText)
+	var folds domain.NameFolds
 	for {
 		prev := d.InputOffset()
 		tok, err := d.ReadToken()
 		if err != nil {
 			return syntaxError(err)
 		}
-		if err := checkToken(d, tok, skipFrom(data, prev, " \t\r\n,:")); err != nil {
+		start := skipFrom(data, prev, " \t\r\n,:")
+		if err := checkToken(d, tok, start); err != nil {
 			return err
+		}
+		if earlier, clash := folds.Next(d, tok); clash {
+			return invalidJSON(d.StackPointer(), start, domain.CaseClash(earlier, tok.String()))
 		}
 		if d.StackDepth() == 0 {
 			break

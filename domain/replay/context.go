@@ -379,7 +379,7 @@ func WaitForEvent[T any](c *Context, name string, opts ...Option) (T, error) {
 	}
 	var v T
 	if len(payload) > 0 {
-		if err := json.Unmarshal(payload, &v); err != nil {
+		if err := domain.DecodeJSON(payload, &v); err != nil {
 			return zero, &StepError{Code: "invalid_signal_payload", Message: fmt.Sprintf("signal %s: %v", name, err)}
 		}
 	}

@@ -65,7 +65,7 @@ func Workflow[In, Out any](id, version string, handler func(c *Context, in In) (
 	return &Definition{ID: id, Version: version, handler: func(c *Context, input json.RawMessage) (any, error) {
 		var in In
 		if !domain.IsNull(input) {
-			if err := json.Unmarshal(input, &in); err != nil {
+			if err := domain.DecodeJSON(input, &in); err != nil {
 				return nil, &StepError{Code: domain.CodeValidation, Message: fmt.Sprintf("the run input does not fit the workflow's input type: %v", err)}
 			}
 		}
