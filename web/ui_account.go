@@ -43,7 +43,7 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) {
 		s.uiFailure(w, r, err)
 		return
 	}
-	switch err := checkPassword(next); {
+	switch err := domain.ValidatePassword(next, v.Email); {
 	case err != nil:
 		page.Errors["new"] = err.Error()
 	case next == current:

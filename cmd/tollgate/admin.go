@@ -126,10 +126,13 @@ func userCmd(ctx context.Context, args []string, getenv func(string) string, std
 		password, generated = rand.Text(), true
 	}
 	// Only a password from the environment can break the password rule: a
-	// generated one has 26 characters.
+	// generated one has 26 random characters.
+	if err := domain.ValidatePassword(password, email); err != nil {
+		return fmt.Errorf("TOLLGATE_PASSWORD: %w", err)
+	}
 	hash, err := web.HashPassword(password)
 	if err != nil {
-		return fmt.Errorf("TOLLGATE_PASSWORD: %w", err)
+		return err
 	}
 	u, err := db.CreateUser(ctx, domain.User{ID: uuid.NewString(), Email: email, Name: name, Role: domain.Role(role), CreatedAt: time.Now()}, hash)
 	if err != nil {

@@ -652,6 +652,13 @@ func TestAdminCommands(t *testing.T) {
 	if err != nil || !strings.Contains(out, "Created reviewer rev@example.com (id ") || strings.Contains(out, "Password") {
 		t.Fatalf("user add with TOLLGATE_PASSWORD: %v\n%s", err, out)
 	}
+	for weak, why := range map[string]string{"password1234": "too common", "123456789012": "run of letters", strings.Repeat(" ", 12): "only spaces", "weak@example.com": "email"} {
+		withWeak := cloneEnv(env)
+		withWeak["TOLLGATE_PASSWORD"] = weak
+		if out, err := cmd(withWeak, "user", "add", "--email", "weak@example.com", "--role", "reviewer"); err == nil || !strings.Contains(err.Error(), "TOLLGATE_PASSWORD") || !strings.Contains(err.Error(), why) {
+			t.Errorf("user add with TOLLGATE_PASSWORD=%q: %v, want a refusal saying %q\n%s", weak, err, why, out)
+		}
+	}
 	out, err = cmd(env, "user", "add", "--email", "ada@example.com", "--role", "founder")
 	if err != nil || !strings.Contains(out, "Created founder ada@example.com") || !strings.Contains(out, "Password (shown once): ") {
 		t.Fatalf("user add without a password: %v\n%s", err, out)
