@@ -73,12 +73,20 @@ type Server struct {
 	// again, in case a change notification was lost (15s).
 	AttachHeartbeat time.Duration
 
+	// DeviceKey signs the device cookies that let an account's owner sign
+	// in while strangers' guesses throttle the account (32 random bytes
+	// per process by default, so the cookies stop counting at a restart;
+	// give every server sharing a database the same key).
+	DeviceKey []byte
+
 	watch    runWatch
 	keys     *keyCache
 	keysOnce sync.Once
 	sessions *sessionStore
 	logins   *loginLimiter
-	live     *liveHub
+	// deviceOnce fills a missing DeviceKey.
+	deviceOnce sync.Once
+	live       *liveHub
 }
 
 // ForgetUser makes this server look up every API key of the user again on

@@ -71,7 +71,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.String(&c.httpAllow, "http-allow", "TOLLGATE_HTTP_ALLOW", "", "hosts http steps may call: comma-separated host, host:port or *.domain patterns, * for any (default: public addresses only, never this server's own network)")
 	f.Duration(&c.retention, "retention", "TOLLGATE_RETENTION", 30*24*time.Hour, "how long a finished run (succeeded, failed or cancelled) is kept after it ended, with its events, suspensions and documents; 0 keeps finished runs forever")
 	f.Duration(&c.shutdownTimeout, "shutdown-timeout", "TOLLGATE_SHUTDOWN_TIMEOUT", 15*time.Second, "how long to finish requests and steps after SIGTERM")
-	f.String(&c.adminEmail, "admin-email", "TOLLGATE_ADMIN_EMAIL", "admin@tollgate.local", "email of the admin created on a fresh database")
+	f.String(&c.adminEmail, "admin-email", "TOLLGATE_ADMIN_EMAIL", "", "email of the admin created on a fresh database (default: admin-<random>@tollgate.local, printed with its password)")
 	c.bootstrapKey = getenv("TOLLGATE_BOOTSTRAP_API_KEY")
 	if err := f.parse(args); err != nil {
 		return c, err
@@ -184,7 +184,8 @@ func (f *flows) listening(log *slog.Logger) func(net.Addr) {
 func newServer(c serveConfig, eng *engine.Engine, db *storage.DB, f *flows, feed *replay.Feed, log *slog.Logger) *web.Server {
 	return &web.Server{Engine: eng, Store: db, Auth: db, Health: db, Log: log, MaxBody: int64(c.maxBody), KeyCacheTTL: c.keyCacheTTL,
 		UIStore: db, SessionIdle: c.sessionIdle, SessionAbsolute: c.sessionMax, TrustProxy: c.trustProxy, UploadLimit: int64(c.uploadLimit),
-		SyncTimeout: c.syncTimeout, Feed: feed, Catalog: f.catalog, Waitpoints: f.waitpoints, WorkItems: db}
+		SyncTimeout: c.syncTimeout, Feed: feed, Catalog: f.catalog, Waitpoints: f.waitpoints, WorkItems: db,
+		DeviceKey: subKey(f.links.Secret, "tollgate device cookie")}
 }
 
 // housekeepingEvery is how often housekeep folds the inbox's count deltas;
