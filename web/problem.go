@@ -147,7 +147,7 @@ func problemFor(err error) Problem {
 
 func validationStatus(code string) int {
 	switch code {
-	case domain.CodeInvalidJSON:
+	case domain.CodeInvalidJSON, CodeInvalidQuery:
 		return http.StatusBadRequest
 	case CodeUnsupportedMediaType:
 		return http.StatusUnsupportedMediaType

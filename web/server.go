@@ -118,7 +118,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /metrics", s.metrics)
 
 	api := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {
-		mux.Handle(pattern, s.requireKey(s.handle(h)))
+		mux.Handle(pattern, s.requireKey(s.handle(boundQuery(h))))
 	}
 	api("GET /api/v1/workflows", s.listWorkflows)
 	api("PUT /api/v1/workflows/{workflowId}/versions/{version}", s.registerWorkflow)

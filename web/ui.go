@@ -62,7 +62,7 @@ func (s *Server) ui(mux *http.ServeMux) {
 		s.renderError(w, r, http.StatusForbidden, "Request refused", "This form was sent from another site, so it was not accepted. Open Tollgate and try again from there.", nil)
 	}))
 	page := func(pattern string, h http.HandlerFunc) {
-		mux.Handle(pattern, uiHeaders(cop.Handler(h)))
+		mux.Handle(pattern, uiHeaders(cop.Handler(s.boundPageQuery(h))))
 	}
 	sub, err := fs.Sub(static.FS, ".")
 	if err != nil {
