@@ -73,6 +73,13 @@ type Server struct {
 	// again, in case a change notification was lost (15s).
 	AttachHeartbeat time.Duration
 
+	// MetricsToken, when set, makes /metrics require
+	// "Authorization: Bearer <MetricsToken>".
+	MetricsToken string
+	// MetricsElsewhere leaves /metrics out of Handler, for a server that
+	// serves MetricsHandler on a listener of its own.
+	MetricsElsewhere bool
+
 	// DeviceKey signs the device cookies that let an account's owner sign
 	// in while strangers' guesses throttle the account (32 random bytes
 	// per process by default, so the cookies stop counting at a restart;
@@ -115,7 +122,9 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.HandleFunc("GET /metrics", s.metrics)
+	if !s.MetricsElsewhere {
+		mux.Handle("GET /metrics", s.requireMetricsToken(http.HandlerFunc(s.metrics)))
+	}
 
 	api := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {
 		mux.Handle(pattern, s.requireKey(s.handle(boundQuery(h))))
