@@ -73,6 +73,14 @@ type Server struct {
 	// again, in case a change notification was lost (15s).
 	AttachHeartbeat time.Duration
 
+	// MaxSocketsPerUser caps the live-update websockets one person holds
+	// open at once (32; negative: no cap); beyond it the handshake is
+	// answered 429.
+	MaxSocketsPerUser int
+	// MaxAttachPerUser caps the attach streams one user's API keys hold
+	// open at once (32; negative: no cap); beyond it 429 too_many_streams.
+	MaxAttachPerUser int
+
 	// MetricsToken, when set, makes /metrics require
 	// "Authorization: Bearer <MetricsToken>".
 	MetricsToken string
@@ -94,6 +102,8 @@ type Server struct {
 	// deviceOnce fills a missing DeviceKey.
 	deviceOnce sync.Once
 	live       *liveHub
+	sockets    connLimiter
+	attaches   connLimiter
 }
 
 // ForgetUser makes this server look up every API key of the user again on
