@@ -32,6 +32,10 @@ const (
 	MaxPasswordBytes = 1024
 )
 
+// MaxQueryParamLen is the longest value (search text, filter, id or
+// cursor) a list or page takes in its query string.
+const MaxQueryParamLen = 200
+
 // User is a person (or the owner of a machine's API key).
 type User struct {
 	ID        string

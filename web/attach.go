@@ -22,9 +22,14 @@ import (
 // reads the run again, so a lost change notification delays the stream by
 // one heartbeat at most.
 func (s *Server) attachRun(w http.ResponseWriter, r *http.Request) error {
-	if !principalFrom(r.Context()).User.Role.Staff() {
+	user := principalFrom(r.Context()).User
+	if !user.Role.Staff() {
 		return domain.ErrNotFound
 	}
+	if !s.attaches.acquire(user.ID, capOr(s.MaxAttachPerUser, defaultMaxAttachPerUser)) {
+		return errTooManyStreams
+	}
+	defer s.attaches.release(user.ID)
 	ctx, runID := r.Context(), r.PathValue("runId")
 	// Subscribed before the first read, so no change falls between.
 	changed, unwatch := s.watch.subscribe(runID)

@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"golang.org/x/crypto/argon2"
 
@@ -44,25 +43,12 @@ const (
 	argonKeyLen  = 32
 )
 
-// checkPassword is the rule for every password a person chooses, whether
-// in the web app or through the CLI: at least domain.MinPasswordLen
-// characters and at most domain.MaxPasswordBytes bytes. Its
-// *domain.ValidationError says what to do.
-func checkPassword(password string) error {
-	switch {
-	case utf8.RuneCountInString(password) < domain.MinPasswordLen:
-		return &domain.ValidationError{Code: domain.CodeValidation, Message: fmt.Sprintf("Use at least %d characters.", domain.MinPasswordLen)}
-	case len(password) > domain.MaxPasswordBytes:
-		return &domain.ValidationError{Code: domain.CodeValidation, Message: fmt.Sprintf("Use at most %d bytes.", domain.MaxPasswordBytes)}
-	}
-	return nil
-}
-
 // HashPassword derives an argon2id hash in the PHC string format, for a
-// password that keeps checkPassword's rule. It is hashed whole; nothing is
-// truncated.
+// password that keeps domain.ValidatePassword's rule (callers that know
+// whose password it is check it against the email first). It is hashed
+// whole; nothing is truncated.
 func HashPassword(password string) (string, error) {
-	if err := checkPassword(password); err != nil {
+	if err := domain.ValidatePassword(password, ""); err != nil {
 		return "", err
 	}
 	salt := make([]byte, 16)

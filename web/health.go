@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"crypto/subtle"
 	"fmt"
 	"net/http"
 	"slices"
@@ -31,6 +32,37 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// MetricsHandler serves /metrics alone (with MetricsToken's check), for a
+// listener of its own; see MetricsElsewhere.
+func (s *Server) MetricsHandler() http.Handler {
+	if s.Clock == nil {
+		s.Clock = domain.SystemClock{}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.requireMetricsToken(http.HandlerFunc(s.metrics)))
+	return s.recoverPanics(securityHeaders(mux))
+}
+
+// requireMetricsToken lets a scrape through when MetricsToken is unset or
+// the request carries it as a bearer token. The tokens are compared by
+// their SHA-256, in constant time, so neither their content nor their
+// length shows in the timing.
+func (s *Server) requireMetricsToken(next http.Handler) http.Handler {
+	if s.MetricsToken == "" {
+		return next
+	}
+	want := sha256Bytes(s.MetricsToken)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sha256Bytes(strings.TrimSpace(token)), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="tollgate metrics"`)
+			writeProblem(w, r, newProblem(http.StatusUnauthorized, "unauthorized", "The metrics token is required: Authorization: Bearer <token>."))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // metrics writes the Prometheus text format.

@@ -175,6 +175,11 @@ func (s *Server) liveSocket(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "this page has no live updates for your role", http.StatusForbidden)
 		return
 	}
+	if !s.sockets.acquire(v.ID, capOr(s.MaxSocketsPerUser, defaultMaxSocketsPerUser)) {
+		http.Error(w, "too many live connections for your account; close some tabs", http.StatusTooManyRequests)
+		return
+	}
+	defer s.sockets.release(v.ID)
 	up := websocket.Upgrader{ReadBufferSize: 512, WriteBufferSize: 1024, CheckOrigin: sameOrigin}
 	conn, err := up.Upgrade(w, r, nil)
 	if err != nil {

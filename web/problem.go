@@ -122,6 +122,8 @@ func problemFor(err error) Problem {
 		return newProblem(http.StatusForbidden, "forbidden", "Your role does not allow this.")
 	case errors.Is(err, domain.ErrNotApprover):
 		return newProblem(http.StatusForbidden, domain.CodeNotApprover, notApproverMessage)
+	case errors.Is(err, errTooManyStreams):
+		return newProblem(http.StatusTooManyRequests, CodeTooManyStreams, "You hold as many attach streams open as one user may; close one and try again.")
 	}
 	if ve, ok := errors.AsType[*domain.ValidationError](err); ok {
 		p := newProblem(validationStatus(ve.Code), cmp.Or(ve.Code, domain.CodeValidation), ve.Message)
@@ -147,7 +149,7 @@ func problemFor(err error) Problem {
 
 func validationStatus(code string) int {
 	switch code {
-	case domain.CodeInvalidJSON:
+	case domain.CodeInvalidJSON, CodeInvalidQuery:
 		return http.StatusBadRequest
 	case CodeUnsupportedMediaType:
 		return http.StatusUnsupportedMediaType

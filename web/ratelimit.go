@@ -5,18 +5,23 @@ import (
 	"time"
 )
 
-// loginLimiter slows password guessing: an account that has failed
-// accountLimit times within window, or an address that has failed
-// addressLimit times, is refused until its oldest failure in the window
-// ages out. It lives in this process; several servers behind one address
-// each keep their own count, so an attacker gets at most that many times
-// the allowance. A success clears the account's failures.
+// loginLimiter slows password guessing without letting strangers lock an
+// account's owner out. Failures count per address (addressLimit) and per
+// origin: for a browser with the account's device cookie (knownDevice),
+// per that browser; for every other browser, per account, all unknown
+// browsers together (accountLimit). Guesses from anywhere thus throttle
+// the account only for browsers it has never signed in from, and many
+// addresses against one account are still limited. An origin or address
+// that has failed its limit within window is refused until its oldest
+// failure in the window ages out. It lives in this process; several
+// servers each keep their own count, so an attacker gets at most that
+// many times the allowance. A success clears its origin's failures.
 type loginLimiter struct {
 	mu           sync.Mutex
 	window       time.Duration
 	accountLimit int
 	addressLimit int
-	accounts     map[string][]time.Time
+	origins      map[string][]time.Time // by originKey
 	addresses    map[string][]time.Time
 }
 
@@ -24,14 +29,24 @@ const maxTrackedKeys = 100_000
 
 func newLoginLimiter() *loginLimiter {
 	return &loginLimiter{window: 15 * time.Minute, accountLimit: 5, addressLimit: 20,
-		accounts: map[string][]time.Time{}, addresses: map[string][]time.Time{}}
+		origins: map[string][]time.Time{}, addresses: map[string][]time.Time{}}
 }
 
-// blocked returns how long account or addr must wait, 0 if it may try now.
-func (l *loginLimiter) blocked(account, addr string, now time.Time) time.Duration {
+// originKey is what failures on account from device (a knownDevice key,
+// or "" for a browser the account has not signed in from) count against.
+func originKey(account, device string) string {
+	if device != "" {
+		return device
+	}
+	return "account:" + account
+}
+
+// blocked returns how long a login to account from device and addr must
+// wait, 0 if it may try now.
+func (l *loginLimiter) blocked(account, device, addr string, now time.Time) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return max(l.wait(l.accounts, account, l.accountLimit, now), l.wait(l.addresses, addr, l.addressLimit, now))
+	return max(l.wait(l.origins, originKey(account, device), l.accountLimit, now), l.wait(l.addresses, addr, l.addressLimit, now))
 }
 
 func (l *loginLimiter) wait(m map[string][]time.Time, key string, limit int, now time.Time) time.Duration {
@@ -57,13 +72,13 @@ func (l *loginLimiter) prune(m map[string][]time.Time, key string, now time.Time
 	return ts
 }
 
-func (l *loginLimiter) failed(account, addr string, now time.Time) {
+func (l *loginLimiter) failed(account, device, addr string, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, e := range []struct {
 		m   map[string][]time.Time
 		key string
-	}{{l.accounts, account}, {l.addresses, addr}} {
+	}{{l.origins, originKey(account, device)}, {l.addresses, addr}} {
 		if len(e.m) >= maxTrackedKeys {
 			clear(e.m) // bounded memory under a flood of distinct keys
 		}
@@ -72,8 +87,10 @@ func (l *loginLimiter) failed(account, addr string, now time.Time) {
 	}
 }
 
-func (l *loginLimiter) succeeded(account string) {
+// succeeded clears the failures of account from device only: the owner
+// signing in from a known browser leaves strangers throttled.
+func (l *loginLimiter) succeeded(account, device string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	delete(l.accounts, account)
+	delete(l.origins, originKey(account, device))
 }

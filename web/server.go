@@ -73,12 +73,37 @@ type Server struct {
 	// again, in case a change notification was lost (15s).
 	AttachHeartbeat time.Duration
 
+	// MaxSocketsPerUser caps the live-update websockets one person holds
+	// open at once (32; negative: no cap); beyond it the handshake is
+	// answered 429.
+	MaxSocketsPerUser int
+	// MaxAttachPerUser caps the attach streams one user's API keys hold
+	// open at once (32; negative: no cap); beyond it 429 too_many_streams.
+	MaxAttachPerUser int
+
+	// MetricsToken, when set, makes /metrics require
+	// "Authorization: Bearer <MetricsToken>".
+	MetricsToken string
+	// MetricsElsewhere leaves /metrics out of Handler, for a server that
+	// serves MetricsHandler on a listener of its own.
+	MetricsElsewhere bool
+
+	// DeviceKey signs the device cookies that let an account's owner sign
+	// in while strangers' guesses throttle the account (32 random bytes
+	// per process by default, so the cookies stop counting at a restart;
+	// give every server sharing a database the same key).
+	DeviceKey []byte
+
 	watch    runWatch
 	keys     *keyCache
 	keysOnce sync.Once
 	sessions *sessionStore
 	logins   *loginLimiter
-	live     *liveHub
+	// deviceOnce fills a missing DeviceKey.
+	deviceOnce sync.Once
+	live       *liveHub
+	sockets    connLimiter
+	attaches   connLimiter
 }
 
 // ForgetUser makes this server look up every API key of the user again on
@@ -107,10 +132,12 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.HandleFunc("GET /metrics", s.metrics)
+	if !s.MetricsElsewhere {
+		mux.Handle("GET /metrics", s.requireMetricsToken(http.HandlerFunc(s.metrics)))
+	}
 
 	api := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {
-		mux.Handle(pattern, s.requireKey(s.handle(h)))
+		mux.Handle(pattern, s.requireKey(s.handle(boundQuery(h))))
 	}
 	api("GET /api/v1/workflows", s.listWorkflows)
 	api("PUT /api/v1/workflows/{workflowId}/versions/{version}", s.registerWorkflow)

@@ -62,7 +62,7 @@ func (s *Server) ui(mux *http.ServeMux) {
 		s.renderError(w, r, http.StatusForbidden, "Request refused", "This form was sent from another site, so it was not accepted. Open Tollgate and try again from there.", nil)
 	}))
 	page := func(pattern string, h http.HandlerFunc) {
-		mux.Handle(pattern, uiHeaders(cop.Handler(h)))
+		mux.Handle(pattern, uiHeaders(cop.Handler(s.boundPageQuery(h))))
 	}
 	sub, err := fs.Sub(static.FS, ".")
 	if err != nil {
@@ -200,7 +200,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	email := strings.ToLower(strings.TrimSpace(r.PostForm.Get("email")))
 	next := safeNext(r.PostForm.Get("next"))
-	user, err := s.authenticate(r, email, r.PostForm.Get("password"))
+	device := s.knownDevice(r, email)
+	user, err := s.authenticate(r, email, device, r.PostForm.Get("password"))
 	var th throttled
 	switch {
 	case errors.As(err, &th):
@@ -218,12 +219,13 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusServiceUnavailable, views.Login(email, "Tollgate cannot check passwords right now. Try again shortly.", next))
 		return
 	}
-	s.logins.succeeded(email)
+	s.logins.succeeded(email, device)
 	if err := s.startSession(w, r, user.ID); err != nil {
 		s.Log.ErrorContext(r.Context(), "Creating a session failed", "error", err)
 		s.render(w, r, http.StatusServiceUnavailable, views.Login(email, "Tollgate could not sign you in right now. Try again shortly.", next))
 		return
 	}
+	s.markDevice(w, r, email)
 	s.audit(r, domain.AuditEntry{ActorID: user.ID, ActorEmail: user.Email, Action: "login"})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
@@ -238,15 +240,17 @@ type throttled struct{ wait time.Duration }
 func (throttled) Error() string { return "too many failed password checks" }
 
 // authenticate checks email's password, for signing in and for changing a
-// password alike. A throttled account or address is not checked at all
-// (throttled). An unknown email, a wrong password and a disabled user are
-// one failure (errWrongPassword): they cost the same hashing work and
-// count against the login limit, per account and per address. The caller
-// clears the account's count (logins.succeeded) once it has done what the
-// password was for.
-func (s *Server) authenticate(r *http.Request, email, password string) (domain.User, error) {
+// password alike; device is the login limiter's key for a browser the
+// account is known on (knownDevice, or the signed-in session), or "". A
+// throttled origin or address is not checked at all (throttled). An
+// unknown email, a wrong password and a disabled user are one failure
+// (errWrongPassword): they cost the same hashing work and count against
+// the login limit, per origin and per address. The caller clears the
+// origin's count (logins.succeeded) once it has done what the password
+// was for.
+func (s *Server) authenticate(r *http.Request, email, device, password string) (domain.User, error) {
 	addr, now := s.clientAddr(r), s.Clock.Now()
-	if wait := s.logins.blocked(email, addr, now); wait > 0 {
+	if wait := s.logins.blocked(email, device, addr, now); wait > 0 {
 		return domain.User{}, throttled{wait}
 	}
 	user, hash, err := s.Auth.UserByEmail(r.Context(), email)
@@ -257,7 +261,7 @@ func (s *Server) authenticate(r *http.Request, email, password string) (domain.U
 		hash = dummyPasswordHash() // an unknown user costs the same hashing work
 	}
 	if ok := CheckPassword(hash, password); !ok || err != nil || user.Disabled {
-		s.logins.failed(email, addr, now)
+		s.logins.failed(email, device, addr, now)
 		return domain.User{}, errWrongPassword
 	}
 	return user, nil

@@ -28,7 +28,10 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	current, next, confirm := r.PostForm.Get("current"), r.PostForm.Get("new"), r.PostForm.Get("confirm")
-	user, err := s.authenticate(r, v.Email, current)
+	// A signed-in person's wrong guesses count against their session, so
+	// that strangers throttling the account cannot stop its owner here.
+	device := "session:" + v.ID
+	user, err := s.authenticate(r, v.Email, device, current)
 	switch {
 	case errors.As(err, new(throttled)):
 		page.Failure = "Too many wrong passwords. Wait a few minutes, then try again."
@@ -43,7 +46,7 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) {
 		s.uiFailure(w, r, err)
 		return
 	}
-	switch err := checkPassword(next); {
+	switch err := domain.ValidatePassword(next, v.Email); {
 	case err != nil:
 		page.Errors["new"] = err.Error()
 	case next == current:
@@ -63,7 +66,7 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) {
 		s.uiFailure(w, r, err)
 		return
 	}
-	s.logins.succeeded(v.Email)
+	s.logins.succeeded(v.Email, device)
 	s.audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "password.change", Subject: user.ID})
 	if err := s.startSession(w, r, user.ID); err != nil {
 		s.Log.ErrorContext(r.Context(), "Creating a session after a password change failed", "error", err)

@@ -141,3 +141,28 @@ func TestUIEveryRouteForEveryRole(t *testing.T) {
 		e.stillPending(t, pending)
 	})
 }
+
+// The account page refuses the passwords a probe got accepted, saying why,
+// shows what a good one looks like, and takes a passphrase.
+func TestUIPasswordChangeRefusesWeakPasswords(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		_, password := e.addPerson(t, "ada.lovelace@example.com", domain.RoleReviewer)
+		b := e.browser(t)
+		b.login("ada.lovelace@example.com", password)
+		wantPage(t, b.get("/account"), http.StatusOK, "Avoid common passwords")
+		change := func(next string) page {
+			return b.do("POST", "/account/password", url.Values{"current": {password}, "new": {next}, "confirm": {next}})
+		}
+		for next, why := range map[string]string{
+			"password1234":             "too common",
+			"123456789012":             "run of letters, digits or keys",
+			strings.Repeat(" ", 12):    "only spaces",
+			"aaaaaaaaaaaa":             "repeated",
+			"ada.lovelace@example.com": "your email address",
+		} {
+			wantPage(t, change(next), http.StatusUnprocessableEntity, why, "Avoid common passwords")
+		}
+		wantPage(t, change("tangerine orbit lantern"), http.StatusOK, "Your password is changed")
+	})
+}

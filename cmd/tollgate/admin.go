@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -18,11 +19,16 @@ import (
 
 // bootstrap creates the first admin and an API key on a fresh database and
 // prints them once; they are not shown again (only a hash of the key is
-// kept). TOLLGATE_BOOTSTRAP_API_KEY supplies the key for automation.
+// kept). TOLLGATE_BOOTSTRAP_API_KEY supplies the key for automation. With
+// no email, the admin's is generated (generatedAdminEmail), so that no
+// two installations share a predictable admin login.
 func bootstrap(ctx context.Context, db *storage.DB, email, key string, out io.Writer) error {
 	n, err := db.CountUsers(ctx)
 	if err != nil || n > 0 {
 		return err
+	}
+	if email == "" {
+		email = generatedAdminEmail()
 	}
 	// Checked before the admin exists: an admin created without its key
 	// would end bootstrapping for good, with the password never shown.
@@ -53,6 +59,13 @@ func bootstrap(ctx context.Context, db *storage.DB, email, key string, out io.Wr
 		fmt.Fprintln(out, "  API key:  from TOLLGATE_BOOTSTRAP_API_KEY")
 	}
 	return nil
+}
+
+// generatedAdminEmail is admin-<6 random hex digits>@tollgate.local.
+func generatedAdminEmail() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return "admin-" + hex.EncodeToString(b) + "@tollgate.local"
 }
 
 // minKeyLen is the shortest API key a user may choose.
@@ -126,10 +139,13 @@ func userCmd(ctx context.Context, args []string, getenv func(string) string, std
 		password, generated = rand.Text(), true
 	}
 	// Only a password from the environment can break the password rule: a
-	// generated one has 26 characters.
+	// generated one has 26 random characters.
+	if err := domain.ValidatePassword(password, email); err != nil {
+		return fmt.Errorf("TOLLGATE_PASSWORD: %w", err)
+	}
 	hash, err := web.HashPassword(password)
 	if err != nil {
-		return fmt.Errorf("TOLLGATE_PASSWORD: %w", err)
+		return err
 	}
 	u, err := db.CreateUser(ctx, domain.User{ID: uuid.NewString(), Email: email, Name: name, Role: domain.Role(role), CreatedAt: time.Now()}, hash)
 	if err != nil {

@@ -515,15 +515,34 @@ func TestServeHelp(t *testing.T) {
 
 var apiKeyLine = regexp.MustCompile(`API key:\s+(tg_\S+)`)
 
+// adminEmailOf is the email of the first admin s printed at start.
+func adminEmailOf(t testing.TB, s *testServer) string {
+	t.Helper()
+	m := regexp.MustCompile(`email:\s+(\S+)`).FindStringSubmatch(s.Stdout.String())
+	if m == nil {
+		t.Fatalf("stdout names no first admin:\n%s", s.Stdout)
+	}
+	return m[1]
+}
+
 func TestBootstrap(t *testing.T) {
 	t.Run("generated", func(t *testing.T) {
 		data := t.TempDir()
 		s := startServer(t, map[string]string{"TOLLGATE_BOOTSTRAP_API_KEY": ""}, "--data", data)
 		out := s.Stdout.String()
-		for _, want := range []string{"Created the first admin", "email:    admin@tollgate.local", "password: "} {
+		for _, want := range []string{"Created the first admin", "password: "} {
 			if !strings.Contains(out, want) {
 				t.Errorf("stdout lacks %q:\n%s", want, out)
 			}
+		}
+		// No fixed, guessable admin login: the address is generated.
+		email := adminEmailOf(t, s)
+		if !regexp.MustCompile(`^admin-[0-9a-f]{6}@tollgate\.local$`).MatchString(email) {
+			t.Errorf("the generated admin's email is %q, want admin-<6 hex>@tollgate.local", email)
+		}
+		other := startServer(t, map[string]string{"TOLLGATE_BOOTSTRAP_API_KEY": ""})
+		if adminEmailOf(t, other) == email {
+			t.Errorf("two fresh databases got the same admin email %q", email)
 		}
 		m := apiKeyLine.FindStringSubmatch(out)
 		if m == nil {
@@ -652,6 +671,13 @@ func TestAdminCommands(t *testing.T) {
 	if err != nil || !strings.Contains(out, "Created reviewer rev@example.com (id ") || strings.Contains(out, "Password") {
 		t.Fatalf("user add with TOLLGATE_PASSWORD: %v\n%s", err, out)
 	}
+	for weak, why := range map[string]string{"password1234": "too common", "123456789012": "run of letters", strings.Repeat(" ", 12): "only spaces", "weak@example.com": "email"} {
+		withWeak := cloneEnv(env)
+		withWeak["TOLLGATE_PASSWORD"] = weak
+		if out, err := cmd(withWeak, "user", "add", "--email", "weak@example.com", "--role", "reviewer"); err == nil || !strings.Contains(err.Error(), "TOLLGATE_PASSWORD") || !strings.Contains(err.Error(), why) {
+			t.Errorf("user add with TOLLGATE_PASSWORD=%q: %v, want a refusal saying %q\n%s", weak, err, why, out)
+		}
+	}
 	out, err = cmd(env, "user", "add", "--email", "ada@example.com", "--role", "founder")
 	if err != nil || !strings.Contains(out, "Created founder ada@example.com") || !strings.Contains(out, "Password (shown once): ") {
 		t.Fatalf("user add without a password: %v\n%s", err, out)
@@ -762,7 +788,7 @@ func testExamples(t *testing.T, s *testServer) {
 		}
 		var resumed apiSuspension
 		c.call(t, http.StatusOK, "POST", "/api/v1/suspensions/"+sp.ID+"/resume", map[string]any{"resumeData": map[string]any{"documentIds": []string{"d1"}}}).decode(t, &resumed)
-		if resumed.Status != "resumed" || resumed.ResumedBy == nil || *resumed.ResumedBy != "admin@tollgate.local" {
+		if resumed.Status != "resumed" || resumed.ResumedBy == nil || *resumed.ResumedBy != adminEmailOf(t, s) {
 			t.Errorf("resumed suspension = %+v", resumed)
 		}
 		if r := c.call(t, http.StatusConflict, "POST", "/api/v1/suspensions/"+sp.ID+"/resume", map[string]any{"resumeData": map[string]any{"documentIds": []string{"d2"}}}); r.code() != "already_resumed" {

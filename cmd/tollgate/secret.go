@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -53,4 +55,12 @@ func loadSecret(ctx context.Context, db *storage.DB, dataDir string, getenv func
 		log.InfoContext(ctx, "Stored the data folder's secret in the database; the file is no longer read", "path", path)
 		return []byte(s), nil
 	})
+}
+
+// subKey derives a key for one purpose from the secret, so that a token
+// made for one use never checks for another.
+func subKey(secret []byte, purpose string) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
 }

@@ -42,6 +42,8 @@ type serveConfig struct {
 	adminEmail      string
 	bootstrapKey    string
 	retention       time.Duration
+	metricsAddr     string
+	metricsToken    string
 }
 
 func parseServe(args []string, getenv func(string) string, out io.Writer) (serveConfig, error) {
@@ -71,10 +73,15 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.String(&c.httpAllow, "http-allow", "TOLLGATE_HTTP_ALLOW", "", "hosts http steps may call: comma-separated host, host:port or *.domain patterns, * for any (default: public addresses only, never this server's own network)")
 	f.Duration(&c.retention, "retention", "TOLLGATE_RETENTION", 30*24*time.Hour, "how long a finished run (succeeded, failed or cancelled) is kept after it ended, with its events, suspensions and documents; 0 keeps finished runs forever")
 	f.Duration(&c.shutdownTimeout, "shutdown-timeout", "TOLLGATE_SHUTDOWN_TIMEOUT", 15*time.Second, "how long to finish requests and steps after SIGTERM")
-	f.String(&c.adminEmail, "admin-email", "TOLLGATE_ADMIN_EMAIL", "admin@tollgate.local", "email of the admin created on a fresh database")
+	f.String(&c.adminEmail, "admin-email", "TOLLGATE_ADMIN_EMAIL", "", "email of the admin created on a fresh database (default: admin-<random>@tollgate.local, printed with its password)")
+	f.String(&c.metricsAddr, "metrics-addr", "TOLLGATE_METRICS_ADDR", "", "serve /metrics only on this address, not on --addr (such as 127.0.0.1:9090)")
+	f.String(&c.metricsToken, "metrics-token", "TOLLGATE_METRICS_TOKEN", "", "require Authorization: Bearer <token> on /metrics (at least 16 characters)")
 	c.bootstrapKey = getenv("TOLLGATE_BOOTSTRAP_API_KEY")
 	if err := f.parse(args); err != nil {
 		return c, err
+	}
+	if c.metricsToken != "" && len(c.metricsToken) < minMetricsTokenLen {
+		return c, fmt.Errorf("--metrics-token must have at least %d characters", minMetricsTokenLen)
 	}
 	if c.retention < 0 {
 		return c, fmt.Errorf("--retention must be 0 (keep finished runs) or a positive duration, not %s", c.retention)
@@ -128,7 +135,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	var hk sync.WaitGroup
 	hk.Go(func() { housekeep(hkCtx, db, log, housekeepingEvery, c.retention) })
 	defer func() { stopHousekeeping(); hk.Wait() }()
-	return listenAndServe(ctx, c, srv.Handler(), eng, log, stdout, fl.listening(log))
+	h := srv.Handler()
+	if c.metricsAddr != "" {
+		stop, err := serveMetrics(c, srv.MetricsHandler(), log, stdout)
+		if err != nil {
+			return err
+		}
+		defer stop(ctx)
+	}
+	return listenAndServe(ctx, c, h, eng, log, stdout, fl.listening(log))
 }
 
 // engineOpts are the engine's options as serve configures them.
@@ -184,7 +199,8 @@ func (f *flows) listening(log *slog.Logger) func(net.Addr) {
 func newServer(c serveConfig, eng *engine.Engine, db *storage.DB, f *flows, feed *replay.Feed, log *slog.Logger) *web.Server {
 	return &web.Server{Engine: eng, Store: db, Auth: db, Health: db, Log: log, MaxBody: int64(c.maxBody), KeyCacheTTL: c.keyCacheTTL,
 		UIStore: db, SessionIdle: c.sessionIdle, SessionAbsolute: c.sessionMax, TrustProxy: c.trustProxy, UploadLimit: int64(c.uploadLimit),
-		SyncTimeout: c.syncTimeout, Feed: feed, Catalog: f.catalog, Waitpoints: f.waitpoints, WorkItems: db}
+		SyncTimeout: c.syncTimeout, Feed: feed, Catalog: f.catalog, Waitpoints: f.waitpoints, WorkItems: db,
+		DeviceKey: subKey(f.links.Secret, "tollgate device cookie"), MetricsToken: c.metricsToken, MetricsElsewhere: c.metricsAddr != ""}
 }
 
 // housekeepingEvery is how often housekeep folds the inbox's count deltas;
@@ -286,6 +302,7 @@ func listenAndServe(ctx context.Context, c serveConfig, h http.Handler, eng *eng
 	go func() { serveErr <- hs.Serve(ln) }()
 	fmt.Fprintf(stdout, "Tollgate is running: open http://%s (%s)\n", ln.Addr(), c.where())
 	log.InfoContext(ctx, "Serving", "addr", ln.Addr().String())
+	warnPublicMetrics(c, ln.Addr(), log)
 
 	select {
 	case err = <-serveErr:
@@ -309,4 +326,49 @@ func listenAndServe(ctx context.Context, c serveConfig, h http.Handler, eng *eng
 		err = nil
 	}
 	return errors.Join(err, herr)
+}
+
+// minMetricsTokenLen is the shortest --metrics-token accepted.
+const minMetricsTokenLen = 16
+
+// serveMetrics serves h (/metrics alone) on --metrics-addr until the
+// returned stop is called.
+func serveMetrics(c serveConfig, h http.Handler, log *slog.Logger, stdout io.Writer) (stop func(context.Context), err error) {
+	ln, err := net.Listen("tcp", c.metricsAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen for metrics: %w", err)
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: time.Minute,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("Serving metrics failed", "error", err)
+		}
+	}()
+	fmt.Fprintf(stdout, "Metrics: http://%s/metrics\n", ln.Addr())
+	return func(ctx context.Context) {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.shutdownTimeout)
+		defer cancel()
+		if hs.Shutdown(sctx) != nil {
+			_ = hs.Close()
+		}
+		<-done
+	}, nil
+}
+
+// warnPublicMetrics warns when /metrics is served, without a token, on a
+// main listener that other machines can reach: run counts, queue depth and
+// pending reasons are no one else's business. Loopback stays quiet, since
+// that is where make run and a local scraper live.
+func warnPublicMetrics(c serveConfig, addr net.Addr, log *slog.Logger) {
+	if c.metricsAddr != "" || c.metricsToken != "" {
+		return
+	}
+	if a, ok := addr.(*net.TCPAddr); ok && a.IP.IsLoopback() {
+		return
+	}
+	log.Warn("/metrics is served without a token on an address other machines may reach; set --metrics-addr (TOLLGATE_METRICS_ADDR) or --metrics-token (TOLLGATE_METRICS_TOKEN)",
+		"addr", addr.String())
 }

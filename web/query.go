@@ -1,0 +1,85 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"unicode/utf8"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// CodeInvalidQuery means a query parameter is longer, or the query has
+// more parameters, than any list or page takes (HTTP 400). The problem's
+// errors name the parameter.
+const CodeInvalidQuery = "invalid_query"
+
+// Bounds of the query string of every API route and page, checked before
+// the handler reads it: filters, searches, ids and cursors are short, and
+// an unbounded search reaches SQL (SQLite refuses LIKE patterns past
+// 50,000 bytes, and every database pays for long ones). A post-login
+// redirect (next) carries a whole page address with its own query.
+const maxQueryValues = 50
+
+var queryLimits = map[string]int{"next": 2000}
+
+// checkQuery is the one check of r's query: at most maxQueryValues values,
+// each at most domain.MaxQueryParamLen characters (queryLimits for a few
+// names), with names no longer. Its *domain.ValidationError names the
+// first parameter over its bound.
+func checkQuery(r *http.Request) error {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	q := r.URL.Query()
+	n := 0
+	for name, values := range q {
+		n += len(values)
+		limit, ok := queryLimits[name]
+		if !ok {
+			limit = domain.MaxQueryParamLen
+		}
+		if len(name) > domain.MaxQueryParamLen {
+			return queryError("", fmt.Sprintf("parameter names have at most %d characters", domain.MaxQueryParamLen))
+		}
+		for _, v := range values {
+			if utf8.RuneCountInString(v) > limit {
+				return queryError(name, fmt.Sprintf("must have at most %d characters", limit))
+			}
+		}
+	}
+	if n > maxQueryValues {
+		return queryError("", fmt.Sprintf("a query has at most %d parameters", maxQueryValues))
+	}
+	return nil
+}
+
+func queryError(name, message string) *domain.ValidationError {
+	detail := "The query parameter " + name + " is too long: it " + message + "."
+	if name == "" {
+		detail = "The query is too large: " + message + "."
+	}
+	return &domain.ValidationError{Code: CodeInvalidQuery, Message: detail, Fields: []domain.FieldError{{Field: name, Message: message}}}
+}
+
+// boundQuery refuses a request whose query breaks checkQuery's bounds
+// before h reads it.
+func boundQuery(h func(http.ResponseWriter, *http.Request) error) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if err := checkQuery(r); err != nil {
+			return err
+		}
+		return h(w, r)
+	}
+}
+
+// boundPageQuery is boundQuery for pages: a readable 400 page.
+func (s *Server) boundPageQuery(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := checkQuery(r); err != nil {
+			s.renderError(w, r, http.StatusBadRequest, "That address is too long",
+				err.(*domain.ValidationError).Message+" Shorten the search or filter and try again.", s.viewerOf(r))
+			return
+		}
+		h(w, r)
+	}
+}
