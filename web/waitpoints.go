@@ -216,19 +216,14 @@ func (s *Server) syncTimeout() time.Duration {
 	return 30 * time.Second
 }
 
-// refusedResponseHeaders are headers a workflow's response may not set:
-// the server frames the response, owns its cookies, and keeps its
-// security headers, so that what a workflow serves on the app's origin
-// (HTML included) can run no script and is not sniffed.
-var refusedResponseHeaders = map[string]bool{"set-cookie": true, "content-length": true, "transfer-encoding": true, "connection": true,
-	"content-security-policy": true, "x-content-type-options": true}
-
 // writeHTTPResponse sends a workflow's response: a string body as text,
-// any other JSON value as JSON.
+// any other JSON value as JSON. Headers the response may not set (see
+// flow.RefusedResponseHeader) are dropped: documents are checked for them
+// when registered, but one stored before that rule may still hold them.
 func writeHTTPResponse(w http.ResponseWriter, resp *domain.HTTPResponse) {
 	h := w.Header()
 	for k, v := range resp.Headers {
-		if !refusedResponseHeaders[strings.ToLower(k)] {
+		if flow.RefusedResponseHeader(k) == "" {
 			h.Set(k, v)
 		}
 	}

@@ -390,9 +390,7 @@ func (v *validator) step(path string, st Step, env Env) {
 	case TypeHTTP:
 		v.httpStep(path, st, env)
 	case TypeWebhook:
-		if r := st.ResponseToSend; r != nil && r.Status != 0 && (r.Status < 200 || r.Status > 599) {
-			v.add(path+".responseToSend.status", "%d is not an HTTP status from 200 to 599", r.Status)
-		}
+		v.response(path+".responseToSend", st.ResponseToSend)
 	case TypeApproval, TypeInput:
 		if st.Reason != "" {
 			if err := domain.ValidateName("reason", st.Reason); err != nil {
