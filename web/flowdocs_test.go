@@ -2,10 +2,12 @@ package web_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/flow"
 	"github.com/tollgatehq/tollgate/storage"
 	"github.com/tollgatehq/tollgate/web"
@@ -13,12 +15,13 @@ import (
 
 // withFlows serves declarative workflows: a catalog, waitpoints (resume
 // URLs are paths: the test server's address is not known yet) and async
-// http steps' reports.
+// http steps' reports; the server redacts X-Partner-Signature.
 func withFlows(s *web.Server) {
 	db := s.Store.(*storage.DB)
 	links := &flow.Links{Secret: bytes.Repeat([]byte("k"), 32)}
 	s.Waitpoints = &flow.Waitpoints{Links: links, Store: db}
 	s.WorkItems = db
+	s.RedactHeaders = []string{"X-Partner-Signature"}
 	s.Catalog = flow.NewCatalog(db, flow.Env{CheckSchema: web.CheckSchema, Waitpoints: s.Waitpoints}, s.Engine.Registry())
 }
 
@@ -41,6 +44,42 @@ func TestWorkflowResponseHeadersRefusedAtRegistration(t *testing.T) {
 		wantFields := []string{at + ".Access-Control-Allow-Origin", at + `["Bad Name"]`, at + ".Clear-Site-Data", at + ".Connection", at + ".Refresh", at + ".SET-COOKIE", at + ".location"}
 		if strings.Join(fields, " ") != strings.Join(wantFields, " ") {
 			t.Errorf("refused headers at %v; want %v (%+v)", fields, wantFields, p.Errors)
+		}
+	})
+}
+
+// A resume URL or webhook trigger keeps the call's headers for the
+// workflow, but never credentials nor the headers the server is told to
+// redact, in any case.
+func TestResumeDataDropsCredentialHeaders(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withFlows, func(t *testing.T, e *apiEnv) {
+		want(t, e.call(t, "PUT", "/api/v1/workflows/hook/versions/1", e.admin, `{"id": "hook", "version": "1", "webhookTrigger": true,
+			"steps": [{"type": "webhook", "name": "wait"}]}`), http.StatusCreated)
+		secrets := []string{"key-on-trigger", "sig-on-trigger", "key-on-resume", "sig-on-resume", "cookie-on-resume"}
+		started := decode[struct{ RunID string }](t, e.call(t, "POST", "/v1/webhooks/hook", "", `{"a": 1}`,
+			"X-Api-Key", secrets[0], "X-Partner-Signature", secrets[1], "X-Kept", "yes"), http.StatusAccepted)
+		run := e.waitRun(t, started.RunID, "suspended")
+		var sp struct {
+			ResumeURL string `json:"resumeUrl"`
+		}
+		if err := json.Unmarshal(e.call(t, "GET", "/api/v1/suspensions/"+run.Suspensions[0].ID, e.admin, "").Body, &sp); err != nil || sp.ResumeURL == "" {
+			t.Fatalf("no resume URL: %v", err)
+		}
+		want(t, e.call(t, "POST", sp.ResumeURL, "", `{"b": 2}`,
+			"x-api-key", secrets[2], "x-partner-SIGNATURE", secrets[3], "Cookie", "s="+secrets[4], "X-Kept", "yes"), http.StatusOK)
+		done := e.waitRun(t, run.ID, "succeeded")
+		resumed := e.suspension(t, run.Suspensions[0].ID)
+		for what, data := range map[string]json.RawMessage{"run input": done.Input, "resume data": resumed.ResumeData, "output": done.Output} {
+			var call domain.HTTPCall
+			if err := json.Unmarshal(data, &call); err != nil || call.Headers["x-kept"] != "yes" {
+				t.Errorf("%s is not the call: %s (%v)", what, data, err)
+			}
+			for _, s := range append(secrets, "x-api-key", "x-partner-signature", "cookie") {
+				if strings.Contains(strings.ToLower(string(data)), s) {
+					t.Errorf("%s keeps %s: %s", what, s, data)
+				}
+			}
 		}
 	})
 }

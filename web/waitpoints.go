@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -25,7 +26,14 @@ import (
 
 // droppedCallHeaders are credentials a caller may send that a workflow has
 // no use for and the database should not keep.
-var droppedCallHeaders = map[string]bool{"authorization": true, "cookie": true, "proxy-authorization": true}
+var droppedCallHeaders = []string{"authorization", "cookie", "proxy-authorization", "x-api-key"}
+
+// keepsCallHeader reports whether a call's header, named in lower case, is
+// kept in what the workflow receives: not a credential, nor one the server
+// was told to redact.
+func (s *Server) keepsCallHeader(name string) bool {
+	return !slices.Contains(droppedCallHeaders, name) && !slices.ContainsFunc(s.RedactHeaders, func(r string) bool { return strings.EqualFold(r, name) })
+}
 
 // readCall turns an HTTP request into what a workflow receives. The body
 // may be of any content type, up to the server's limit.
@@ -36,7 +44,7 @@ func (s *Server) readCall(w http.ResponseWriter, r *http.Request, dropQuery ...s
 	}
 	call := domain.HTTPCall{Method: r.Method, Headers: map[string]string{}, QueryParams: map[string]string{}, Body: json.RawMessage("null")}
 	for k, v := range r.Header {
-		if k = strings.ToLower(k); !droppedCallHeaders[k] {
+		if k = strings.ToLower(k); s.keepsCallHeader(k) {
 			call.Headers[k] = strings.Join(v, ", ")
 		}
 	}

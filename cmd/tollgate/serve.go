@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +40,7 @@ type serveConfig struct {
 	publicURL       string
 	syncTimeout     time.Duration
 	httpAllow       string
+	redactHeaders   []string
 	adminEmail      string
 	bootstrapKey    string
 	retention       time.Duration
@@ -69,12 +71,18 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.String(&c.publicURL, "public-url", "TOLLGATE_PUBLIC_URL", "", "URL where callers reach this server, for the resume URLs it hands out (default: http:// and the listen address; set it when listening on every address, such as :8080)")
 	f.Duration(&c.syncTimeout, "sync-timeout", "TOLLGATE_SYNC_TIMEOUT", 30*time.Second, "how long a sync waitpoint resume or a webhook trigger waits for the run before answering 202")
 	f.String(&c.httpAllow, "http-allow", "TOLLGATE_HTTP_ALLOW", "", "hosts http steps may call: comma-separated host, host:port or *.domain patterns, * for any (default: public addresses only, never this server's own network)")
+	var redact string
+	f.String(&redact, "redact-headers", "TOLLGATE_REDACT_HEADERS", "", "comma-separated request headers a resume URL or webhook trigger does not keep, beyond Authorization, Proxy-Authorization, Cookie and X-Api-Key, which it never keeps")
 	f.Duration(&c.retention, "retention", "TOLLGATE_RETENTION", 30*24*time.Hour, "how long a finished run (succeeded, failed or cancelled) is kept after it ended, with its events, suspensions and documents; 0 keeps finished runs forever")
 	f.Duration(&c.shutdownTimeout, "shutdown-timeout", "TOLLGATE_SHUTDOWN_TIMEOUT", 15*time.Second, "how long to finish requests and steps after SIGTERM")
 	f.String(&c.adminEmail, "admin-email", "TOLLGATE_ADMIN_EMAIL", "admin@tollgate.local", "email of the admin created on a fresh database")
 	c.bootstrapKey = getenv("TOLLGATE_BOOTSTRAP_API_KEY")
-	if err := f.parse(args); err != nil {
+	err := f.parse(args)
+	if err != nil {
 		return c, err
+	}
+	if c.redactHeaders, err = parseHeaderNames(redact); err != nil {
+		return c, fmt.Errorf("--redact-headers: %w", err)
 	}
 	if c.retention < 0 {
 		return c, fmt.Errorf("--retention must be 0 (keep finished runs) or a positive duration, not %s", c.retention)
@@ -139,6 +147,21 @@ func engineOpts(c serveConfig, log *slog.Logger) engine.Opts {
 	}
 }
 
+// parseHeaderNames reads a comma-separated list of header names.
+func parseHeaderNames(s string) ([]string, error) {
+	var names []string
+	for n := range strings.SplitSeq(s, ",") {
+		if n = strings.TrimSpace(n); n == "" {
+			continue
+		}
+		if !flow.ValidHeaderName(n) {
+			return nil, fmt.Errorf("%q is not a header name", n)
+		}
+		names = append(names, n)
+	}
+	return names, nil
+}
+
 // flows are declarative workflows as serve wires them: the links that
 // sign resume URLs, waitpoints, and the catalog with http steps limited
 // by --http-allow.
@@ -184,7 +207,7 @@ func (f *flows) listening(log *slog.Logger) func(net.Addr) {
 func newServer(c serveConfig, eng *engine.Engine, db *storage.DB, f *flows, feed *replay.Feed, log *slog.Logger) *web.Server {
 	return &web.Server{Engine: eng, Store: db, Auth: db, Health: db, Log: log, MaxBody: int64(c.maxBody), KeyCacheTTL: c.keyCacheTTL,
 		UIStore: db, SessionIdle: c.sessionIdle, SessionAbsolute: c.sessionMax, TrustProxy: c.trustProxy, UploadLimit: int64(c.uploadLimit),
-		SyncTimeout: c.syncTimeout, Feed: feed, Catalog: f.catalog, Waitpoints: f.waitpoints, WorkItems: db}
+		SyncTimeout: c.syncTimeout, RedactHeaders: c.redactHeaders, Feed: feed, Catalog: f.catalog, Waitpoints: f.waitpoints, WorkItems: db}
 }
 
 // housekeepingEvery is how often housekeep folds the inbox's count deltas;
