@@ -2,10 +2,12 @@ package web_test
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/flow"
@@ -82,4 +84,43 @@ func TestResumeDataDropsCredentialHeaders(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A work report is read as strictly as any JSON API body: a duplicate
+// name, a name differing only in case and an unknown field are 400 and
+// change nothing; a correct report afterwards is taken.
+func TestReportWorkIsDecodedStrictly(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withFlows, func(t *testing.T, e *apiEnv) {
+		run, _ := e.paused(t, "intake", map[string]string{"claimId": "c-1"})
+		item := startWorkItem(t, e, run.ID)
+		for _, body := range []string{
+			`{"success": false, "error": "no", "success": true, "outputs": {}}`,
+			`{"success": false, "Success": true}`,
+			`{"success": true, "outputs": {}, "extra": 1}`,
+		} {
+			problem(t, e.call(t, "POST", "/webhook/flow/step/receipt", "", body), http.StatusBadRequest, domain.CodeInvalidJSON)
+			if got, err := e.db.WorkItem(t.Context(), item.ID); err != nil || got.State != domain.WorkActive || got.Result != nil {
+				t.Fatalf("after refusing %s the item is %+v (%v); want it active, without a result", body, got, err)
+			}
+		}
+		ok := decode[struct{ State string }](t, e.call(t, "POST", "/webhook/flow/step/receipt", "", `{"success": true, "outputs": {"n": 1}}`), http.StatusOK)
+		if ok.State != string(domain.WorkSucceeded) {
+			t.Errorf("a correct report afterwards left the item %s", ok.State)
+		}
+	})
+}
+
+var receiptHash = sha256.Sum256([]byte("receipt"))
+
+// startWorkItem starts an active work item of run whose receipt token is
+// "receipt".
+func startWorkItem(t *testing.T, e *apiEnv, runID string) domain.WorkItem {
+	t.Helper()
+	item, err := e.db.StartWorkItem(t.Context(), domain.WorkItem{ID: "wi-1", RunID: runID, WorkflowID: "flow", StepName: "step",
+		ExecutionKey: "step#1", TokenHash: receiptHash[:], WaitKey: "step#1/wait", CreatedAt: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return item
 }

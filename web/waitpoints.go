@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -275,19 +276,15 @@ func (rw *runWatch) notify(runID string) { rw.fanout.Publish(runID, struct{}{}) 
 // different outcome — is refused with 400 and a body that says why, and
 // changes nothing. A report holding text the databases do not store alike
 // (a NUL, an unpaired surrogate) is refused with 400 invalid_json and
-// changes nothing either. The receipt token in the URL is checked by its
-// hash.
+// changes nothing either, as is one the JSON API would refuse (see
+// readReport). The receipt token in the URL is checked by its hash.
 func (s *Server) reportWork(w http.ResponseWriter, r *http.Request) error {
 	if s.WorkItems == nil {
 		return domain.ErrNotFound
 	}
-	body, err := readBody(w, r, s.MaxBody)
+	o, err := s.readReport(w, r)
 	if err != nil {
 		return err
-	}
-	o, err := flow.DecodeOutcome(body)
-	if err != nil {
-		return &domain.ValidationError{Code: domain.CodeInvalidJSON, Message: "the report is " + err.Error()}
 	}
 	item, err := s.WorkItems.CompleteWorkItem(r.Context(), domain.WorkReport{
 		WorkflowID: r.PathValue("flowId"), StepName: r.PathValue("stepId"), TokenHash: sha256Bytes(r.PathValue("token")), Outcome: o}, s.Clock.Now())
@@ -303,4 +300,28 @@ func (s *Server) reportWork(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"workItemId": item.ID, "state": item.State, "runId": item.RunID})
 	return nil
+}
+
+// readReport reads a work report as strictly as the JSON API reads its
+// bodies (duplicate names, names that differ only in case, unknown fields,
+// NUL: 400 invalid_json), so that no parser's guess decides an outcome. Any
+// Content-Type is taken: endpoints report from code the server does not
+// control, and a report has one shape.
+func (s *Server) readReport(w http.ResponseWriter, r *http.Request) (domain.StepOutcome, error) {
+	body, err := readBody(w, r, s.MaxBody)
+	if err != nil {
+		return domain.StepOutcome{}, err
+	}
+	if err := ValidateJSONValue(body); err != nil {
+		return domain.StepOutcome{}, err
+	}
+	var rep flow.Report
+	if err := unmarshalAtomic(reflect.ValueOf(&rep), body); err != nil {
+		return domain.StepOutcome{}, err
+	}
+	o, err := rep.Outcome()
+	if err != nil {
+		return domain.StepOutcome{}, &domain.ValidationError{Code: domain.CodeInvalidJSON, Message: "the report is " + err.Error()}
+	}
+	return o, nil
 }

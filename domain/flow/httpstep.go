@@ -227,18 +227,22 @@ func (h *HTTPSteps) call(ctx context.Context, st Step, body stepBody, token stri
 	return o, nil
 }
 
-// DecodeOutcome reads a StepResult: {"success": true, "outputs": …},
-// {"success": false, "error": "…"}, or {"success": false, "notCompleted":
-// true} for work that should be tried again. It refuses text the databases
-// do not store alike (a NUL, an unpaired surrogate; see domain.CheckJSON),
-// since the outcome is stored as it came.
+// Report is a StepResult as it comes, an endpoint's answer or an async
+// step's report: {"success": true, "outputs": …}, {"success": false,
+// "error": "…"}, or {"success": false, "notCompleted": true} for work that
+// should be tried again.
+type Report struct {
+	Success      *bool           `json:"success"`
+	Outputs      json.RawMessage `json:"outputs"`
+	Error        string          `json:"error"`
+	NotCompleted bool            `json:"notCompleted"`
+}
+
+// DecodeOutcome reads a StepResult (see Report). It refuses text the
+// databases do not store alike (a NUL, an unpaired surrogate; see
+// domain.CheckJSON), since the outcome is stored as it came.
 func DecodeOutcome(b []byte) (domain.StepOutcome, error) {
-	var raw struct {
-		Success      *bool           `json:"success"`
-		Outputs      json.RawMessage `json:"outputs"`
-		Error        string          `json:"error"`
-		NotCompleted bool            `json:"notCompleted"`
-	}
+	var raw Report
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&raw); err != nil {
@@ -247,13 +251,18 @@ func DecodeOutcome(b []byte) (domain.StepOutcome, error) {
 	if ve, ok := errors.AsType[*domain.ValidationError](domain.CheckJSON(b)); ok {
 		return domain.StepOutcome{}, errors.New("a StepResult whose " + ve.Message)
 	}
-	if raw.Success == nil {
+	return raw.Outcome()
+}
+
+// Outcome is the step outcome a report states, or why it states none.
+func (r Report) Outcome() (domain.StepOutcome, error) {
+	if r.Success == nil {
 		return domain.StepOutcome{}, errors.New("a StepResult without success (true or false)")
 	}
-	if *raw.Success && raw.NotCompleted {
+	if *r.Success && r.NotCompleted {
 		return domain.StepOutcome{}, errors.New("a StepResult both successful and not completed")
 	}
-	o := domain.StepOutcome{Success: *raw.Success, Outputs: raw.Outputs, Error: raw.Error, NotCompleted: raw.NotCompleted}
+	o := domain.StepOutcome{Success: *r.Success, Outputs: r.Outputs, Error: r.Error, NotCompleted: r.NotCompleted}
 	if domain.IsNull(o.Outputs) {
 		o.Outputs = json.RawMessage("{}")
 	}
