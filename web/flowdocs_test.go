@@ -27,6 +27,77 @@ func withFlows(s *web.Server) {
 	s.Catalog = flow.NewCatalog(db, flow.Env{CheckSchema: web.CheckSchema, Waitpoints: s.Waitpoints}, s.Engine.Registry())
 }
 
+// rawToken is a credential written into a document; no answer may hold it.
+const rawToken = "sk_live_4f9a2b7c1d"
+
+const chargeDoc = `{"id": "charge", "version": "1", "steps": [
+	{"type": "http", "name": "charge", "url": "https://payments.example.com/charges",
+	 "headers": {"Authorization": "Bearer ` + rawToken + `", "X-Payments-Token": {"$secret": "PAYMENTS_TOKEN"}}}]}`
+
+// Workflow documents are for staff, and the header values of their http
+// steps are write-only: a founder's key lists workflows without documents;
+// staff see literal values as "***" and secret references as written; the
+// registered value is in no answer, the registration's own included.
+func TestWorkflowDocumentsHideHeaderValues(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withFlows, func(t *testing.T, e *apiEnv) {
+		created := e.call(t, "PUT", "/api/v1/workflows/charge/versions/1", e.admin, chargeDoc)
+		again := e.call(t, "PUT", "/api/v1/workflows/charge/versions/1", e.admin, chargeDoc)
+		want(t, created, http.StatusCreated)
+		want(t, again, http.StatusOK)
+		for _, r := range []reply{created, again} {
+			checkRedacted(t, decode[workflowBody](t, r, r.Status).Document)
+		}
+		for who, key := range map[string]string{"admin": e.admin, "reviewer": e.reviewer} {
+			r := e.call(t, "GET", "/api/v1/workflows", key, "")
+			if strings.Contains(string(r.Body), rawToken) {
+				t.Fatalf("the %s's list holds the registered header value: %s", who, r.Body)
+			}
+			checkRedacted(t, listed(t, r, "charge").Document)
+		}
+		r := e.call(t, "GET", "/api/v1/workflows", e.founderA, "")
+		if got := listed(t, r, "charge"); got.Document != nil || strings.Contains(string(r.Body), rawToken) || strings.Contains(string(r.Body), "PAYMENTS_TOKEN") {
+			t.Errorf("a founder's list shows a document: %s", r.Body)
+		}
+	})
+}
+
+type workflowBody struct {
+	ID       string          `json:"id"`
+	Steps    []string        `json:"steps"`
+	Document json.RawMessage `json:"document"`
+}
+
+// listed is the workflow id in a list of workflows.
+func listed(t *testing.T, r reply, id string) workflowBody {
+	t.Helper()
+	for _, w := range decode[pageBody[workflowBody]](t, r, http.StatusOK).Items {
+		if w.ID == id {
+			return w
+		}
+	}
+	t.Fatalf("%s is not listed: %s", id, r)
+	return workflowBody{}
+}
+
+// checkRedacted checks chargeDoc as it is shown to staff.
+func checkRedacted(t *testing.T, doc json.RawMessage) {
+	t.Helper()
+	var d struct {
+		Steps []struct {
+			URL     string                     `json:"url"`
+			Headers map[string]json.RawMessage `json:"headers"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal(doc, &d); err != nil || len(d.Steps) != 1 || d.Steps[0].URL != "https://payments.example.com/charges" {
+		t.Fatalf("document shown: %s (%v)", doc, err)
+	}
+	h := d.Steps[0].Headers
+	if string(h["Authorization"]) != `"***"` || string(h["X-Payments-Token"]) != `{"$secret":"PAYMENTS_TOKEN"}` {
+		t.Errorf("headers shown: %s", doc)
+	}
+}
+
 // A webhook step's response is served on the app's origin: a document
 // that sets headers acting on the origin, sending the caller elsewhere or
 // framing the message is refused, each at its path.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -180,8 +181,10 @@ func newFlows(c serveConfig, db *storage.DB, reg *domain.Registry, tasks *flow.T
 	}
 	links := &flow.Links{Secret: secret, PublicURL: c.publicURL}
 	waitpoints := &flow.Waitpoints{Links: links, Store: db, MaxWait: c.maxWait}
+	steps := flow.NewHTTPSteps(allow, db, links)
+	steps.Secrets = os.LookupEnv // documents name secrets of the server's environment; each call reads them afresh
 	catalog := flow.NewCatalog(db, flow.Env{Tasks: tasks, MaxWait: c.maxWait, CheckSchema: web.CheckSchema, Waitpoints: waitpoints,
-		HTTP: flow.NewHTTPSteps(allow, db, links)}, reg)
+		HTTP: steps}, reg)
 	return &flows{links: links, waitpoints: waitpoints, catalog: catalog}, nil
 }
 
