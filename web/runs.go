@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -22,8 +23,9 @@ type workflowJSON struct {
 }
 
 // listWorkflows lists the workflows in code, then every registered
-// document version.
+// document version. Documents are for staff (see definitionView).
 func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) error {
+	role := principalFrom(r.Context()).User.Role
 	items := []workflowJSON{}
 	for _, wf := range s.Engine.Registry().All() {
 		items = append(items, workflowJSON{ID: wf.ID, Version: wf.Version, Steps: wf.Steps(), Source: "code"})
@@ -36,22 +38,37 @@ func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) error {
 		for _, d := range defs {
 			var doc flow.Document
 			_ = json.Unmarshal(d.Body, &doc) // stored documents were valid
-			items = append(items, definitionView(d, doc))
+			item, err := definitionView(d, doc, role)
+			if err != nil {
+				return err
+			}
+			items = append(items, item)
 		}
 	}
 	writeJSON(w, http.StatusOK, page[workflowJSON]{Items: items})
 	return nil
 }
 
-// definitionView shows a registered document version; doc is its body,
-// parsed.
-func definitionView(d flow.Definition, doc flow.Document) workflowJSON {
+// definitionView shows a registered document version to someone of role;
+// doc is its body, parsed. Only staff see the document, and then with its
+// http steps' header values masked (flow.RedactDocument): they are
+// write-only.
+func definitionView(d flow.Definition, doc flow.Document, role domain.Role) (workflowJSON, error) {
 	steps := make([]string, len(doc.Steps))
 	for i, st := range doc.Steps {
 		steps[i] = st.Name
 	}
 	at := d.CreatedAt
-	return workflowJSON{ID: d.WorkflowID, Version: d.Version, Steps: steps, Source: "document", Document: d.Body, CreatedBy: d.CreatedBy, CreatedAt: &at}
+	v := workflowJSON{ID: d.WorkflowID, Version: d.Version, Steps: steps, Source: "document", CreatedBy: d.CreatedBy, CreatedAt: &at}
+	if !role.Staff() {
+		return v, nil
+	}
+	body, err := flow.RedactDocument(d.Body)
+	if err != nil {
+		return workflowJSON{}, fmt.Errorf("show workflow %s version %s: %w", d.WorkflowID, d.Version, err)
+	}
+	v.Document = body
+	return v, nil
 }
 
 // registerWorkflow registers a workflow document version (admins only).
@@ -84,7 +101,11 @@ func (s *Server) registerWorkflow(w http.ResponseWriter, r *http.Request) error 
 		status = http.StatusCreated
 		w.Header().Set("Location", "/api/v1/workflows/"+reg.Document.ID+"/versions/"+reg.Document.Version)
 	}
-	writeJSON(w, status, definitionView(reg.Definition, reg.Document))
+	view, err := definitionView(reg.Definition, reg.Document, p.User.Role)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, status, view)
 	return nil
 }
 

@@ -59,6 +59,11 @@ type Server struct {
 	// Waitpoints, when set, serves waitpoint resume URLs and webhook
 	// triggers (/v1/…), and gives webhook suspensions their resumeUrl.
 	Waitpoints *flow.Waitpoints
+	// RedactHeaders names request headers, beyond the credentials always
+	// dropped (Authorization, Proxy-Authorization, Cookie, X-Api-Key), that
+	// a resume URL or webhook trigger does not keep in what it stores; any
+	// case.
+	RedactHeaders []string
 	// SyncTimeout bounds how long a sync resume or a webhook trigger waits
 	// for its run before answering 202 (30s).
 	SyncTimeout time.Duration

@@ -9,6 +9,8 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"reflect"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -25,7 +27,14 @@ import (
 
 // droppedCallHeaders are credentials a caller may send that a workflow has
 // no use for and the database should not keep.
-var droppedCallHeaders = map[string]bool{"authorization": true, "cookie": true, "proxy-authorization": true}
+var droppedCallHeaders = []string{"authorization", "cookie", "proxy-authorization", "x-api-key"}
+
+// keepsCallHeader reports whether a call's header, named in lower case, is
+// kept in what the workflow receives: not a credential, nor one the server
+// was told to redact.
+func (s *Server) keepsCallHeader(name string) bool {
+	return !slices.Contains(droppedCallHeaders, name) && !slices.ContainsFunc(s.RedactHeaders, func(r string) bool { return strings.EqualFold(r, name) })
+}
 
 // readCall turns an HTTP request into what a workflow receives. The body
 // may be of any content type, up to the server's limit.
@@ -36,7 +45,7 @@ func (s *Server) readCall(w http.ResponseWriter, r *http.Request, dropQuery ...s
 	}
 	call := domain.HTTPCall{Method: r.Method, Headers: map[string]string{}, QueryParams: map[string]string{}, Body: json.RawMessage("null")}
 	for k, v := range r.Header {
-		if k = strings.ToLower(k); !droppedCallHeaders[k] {
+		if k = strings.ToLower(k); s.keepsCallHeader(k) {
 			call.Headers[k] = strings.Join(v, ", ")
 		}
 	}
@@ -216,19 +225,14 @@ func (s *Server) syncTimeout() time.Duration {
 	return 30 * time.Second
 }
 
-// refusedResponseHeaders are headers a workflow's response may not set:
-// the server frames the response, owns its cookies, and keeps its
-// security headers, so that what a workflow serves on the app's origin
-// (HTML included) can run no script and is not sniffed.
-var refusedResponseHeaders = map[string]bool{"set-cookie": true, "content-length": true, "transfer-encoding": true, "connection": true,
-	"content-security-policy": true, "x-content-type-options": true}
-
 // writeHTTPResponse sends a workflow's response: a string body as text,
-// any other JSON value as JSON.
+// any other JSON value as JSON. Headers the response may not set (see
+// flow.RefusedResponseHeader) are dropped: documents are checked for them
+// when registered, but one stored before that rule may still hold them.
 func writeHTTPResponse(w http.ResponseWriter, resp *domain.HTTPResponse) {
 	h := w.Header()
 	for k, v := range resp.Headers {
-		if !refusedResponseHeaders[strings.ToLower(k)] {
+		if flow.RefusedResponseHeader(k) == "" {
 			h.Set(k, v)
 		}
 	}
@@ -272,19 +276,15 @@ func (rw *runWatch) notify(runID string) { rw.fanout.Publish(runID, struct{}{}) 
 // different outcome — is refused with 400 and a body that says why, and
 // changes nothing. A report holding text the databases do not store alike
 // (a NUL, an unpaired surrogate) is refused with 400 invalid_json and
-// changes nothing either. The receipt token in the URL is checked by its
-// hash.
+// changes nothing either, as is one the JSON API would refuse (see
+// readReport). The receipt token in the URL is checked by its hash.
 func (s *Server) reportWork(w http.ResponseWriter, r *http.Request) error {
 	if s.WorkItems == nil {
 		return domain.ErrNotFound
 	}
-	body, err := readBody(w, r, s.MaxBody)
+	o, err := s.readReport(w, r)
 	if err != nil {
 		return err
-	}
-	o, err := flow.DecodeOutcome(body)
-	if err != nil {
-		return &domain.ValidationError{Code: domain.CodeInvalidJSON, Message: "the report is " + err.Error()}
 	}
 	item, err := s.WorkItems.CompleteWorkItem(r.Context(), domain.WorkReport{
 		WorkflowID: r.PathValue("flowId"), StepName: r.PathValue("stepId"), TokenHash: sha256Bytes(r.PathValue("token")), Outcome: o}, s.Clock.Now())
@@ -300,4 +300,28 @@ func (s *Server) reportWork(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"workItemId": item.ID, "state": item.State, "runId": item.RunID})
 	return nil
+}
+
+// readReport reads a work report as strictly as the JSON API reads its
+// bodies (duplicate names, names that differ only in case, unknown fields,
+// NUL: 400 invalid_json), so that no parser's guess decides an outcome. Any
+// Content-Type is taken: endpoints report from code the server does not
+// control, and a report has one shape.
+func (s *Server) readReport(w http.ResponseWriter, r *http.Request) (domain.StepOutcome, error) {
+	body, err := readBody(w, r, s.MaxBody)
+	if err != nil {
+		return domain.StepOutcome{}, err
+	}
+	if err := ValidateJSONValue(body); err != nil {
+		return domain.StepOutcome{}, err
+	}
+	var rep flow.Report
+	if err := unmarshalAtomic(reflect.ValueOf(&rep), body); err != nil {
+		return domain.StepOutcome{}, err
+	}
+	o, err := rep.Outcome()
+	if err != nil {
+		return domain.StepOutcome{}, &domain.ValidationError{Code: domain.CodeInvalidJSON, Message: "the report is " + err.Error()}
+	}
+	return o, nil
 }

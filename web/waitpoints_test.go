@@ -84,3 +84,24 @@ func TestWorkflowResponseKeepsSecurityHeaders(t *testing.T) {
 		t.Errorf("the workflow's own headers were lost: %v", got)
 	}
 }
+
+// A response stored before documents were checked for them may still set
+// headers acting on the app's origin; they are dropped when it is
+// answered, whatever their case.
+func TestWorkflowResponseDropsOriginHeaders(t *testing.T) {
+	t.Parallel()
+	w := httptest.NewRecorder()
+	writeHTTPResponse(w, &domain.HTTPResponse{Status: http.StatusOK, Body: json.RawMessage(`"ok"`), Headers: map[string]string{
+		"location": "https://evil.example", "REFRESH": "0;url=https://evil.example", "Clear-Site-Data": `"*"`,
+		"set-cookie": "tollgate_session=x", "Access-Control-Allow-Origin": "*", "access-control-allow-credentials": "true",
+		"Strict-Transport-Security": "max-age=0", "X-Step": "confirm",
+	}})
+	for _, h := range []string{"Location", "Refresh", "Clear-Site-Data", "Set-Cookie", "Access-Control-Allow-Origin", "Access-Control-Allow-Credentials", "Strict-Transport-Security"} {
+		if v := w.Header().Values(h); len(v) > 0 {
+			t.Errorf("%s was answered: %q", h, v)
+		}
+	}
+	if w.Header().Get("X-Step") != "confirm" {
+		t.Errorf("the workflow's own header was lost: %v", w.Header())
+	}
+}

@@ -494,7 +494,7 @@ func TestServeHelp(t *testing.T) {
 		t.Fatalf("serve --help returned %v, want flag.ErrHelp", err)
 	}
 	help := out.String() + errb.String()
-	for _, want := range []string{"Usage: tollgate serve", "--addr", "TOLLGATE_ADDR", "--data", "TOLLGATE_DATA", "--database-url", "DATABASE_URL", "--job-lease", "--shutdown-timeout", "--workers", "--retention", "TOLLGATE_RETENTION"} {
+	for _, want := range []string{"Usage: tollgate serve", "--addr", "TOLLGATE_ADDR", "--data", "TOLLGATE_DATA", "--database-url", "DATABASE_URL", "--job-lease", "--shutdown-timeout", "--workers", "--retention", "TOLLGATE_RETENTION", "--redact-headers", "TOLLGATE_REDACT_HEADERS"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("serve --help does not mention %s:\n%s", want, help)
 		}
@@ -507,6 +507,9 @@ func TestServeHelp(t *testing.T) {
 	}
 	if err := run(t.Context(), []string{"serve"}, envFunc(map[string]string{"TOLLGATE_RETENTION": "-1h"}), &out, &errb); err == nil || !strings.Contains(err.Error(), "--retention") {
 		t.Errorf("serve with TOLLGATE_RETENTION=-1h returned %v, want an error naming the flag", err)
+	}
+	if err := run(t.Context(), []string{"serve", "--redact-headers", "X-Signature, not a name"}, envFunc(nil), &out, &errb); err == nil || !strings.Contains(err.Error(), "--redact-headers") {
+		t.Errorf("serve --redact-headers with a bad name returned %v, want an error naming the flag", err)
 	}
 	if err := run(t.Context(), []string{"serve", "--data", t.TempDir(), "--database-url", "mysql://x"}, envFunc(nil), &out, &errb); err == nil || !strings.Contains(err.Error(), "postgres://") {
 		t.Errorf("serve with a mysql URL returned %v, want an error", err)

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +41,7 @@ type serveConfig struct {
 	publicURL       string
 	syncTimeout     time.Duration
 	httpAllow       string
+	redactHeaders   []string
 	adminEmail      string
 	bootstrapKey    string
 	retention       time.Duration
@@ -71,17 +74,23 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.String(&c.publicURL, "public-url", "TOLLGATE_PUBLIC_URL", "", "URL where callers reach this server, for the resume URLs it hands out (default: http:// and the listen address; set it when listening on every address, such as :8080)")
 	f.Duration(&c.syncTimeout, "sync-timeout", "TOLLGATE_SYNC_TIMEOUT", 30*time.Second, "how long a sync waitpoint resume or a webhook trigger waits for the run before answering 202")
 	f.String(&c.httpAllow, "http-allow", "TOLLGATE_HTTP_ALLOW", "", "hosts http steps may call: comma-separated host, host:port or *.domain patterns, * for any (default: public addresses only, never this server's own network)")
+	var redact string
+	f.String(&redact, "redact-headers", "TOLLGATE_REDACT_HEADERS", "", "comma-separated request headers a resume URL or webhook trigger does not keep, beyond Authorization, Proxy-Authorization, Cookie and X-Api-Key, which it never keeps")
 	f.Duration(&c.retention, "retention", "TOLLGATE_RETENTION", 30*24*time.Hour, "how long a finished run (succeeded, failed or cancelled) is kept after it ended, with its events, suspensions and documents; 0 keeps finished runs forever")
 	f.Duration(&c.shutdownTimeout, "shutdown-timeout", "TOLLGATE_SHUTDOWN_TIMEOUT", 15*time.Second, "how long to finish requests and steps after SIGTERM")
 	f.String(&c.adminEmail, "admin-email", "TOLLGATE_ADMIN_EMAIL", "", "email of the admin created on a fresh database (default: admin-<random>@tollgate.local, printed with its password)")
 	f.String(&c.metricsAddr, "metrics-addr", "TOLLGATE_METRICS_ADDR", "", "serve /metrics only on this address, not on --addr (such as 127.0.0.1:9090)")
 	f.String(&c.metricsToken, "metrics-token", "TOLLGATE_METRICS_TOKEN", "", "require Authorization: Bearer <token> on /metrics (at least 16 characters)")
 	c.bootstrapKey = getenv("TOLLGATE_BOOTSTRAP_API_KEY")
-	if err := f.parse(args); err != nil {
+	err := f.parse(args)
+	if err != nil {
 		return c, err
 	}
 	if c.metricsToken != "" && len(c.metricsToken) < minMetricsTokenLen {
 		return c, fmt.Errorf("--metrics-token must have at least %d characters", minMetricsTokenLen)
+	}
+	if c.redactHeaders, err = parseHeaderNames(redact); err != nil {
+		return c, fmt.Errorf("--redact-headers: %w", err)
 	}
 	if c.retention < 0 {
 		return c, fmt.Errorf("--retention must be 0 (keep finished runs) or a positive duration, not %s", c.retention)
@@ -154,6 +163,21 @@ func engineOpts(c serveConfig, log *slog.Logger) engine.Opts {
 	}
 }
 
+// parseHeaderNames reads a comma-separated list of header names.
+func parseHeaderNames(s string) ([]string, error) {
+	var names []string
+	for n := range strings.SplitSeq(s, ",") {
+		if n = strings.TrimSpace(n); n == "" {
+			continue
+		}
+		if !flow.ValidHeaderName(n) {
+			return nil, fmt.Errorf("%q is not a header name", n)
+		}
+		names = append(names, n)
+	}
+	return names, nil
+}
+
 // flows are declarative workflows as serve wires them: the links that
 // sign resume URLs, waitpoints, and the catalog with http steps limited
 // by --http-allow.
@@ -172,8 +196,10 @@ func newFlows(c serveConfig, db *storage.DB, reg *domain.Registry, tasks *flow.T
 	}
 	links := &flow.Links{Secret: secret, PublicURL: c.publicURL}
 	waitpoints := &flow.Waitpoints{Links: links, Store: db, MaxWait: c.maxWait}
+	steps := flow.NewHTTPSteps(allow, db, links)
+	steps.Secrets = os.LookupEnv // documents name secrets of the server's environment; each call reads them afresh
 	catalog := flow.NewCatalog(db, flow.Env{Tasks: tasks, MaxWait: c.maxWait, CheckSchema: web.CheckSchema, Waitpoints: waitpoints,
-		HTTP: flow.NewHTTPSteps(allow, db, links)}, reg)
+		HTTP: steps}, reg)
 	return &flows{links: links, waitpoints: waitpoints, catalog: catalog}, nil
 }
 
@@ -199,7 +225,7 @@ func (f *flows) listening(log *slog.Logger) func(net.Addr) {
 func newServer(c serveConfig, eng *engine.Engine, db *storage.DB, f *flows, feed *replay.Feed, log *slog.Logger) *web.Server {
 	return &web.Server{Engine: eng, Store: db, Auth: db, Health: db, Log: log, MaxBody: int64(c.maxBody), KeyCacheTTL: c.keyCacheTTL,
 		UIStore: db, SessionIdle: c.sessionIdle, SessionAbsolute: c.sessionMax, TrustProxy: c.trustProxy, UploadLimit: int64(c.uploadLimit),
-		SyncTimeout: c.syncTimeout, Feed: feed, Catalog: f.catalog, Waitpoints: f.waitpoints, WorkItems: db,
+		SyncTimeout: c.syncTimeout, RedactHeaders: c.redactHeaders, Feed: feed, Catalog: f.catalog, Waitpoints: f.waitpoints, WorkItems: db,
 		DeviceKey: subKey(f.links.Secret, "tollgate device cookie"), MetricsToken: c.metricsToken, MetricsElsewhere: c.metricsAddr != ""}
 }
 

@@ -181,6 +181,11 @@ func Canonical(body []byte) ([]byte, error) {
 	if err := d.Decode(&v); err != nil {
 		return nil, err
 	}
+	return encodeCanonical(v)
+}
+
+// encodeCanonical writes v, decoded from JSON, in canonical form.
+func encodeCanonical(v any) ([]byte, error) {
 	var b bytes.Buffer
 	e := json.NewEncoder(&b)
 	e.SetEscapeHTML(false)

@@ -76,9 +76,11 @@ type Step struct {
 	OnReject     string          `json:"onReject,omitempty"` // approval only
 
 	// http
-	URL     string            `json:"url,omitempty"`
-	Method  string            `json:"method,omitempty"`
-	Headers map[string]string `json:"headers,omitempty"`
+	URL    string `json:"url,omitempty"`
+	Method string `json:"method,omitempty"`
+	// Headers are sent with each call; a value is a string or a secret
+	// reference (see HeaderValue).
+	Headers map[string]HeaderValue `json:"headers,omitempty"`
 	// Args are the step's arguments, sent to the endpoint.
 	Args json.RawMessage `json:"args,omitempty"`
 	// Async steps are completed later through their webhook URL.
@@ -235,12 +237,13 @@ func Parse(body []byte, env Env) (Document, error) {
 			{"name", &st.Name}, {"next", &st.Next}, {"end", &st.End}, {"retry", &st.Retry}, {"handler", &st.Handler}, {"durationMs", &st.DurationMs},
 			{"untilTimestamp", &st.UntilTimestamp}, {"reason", &st.Reason}, {"title", &st.Title}, {"instructions", &st.Instructions},
 			{"assignee", &st.Assignee}, {"accept", &st.Accept}, {"onReject", &st.OnReject}, {"responseToSend", &st.ResponseToSend},
-			{"url", &st.URL}, {"method", &st.Method}, {"headers", &st.Headers}, {"async", &st.Async}, {"timeoutMs", &st.TimeoutMs},
+			{"url", &st.URL}, {"method", &st.Method}, {"async", &st.Async}, {"timeoutMs", &st.TimeoutMs},
 			{"completionTimeoutMs", &st.CompletionTimeoutMs}, {"onTimeout", &st.OnTimeout}, {"config", &st.Config},
 			{"resumeSchema", &st.ResumeSchema}, {"args", &st.Args},
 		} {
 			v.decode(path+"."+f.name, fields[f.name], f.dst)
 		}
+		st.Headers = v.headers(path+".headers", fields["headers"])
 		doc.Steps = append(doc.Steps, st)
 	}
 	v.document(doc, raw["steps"] != nil, env)
@@ -390,9 +393,7 @@ func (v *validator) step(path string, st Step, env Env) {
 	case TypeHTTP:
 		v.httpStep(path, st, env)
 	case TypeWebhook:
-		if r := st.ResponseToSend; r != nil && r.Status != 0 && (r.Status < 200 || r.Status > 599) {
-			v.add(path+".responseToSend.status", "%d is not an HTTP status from 200 to 599", r.Status)
-		}
+		v.response(path+".responseToSend", st.ResponseToSend)
 	case TypeApproval, TypeInput:
 		if st.Reason != "" {
 			if err := domain.ValidateName("reason", st.Reason); err != nil {

@@ -35,6 +35,10 @@ type HTTPSteps struct {
 	// Client makes the calls; NewHTTPSteps builds one that dials only
 	// what Allow allows.
 	Client *http.Client
+	// Secrets looks up a secret a document's header names by
+	// {"$secret": "NAME"}, at each call (the server's environment); nil
+	// finds none.
+	Secrets func(name string) (string, bool)
 }
 
 // NewHTTPSteps returns http step support whose calls go only where allow
@@ -147,6 +151,33 @@ func (h *HTTPSteps) webhookURL(workflowID, step, token string) string {
 	return h.Links.url("/webhook/" + url.PathEscape(workflowID) + "/" + url.PathEscape(step) + "/" + token)
 }
 
+// headers are the values of st's headers for one call, secrets read now.
+// A secret that is not set, or holds what a header cannot carry, fails
+// the call for good: calling again would not change it. The error names
+// the secret, never a value.
+func (h *HTTPSteps) headers(st Step) (map[string]string, error) {
+	out := make(map[string]string, len(st.Headers))
+	for name, v := range st.Headers {
+		if v.Secret == "" {
+			out[name] = v.Value
+			continue
+		}
+		var val string
+		ok := false
+		if h.Secrets != nil {
+			val, ok = h.Secrets(v.Secret)
+		}
+		switch {
+		case !ok:
+			return nil, &permanent{fmt.Sprintf("step %s: header %s: secret %s is not set in the server's environment", st.Name, name, v.Secret)}
+		case !validHeaderValue(val):
+			return nil, &permanent{fmt.Sprintf("step %s: header %s: secret %s holds a control character, which a header value cannot carry", st.Name, name, v.Secret)}
+		}
+		out[name] = val
+	}
+	return out, nil
+}
+
 // permanent is a call whose failure a retry would not change.
 type permanent struct{ msg string }
 
@@ -175,6 +206,10 @@ func (h *HTTPSteps) call(ctx context.Context, st Step, body stepBody, token stri
 	if !h.Allow.Allows(u) {
 		return domain.StepOutcome{}, &permanent{fmt.Sprintf("step %s: %s is not on this server's http allow-list (%s)", st.Name, u.Host, h.Allow)}
 	}
+	headers, err := h.headers(st)
+	if err != nil {
+		return domain.StepOutcome{}, err
+	}
 	payload, err := json.Marshal(body)
 	if err != nil {
 		return domain.StepOutcome{}, err
@@ -193,7 +228,7 @@ func (h *HTTPSteps) call(ctx context.Context, st Step, body stepBody, token stri
 	if err != nil {
 		return domain.StepOutcome{}, &permanent{fmt.Sprintf("step %s: %v", st.Name, err)}
 	}
-	for k, v := range st.Headers {
+	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -227,18 +262,22 @@ func (h *HTTPSteps) call(ctx context.Context, st Step, body stepBody, token stri
 	return o, nil
 }
 
-// DecodeOutcome reads a StepResult: {"success": true, "outputs": …},
-// {"success": false, "error": "…"}, or {"success": false, "notCompleted":
-// true} for work that should be tried again. It refuses text the databases
-// do not store alike (a NUL, an unpaired surrogate; see domain.CheckJSON),
-// since the outcome is stored as it came.
+// Report is a StepResult as it comes, an endpoint's answer or an async
+// step's report: {"success": true, "outputs": …}, {"success": false,
+// "error": "…"}, or {"success": false, "notCompleted": true} for work that
+// should be tried again.
+type Report struct {
+	Success      *bool           `json:"success"`
+	Outputs      json.RawMessage `json:"outputs"`
+	Error        string          `json:"error"`
+	NotCompleted bool            `json:"notCompleted"`
+}
+
+// DecodeOutcome reads a StepResult (see Report). It refuses text the
+// databases do not store alike (a NUL, an unpaired surrogate; see
+// domain.CheckJSON), since the outcome is stored as it came.
 func DecodeOutcome(b []byte) (domain.StepOutcome, error) {
-	var raw struct {
-		Success      *bool           `json:"success"`
-		Outputs      json.RawMessage `json:"outputs"`
-		Error        string          `json:"error"`
-		NotCompleted bool            `json:"notCompleted"`
-	}
+	var raw Report
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&raw); err != nil {
@@ -247,13 +286,18 @@ func DecodeOutcome(b []byte) (domain.StepOutcome, error) {
 	if ve, ok := errors.AsType[*domain.ValidationError](domain.CheckJSON(b)); ok {
 		return domain.StepOutcome{}, errors.New("a StepResult whose " + ve.Message)
 	}
-	if raw.Success == nil {
+	return raw.Outcome()
+}
+
+// Outcome is the step outcome a report states, or why it states none.
+func (r Report) Outcome() (domain.StepOutcome, error) {
+	if r.Success == nil {
 		return domain.StepOutcome{}, errors.New("a StepResult without success (true or false)")
 	}
-	if *raw.Success && raw.NotCompleted {
+	if *r.Success && r.NotCompleted {
 		return domain.StepOutcome{}, errors.New("a StepResult both successful and not completed")
 	}
-	o := domain.StepOutcome{Success: *raw.Success, Outputs: raw.Outputs, Error: raw.Error, NotCompleted: raw.NotCompleted}
+	o := domain.StepOutcome{Success: *r.Success, Outputs: r.Outputs, Error: r.Error, NotCompleted: r.NotCompleted}
 	if domain.IsNull(o.Outputs) {
 		o.Outputs = json.RawMessage("{}")
 	}
