@@ -244,7 +244,7 @@ func planPause(o Outcome, c *StepCommit, b Command, cmds []Command) error {
 	s := &NewSuspension{
 		ID: o.NewID(), WorkflowID: o.Run.WorkflowID, WorkflowVersion: o.Run.WorkflowVersion,
 		StepName: o.Step, Kind: b.Kind, Reason: b.Reason, Checkpoint: checkpoint,
-		ResumeStep: b.ResumeStep, ResumeSchema: b.ResumeSchema, Assignee: b.Assignee, Accept: b.Accept,
+		ResumeStep: b.ResumeStep, ResumeSchema: b.ResumeSchema, Assignee: b.Assignee, Accept: b.Accept, RunStartedBy: o.Run.StartedBy.ID,
 		Approvers: approvers, ApproverRole: b.ApproverRole, Title: b.Title, Instructions: b.Instructions, StepKey: b.StepKey,
 	}
 	siblings := make([]Command, 0, len(cmds)-1)

@@ -70,6 +70,9 @@ type Suspension struct {
 	ResumeData   json.RawMessage
 	ResumeSchema json.RawMessage
 	Assignee     string
+	// RunStartedBy is the id of the person who started the run, empty when
+	// the system did: a founder may not decide an approval of their own run.
+	RunStartedBy string
 	// Approvers (lower-case emails) and ApproverRole, when set, are the
 	// only people besides admins who may resume or decide it.
 	Approvers    []string

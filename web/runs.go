@@ -88,8 +88,9 @@ func (s *Server) registerWorkflow(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-// startRun starts a run. An Idempotency-Key makes the call safe to retry:
-// the repeat answers with the run the first call started.
+// startRun starts a run in the caller's name. An Idempotency-Key makes the
+// call safe to retry: the caller's repeat answers with the run their first
+// call started.
 func (s *Server) startRun(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Input json.RawMessage `json:"input"`
@@ -97,7 +98,8 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &body, s.MaxBody); err != nil {
 		return err
 	}
-	run, created, err := s.Engine.Start(r.Context(), r.PathValue("workflowId"), body.Input, r.Header.Get("Idempotency-Key"))
+	by := domain.StarterOf(principalFrom(r.Context()).User)
+	run, created, err := s.Engine.StartAs(r.Context(), by, r.PathValue("workflowId"), body.Input, r.Header.Get("Idempotency-Key"))
 	if err != nil {
 		return err
 	}

@@ -121,10 +121,20 @@ func (e *Engine) Registry() *domain.Registry { return e.reg }
 
 func newID() string { return uuid.Must(uuid.NewV7()).String() }
 
-// Start begins a run of the latest version of workflowID. With an
-// idempotency key already used for that workflow it returns the existing
-// run and created=false.
+// Start begins a run of the latest version of workflowID in the system's
+// name (a webhook trigger, a seed, an example).
+// With an idempotency key the system already used for that workflow it
+// returns the existing run and created=false.
 func (e *Engine) Start(ctx context.Context, workflowID string, input json.RawMessage, idempotencyKey string) (domain.Run, bool, error) {
+	return e.StartAs(ctx, domain.Starter{}, workflowID, input, idempotencyKey)
+}
+
+// StartAs begins a run of the latest version of workflowID that by starts;
+// the zero Starter is the system. An idempotency key belongs to its
+// starter: with one
+// that by already used for that workflow it returns the existing run and
+// created=false, and the same key from someone else starts another run.
+func (e *Engine) StartAs(ctx context.Context, by domain.Starter, workflowID string, input json.RawMessage, idempotencyKey string) (domain.Run, bool, error) {
 	wf, err := e.reg.Find(ctx, workflowID, "")
 	if err != nil {
 		return domain.Run{}, false, fmt.Errorf("start run: workflow %q: %w", workflowID, err)
@@ -147,7 +157,7 @@ func (e *Engine) Start(ctx context.Context, workflowID string, input json.RawMes
 	}
 	return e.store.CreateRun(ctx, domain.NewRun{
 		ID: newID(), WorkflowID: wf.ID, WorkflowVersion: wf.Version, Input: input,
-		IdempotencyKey: idempotencyKey, FirstStep: wf.FirstStep(), Now: e.o.Clock.Now(),
+		IdempotencyKey: idempotencyKey, StartedBy: by, FirstStep: wf.FirstStep(), Now: e.o.Clock.Now(),
 	})
 }
 
