@@ -109,6 +109,21 @@ func (s Suspension) MayDecide(u User) bool {
 	return u.Role.Staff() || (u.Role == RoleFounder && s.Assignee != "" && strings.EqualFold(s.Assignee, u.Email))
 }
 
+// CheckActor returns nil if u may resume or decide the suspension now:
+// ErrNotApprover for one it does not let act (see MayDecide), and
+// ErrSeparationOfDuties for a founder deciding an approval in a run they
+// started, even one assigned to them. Such a founder may still supply the
+// input their own run asks of them.
+func (s Suspension) CheckActor(u User) error {
+	if !s.MayDecide(u) {
+		return ErrNotApprover
+	}
+	if s.Kind == KindApproval && u.Role == RoleFounder && s.RunStartedBy != "" && s.RunStartedBy == u.ID {
+		return ErrSeparationOfDuties
+	}
+	return nil
+}
+
 // MayRead reports whether u may see the suspension: staff see every one,
 // founders only those they may act on.
 func (s Suspension) MayRead(u User) bool { return u.Role.Staff() || s.MayDecide(u) }

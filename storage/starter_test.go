@@ -1,6 +1,7 @@
 package storage_test
 
 import (
+	"errors"
 	"sync"
 	"testing"
 
@@ -22,7 +23,9 @@ func TestIdempotencyKeyPerStarter(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx := t.Context()
 		var n stepCounter
-		e := engine.New(db, newRegistry(t, pauseWorkflow("open", &n)), engine.Opts{})
+		open := pauseWorkflow("open", &n)
+		open.AllowFounders = true
+		e := engine.New(db, newRegistry(t, open), engine.Opts{})
 		in := raw(map[string]string{"to": "everyone"})
 		admins, created, err := e.StartAs(ctx, adminStarter, "open", in, "key-1")
 		if err != nil || !created {
@@ -76,6 +79,26 @@ func TestIdempotencyKeyPerStarter(t *testing.T) {
 			if id != ids[i%2] || ids[0] == ids[1] {
 				t.Fatalf("concurrent starts returned runs %v; want one per starter", ids)
 			}
+		}
+	})
+}
+
+// A founder may start only a workflow that allows founders; a refused
+// start creates nothing.
+func TestFounderStartNeedsPermission(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
+		ctx := t.Context()
+		var n stepCounter
+		e := engine.New(db, newRegistry(t, pauseWorkflow("staff-only", &n)), engine.Opts{})
+		if _, _, err := e.StartAs(ctx, founderStarter, "staff-only", raw(1), "k"); !errors.Is(err, domain.ErrStartForbidden) {
+			t.Fatalf("a founder's start = %v; want ErrStartForbidden", err)
+		}
+		if k := count(t, db, "SELECT count(*) FROM runs"); k != 0 {
+			t.Fatalf("a refused start left %d runs", k)
+		}
+		if _, created, err := e.StartAs(ctx, adminStarter, "staff-only", raw(1), "k"); err != nil || !created {
+			t.Fatalf("an admin's start: %v %v", created, err)
 		}
 	})
 }

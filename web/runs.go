@@ -22,11 +22,14 @@ type workflowJSON struct {
 }
 
 // listWorkflows lists the workflows in code, then every registered
-// document version.
+// document version: those the caller's role may start.
 func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) error {
+	role := principalFrom(r.Context()).User.Role
 	items := []workflowJSON{}
 	for _, wf := range s.Engine.Registry().All() {
-		items = append(items, workflowJSON{ID: wf.ID, Version: wf.Version, Steps: wf.Steps(), Source: "code"})
+		if wf.MayStart(role) {
+			items = append(items, workflowJSON{ID: wf.ID, Version: wf.Version, Steps: wf.Steps(), Source: "code"})
+		}
 	}
 	if s.Catalog != nil {
 		defs, err := s.Catalog.List(r.Context())
@@ -36,7 +39,9 @@ func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) error {
 		for _, d := range defs {
 			var doc flow.Document
 			_ = json.Unmarshal(d.Body, &doc) // stored documents were valid
-			items = append(items, definitionView(d, doc))
+			if role.Staff() || doc.AllowFounders {
+				items = append(items, definitionView(d, doc))
+			}
 		}
 	}
 	writeJSON(w, http.StatusOK, page[workflowJSON]{Items: items})
@@ -88,9 +93,9 @@ func (s *Server) registerWorkflow(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-// startRun starts a run in the caller's name. An Idempotency-Key makes the
-// call safe to retry: the caller's repeat answers with the run their first
-// call started.
+// startRun starts a run in the caller's name, if their role may start the
+// workflow. An Idempotency-Key makes the call safe to retry: the caller's
+// repeat answers with the run their first call started.
 func (s *Server) startRun(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Input json.RawMessage `json:"input"`
