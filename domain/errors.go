@@ -25,6 +25,12 @@ var (
 	// ErrNotApprover is a resume or decision by a person the suspension
 	// does not let act on it (see Suspension.MayDecide).
 	ErrNotApprover = errors.New("this suspension names who may act on it, and you are not among them")
+	// ErrStartForbidden is a person starting a workflow their role may not
+	// start (see Workflow.MayStart). Nothing is created.
+	ErrStartForbidden = errors.New("your role may not start runs of this workflow")
+	// ErrSeparationOfDuties is a founder deciding an approval in a run they
+	// started themselves (see Suspension.CheckActor).
+	ErrSeparationOfDuties = errors.New("you started this run, so you may not decide its approvals")
 )
 
 // Error codes are stable, machine-readable identifiers of failures. They are
@@ -48,6 +54,9 @@ const (
 	CodeCommitFailed        = "commit_failed"
 	CodeSignalLost          = "signal_lost"
 	CodeNotApprover         = "not_approver"
+	CodeStartForbidden      = "start_forbidden"
+	CodeSeparationOfDuties  = "separation_of_duties"
+	CodeAssigneeNotAllowed  = "assignee_not_allowed"
 )
 
 // FieldError is one problem with one part of an input, addressed by a JSON

@@ -200,6 +200,26 @@ func CheckApprovers(role Role, emails []string) ([]string, error) {
 	return out, nil
 }
 
+// checkAsked keeps a founder's run from asking anyone but that founder: a
+// suspension in a run a founder started may name only them, as its
+// assignee or among its approvers, so that nobody can have the product
+// send its requests to other people by starting runs. Staff and the
+// system may name anyone. It holds for every way of writing a workflow,
+// since they all pause here; its error fails the step with code
+// assignee_not_allowed.
+func checkAsked(by Starter, assignee string, approvers []string) error {
+	if !by.Founder() {
+		return nil
+	}
+	for _, who := range append([]string{assignee}, approvers...) {
+		if who != "" && !strings.EqualFold(who, by.Email) {
+			return &ValidationError{Code: CodeAssigneeNotAllowed, Message: fmt.Sprintf(
+				"the run was started by founder %s, and a founder's run may ask only them; it may not ask %s", by.Email, who)}
+		}
+	}
+	return nil
+}
+
 // ValidMediaType reports whether t is a MIME type that a suspension may
 // accept: written as the web app compares it with the type an upload's bytes
 // show, in lower case and without parameters, like application/pdf, or as a
@@ -241,10 +261,13 @@ func planPause(o Outcome, c *StepCommit, b Command, cmds []Command) error {
 	if err != nil {
 		return err
 	}
+	if err := checkAsked(o.Run.StartedBy, b.Assignee, approvers); err != nil {
+		return err
+	}
 	s := &NewSuspension{
 		ID: o.NewID(), WorkflowID: o.Run.WorkflowID, WorkflowVersion: o.Run.WorkflowVersion,
 		StepName: o.Step, Kind: b.Kind, Reason: b.Reason, Checkpoint: checkpoint,
-		ResumeStep: b.ResumeStep, ResumeSchema: b.ResumeSchema, Assignee: b.Assignee, Accept: b.Accept,
+		ResumeStep: b.ResumeStep, ResumeSchema: b.ResumeSchema, Assignee: b.Assignee, Accept: b.Accept, RunStartedBy: o.Run.StartedBy.ID,
 		Approvers: approvers, ApproverRole: b.ApproverRole, Title: b.Title, Instructions: b.Instructions, StepKey: b.StepKey,
 	}
 	siblings := make([]Command, 0, len(cmds)-1)

@@ -478,3 +478,43 @@ func TestSettle(t *testing.T) {
 		}
 	}
 }
+
+// A run a founder started may ask only that founder: naming anyone else,
+// as its assignee or an approver, fails the step; staff and system runs
+// name whom they like.
+func TestPlanFounderRunAsksOnlyTheFounder(t *testing.T) {
+	founder := domain.Starter{ID: "u-ada", Email: "ada@example.com", Role: domain.RoleFounder}
+	staff := domain.Starter{ID: "u-rey", Email: "rey@example.com", Role: domain.RoleReviewer}
+	plan := func(by domain.Starter, cmd domain.Command) domain.StepCommit {
+		o := outcome(t, domain.StepResult{Commands: []domain.Command{cmd}})
+		o.Run.StartedBy = by
+		return domain.Plan(o)
+	}
+	for name, cmd := range map[string]domain.Command{
+		"another assignee":         domain.Suspend("docs", nil, "next", domain.WithAssignee("eve@example.com")),
+		"another assignee, review": domain.Review("ok", nil, domain.WithAssignee("eve@example.com")),
+		"another approver":         domain.Review("ok", nil, domain.WithApprovers("", "ada@example.com", "eve@example.com")),
+	} {
+		t.Run(name, func(t *testing.T) {
+			failedWith(t, plan(founder, cmd), domain.CodeAssigneeNotAllowed)
+			if c := plan(staff, cmd); c.Suspension == nil {
+				t.Fatalf("a reviewer's run: %+v", c.Finish)
+			}
+			if c := plan(domain.Starter{}, cmd); c.Suspension == nil {
+				t.Fatalf("a system run: %+v", c.Finish)
+			}
+		})
+	}
+	for name, cmd := range map[string]domain.Command{
+		"the founder, in other case": domain.Suspend("docs", nil, "next", domain.WithAssignee("Ada@Example.com")),
+		"nobody named":               domain.Review("ok", nil),
+		"a staff role":               domain.Review("ok", nil, domain.WithApprovers(domain.RoleReviewer)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := plan(founder, cmd)
+			if c.Suspension == nil || c.Suspension.RunStartedBy != founder.ID {
+				t.Fatalf("suspension = %+v, finish = %+v; want one that keeps the starter", c.Suspension, c.Finish)
+			}
+		})
+	}
+}

@@ -78,9 +78,30 @@ type Run struct {
 	Output          json.RawMessage
 	Error           *RunError
 	IdempotencyKey  string
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// StartedBy is the person who started the run; the zero Starter when
+	// the system did (a webhook trigger, a seed).
+	StartedBy Starter
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
+
+// Starter is who started a run, as they were when they started it. Their
+// role is kept because it decides what the run may do: a founder's run
+// may ask only the founder for anything (see Plan).
+type Starter struct {
+	ID    string
+	Email string
+	Role  Role
+}
+
+// StarterOf is the starter u makes.
+func StarterOf(u User) Starter { return Starter{ID: u.ID, Email: u.Email, Role: u.Role} }
+
+// System reports whether the system, not a person, started the run.
+func (s Starter) System() bool { return s.ID == "" }
+
+// Founder reports whether a founder started the run.
+func (s Starter) Founder() bool { return s.ID != "" && s.Role == RoleFounder }
 
 // RunFilter selects runs for listing. Zero fields match everything.
 type RunFilter struct {
@@ -96,7 +117,10 @@ type NewRun struct {
 	WorkflowID      string
 	WorkflowVersion string
 	Input           json.RawMessage
-	IdempotencyKey  string
+	// IdempotencyKey is scoped to the starter: the same key from another
+	// person starts another run.
+	IdempotencyKey string
+	StartedBy      Starter
 	// FirstStep is the step that the run's first job executes.
 	FirstStep string
 	Now       time.Time

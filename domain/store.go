@@ -149,11 +149,13 @@ type NewSuspension struct {
 	ResumeStep      string
 	ResumeSchema    json.RawMessage
 	Assignee        string
-	Approvers       []string
-	ApproverRole    Role
-	Accept          []string
-	Title           string
-	Instructions    string
+	// RunStartedBy is the id of who started the run (Suspension.RunStartedBy).
+	RunStartedBy string
+	Approvers    []string
+	ApproverRole Role
+	Accept       []string
+	Title        string
+	Instructions string
 	// StepKey, when set, is the pause's key; by default the step name
 	// (then name#2, name#3… for later pauses of the same step).
 	StepKey  string

@@ -70,6 +70,9 @@ type Suspension struct {
 	ResumeData   json.RawMessage
 	ResumeSchema json.RawMessage
 	Assignee     string
+	// RunStartedBy is the id of the person who started the run, empty when
+	// the system did: a founder may not decide an approval of their own run.
+	RunStartedBy string
 	// Approvers (lower-case emails) and ApproverRole, when set, are the
 	// only people besides admins who may resume or decide it.
 	Approvers    []string
@@ -104,6 +107,21 @@ func (s Suspension) MayDecide(u User) bool {
 		return u.Role == RoleAdmin || (s.ApproverRole != "" && u.Role == s.ApproverRole) || s.names(u.Email)
 	}
 	return u.Role.Staff() || (u.Role == RoleFounder && s.Assignee != "" && strings.EqualFold(s.Assignee, u.Email))
+}
+
+// CheckActor returns nil if u may resume or decide the suspension now:
+// ErrNotApprover for one it does not let act (see MayDecide), and
+// ErrSeparationOfDuties for a founder deciding an approval in a run they
+// started, even one assigned to them. Such a founder may still supply the
+// input their own run asks of them.
+func (s Suspension) CheckActor(u User) error {
+	if !s.MayDecide(u) {
+		return ErrNotApprover
+	}
+	if s.Kind == KindApproval && u.Role == RoleFounder && s.RunStartedBy != "" && s.RunStartedBy == u.ID {
+		return ErrSeparationOfDuties
+	}
+	return nil
 }
 
 // MayRead reports whether u may see the suspension: staff see every one,

@@ -40,3 +40,36 @@ func TestMayDecide(t *testing.T) {
 		}
 	}
 }
+
+// A founder who started a run may not decide its approvals, even one
+// assigned to them, but may supply its input; staff who started a run
+// decide as before.
+func TestCheckActorSeparationOfDuties(t *testing.T) {
+	t.Parallel()
+	ada := domain.User{ID: "u-ada", Email: "ada@x.com", Role: domain.RoleFounder}
+	rev := domain.User{ID: "u-rev", Email: "rev@x.com", Role: domain.RoleReviewer}
+	own := domain.Suspension{Kind: domain.KindApproval, Assignee: "ada@x.com", RunStartedBy: ada.ID}
+	if err := own.CheckActor(ada); err != domain.ErrSeparationOfDuties {
+		t.Errorf("the founder deciding their own run's approval: %v", err)
+	}
+	if !own.MayRead(ada) {
+		t.Error("the founder cannot see the approval that they may not decide")
+	}
+	input := own
+	input.Kind = domain.KindInput
+	if err := input.CheckActor(ada); err != nil {
+		t.Errorf("the founder's input to their own run: %v", err)
+	}
+	others := own
+	others.RunStartedBy = "u-someone"
+	if err := others.CheckActor(ada); err != nil {
+		t.Errorf("the founder deciding an approval of a run someone else started: %v", err)
+	}
+	staffs := domain.Suspension{Kind: domain.KindApproval, RunStartedBy: rev.ID}
+	if err := staffs.CheckActor(rev); err != nil {
+		t.Errorf("a reviewer deciding their own run's approval: %v", err)
+	}
+	if err := staffs.CheckActor(ada); err != domain.ErrNotApprover {
+		t.Errorf("a founder not assigned: %v", err)
+	}
+}

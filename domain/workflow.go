@@ -172,6 +172,11 @@ type Workflow struct {
 	// WebhookTrigger lets any HTTP call to /v1/webhooks/{id} start a run,
 	// with the call as its input.
 	WebhookTrigger bool
+	// AllowFounders lets founders start runs of the workflow; by default
+	// only staff may. A founder's run may ask no one but that founder for
+	// anything (see Plan), and the founder may not decide its approvals
+	// (see Suspension.CheckActor).
+	AllowFounders bool
 	// FailEvent, when set, is logged with {runId, code, message} just
 	// before RUN_FAILED whenever the kernel fails a run of this workflow
 	// itself (see FailEvents): replay workflows close their log with
@@ -180,6 +185,12 @@ type Workflow struct {
 	steps     []StepDef
 	byName    map[string]int
 	errs      []error
+}
+
+// MayStart reports whether a person of role may start runs of w: staff
+// always, founders when w allows them.
+func (w *Workflow) MayStart(role Role) bool {
+	return role.Staff() || (role == RoleFounder && w.AllowFounders)
 }
 
 // FailEvents are the events the kernel logs just before RUN_FAILED when it

@@ -409,7 +409,7 @@ func (w *commitWriter) suspensionRow(ns *domain.NewSuspension, key string) *susp
 		ID: ns.ID, RunID: w.run.ID, WorkflowID: ns.WorkflowID, WorkflowVersion: ns.WorkflowVersion,
 		StepName: ns.StepName, StepKey: key, Kind: ns.Kind, Reason: ns.Reason, Status: domain.SuspensionPending,
 		Checkpoint: ns.Checkpoint, ResumeStep: ns.ResumeStep, ResumeSchema: ns.ResumeSchema,
-		Assignee: ns.Assignee, Accept: ns.Accept, Deferred: ns.Deferred, SuspendedAt: &now, CreatedAt: now,
+		Assignee: ns.Assignee, RunStartedBy: ns.RunStartedBy, Accept: ns.Accept, Deferred: ns.Deferred, SuspendedAt: &now, CreatedAt: now,
 		Title: ns.Title, Instructions: ns.Instructions, Approvers: ns.Approvers, ApproverRole: ns.ApproverRole,
 	}
 	if ns.WakeAt != nil {
@@ -441,6 +441,7 @@ func (w *commitWriter) attach(ctx context.Context, existing, pause *suspensionRo
 		Set("step_name = ?", pause.StepName).Set("kind = ?", pause.Kind).Set("reason = ?", pause.Reason).
 		Set("checkpoint = ?", pause.Checkpoint).Set("resume_step = ?", pause.ResumeStep).
 		Set("resume_schema = ?", pause.ResumeSchema).Set("assignee = ?", pause.Assignee).Set("accept = ?", pause.Accept).
+		Set("run_started_by = ?", pause.RunStartedBy).
 		Set("deferred = ?", pause.Deferred).Set("suspended_at = ?", pause.SuspendedAt).
 		Set("title = ?", pause.Title).Set("instructions = ?", pause.Instructions).
 		Set("approvers = ?", pause.Approvers).Set("approver_role = ?", pause.ApproverRole).

@@ -25,6 +25,9 @@ type runRow struct {
 	Output          json.RawMessage  `bun:"output,type:jsonb,nullzero"`
 	Error           *domain.RunError `bun:"error,type:jsonb"`
 	IdempotencyKey  *string          `bun:"idempotency_key"`
+	StartedBy       string           `bun:"started_by"`
+	StartedByEmail  string           `bun:"started_by_email"`
+	StartedByRole   domain.Role      `bun:"started_by_role"`
 	NextSeq         int64            `bun:"next_seq"`
 	CreatedAt       time.Time        `bun:"created_at"`
 	UpdatedAt       time.Time        `bun:"updated_at"`
@@ -37,6 +40,7 @@ func (r *runRow) toDomain() domain.Run {
 	run := domain.Run{
 		ID: r.ID, WorkflowID: r.WorkflowID, WorkflowVersion: r.WorkflowVersion, Status: r.Status,
 		Input: r.Input, Output: r.Output, Error: r.Error, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		StartedBy: domain.Starter{ID: r.StartedBy, Email: r.StartedByEmail, Role: r.StartedByRole},
 	}
 	if r.IdempotencyKey != nil {
 		run.IdempotencyKey = *r.IdempotencyKey
@@ -74,6 +78,7 @@ type suspensionRow struct {
 	ResumeRequestKey *string                 `bun:"resume_request_key"`
 	Decision         *string                 `bun:"decision"`
 	Assignee         string                  `bun:"assignee"`
+	RunStartedBy     string                  `bun:"run_started_by"`
 	Approvers        stringList              `bun:"approvers"`
 	ApproverRole     domain.Role             `bun:"approver_role"`
 	Accept           stringList              `bun:"accept,type:json"`
@@ -95,7 +100,7 @@ func (s *suspensionRow) toDomain() (domain.Suspension, error) {
 		ID: s.ID, RunID: s.RunID, WorkflowID: s.WorkflowID, WorkflowVersion: s.WorkflowVersion,
 		StepName: s.StepName, StepKey: s.StepKey, Kind: s.Kind, Reason: s.Reason, Status: s.Status,
 		Checkpoint: s.Checkpoint, ResumeStep: s.ResumeStep, ResumeData: s.ResumeData,
-		ResumeSchema: s.ResumeSchema, Assignee: s.Assignee, WakeAt: utcPtr(s.WakeAt),
+		ResumeSchema: s.ResumeSchema, Assignee: s.Assignee, RunStartedBy: s.RunStartedBy, WakeAt: utcPtr(s.WakeAt),
 		Approvers: s.Approvers, ApproverRole: s.ApproverRole, Accept: s.Accept,
 		Title: s.Title, Instructions: s.Instructions,
 		ResumedAt: utcPtr(s.ResumedAt), Precompleted: s.Precompleted,

@@ -21,6 +21,7 @@ func (db *DB) CreateRun(ctx context.Context, nr domain.NewRun) (domain.Run, bool
 	row := &runRow{
 		ID: nr.ID, WorkflowID: nr.WorkflowID, WorkflowVersion: nr.WorkflowVersion, Status: domain.RunPending,
 		Input: nr.Input, NextSeq: 2, CreatedAt: now, UpdatedAt: now,
+		StartedBy: nr.StartedBy.ID, StartedByEmail: nr.StartedBy.Email, StartedByRole: nr.StartedBy.Role,
 	}
 	if nr.IdempotencyKey != "" {
 		row.IdempotencyKey = &nr.IdempotencyKey
@@ -75,7 +76,11 @@ func (db *DB) insertRun(ctx context.Context, idb bun.IDB, row *runRow, nr domain
 		}
 	}
 	now := row.CreatedAt
-	ev := newEventRow(row.ID, 1, domain.NewEvent{Type: domain.EventRunCreated, Payload: domain.MustJSON(map[string]any{"workflowId": nr.WorkflowID, "workflowVersion": nr.WorkflowVersion})}, now)
+	created := map[string]any{"workflowId": nr.WorkflowID, "workflowVersion": nr.WorkflowVersion}
+	if by := nr.StartedBy; !by.System() {
+		created["startedBy"] = map[string]string{"id": by.ID, "email": by.Email, "role": string(by.Role)}
+	}
+	ev := newEventRow(row.ID, 1, domain.NewEvent{Type: domain.EventRunCreated, Payload: domain.MustJSON(created)}, now)
 	if err := b.add(ctx, idb.NewInsert().Model(ev)); err != nil {
 		return err
 	}
@@ -89,14 +94,16 @@ func (db *DB) insertRun(ctx context.Context, idb bun.IDB, row *runRow, nr domain
 	return b.flush(ctx)
 }
 
-// existingRun loads the run an idempotency key already started. The same key
-// with a different input is a client error, not a silent replay.
+// existingRun loads the run an idempotency key already started for the same
+// starter: a key is the caller's own, so another person's run is never
+// handed back. The same key with a different input is a client error, not a
+// silent replay.
 func (db *DB) existingRun(ctx context.Context, tx bun.Tx, row *runRow, nr domain.NewRun) error {
 	if nr.IdempotencyKey == "" {
 		return domain.ErrConflict // an id collision; ids are random, so this is a bug
 	}
 	if err := tx.NewSelect().Model(row).
-		Where("workflow_id = ? AND idempotency_key = ?", nr.WorkflowID, nr.IdempotencyKey).Scan(ctx); err != nil {
+		Where("workflow_id = ? AND started_by = ? AND idempotency_key = ?", nr.WorkflowID, nr.StartedBy.ID, nr.IdempotencyKey).Scan(ctx); err != nil {
 		return err
 	}
 	if !sameJSON(row.Input, nr.Input) {

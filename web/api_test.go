@@ -785,8 +785,8 @@ func TestAPIHealthAndMetrics(t *testing.T) {
 		wfs := decode[pageBody[struct {
 			ID    string   `json:"id"`
 			Steps []string `json:"steps"`
-		}]](t, e.call(t, "GET", "/api/v1/workflows", e.founderA, ""), http.StatusOK)
-		if len(wfs.Items) != 7 || wfs.Items[0].ID != "intake" || !slices.Equal(wfs.Items[0].Steps, []string{"collect", "finish"}) {
+		}]](t, e.call(t, "GET", "/api/v1/workflows", e.reviewer, ""), http.StatusOK)
+		if len(wfs.Items) != 9 || wfs.Items[0].ID != "intake" || !slices.Equal(wfs.Items[0].Steps, []string{"collect", "finish"}) {
 			t.Errorf("workflows = %+v", wfs.Items)
 		}
 	})

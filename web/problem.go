@@ -112,6 +112,10 @@ func newProblem(status int, code, detail string) Problem {
 // API and the web app alike.
 const notApproverMessage = "This suspension names who may act on it (its approvers, and admins), and you are not among them."
 
+// ownRunMessage refuses a founder a decision in a run they started, in the
+// API and the web app alike.
+const ownRunMessage = "You started this run, so someone else must approve or reject it: nobody decides their own request."
+
 // problemFor maps an error to the problem the client sees. A refused role
 // or approver is a 403; only validation and conflict errors, which are
 // written for clients, show their message; anything unexpected becomes a
@@ -124,6 +128,10 @@ func problemFor(err error) Problem {
 		return newProblem(http.StatusForbidden, domain.CodeNotApprover, notApproverMessage)
 	case errors.Is(err, errTooManyStreams):
 		return newProblem(http.StatusTooManyRequests, CodeTooManyStreams, "You hold as many attach streams open as one user may; close one and try again.")
+	case errors.Is(err, domain.ErrSeparationOfDuties):
+		return newProblem(http.StatusForbidden, domain.CodeSeparationOfDuties, ownRunMessage)
+	case errors.Is(err, domain.ErrStartForbidden):
+		return newProblem(http.StatusForbidden, domain.CodeStartForbidden, "Your role may not start runs of this workflow.")
 	}
 	if ve, ok := errors.AsType[*domain.ValidationError](err); ok {
 		p := newProblem(validationStatus(ve.Code), cmp.Or(ve.Code, domain.CodeValidation), ve.Message)

@@ -23,12 +23,15 @@ type workflowJSON struct {
 }
 
 // listWorkflows lists the workflows in code, then every registered
-// document version. Documents are for staff (see definitionView).
+// document version: those the caller's role may start. Documents are for
+// staff (see definitionView).
 func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) error {
 	role := principalFrom(r.Context()).User.Role
 	items := []workflowJSON{}
 	for _, wf := range s.Engine.Registry().All() {
-		items = append(items, workflowJSON{ID: wf.ID, Version: wf.Version, Steps: wf.Steps(), Source: "code"})
+		if wf.MayStart(role) {
+			items = append(items, workflowJSON{ID: wf.ID, Version: wf.Version, Steps: wf.Steps(), Source: "code"})
+		}
 	}
 	if s.Catalog != nil {
 		defs, err := s.Catalog.List(r.Context())
@@ -38,6 +41,9 @@ func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) error {
 		for _, d := range defs {
 			var doc flow.Document
 			_ = json.Unmarshal(d.Body, &doc) // stored documents were valid
+			if !role.Staff() && !doc.AllowFounders {
+				continue
+			}
 			item, err := definitionView(d, doc, role)
 			if err != nil {
 				return err
@@ -109,8 +115,9 @@ func (s *Server) registerWorkflow(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-// startRun starts a run. An Idempotency-Key makes the call safe to retry:
-// the repeat answers with the run the first call started.
+// startRun starts a run in the caller's name, if their role may start the
+// workflow. An Idempotency-Key makes the call safe to retry: the caller's
+// repeat answers with the run their first call started.
 func (s *Server) startRun(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Input json.RawMessage `json:"input"`
@@ -118,7 +125,8 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &body, s.MaxBody); err != nil {
 		return err
 	}
-	run, created, err := s.Engine.Start(r.Context(), r.PathValue("workflowId"), body.Input, r.Header.Get("Idempotency-Key"))
+	by := domain.StarterOf(principalFrom(r.Context()).User)
+	run, created, err := s.Engine.StartAs(r.Context(), by, r.PathValue("workflowId"), body.Input, r.Header.Get("Idempotency-Key"))
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,13 @@ func (s *Server) suspensionPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) suspensionView(r *http.Request, sp domain.Suspension, v *views.Viewer) views.SuspensionPage {
-	p := views.SuspensionPage{Viewer: v, S: sp, Checkpoint: indentJSON(sp.Checkpoint), CanAct: sp.MayDecide(viewerPrincipal(v).User), Now: s.Clock.Now()}
+	p := views.SuspensionPage{Viewer: v, S: sp, Checkpoint: indentJSON(sp.Checkpoint), Now: s.Clock.Now()}
+	switch err := sp.CheckActor(viewerPrincipal(v).User); {
+	case err == nil:
+		p.CanAct = true
+	case errors.Is(err, domain.ErrSeparationOfDuties):
+		p.Barred = ownRunMessage
+	}
 	if sp.ResumedAt != nil {
 		p.ResumeData = indentJSON(sp.ResumeData)
 	}
@@ -184,16 +190,21 @@ func (s *Server) decideFromPage(w http.ResponseWriter, r *http.Request) {
 // mayAct reports whether the viewer may resume or decide sp, and answers
 // 403 when not.
 func (s *Server) mayAct(w http.ResponseWriter, r *http.Request, sp domain.Suspension, v *views.Viewer) bool {
-	if sp.MayDecide(viewerPrincipal(v).User) {
+	err := sp.CheckActor(viewerPrincipal(v).User)
+	if err == nil {
 		return true
 	}
-	s.renderError(w, r, http.StatusForbidden, "Not for your role", notYours(sp), v)
+	s.renderError(w, r, http.StatusForbidden, "Not for you to decide", notYours(sp, err), v)
 	return false
 }
 
-// notYours says why the viewer may not resume or decide sp.
-func notYours(sp domain.Suspension) string {
-	if sp.Restricted() {
+// notYours says why the viewer may not resume or decide sp, refused with
+// err.
+func notYours(sp domain.Suspension, err error) string {
+	switch {
+	case errors.Is(err, domain.ErrSeparationOfDuties):
+		return ownRunMessage
+	case sp.Restricted():
 		return notApproverMessage
 	}
 	return "You can see this suspension but not act on it."
@@ -215,8 +226,8 @@ func (s *Server) actionFailed(w http.ResponseWriter, r *http.Request, sp domain.
 	var ve *domain.ValidationError
 	var ce *domain.ConflictError
 	switch {
-	case errors.Is(err, domain.ErrNotApprover):
-		s.refuse(w, r, sp, v, typed, http.StatusForbidden, &domain.ValidationError{Message: notYours(sp)})
+	case errors.Is(err, domain.ErrNotApprover), errors.Is(err, domain.ErrSeparationOfDuties):
+		s.refuse(w, r, sp, v, typed, http.StatusForbidden, &domain.ValidationError{Message: notYours(sp, err)})
 	case errors.As(err, &ve):
 		s.refuse(w, r, sp, v, typed, http.StatusUnprocessableEntity, ve)
 	case errors.As(err, &ce):

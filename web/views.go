@@ -20,18 +20,31 @@ type runJSON struct {
 	Input           json.RawMessage  `json:"input"`
 	Output          json.RawMessage  `json:"output"`
 	Error           *domain.RunError `json:"error"`
-	CreatedAt       time.Time        `json:"createdAt"`
-	UpdatedAt       time.Time        `json:"updatedAt"`
-	Suspensions     []suspensionJSON `json:"suspensions,omitempty"`
+	// StartedBy is the person who started the run; absent when the system
+	// did (a webhook trigger, a seed).
+	StartedBy   *starterJSON     `json:"startedBy,omitempty"`
+	CreatedAt   time.Time        `json:"createdAt"`
+	UpdatedAt   time.Time        `json:"updatedAt"`
+	Suspensions []suspensionJSON `json:"suspensions,omitempty"`
 	// Awaiting lists the waits a suspended run is paused on.
 	Awaiting []awaitJSON `json:"awaiting,omitempty"`
 }
 
+type starterJSON struct {
+	ID    string      `json:"id"`
+	Email string      `json:"email"`
+	Role  domain.Role `json:"role"`
+}
+
 func runView(r domain.Run) runJSON {
-	return runJSON{
+	v := runJSON{
 		ID: r.ID, WorkflowID: r.WorkflowID, WorkflowVersion: r.WorkflowVersion, Status: r.Status,
 		Input: orNull(r.Input), Output: orNull(r.Output), Error: r.Error, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
+	if by := r.StartedBy; !by.System() {
+		v.StartedBy = &starterJSON{ID: by.ID, Email: by.Email, Role: by.Role}
+	}
+	return v
 }
 
 // awaitJSON is one wait a suspended run is paused on.

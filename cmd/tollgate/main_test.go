@@ -731,6 +731,13 @@ func TestAdminCommands(t *testing.T) {
 	c.waitStatus(t, run.ID, "suspended")
 	c.key = founderKey
 	c.call(t, http.StatusForbidden, "GET", "/api/v1/runs", nil)
+	// The examples are for staff to start: a founder could verify their own
+	// claim, or have the drip campaign mail anyone.
+	for _, wf := range []string{"claim-verification", "expense-approval", "drip-campaign", "payment-pipeline"} {
+		if r := c.call(t, http.StatusForbidden, "POST", "/api/v1/workflows/"+wf+"/runs", map[string]any{"input": map[string]any{"claimId": "c-10", "claimText": "Up 90%", "founderEmail": "ada@example.com"}}); r.code() != "start_forbidden" {
+			t.Errorf("a founder starting %s: %s", wf, r.Body)
+		}
+	}
 	if got := c.suspensions(t, "runId="+run.ID); len(got) != 1 || got[0].Assignee != "ada@example.com" {
 		t.Errorf("the founder sees %+v, want their one suspension", got)
 	}

@@ -121,13 +121,27 @@ func (e *Engine) Registry() *domain.Registry { return e.reg }
 
 func newID() string { return uuid.Must(uuid.NewV7()).String() }
 
-// Start begins a run of the latest version of workflowID. With an
-// idempotency key already used for that workflow it returns the existing
-// run and created=false.
+// Start begins a run of the latest version of workflowID in the system's
+// name (a webhook trigger, a seed, an example), which any workflow allows.
+// With an idempotency key the system already used for that workflow it
+// returns the existing run and created=false.
 func (e *Engine) Start(ctx context.Context, workflowID string, input json.RawMessage, idempotencyKey string) (domain.Run, bool, error) {
+	return e.StartAs(ctx, domain.Starter{}, workflowID, input, idempotencyKey)
+}
+
+// StartAs begins a run of the latest version of workflowID that by starts;
+// the zero Starter is the system. A person must be one the workflow lets
+// start it (Workflow.MayStart), else the error is ErrStartForbidden and
+// nothing is created. An idempotency key belongs to its starter: with one
+// that by already used for that workflow it returns the existing run and
+// created=false, and the same key from someone else starts another run.
+func (e *Engine) StartAs(ctx context.Context, by domain.Starter, workflowID string, input json.RawMessage, idempotencyKey string) (domain.Run, bool, error) {
 	wf, err := e.reg.Find(ctx, workflowID, "")
 	if err != nil {
 		return domain.Run{}, false, fmt.Errorf("start run: workflow %q: %w", workflowID, err)
+	}
+	if !by.System() && !wf.MayStart(by.Role) {
+		return domain.Run{}, false, fmt.Errorf("start run of %s as %s: %w", workflowID, by.Role, domain.ErrStartForbidden)
 	}
 	if len(input) == 0 {
 		input = json.RawMessage("null")
@@ -147,7 +161,7 @@ func (e *Engine) Start(ctx context.Context, workflowID string, input json.RawMes
 	}
 	return e.store.CreateRun(ctx, domain.NewRun{
 		ID: newID(), WorkflowID: wf.ID, WorkflowVersion: wf.Version, Input: input,
-		IdempotencyKey: idempotencyKey, FirstStep: wf.FirstStep(), Now: e.o.Clock.Now(),
+		IdempotencyKey: idempotencyKey, StartedBy: by, FirstStep: wf.FirstStep(), Now: e.o.Clock.Now(),
 	})
 }
 
@@ -173,8 +187,10 @@ func (e *Engine) Resume(ctx context.Context, req domain.ResumeRequest) (domain.S
 // must be one it lets act, a review takes a decision, anything else data,
 // and the data (a decision's too) must match the suspension's schema.
 func (e *Engine) checkResume(s domain.Suspension, req domain.ResumeRequest) error {
-	if req.Actor != nil && !s.MayDecide(*req.Actor) {
-		return domain.ErrNotApprover
+	if req.Actor != nil {
+		if err := s.CheckActor(*req.Actor); err != nil {
+			return err
+		}
 	}
 	if s.Kind == domain.KindApproval && req.Decision == "" {
 		return &domain.ValidationError{Code: domain.CodeValidation, Message: "suspension " + s.ID + " awaits a review: approve or reject it"}

@@ -136,7 +136,7 @@ func compile(doc Document, env Env) (*domain.Workflow, error) {
 		c.index[st.Name] = i
 	}
 	wf := domain.NewWorkflow(doc.ID, doc.Version)
-	wf.InputSchema, wf.WebhookTrigger = doc.InputSchema, doc.WebhookTrigger
+	wf.InputSchema, wf.WebhookTrigger, wf.AllowFounders = doc.InputSchema, doc.WebhookTrigger, doc.AllowFounders
 	for i, st := range doc.Steps {
 		wf.Step(st.Name, c.step(i), domain.WithRetry(retryPolicy(st)))
 	}

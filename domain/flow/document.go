@@ -40,8 +40,12 @@ type Document struct {
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
 	// WebhookTrigger lets any HTTP call to /v1/webhooks/{id} start a run.
-	WebhookTrigger bool   `json:"webhookTrigger,omitempty"`
-	Steps          []Step `json:"steps"`
+	WebhookTrigger bool `json:"webhookTrigger,omitempty"`
+	// AllowFounders lets founders start runs through the API; by default
+	// only staff may. A founder's run may name no one but that founder as
+	// an assignee, and the founder may not decide its approvals.
+	AllowFounders bool   `json:"allowFounders,omitempty"`
+	Steps         []Step `json:"steps"`
 }
 
 // Step is one step of a document. Which fields apply depends on Type.
@@ -120,7 +124,7 @@ var fieldsOf = map[string][]string{
 
 var commonFields = []string{"type", "name", "next", "end", "retry"}
 
-var documentFields = []string{"id", "version", "description", "inputSchema", "webhookTrigger", "steps"}
+var documentFields = []string{"id", "version", "description", "inputSchema", "webhookTrigger", "allowFounders", "steps"}
 
 // Problem is one thing wrong with a document, at a JSON path such as
 // steps[2].durationMs.
@@ -212,6 +216,7 @@ func Parse(body []byte, env Env) (Document, error) {
 	v.decode("version", raw["version"], &doc.Version)
 	v.decode("description", raw["description"], &doc.Description)
 	v.decode("webhookTrigger", raw["webhookTrigger"], &doc.WebhookTrigger)
+	v.decode("allowFounders", raw["allowFounders"], &doc.AllowFounders)
 	v.decode("inputSchema", raw["inputSchema"], &doc.InputSchema)
 	var steps []json.RawMessage
 	v.decode("steps", raw["steps"], &steps)

@@ -144,6 +144,7 @@ func TestParseRefusesWhatIsNotADocument(t *testing.T) {
 		`{"id": "a", "version": "1", "steps": [{"type": "webhook", "name": "w", "responseToSend": {"status": 99}}]}`:                                               "steps[0].responseToSend.status: 99 is not an HTTP status from 200 to 599",
 		`{"id": "a", "version": "1", "steps": [{"type": "webhook", "name": "w", "url": "https://x"}]}`:                                                             "steps[0].url: a webhook step has no url",
 		`{"id": "a", "version": "1", "webhookTrigger": "yes", "steps": [{"type": "webhook", "name": "w"}]}`:                                                        "webhookTrigger: expected true or false",
+		`{"id": "a", "version": "1", "allowFounders": "founders", "steps": [{"type": "webhook", "name": "w"}]}`:                                                    "allowFounders: expected true or false",
 		`{"id": "a", "version": "1", "steps": [{"type": "wait", "name": "w", "durationMs": 1, "retry": {"maxAttempts": 2, "multiplier": -1}}]}`:                    "steps[0].retry: retry policy has a multiplier that is negative",
 		`{"id": "a", "version": "1", "steps": [{"type": "wait", "name": "w", "durationMs": 1, "retry": {"maxAttempts": 2, "initialBackoffMs": -18446744073710}}]}`: "steps[0].retry: retry policy has a negative backoff",
 	} {
@@ -197,6 +198,21 @@ func TestCompileCarriesRetryAndInputSchema(t *testing.T) {
 	}
 	if string(wf.InputSchema) != `{"type": "object"}` {
 		t.Fatalf("input schema %s", wf.InputSchema)
+	}
+	if wf.AllowFounders || wf.MayStart(domain.RoleFounder) {
+		t.Fatal("a document that says nothing lets founders start it")
+	}
+}
+
+// allowFounders is how a document lets founders start its runs.
+func TestCompileCarriesAllowFounders(t *testing.T) {
+	t.Parallel()
+	_, wf, err := flow.Load([]byte(`{"id": "a", "version": "1", "allowFounders": true, "steps": [{"type": "wait", "name": "w", "durationMs": 1}]}`), testEnv(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !wf.MayStart(domain.RoleFounder) || !wf.MayStart(domain.RoleReviewer) {
+		t.Fatalf("allowFounders: founders %v, reviewers %v", wf.MayStart(domain.RoleFounder), wf.MayStart(domain.RoleReviewer))
 	}
 }
 

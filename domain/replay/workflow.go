@@ -54,9 +54,10 @@ func (e *Env) emit(runID, typ, step string, payload any) {
 
 // Definition is one version of a replay workflow.
 type Definition struct {
-	ID, Version string
-	handler     func(c *Context, input json.RawMessage) (any, error)
-	previous    []*Definition
+	ID, Version   string
+	handler       func(c *Context, input json.RawMessage) (any, error)
+	previous      []*Definition
+	allowFounders bool
 }
 
 // Workflow defines version of workflow id with a typed handler: in is the
@@ -81,6 +82,15 @@ func (d *Definition) PreviousVersions(old ...*Definition) *Definition {
 	return d
 }
 
+// AllowFounders lets founders start runs of the workflow; by default only
+// staff may (see domain.Workflow.AllowFounders). A founder's run may name
+// no approver but that founder, and the founder may not decide its
+// approvals.
+func (d *Definition) AllowFounders() *Definition {
+	d.allowFounders = true
+	return d
+}
+
 // Register adds this version and its previous versions to reg.
 func (d *Definition) Register(reg *domain.Registry, env *Env) error {
 	var errs []error
@@ -94,7 +104,7 @@ func (d *Definition) Register(reg *domain.Registry, env *Env) error {
 			continue // registered by an earlier call
 		}
 		wf := domain.NewWorkflow(v.ID, v.Version).Step(StepName, v.invocation(env), domain.WithRetry(invocationRetry))
-		wf.FailEvent = EventRunErrored
+		wf.FailEvent, wf.AllowFounders = EventRunErrored, v.allowFounders
 		errs = append(errs, reg.Register(wf))
 	}
 	return errors.Join(errs...)
