@@ -48,6 +48,9 @@ const (
 	CodeCommitFailed        = "commit_failed"
 	CodeSignalLost          = "signal_lost"
 	CodeNotApprover         = "not_approver"
+	// CodeUnknownDocument refuses resume data that names a document
+	// (documentIds) not uploaded to the suspension it resumes.
+	CodeUnknownDocument = "unknown_document"
 )
 
 // FieldError is one problem with one part of an input, addressed by a JSON
