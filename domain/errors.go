@@ -57,6 +57,9 @@ const (
 	CodeStartForbidden      = "start_forbidden"
 	CodeSeparationOfDuties  = "separation_of_duties"
 	CodeAssigneeNotAllowed  = "assignee_not_allowed"
+	// CodeUnknownDocument refuses resume data that names a document
+	// (documentIds) not uploaded to the suspension it resumes.
+	CodeUnknownDocument = "unknown_document"
 )
 
 // FieldError is one problem with one part of an input, addressed by a JSON

@@ -47,6 +47,9 @@ type Store interface {
 	// when, unless the request repeats the winning one (same RequestKey and
 	// data), which returns the suspension as the winner saw it.
 	Resume(ctx context.Context, req ResumeRequest) (Suspension, error)
+	// UploadedDocuments returns those of ids that are completed documents
+	// of the suspension, in no particular order.
+	UploadedDocuments(ctx context.Context, suspensionID string, ids []string) ([]string, error)
 	// CancelRun ends a run that has not finished: pending suspensions are
 	// cancelled and queued jobs dropped. ErrConflict if it had finished.
 	CancelRun(ctx context.Context, req CancelRequest) (Run, error)

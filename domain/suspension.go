@@ -205,6 +205,11 @@ type ResumeRequest struct {
 	// Handoff, when set, has the resume's job handed to the engine that
 	// asked (see Handoff).
 	Handoff *Handoff
+	// Documents are staged documents of the suspension (see
+	// DocumentStore) that this resume completes in its own transaction,
+	// if it wins; its data may name them. One that is not a staged
+	// document of the suspension fails the resume, which changes nothing.
+	Documents []string
 	// Audit, when set, is written to the audit log in the resume's own
 	// transaction, only if this request changes the suspension (a loss or
 	// a replay of the winner writes nothing). An empty Subject becomes the

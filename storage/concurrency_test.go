@@ -301,11 +301,11 @@ func TestTwoEnginesOnePostgres(t *testing.T) {
 // step) and the pause waits, pending, for a resume that fits.
 func TestEarlyResumeIsVettedAgainstItsPause(t *testing.T) {
 	t.Parallel()
-	schema := raw(map[string]any{"type": "object", "required": []string{"documentIds"}})
+	schema := raw(map[string]any{"type": "object", "required": []string{"receiptIds"}})
 	validate := func(_, data json.RawMessage) error {
 		var d map[string]any
-		if json.Unmarshal(data, &d) != nil || d["documentIds"] == nil {
-			return &domain.ValidationError{Code: domain.CodeValidation, Message: "documentIds is required"}
+		if json.Unmarshal(data, &d) != nil || d["receiptIds"] == nil {
+			return &domain.ValidationError{Code: domain.CodeValidation, Message: "receiptIds is required"}
 		}
 		return nil
 	}
@@ -343,7 +343,7 @@ func TestEarlyResumeIsVettedAgainstItsPause(t *testing.T) {
 		for _, req := range []domain.ResumeRequest{
 			{RunID: badData.ID, StepKey: "ask", Data: raw(map[string]string{"note": "no documents"}), By: "early-bird"},
 			{RunID: review.ID, StepKey: "ask", Data: raw(map[string]string{"note": "data, not a decision"}), By: "early-bird"},
-			{RunID: good.ID, StepKey: "ask", Data: raw(map[string][]string{"documentIds": {"d-1"}}), By: "early-bird"},
+			{RunID: good.ID, StepKey: "ask", Data: raw(map[string][]string{"receiptIds": {"d-1"}}), By: "early-bird"},
 		} {
 			if _, err := idle.Resume(ctx, req); err != nil {
 				t.Fatalf("early resume of %s: %v", req.RunID, err)
@@ -366,7 +366,7 @@ func TestEarlyResumeIsVettedAgainstItsPause(t *testing.T) {
 		if _, err := e.Resume(ctx, domain.ResumeRequest{SuspensionID: s.ID, Data: raw(map[string]string{}), By: "late"}); !errors.As(err, &ve) {
 			t.Fatalf("invalid resume of the pause = %v; want a validation error", err)
 		}
-		if _, err := e.Resume(ctx, domain.ResumeRequest{SuspensionID: s.ID, Data: raw(map[string][]string{"documentIds": {"d-2"}}), By: "late"}); err != nil {
+		if _, err := e.Resume(ctx, domain.ResumeRequest{SuspensionID: s.ID, Data: raw(map[string][]string{"receiptIds": {"d-2"}}), By: "late"}); err != nil {
 			t.Fatal(err)
 		}
 		waitRun(t, db, badData.ID, domain.RunSucceeded)

@@ -33,13 +33,13 @@ func claimWorkflow(resumed *atomic.Int64) *domain.Workflow {
 			var p struct {
 				Checkpoint struct{ ClaimID string } `json:"checkpoint"`
 				ResumeData struct {
-					DocumentIDs []string `json:"documentIds"`
+					ReceiptIDs []string `json:"receiptIds"`
 				} `json:"resumeData"`
 			}
 			if err := req.Bind(&p); err != nil {
 				return domain.StepResult{}, err
 			}
-			return domain.StepResult{Output: map[string]any{"claimId": p.Checkpoint.ClaimID, "verdict": "verified", "documents": len(p.ResumeData.DocumentIDs)}}, nil
+			return domain.StepResult{Output: map[string]any{"claimId": p.Checkpoint.ClaimID, "verdict": "verified", "documents": len(p.ResumeData.ReceiptIDs)}}, nil
 		})
 }
 
@@ -60,7 +60,7 @@ func TestSuspendResumeCycle(t *testing.T) {
 		if s.Reason != "awaiting_documentation" || s.ResumeStep != "handleDocumentation" || string(s.Checkpoint) == "" {
 			t.Fatalf("suspension = %+v", s)
 		}
-		if _, err := e.Resume(t.Context(), domain.ResumeRequest{SuspensionID: s.ID, Data: raw(map[string]any{"documentIds": []string{"d1", "d2"}}), By: "tester"}); err != nil {
+		if _, err := e.Resume(t.Context(), domain.ResumeRequest{SuspensionID: s.ID, Data: raw(map[string]any{"receiptIds": []string{"d1", "d2"}}), By: "tester"}); err != nil {
 			t.Fatal(err)
 		}
 		done := waitRun(t, db, run.ID, domain.RunSucceeded, domain.RunFailed)

@@ -26,7 +26,7 @@ func TestResumeReplayIsPerCaller(t *testing.T) {
 		}
 		waitRun(t, db, run.ID, domain.RunSuspended)
 		s := pendingSuspension(t, db, run.ID)
-		req := domain.ResumeRequest{SuspensionID: s.ID, Data: raw(map[string]any{"documentIds": []string{"d"}}), By: "ada", RequestKey: "k-1"}
+		req := domain.ResumeRequest{SuspensionID: s.ID, Data: raw(map[string]any{"receiptIds": []string{"d"}}), By: "ada", RequestKey: "k-1"}
 		if _, err := e.Resume(t.Context(), req); err != nil {
 			t.Fatal(err)
 		}

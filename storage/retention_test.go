@@ -1,6 +1,7 @@
 package storage_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -45,6 +46,9 @@ func requireGone(t testing.TB, db *storage.DB, runID string) {
 			t.Errorf("run %s left %d rows in %s", runID, n, table)
 		}
 	}
+	if n := count(t, db, "SELECT count(*) FROM document_chunks c WHERE NOT EXISTS (SELECT 1 FROM documents d WHERE d.id = c.document_id)"); n != 0 {
+		t.Errorf("%d document chunks outlived their document", n)
+	}
 	if _, err := db.Run(t.Context(), runID); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("deleted run %s reads as %v; want ErrNotFound", runID, err)
 	}
@@ -59,7 +63,7 @@ func addRunExtras(t testing.TB, db *storage.DB, s domain.Suspension) {
 	sum := sha256.Sum256(content)
 	doc := domain.Document{ID: s.ID + "-doc", SuspensionID: s.ID, RunID: s.RunID, UploaderID: "u-1", UploaderEmail: "f@example.com",
 		Filename: "evidence.pdf", ContentType: "application/pdf", Size: int64(len(content)), SHA256: sum[:], CreatedAt: now}
-	if err := db.AddDocuments(ctx, []domain.Document{doc}, [][]byte{content}); err != nil {
+	if _, err := db.AddDocument(ctx, doc, bytes.NewReader(content)); err != nil {
 		t.Fatal(err)
 	}
 	wake := now.Add(time.Hour)

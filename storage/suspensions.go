@@ -139,6 +139,9 @@ func (db *DB) resumeIn(ctx context.Context, tx bun.IDB, req domain.ResumeRequest
 	if err := db.fail("resume.after_update"); err != nil {
 		return domain.Suspension{}, err
 	}
+	if err := db.completeDocuments(ctx, tx, won.ID, req.Documents, ts(req.Now)); err != nil {
+		return domain.Suspension{}, err
+	}
 	out, err := won.toDomain()
 	if err != nil {
 		return out, err

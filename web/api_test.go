@@ -222,18 +222,18 @@ func TestAPIResume(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *apiEnv) {
 		run, s := e.paused(t, "intake", map[string]string{"claimId": "c-1"})
-		if !sameJSON(t, s.ResumeSchema, docSchema) {
+		if !sameJSON(t, s.ResumeSchema, receiptSchema) {
 			t.Errorf("resumeSchema = %s", s.ResumeSchema)
 		}
 		path := "/api/v1/suspensions/" + s.ID + "/resume"
 
 		for body, field := range map[string]string{
-			`{"resumeData":{"documentIds":[]}}`:             "/resumeData/documentIds",
-			`{"resumeData":{"documentIds":5}}`:              "/resumeData/documentIds",
-			`{"resumeData":{"documentIds":["d"],"note":7}}`: "/resumeData/note",
-			`{"resumeData":{"documentIds":[""]}}`:           "/resumeData/documentIds/0",
-			`{"resumeData":{}}`:                             "/resumeData",
-			`{}`:                                            "/resumeData",
+			`{"resumeData":{"receiptIds":[]}}`:             "/resumeData/receiptIds",
+			`{"resumeData":{"receiptIds":5}}`:              "/resumeData/receiptIds",
+			`{"resumeData":{"receiptIds":["d"],"note":7}}`: "/resumeData/note",
+			`{"resumeData":{"receiptIds":[""]}}`:           "/resumeData/receiptIds/0",
+			`{"resumeData":{}}`:                            "/resumeData",
+			`{}`:                                           "/resumeData",
 		} {
 			p := problem(t, e.call(t, "POST", path, e.admin, body), http.StatusUnprocessableEntity, "validation_failed")
 			if !hasField(p, field) {
@@ -242,11 +242,11 @@ func TestAPIResume(t *testing.T) {
 		}
 		e.stillPending(t, s)
 
-		body := `{"resumeData":{"documentIds":["d-1","d-2"],"note":"first"}}`
+		body := `{"resumeData":{"receiptIds":["d-1","d-2"],"note":"first"}}`
 		won := e.call(t, "POST", path, e.reviewer, body, "Idempotency-Key", "resume-1")
 		winner := decode[suspensionBody](t, won, http.StatusOK)
 		if winner.Status != "resumed" || winner.ResumedBy == nil || *winner.ResumedBy != reviewerEmail || winner.ResumedAt == nil ||
-			!sameJSON(t, winner.ResumeData, json.RawMessage(`{"documentIds":["d-1","d-2"],"note":"first"}`)) {
+			!sameJSON(t, winner.ResumeData, json.RawMessage(`{"receiptIds":["d-1","d-2"],"note":"first"}`)) {
 			t.Fatalf("winning resume = %s", won)
 		}
 
@@ -366,14 +366,14 @@ func TestAPIStrictDecoding(t *testing.T) {
 			cases []attempt
 		}{
 			{in, "/resume", append(common,
-				attempt{"duplicate name", `{"resumeData":{"documentIds":["a"]},"resumeData":{"documentIds":["b"]}}`, "", 400, "invalid_json"},
-				attempt{"nested duplicate", `{"resumeData":{"documentIds":["a"],"documentIds":["b"]}}`, "", 400, "invalid_json"},
-				attempt{"wrong case", `{"ResumeData":{"documentIds":["a"]}}`, "", 400, "invalid_json"},
-				attempt{"NUL", `{"resumeData":{"documentIds":["a\u0000b"]}}`, "", 400, "invalid_json"},
-				attempt{"NUL in a name", `{"resumeData":{"documentIds":["a"],"n\u0000te":"x"}}`, "", 400, "invalid_json"},
-				attempt{"invalid UTF-8", "{\"resumeData\":{\"documentIds\":[\"\xff\"]}}", "", 400, "invalid_json"},
-				attempt{"huge number", `{"resumeData":{"documentIds":["a"],"note":1e400}}`, "", 400, "invalid_json"},
-				attempt{"too large", `{"resumeData":{"documentIds":["a"],"note":"` + long + `"}}`, "", 413, "payload_too_large"},
+				attempt{"duplicate name", `{"resumeData":{"receiptIds":["a"]},"resumeData":{"receiptIds":["b"]}}`, "", 400, "invalid_json"},
+				attempt{"nested duplicate", `{"resumeData":{"receiptIds":["a"],"receiptIds":["b"]}}`, "", 400, "invalid_json"},
+				attempt{"wrong case", `{"ResumeData":{"receiptIds":["a"]}}`, "", 400, "invalid_json"},
+				attempt{"NUL", `{"resumeData":{"receiptIds":["a\u0000b"]}}`, "", 400, "invalid_json"},
+				attempt{"NUL in a name", `{"resumeData":{"receiptIds":["a"],"n\u0000te":"x"}}`, "", 400, "invalid_json"},
+				attempt{"invalid UTF-8", "{\"resumeData\":{\"receiptIds\":[\"\xff\"]}}", "", 400, "invalid_json"},
+				attempt{"huge number", `{"resumeData":{"receiptIds":["a"],"note":1e400}}`, "", 400, "invalid_json"},
+				attempt{"too large", `{"resumeData":{"receiptIds":["a"],"note":"` + long + `"}}`, "", 413, "payload_too_large"},
 			)},
 			{rv, "/approve", append(common,
 				attempt{"duplicate name", `{"comment":"x","comment":"y"}`, "", 400, "invalid_json"},
@@ -664,6 +664,11 @@ func TestAPIResumeBeforePause(t *testing.T) {
 		problem(t, e.call(t, "POST", "/api/v1/runs/"+run.ID+"/steps/bad$key/resume", e.admin, `{}`), http.StatusUnprocessableEntity, "validation_failed")
 		problem(t, e.call(t, "POST", "/api/v1/runs/no-such-run/steps/prepare/resume", e.admin, `{}`), http.StatusNotFound, "not_found")
 
+		// No document can have been uploaded to a pause still to come.
+		p := problem(t, e.call(t, "POST", path, e.admin, `{"resumeData":{"documentIds":["made-up"]}}`), http.StatusUnprocessableEntity, "unknown_document")
+		if !hasField(p, "/resumeData/documentIds/0") {
+			t.Errorf("errors %+v do not name /resumeData/documentIds/0", p.Errors)
+		}
 		r := e.call(t, "POST", path, e.reviewer, `{"resumeData":{"callback":"early"}}`, "Idempotency-Key", "cb-1")
 		early := decode[suspensionBody](t, r, http.StatusAccepted)
 		if early.Status != "resumed" || early.StepKey != "prepare" || !sameJSON(t, early.ResumeData, json.RawMessage(`{"callback":"early"}`)) {
@@ -711,9 +716,9 @@ func TestAPIStepResumeOfExistingPause(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *apiEnv) {
 		run, s := e.paused(t, "intake", map[string]string{"claimId": "c-1"})
-		p := problem(t, e.call(t, "POST", "/api/v1/runs/"+run.ID+"/steps/collect/resume", e.admin, `{"resumeData":{"documentIds":[]}}`), http.StatusUnprocessableEntity, "validation_failed")
-		if !hasField(p, "/resumeData/documentIds") {
-			t.Errorf("errors %+v do not name /resumeData/documentIds", p.Errors)
+		p := problem(t, e.call(t, "POST", "/api/v1/runs/"+run.ID+"/steps/collect/resume", e.admin, `{"resumeData":{"receiptIds":[]}}`), http.StatusUnprocessableEntity, "validation_failed")
+		if !hasField(p, "/resumeData/receiptIds") {
+			t.Errorf("errors %+v do not name /resumeData/receiptIds", p.Errors)
 		}
 		e.stillPending(t, s)
 		rv, r := e.paused(t, "review", map[string]int{"amount": 1})

@@ -188,8 +188,8 @@ func TestBrowserTwoReviewersShareAnInbox(t *testing.T) {
 
 		do(t, one, "resume from the form",
 			chromedp.Navigate(e.srv.URL+"/suspensions/"+s.ID),
-			chromedp.WaitVisible(`textarea[name="f/documentIds"]`),
-			chromedp.SendKeys(`textarea[name="f/documentIds"]`, "d-1"),
+			chromedp.WaitVisible(`textarea[name="f/receiptIds"]`),
+			chromedp.SendKeys(`textarea[name="f/receiptIds"]`, "d-1"),
 		)
 		screenshot(t, one, "suspension-"+dialectOf(t))
 		do(t, one, "submit", chromedp.Click(`form.schema-form button[type=submit]`), chromedp.WaitVisible(`p.notice`))

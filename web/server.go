@@ -49,6 +49,13 @@ type Server struct {
 	SessionIdle, SessionAbsolute time.Duration
 	// UploadLimit bounds each uploaded document (20 MiB).
 	UploadLimit int64
+	// UploadRequestLimit bounds one upload request, all its files
+	// together (100 MiB).
+	UploadRequestLimit int64
+	// UploadsPerUser and UploadsInFlight bound the uploads this process
+	// reads at once for one person (2) and in all (8); more are refused
+	// with 429 and a Retry-After.
+	UploadsPerUser, UploadsInFlight int
 	// Catalog, when set, takes declarative workflow documents
 	// (PUT /api/v1/workflows/{id}/versions/{version}) and lists them.
 	Catalog *flow.Catalog
@@ -109,6 +116,9 @@ type Server struct {
 	live       *liveHub
 	sockets    connLimiter
 	attaches   connLimiter
+
+	slots     *uploadSlots
+	slotsOnce sync.Once
 }
 
 // ForgetUser makes this server look up every API key of the user again on

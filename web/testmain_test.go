@@ -36,13 +36,26 @@ const (
 	founderBEmail = "founder.b@example.com"
 )
 
-// docSchema is the resume schema of the intake workflow's pause.
+// docSchema is the resume schema of the paperwork workflow's pause, which
+// takes uploads: its documentIds may name only documents uploaded to it.
 var docSchema = json.RawMessage(`{
   "type": "object",
   "required": ["documentIds"],
   "additionalProperties": false,
   "properties": {
     "documentIds": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}},
+    "note": {"type": "string"}
+  }
+}`)
+
+// receiptSchema is the resume schema of the intake workflow's pause: ids
+// of receipts kept elsewhere, which anyone may type.
+var receiptSchema = json.RawMessage(`{
+  "type": "object",
+  "required": ["receiptIds"],
+  "additionalProperties": false,
+  "properties": {
+    "receiptIds": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}},
     "note": {"type": "string"}
   }
 }`)
@@ -192,7 +205,7 @@ func (e *apiEnv) intake() *domain.Workflow {
 			}
 			return domain.StepResult{Commands: []domain.Command{domain.Suspend("awaiting_documents",
 				map[string]string{"claimId": in.ClaimID}, "finish",
-				domain.WithResumeSchema(docSchema), domain.WithAssignee(in.Assignee))}}, nil
+				domain.WithResumeSchema(receiptSchema), domain.WithAssignee(in.Assignee))}}, nil
 		}).
 		Step("finish", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
 			e.finished.Add(1)
@@ -530,9 +543,10 @@ func (e *apiEnv) paused(t testing.TB, workflowID string, input any) (runBody, su
 	return run, p.Items[0]
 }
 
-// resumeBody is a resume request with the given document ids.
-func resumeBody(docs ...string) string {
-	return jsonString(map[string]any{"resumeData": map[string]any{"documentIds": docs}})
+// resumeBody is a resume request of intake's pause with the given receipt
+// ids.
+func resumeBody(ids ...string) string {
+	return jsonString(map[string]any{"resumeData": map[string]any{"receiptIds": ids}})
 }
 
 // stillPending checks that a refused request changed nothing.

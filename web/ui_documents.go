@@ -2,7 +2,7 @@ package web
 
 import (
 	"bytes"
-	"crypto/sha256"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,27 +10,31 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
-	"net/url"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/views"
 )
 
 // maxUploadFiles bounds the files of one upload.
 const maxUploadFiles = 20
 
+// sniffLen is how much of a file its type is sniffed from (all that
+// http.DetectContentType reads).
+const sniffLen = 512
+
 // uploadDocuments stores the files a person uploads to a suspension that
 // asks for documents, then resumes it with {"documentIds": [...]} through
-// the kernel. Each file is bounded (UploadLimit), its type sniffed from its
-// bytes and checked against the suspension's accepted types; one bad file
-// refuses the whole upload and nothing is stored. If the resume does not
-// happen (someone else was first, the schema refuses it), the documents are
-// removed again.
+// the kernel. The body is streamed: each file's type is sniffed from its
+// first bytes and checked against the suspension's accepted types, then
+// its content goes to the store chunk by chunk as it arrives, staged. The
+// resume completes the staged files in its own transaction, so they
+// become visible only with it. One bad file refuses the whole upload; if
+// the resume does not happen (someone else was first, the schema refuses
+// it), the staged files are removed again.
 func (s *Server) uploadDocuments(w http.ResponseWriter, r *http.Request) {
 	sp, v, ok := s.loadSuspension(w, r)
 	if !ok {
@@ -43,37 +47,27 @@ func (s *Server) uploadDocuments(w http.ResponseWriter, r *http.Request) {
 	if !s.mayAct(w, r, sp, v) {
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, s.uploadLimit()*maxUploadFiles+1<<20)
-	files, err := s.readUploads(r, sp.Accept)
-	var ve *domain.ValidationError
-	if errors.As(err, &ve) {
-		s.refuse(w, r, sp, v, "", validationStatus(ve.Code), ve)
+	release, busy := s.uploadSlots().acquire(v.ID)
+	if busy != "" {
+		w.Header().Set("Retry-After", strconv.Itoa(uploadRetryAfter))
+		s.refuse(w, r, sp, v, "", http.StatusTooManyRequests, &domain.ValidationError{Message: busy})
 		return
 	}
+	defer release()
+	r.Body = http.MaxBytesReader(w, uploadDeadlines(w, r.Body), s.uploadRequestLimit())
+	docs, err := s.storeUploads(r, sp, v)
 	if err != nil {
-		s.refuse(w, r, sp, v, "", http.StatusBadRequest, &domain.ValidationError{Message: "The upload could not be read. Try again."})
+		s.dropUploads(r, sp, docs)
+		s.uploadFailed(w, r, sp, v, err)
 		return
 	}
-	now := s.Clock.Now()
-	docs := make([]domain.Document, len(files))
-	data := make([][]byte, len(files))
-	ids := make([]string, len(files))
-	for i, f := range files {
-		sum := sha256.Sum256(f.data)
-		ids[i] = uuid.Must(uuid.NewV7()).String()
-		docs[i] = domain.Document{ID: ids[i], SuspensionID: sp.ID, RunID: sp.RunID, UploaderID: v.ID, UploaderEmail: v.Email,
-			Filename: f.name, ContentType: f.contentType, Size: int64(len(f.data)), SHA256: sum[:], CreatedAt: now}
-		data[i] = f.data
+	ids := make([]string, len(docs))
+	for i, d := range docs {
+		ids[i] = d.ID
 	}
-	if err := s.UIStore.AddDocuments(r.Context(), docs, data); err != nil {
-		s.uiFailure(w, r, err)
-		return
-	}
-	resumeData, _ := json.Marshal(map[string][]string{"documentIds": ids})
-	if err := s.resume(r, sp, v, resumeData); err != nil {
-		if derr := s.UIStore.DeleteDocuments(r.Context(), ids); derr != nil {
-			s.Log.ErrorContext(r.Context(), "Removing the documents of a failed resume failed", "suspension_id", sp.ID, "error", derr)
-		}
+	resumeData, _ := json.Marshal(map[string][]string{domain.DocumentIDsMember: ids})
+	if err := s.resume(r, sp, v, resumeData, ids...); err != nil {
+		s.dropUploads(r, sp, docs)
 		s.actionFailed(w, r, sp, v, "", err)
 		return
 	}
@@ -84,78 +78,145 @@ func (s *Server) uploadDocuments(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/suspensions/"+sp.ID+"?done=resumed", http.StatusSeeOther)
 }
 
-type upload struct {
-	name, contentType string
-	data              []byte
+// uploadFailed explains a refused upload; one that could not be read (the
+// connection broke) or stored is not the person's fault.
+func (s *Server) uploadFailed(w http.ResponseWriter, r *http.Request, sp domain.Suspension, v *views.Viewer, err error) {
+	if ve, ok := errors.AsType[*domain.ValidationError](err); ok {
+		s.refuse(w, r, sp, v, "", validationStatus(ve.Code), ve)
+		return
+	}
+	if r.Context().Err() == nil && !isReadError(err) {
+		s.uiFailure(w, r, err)
+		return
+	}
+	s.refuse(w, r, sp, v, "", http.StatusBadRequest, &domain.ValidationError{Message: "The upload could not be read. Try again."})
 }
 
-// readUploads streams the multipart body, one file at a time, never holding
-// more than the limit (plus one byte, to notice a larger file) of any.
-func (s *Server) readUploads(r *http.Request, accept []string) ([]upload, error) {
+// dropUploads removes the staged documents of an upload that did not
+// resume its suspension. Should it fail, the sweep of staged documents
+// removes them later.
+func (s *Server) dropUploads(r *http.Request, sp domain.Suspension, docs []domain.Document) {
+	if len(docs) == 0 {
+		return
+	}
+	ids := make([]string, len(docs))
+	for i, d := range docs {
+		ids[i] = d.ID
+	}
+	if err := s.UIStore.DeleteDocuments(context.WithoutCancel(r.Context()), ids); err != nil {
+		s.Log.ErrorContext(r.Context(), "Removing the documents of a failed upload failed", "suspension_id", sp.ID, "error", err)
+	}
+}
+
+// storeUploads reads the multipart body part by part and stores each file
+// as it streams in, staged. It returns the documents stored so far, also
+// on error, for the caller to remove.
+func (s *Server) storeUploads(r *http.Request, sp domain.Suspension, v *views.Viewer) ([]domain.Document, error) {
 	mr, err := r.MultipartReader()
 	if err != nil {
-		return nil, err
+		return nil, &domain.ValidationError{Message: "The upload could not be read. Try again."}
 	}
-	limit := s.uploadLimit()
-	var out []upload
+	var docs []domain.Document
 	for {
 		part, err := mr.NextPart()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				return nil, &domain.ValidationError{Code: CodePayloadTooLarge, Message: fmt.Sprintf("The upload is larger than this server accepts (%d files of %s at most).", maxUploadFiles, humanSize(limit))}
-			}
-			return nil, err
+			return docs, s.bodyError(err)
 		}
 		if part.FormName() != "files" || part.FileName() == "" {
 			part.Close()
 			continue
 		}
-		if len(out) == maxUploadFiles {
-			return nil, &domain.ValidationError{Message: fmt.Sprintf("Upload at most %d files at once.", maxUploadFiles)}
+		if len(docs) == maxUploadFiles {
+			part.Close()
+			return docs, &domain.ValidationError{Message: fmt.Sprintf("Upload at most %d files at once.", maxUploadFiles)}
 		}
-		f, err := readPart(part, limit, accept)
+		d, err := s.storeUpload(r.Context(), part, sp, v)
 		part.Close()
 		if err != nil {
-			return nil, err
+			return docs, err
 		}
-		out = append(out, f)
+		docs = append(docs, d)
 	}
-	if len(out) == 0 {
+	if len(docs) == 0 {
 		return nil, &domain.ValidationError{Message: "Choose at least one file to upload."}
 	}
-	return out, nil
+	return docs, nil
 }
 
-func readPart(part *multipart.Part, limit int64, accept []string) (upload, error) {
-	name := cleanFilename(part.FileName())
-	var buf bytes.Buffer
-	n, err := io.Copy(&buf, io.LimitReader(part, limit+1))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return upload{}, &domain.ValidationError{Code: CodePayloadTooLarge, Message: fmt.Sprintf("The upload is larger than this server accepts (%s per file).", humanSize(limit))}
-		}
-		return upload{}, err
-	}
-	if n > limit {
-		return upload{}, &domain.ValidationError{Code: CodePayloadTooLarge, Message: fmt.Sprintf("%s is larger than %s, the most this server accepts per file.", name, humanSize(limit)),
-			Fields: []domain.FieldError{{Field: name, Message: "too large"}}}
+// storeUpload sniffs one file's type from its first bytes, refuses it if
+// the suspension does not accept that type, and otherwise hands the store
+// a reader of the whole file (those bytes, then the rest of the part) that
+// fails once it passes UploadLimit.
+func (s *Server) storeUpload(ctx context.Context, part *multipart.Part, sp domain.Suspension, v *views.Viewer) (domain.Document, error) {
+	shown := domain.CleanFilename(part.FileName(), "")
+	head := make([]byte, sniffLen)
+	n, err := io.ReadFull(part, head)
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return domain.Document{}, s.bodyError(err)
 	}
 	if n == 0 {
-		return upload{}, &domain.ValidationError{Message: name + " is empty.", Fields: []domain.FieldError{{Field: name, Message: "empty"}}}
+		return domain.Document{}, &domain.ValidationError{Message: shown + " is empty.", Fields: []domain.FieldError{{Field: shown, Message: "empty"}}}
 	}
-	ct := sniff(buf.Bytes())
-	if !accepted(ct, accept) {
-		return upload{}, &domain.ValidationError{
-			Message: fmt.Sprintf("%s is %s, which this request does not accept.", name, ct),
-			Fields:  []domain.FieldError{{Field: name, Message: "accepted types: " + strings.Join(accept, ", ")}},
+	ct := sniff(head[:n])
+	if !accepted(ct, sp.Accept) {
+		return domain.Document{}, &domain.ValidationError{
+			Message: fmt.Sprintf("%s is %s, which this request does not accept.", shown, ct),
+			Fields:  []domain.FieldError{{Field: shown, Message: "accepted types: " + strings.Join(sp.Accept, ", ")}},
 		}
 	}
-	return upload{name: name, contentType: ct, data: buf.Bytes()}, nil
+	content := &cappedReader{r: io.MultiReader(bytes.NewReader(head[:n]), part), limit: s.uploadLimit(), name: shown, s: s}
+	d := domain.Document{ID: uuid.Must(uuid.NewV7()).String(), SuspensionID: sp.ID, RunID: sp.RunID, UploaderID: v.ID, UploaderEmail: v.Email,
+		Filename: domain.CleanFilename(part.FileName(), ct), ContentType: ct, CreatedAt: s.Clock.Now()}
+	return s.UIStore.AddDocument(ctx, d, content)
+}
+
+// cappedReader reads one file of an upload, failing with a
+// *domain.ValidationError once it passes the per-file limit, or when the
+// request passes its own.
+type cappedReader struct {
+	r     io.Reader
+	read  int64
+	limit int64
+	name  string
+	s     *Server
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.read += int64(n)
+	if c.read > c.limit {
+		return n, &domain.ValidationError{Code: CodePayloadTooLarge, Message: fmt.Sprintf("%s is larger than %s, the most this server accepts per file.", c.name, humanSize(c.limit)),
+			Fields: []domain.FieldError{{Field: c.name, Message: "too large"}}}
+	}
+	if err != nil && err != io.EOF {
+		return n, c.s.bodyError(err)
+	}
+	return n, err
+}
+
+// bodyError is a read of the request body that failed: past the request's
+// limit, a refusal the person can act on; anything else as it is.
+func (s *Server) bodyError(err error) error {
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return &domain.ValidationError{Code: CodePayloadTooLarge, Message: fmt.Sprintf("The upload is larger than this server accepts (%s at once, %s per file).",
+			humanSize(s.uploadRequestLimit()), humanSize(s.uploadLimit()))}
+	}
+	return readError{err}
+}
+
+// readError is a request body that could not be read: the client went
+// away or sent a broken form.
+type readError struct{ err error }
+
+func (e readError) Error() string { return "read upload: " + e.err.Error() }
+func (e readError) Unwrap() error { return e.err }
+
+func isReadError(err error) bool {
+	_, ok := errors.AsType[readError](err)
+	return ok
 }
 
 // sniff is the content type the bytes show (what the browser claimed is
@@ -178,27 +239,6 @@ func accepted(ct string, accept []string) bool {
 	return false
 }
 
-// cleanFilename keeps the base name, as valid UTF-8 without control
-// characters, at most 255 bytes.
-func cleanFilename(name string) string {
-	name = filepath.Base(strings.ReplaceAll(name, "\\", "/"))
-	name = strings.ToValidUTF8(name, "_")
-	name = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return -1
-		}
-		return r
-	}, name)
-	for len(name) > 255 {
-		_, size := utf8.DecodeLastRuneInString(name)
-		name = name[:len(name)-size]
-	}
-	if name == "" || name == "." || name == "/" {
-		return "document"
-	}
-	return name
-}
-
 func humanSize(n int64) string {
 	switch {
 	case n >= 1<<20 && n%(1<<20) == 0:
@@ -216,33 +256,11 @@ func (s *Server) uploadLimit() int64 {
 	return 20 << 20
 }
 
-// downloadDocument serves a document to whoever may see its suspension, as
-// an attachment of its sniffed type: never rendered as a page of this site.
-func (s *Server) downloadDocument(w http.ResponseWriter, r *http.Request) {
-	v := s.viewerOf(r)
-	notFound := func() {
-		s.renderError(w, r, http.StatusNotFound, "Document not found", "There is no document here that you can see.", v)
+func (s *Server) uploadRequestLimit() int64 {
+	if s.UploadRequestLimit > 0 {
+		return s.UploadRequestLimit
 	}
-	d, data, err := s.UIStore.Document(r.Context(), r.PathValue("id"))
-	if errors.Is(err, domain.ErrNotFound) {
-		notFound()
-		return
-	}
-	if err != nil {
-		s.uiFailure(w, r, err)
-		return
-	}
-	if _, err := s.visibleSuspension(r, viewerPrincipal(v), d.SuspensionID); err != nil {
-		notFound()
-		return
-	}
-	h := w.Header()
-	h.Set("Content-Type", d.ContentType)
-	h.Set("Content-Length", strconv.Itoa(len(data)))
-	h.Set("Content-Disposition", "attachment; filename*=UTF-8''"+url.PathEscape(d.Filename))
-	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
-	h.Set("Cache-Control", "private, no-store")
-	_, _ = w.Write(data)
+	return 100 << 20
 }
 
 // documentViews lists a suspension's documents for its page.

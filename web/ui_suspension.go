@@ -142,7 +142,8 @@ func (s *Server) resumeFromFields(w http.ResponseWriter, r *http.Request, sp dom
 // passes the checks the API's decodeJSON applies to its bodies first
 // (ValidateJSONValue: no duplicate names, no NUL, bounded depth), whether
 // it was typed into the JSON editor or assembled from a form's fields.
-func (s *Server) resume(r *http.Request, sp domain.Suspension, v *views.Viewer, data json.RawMessage) error {
+// documents are the staged uploads the resume completes.
+func (s *Server) resume(r *http.Request, sp domain.Suspension, v *views.Viewer, data json.RawMessage, documents ...string) error {
 	if ve, ok := errors.AsType[*domain.ValidationError](ValidateJSONValue(data)); ok {
 		return &domain.ValidationError{Code: domain.CodeInvalidJSON, Message: "The resume data is not valid JSON. Check quotes, commas and brackets.",
 			Fields: []domain.FieldError{{Field: "", Message: ve.Message}}}
@@ -150,7 +151,7 @@ func (s *Server) resume(r *http.Request, sp domain.Suspension, v *views.Viewer, 
 	audit := s.auditEntry(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "suspension.resume",
 		Data: auditData(map[string]any{"runId": sp.RunID, "resumeData": data})})
 	actor := viewerPrincipal(v).User
-	_, err := s.Engine.Resume(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, Data: data, By: v.Email, Actor: &actor, Audit: audit})
+	_, err := s.Engine.Resume(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, Data: data, By: v.Email, Actor: &actor, Audit: audit, Documents: documents})
 	return err
 }
 

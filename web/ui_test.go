@@ -345,34 +345,34 @@ func TestUISuspensionPageResumesOnce(t *testing.T) {
 		b := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
 		path := "/suspensions/" + s.ID
 		p := b.get(path)
-		// The schema becomes form fields: documentIds, one per line, required.
+		// The schema becomes form fields: receiptIds, one per line, required.
 		wantPage(t, p, http.StatusOK, "awaiting_documents", "immutable", "&lt;img src=x onerror=alert(1)&gt;", "intake",
-			"Assigned to", "someone@example.com", `name="f/documentIds"`, "One per line", `name="f/note"`, `class="required"`)
+			"Assigned to", "someone@example.com", `name="f/receiptIds"`, "One per line", `name="f/note"`, `class="required"`)
 		if strings.Contains(p.Body, "<img src=x") {
 			t.Fatal("the checkpoint's markup is rendered, not shown")
 		}
-		if strings.Index(p.Body, `name="f/documentIds"`) > strings.Index(p.Body, `name="f/note"`) {
+		if strings.Index(p.Body, `name="f/receiptIds"`) > strings.Index(p.Body, `name="f/note"`) {
 			t.Fatal("the form does not keep the schema's property order")
 		}
 
 		// Bad input changes nothing and is shown on its field, typed values kept.
-		p = b.do("POST", path+"/resume", url.Values{"mode": {"fields"}, "f/documentIds": {""}, "f/note": {"kept <b>"}})
+		p = b.do("POST", path+"/resume", url.Values{"mode": {"fields"}, "f/receiptIds": {""}, "f/note": {"kept <b>"}})
 		wantPage(t, p, http.StatusUnprocessableEntity, "Some fields need attention", `<span class="field-error">minItems`, `value="kept &lt;b&gt;"`, "aria-invalid")
 		e.stillPending(t, s)
 
-		p = b.do("POST", path+"/resume", url.Values{"mode": {"fields"}, "f/documentIds": {"d-1\n\n d-2 "}, "f/note": {""}})
+		p = b.do("POST", path+"/resume", url.Values{"mode": {"fields"}, "f/receiptIds": {"d-1\n\n d-2 "}, "f/note": {""}})
 		if p.Status != http.StatusSeeOther || p.Header.Get("Location") != path+"?done=resumed" {
 			t.Fatalf("resume = %d %q:\n%s", p.Status, p.Header.Get("Location"), p.Body)
 		}
 		wantPage(t, b.get(p.Header.Get("Location")), http.StatusOK, "Resumed. The run goes on.", "Resumed by <strong>rev@example.com</strong>", "d-1")
 		e.waitRun(t, run.ID, "succeeded")
-		if got := e.suspension(t, s.ID); !sameJSON(t, got.ResumeData, json.RawMessage(`{"documentIds":["d-1","d-2"]}`)) {
+		if got := e.suspension(t, s.ID); !sameJSON(t, got.ResumeData, json.RawMessage(`{"receiptIds":["d-1","d-2"]}`)) {
 			t.Fatalf("resume data from the form = %s", got.ResumeData)
 		}
 
 		// The loser is told who won, and the winner's data stands.
 		other := e.signedIn(t, "rev2@example.com", domain.RoleReviewer)
-		wantPage(t, other.do("POST", path+"/resume", url.Values{"mode": {"fields"}, "f/documentIds": {"d-9"}}), http.StatusConflict, "Already resumed by rev@example.com")
+		wantPage(t, other.do("POST", path+"/resume", url.Values{"mode": {"fields"}, "f/receiptIds": {"d-9"}}), http.StatusConflict, "Already resumed by rev@example.com")
 		if got := e.suspension(t, s.ID); strings.Contains(string(got.ResumeData), "d-9") {
 			t.Fatalf("resume data after a losing resume = %s", got.ResumeData)
 		}
@@ -389,12 +389,12 @@ func TestUIFoundersActOnlyOnTheirOwn(t *testing.T) {
 		path := "/suspensions/" + s.ID
 		b := e.signedIn(t, "b@founders.example", domain.RoleFounder)
 		wantPage(t, b.get(path), http.StatusNotFound, "Suspension not found")
-		wantPage(t, b.do("POST", path+"/resume", url.Values{"resumeData": {`{"documentIds": ["x"]}`}}), http.StatusNotFound)
+		wantPage(t, b.do("POST", path+"/resume", url.Values{"resumeData": {`{"receiptIds": ["x"]}`}}), http.StatusNotFound)
 		e.stillPending(t, s)
 
 		a := e.signedIn(t, "a@founders.example", domain.RoleFounder)
 		wantPage(t, a.get(path), http.StatusOK, "My requests")
-		if p := a.do("POST", path+"/resume", url.Values{"mode": {"fields"}, "f/documentIds": {"a-1"}}); p.Status != http.StatusSeeOther {
+		if p := a.do("POST", path+"/resume", url.Values{"mode": {"fields"}, "f/receiptIds": {"a-1"}}); p.Status != http.StatusSeeOther {
 			t.Fatalf("founder's own resume = %d:\n%s", p.Status, p.Body)
 		}
 		e.waitRun(t, run.ID, "succeeded")

@@ -34,8 +34,18 @@ func TestEarlyResumeRacingPauseCommit(t *testing.T) {
 			return nil
 		}}
 		db := storagetest.Open(t, o)
+		// The pause takes a note, not documents: none can be uploaded to a
+		// pause before it exists, so an early resume may name none.
 		reg := domain.NewRegistry()
-		if err := registerExamples(reg); err != nil {
+		note := domain.NewWorkflow("note", "1").
+			Step("verifyClaim", func(context.Context, domain.StepRequest) (domain.StepResult, error) {
+				schema := json.RawMessage(`{"type": "object", "required": ["note"]}`)
+				return domain.StepResult{Commands: []domain.Command{domain.Suspend("awaiting_note", nil, "done", domain.WithResumeSchema(schema))}}, nil
+			}).
+			Step("done", func(context.Context, domain.StepRequest) (domain.StepResult, error) {
+				return domain.StepResult{Commands: []domain.Command{domain.Complete(nil)}}, nil
+			})
+		if err := reg.Register(note); err != nil {
 			t.Fatal(err)
 		}
 		eng := engine.New(db, reg, engine.Opts{Workers: 2, ValidateResumeData: web.ValidateResumeData})
@@ -44,7 +54,7 @@ func TestEarlyResumeRacingPauseCommit(t *testing.T) {
 		wg.Go(func() { eng.Run(engCtx) })
 		defer func() { stop(); wg.Wait() }()
 
-		run, _, err := eng.Start(ctx, "claim-verification", json.RawMessage(`{"claimId":"c-1","claimText":"Up 300%","founderEmail":"ada@example.com"}`), "")
+		run, _, err := eng.Start(ctx, "note", nil, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +63,7 @@ func TestEarlyResumeRacingPauseCommit(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("the pause was never committed")
 		}
-		_, err = eng.Resume(ctx, domain.ResumeRequest{RunID: run.ID, StepKey: "verifyClaim", Data: json.RawMessage(`{"documentIds":["d1"]}`), By: "test"})
+		_, err = eng.Resume(ctx, domain.ResumeRequest{RunID: run.ID, StepKey: "verifyClaim", Data: json.RawMessage(`{"note":"seen"}`), By: "test"})
 		if ce, ok := errors.AsType[*domain.ConflictError](err); ok {
 			t.Fatalf("resume by step key during the pause's commit: %s: %s", ce.Code, ce.Message)
 		}

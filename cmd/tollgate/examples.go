@@ -41,14 +41,16 @@ var documentationSchema = json.RawMessage(`{
   "additionalProperties": false,
   "properties": {
     "documentIds": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1},
-                    "description": "Ids of the uploaded documents that back the claim"},
+                    "description": "Ids of documents uploaded to this request that back the claim; ids of documents not uploaded to it are refused (unknown_document)"},
     "note": {"type": "string", "description": "Anything the reviewer should know"}
   }
 }`)
 
 // claimVerification verifies a founder's claim. A claim that states figures
-// needs documentation: the run suspends until the founder supplies it, then
-// handleDocumentation decides.
+// needs documentation: the run suspends until the founder uploads it, then
+// handleDocumentation decides. The engine lets the resume name only
+// documents uploaded to this suspension, so "verified" always rests on
+// real files.
 func claimVerification() *domain.Workflow {
 	return domain.NewWorkflow("claim-verification", "1").
 		Step("verifyClaim", verifyClaim, domain.WithRetry(domain.RetryPolicy{MaxAttempts: 3, InitialBackoff: 500e6, MaxBackoff: 10e9, Multiplier: 2, Jitter: 0.2})).

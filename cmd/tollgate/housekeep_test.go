@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/storage"
 	"github.com/tollgatehq/tollgate/storage/storagetest"
 )
@@ -110,5 +113,66 @@ func TestHousekeepingRetention(t *testing.T) {
 		if _, err := db.Run(ctx, id); err != nil {
 			t.Errorf("retention deleted run %q: %v", id, err)
 		}
+	}
+}
+
+// A serving process deletes documents an upload left staged (the server
+// was killed mid-upload) once they are older than stagedUploadMaxAge, and
+// keeps an upload still in progress.
+func TestHousekeepingSweepsUnfinishedUploads(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := storagetest.Open(t, storage.Opts{DataDir: t.TempDir()})
+	reg := domain.NewRegistry()
+	if err := registerExamples(reg); err != nil {
+		t.Fatal(err)
+	}
+	eng := engine.New(db, reg, engine.Opts{PollInterval: 10 * time.Millisecond})
+	engCtx, stopEngine := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { eng.Run(engCtx) })
+	defer func() { stopEngine(); wg.Wait() }()
+	run, _, err := eng.Start(ctx, "claim-verification", json.RawMessage(`{"claimId":"c-1","claimText":"Up 300%","founderEmail":"ada@example.com"}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sp domain.Suspension
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		page, _, err := db.Suspensions(ctx, domain.SuspensionFilter{RunID: run.ID, Status: domain.SuspensionPending})
+		if err == nil && len(page) == 1 {
+			sp = page[0]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s never paused: %v", run.ID, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for id, at := range map[string]time.Time{"cut-off": time.Now().Add(-2 * stagedUploadMaxAge), "in-progress": time.Now()} {
+		d := domain.Document{ID: id, SuspensionID: sp.ID, RunID: run.ID, UploaderID: "u", UploaderEmail: "ada@example.com", Filename: "a.pdf", ContentType: "application/pdf", CreatedAt: at}
+		if _, err := db.AddDocument(ctx, d, strings.NewReader("%PDF-1.7")); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	hkCtx, stop := context.WithCancel(ctx)
+	wg.Go(func() { housekeep(hkCtx, db, slog.New(slog.NewTextHandler(io.Discard, nil)), 10*time.Millisecond, 0) })
+	defer stop()
+	staged := func(id string) int {
+		var n int
+		if err := db.Bun().QueryRowContext(ctx, "SELECT count(*) FROM documents WHERE id = ?", id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for staged("cut-off") != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the cut-off upload is still there")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if staged("in-progress") != 1 {
+		t.Fatal("housekeeping deleted an upload in progress")
 	}
 }

@@ -109,6 +109,10 @@ type testServer struct {
 
 	mu      sync.Mutex
 	clients []*http.Client
+
+	// env, when set, is the server's environment with TOLLGATE_DATA,
+	// for commands run against its database (signIn).
+	env map[string]string
 }
 
 // startServer runs `tollgate serve --addr 127.0.0.1:0 --data DATA` plus args
@@ -753,15 +757,19 @@ func TestNoMigrateRefusesAnEmptyDatabase(t *testing.T) {
 
 func TestExamples(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, env map[string]string) {
-		s := startServer(t, env)
+		data := t.TempDir()
+		s := startServer(t, env, "--data", data)
 		if env["DATABASE_URL"] != "" && !strings.Contains(s.Stdout.String(), "PostgreSQL at postgres://…@") {
 			t.Errorf("stdout does not name PostgreSQL (without its credentials):\n%s", s.Stdout)
 		}
+		s.env = cloneEnv(env)
+		s.env["TOLLGATE_DATA"] = data
 		testExamples(t, s)
 	})
 }
 
-// testExamples drives the example workflows through the HTTP API.
+// testExamples drives the example workflows through the HTTP API, and
+// a founder's upload through the web app.
 func testExamples(t *testing.T, s *testServer) {
 	c := s.client()
 	t.Run("claim-verification", func(t *testing.T) {
@@ -796,16 +804,33 @@ func testExamples(t *testing.T, s *testServer) {
 		if bad.code() == "" {
 			t.Errorf("422 without a code: %s", bad.Body)
 		}
-		var resumed apiSuspension
-		c.call(t, http.StatusOK, "POST", "/api/v1/suspensions/"+sp.ID+"/resume", map[string]any{"resumeData": map[string]any{"documentIds": []string{"d1"}}}).decode(t, &resumed)
-		if resumed.Status != "resumed" || resumed.ResumedBy == nil || *resumed.ResumedBy != adminEmailOf(t, s) {
-			t.Errorf("resumed suspension = %+v", resumed)
+		// Documents nobody uploaded verify nothing: refused, nothing changes.
+		madeUp := c.call(t, http.StatusUnprocessableEntity, "POST", "/api/v1/suspensions/"+sp.ID+"/resume", map[string]any{"resumeData": map[string]any{"documentIds": []string{"made-up"}}})
+		if madeUp.code() != "unknown_document" || !strings.Contains(string(madeUp.Body), `"/resumeData/documentIds/0"`) {
+			t.Errorf("made-up document ids: %s", madeUp.Body)
 		}
-		if r := c.call(t, http.StatusConflict, "POST", "/api/v1/suspensions/"+sp.ID+"/resume", map[string]any{"resumeData": map[string]any{"documentIds": []string{"d2"}}}); r.code() != "already_resumed" {
+		if got := c.suspensions(t, "status=pending&runId="+run.ID); len(got) != 1 {
+			t.Fatalf("after a refused resume, pending suspensions %+v", got)
+		}
+		// The founder uploads a real statement: its id verifies the claim.
+		founder := s.signIn(t, "ada@example.com", "founder")
+		if status, body := founder.upload(t, "/suspensions/"+sp.ID+"/documents", "statement.pdf", []byte("%PDF-1.7\n%%EOF\n")); status != http.StatusSeeOther {
+			t.Fatalf("upload = %d: %s", status, body)
+		}
+		var resumed apiSuspension
+		c.call(t, http.StatusOK, "GET", "/api/v1/suspensions/"+sp.ID, nil).decode(t, &resumed)
+		var rd struct {
+			DocumentIDs []string `json:"documentIds"`
+		}
+		if err := json.Unmarshal(resumed.ResumeData, &rd); err != nil || len(rd.DocumentIDs) != 1 || resumed.Status != "resumed" ||
+			resumed.ResumedBy == nil || *resumed.ResumedBy != "ada@example.com" {
+			t.Fatalf("resumed suspension = %+v", resumed)
+		}
+		if r := c.call(t, http.StatusConflict, "POST", "/api/v1/suspensions/"+sp.ID+"/resume", map[string]any{"resumeData": map[string]any{"documentIds": rd.DocumentIDs}}); r.code() != "already_resumed" {
 			t.Errorf("second resume: code %q: %s", r.code(), r.Body)
 		}
 		done := c.waitStatus(t, run.ID, "succeeded")
-		jsonEqual(t, "output", done.Output, map[string]any{"claimId": "c-1", "verdict": "verified", "method": "documentation", "documentType": "financial_statement", "documentIds": []string{"d1"}})
+		jsonEqual(t, "output", done.Output, map[string]any{"claimId": "c-1", "verdict": "verified", "method": "documentation", "documentType": "financial_statement", "documentIds": rd.DocumentIDs})
 
 		n := checkLog(t, c.events(t, run.ID))
 		for typ, want := range map[string]int{"RUN_CREATED": 1, "STEP_COMPLETED(verifyClaim)": 1, "verification_suspended": 1, "WORKFLOW_PAUSED": 1, "RUN_RESUMED": 1, "STEP_COMPLETED(handleDocumentation)": 1, "RUN_SUCCEEDED": 1} {
@@ -885,22 +910,25 @@ func testExamples(t *testing.T, s *testServer) {
 // TestResumeByStepKeyWhilePausing resumes runs by step key right after
 // starting them, so that many resumes race the commit of their pause. Every
 // resume must be accepted (200, or 202 when it came first) and every run
-// must finish.
+// must finish. (The pause takes a note, not documents: no document can be
+// uploaded to a pause before it exists.)
 func TestResumeByStepKeyWhilePausing(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, env map[string]string) {
 		c := startServer(t, env).client()
+		c.call(t, http.StatusCreated, "PUT", "/api/v1/workflows/note/versions/1", json.RawMessage(
+			`{"id": "note", "version": "1", "steps": [{"type": "input", "name": "verifyClaim", "reason": "awaiting_note"}]}`))
 		var wg sync.WaitGroup
 		for i := range 40 {
 			wg.Go(func() {
-				input := map[string]any{"claimId": fmt.Sprint(i), "claimText": "Up 300%", "founderEmail": "ada@example.com"}
-				r, err := c.do(t.Context(), "POST", "/api/v1/workflows/claim-verification/runs", map[string]any{"input": input})
+				input := map[string]any{"claimId": fmt.Sprint(i)}
+				r, err := c.do(t.Context(), "POST", "/api/v1/workflows/note/runs", map[string]any{"input": input})
 				if err != nil || r.Status != http.StatusCreated {
 					t.Errorf("start: %v %d %s", err, r.Status, r.Body)
 					return
 				}
 				var run apiRun
 				_ = json.Unmarshal(r.Body, &run)
-				r, err = c.do(t.Context(), "POST", "/api/v1/runs/"+run.ID+"/steps/verifyClaim/resume", map[string]any{"resumeData": map[string]any{"documentIds": []string{"d1"}}})
+				r, err = c.do(t.Context(), "POST", "/api/v1/runs/"+run.ID+"/steps/verifyClaim/resume", map[string]any{"resumeData": map[string]any{"note": "seen"}})
 				if err != nil || r.Status != http.StatusOK && r.Status != http.StatusAccepted {
 					t.Errorf("resume run %s by step key: %v %d %s", run.ID, err, r.Status, r.Body)
 					return

@@ -12,13 +12,17 @@ import (
 func TestSeed(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, env map[string]string) {
-		args := []string{"--data", t.TempDir()}
+		data := t.TempDir()
+		args := []string{"--data", data}
 		const n, founders = 250, 3
 		seedArgs := append([]string{"seed", "--suspensions", fmt.Sprint(n), "--founders", fmt.Sprint(founders), "--log-level", "warn"}, args...)
 		if err := run(t.Context(), seedArgs, envFunc(env), io.Discard, io.Discard); err != nil {
 			t.Fatal(err)
 		}
-		c := startServer(t, env, args...).client()
+		srv := startServer(t, env, args...)
+		srv.env = cloneEnv(env)
+		srv.env["TOLLGATE_DATA"] = data
+		c := srv.client()
 
 		var runs apiPage[apiRun]
 		c.call(t, http.StatusOK, "GET", "/api/v1/runs?status=suspended&limit=200", nil).decode(t, &runs)
@@ -47,7 +51,9 @@ func TestSeed(t *testing.T) {
 			t.Fatalf("pending suspensions by reason %v, by assignee %v", reasons, assignees)
 		}
 
-		c.call(t, http.StatusOK, "POST", "/api/v1/suspensions/"+claim.ID+"/resume", map[string]any{"resumeData": map[string]any{"documentIds": []string{"d1"}}})
+		if status, body := srv.signIn(t, "rev@example.com", "reviewer").upload(t, "/suspensions/"+claim.ID+"/documents", "statement.pdf", []byte("%PDF-1.7\n")); status != http.StatusSeeOther {
+			t.Fatalf("upload to the seeded claim = %d: %s", status, body)
+		}
 		c.call(t, http.StatusOK, "POST", "/api/v1/suspensions/"+expense.ID+"/approve", map[string]any{"comment": "ok"})
 		c.waitStatus(t, claim.RunID, "succeeded")
 		c.waitStatus(t, expense.RunID, "succeeded")

@@ -36,6 +36,9 @@ type serveConfig struct {
 	sessionMax      time.Duration
 	trustProxy      bool
 	uploadLimit     int
+	uploadRequest   int
+	uploadsPerUser  int
+	uploadsInFlight int
 	workflowsDir    string
 	maxWait         time.Duration
 	publicURL       string
@@ -69,6 +72,9 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.Duration(&c.sessionMax, "session-max", "TOLLGATE_SESSION_MAX", 7*24*time.Hour, "a browser session ends this long after login, used or not")
 	f.Bool(&c.trustProxy, "trust-proxy", "TOLLGATE_TRUST_PROXY", "believe X-Forwarded-Proto and X-Forwarded-For from a reverse proxy in front of the server (Secure cookies behind TLS, client addresses for login limits)")
 	f.Int(&c.uploadLimit, "upload-limit", "TOLLGATE_UPLOAD_LIMIT", 20<<20, "largest document a person may upload, in bytes")
+	f.Int(&c.uploadRequest, "upload-request-limit", "TOLLGATE_UPLOAD_REQUEST_LIMIT", 100<<20, "largest upload request (all its files together), in bytes")
+	f.Int(&c.uploadsPerUser, "uploads-per-user", "TOLLGATE_UPLOADS_PER_USER", 2, "uploads one person may have in progress at once on this server; more are refused with 429")
+	f.Int(&c.uploadsInFlight, "uploads-in-flight", "TOLLGATE_UPLOADS_IN_FLIGHT", 8, "uploads this server reads at once, from everyone; more are refused with 429")
 	f.String(&c.workflowsDir, "workflows", "TOLLGATE_WORKFLOWS", "", "folder of declarative workflow documents (*.json) to register at start")
 	f.Duration(&c.maxWait, "max-wait", "TOLLGATE_MAX_WAIT", flow.DefaultMaxWait, "longest wait a declarative wait step may ask for")
 	f.String(&c.publicURL, "public-url", "TOLLGATE_PUBLIC_URL", "", "URL where callers reach this server, for the resume URLs it hands out (default: http:// and the listen address; set it when listening on every address, such as :8080)")
@@ -225,23 +231,31 @@ func (f *flows) listening(log *slog.Logger) func(net.Addr) {
 func newServer(c serveConfig, eng *engine.Engine, db *storage.DB, f *flows, feed *replay.Feed, log *slog.Logger) *web.Server {
 	return &web.Server{Engine: eng, Store: db, Auth: db, Health: db, Log: log, MaxBody: int64(c.maxBody), KeyCacheTTL: c.keyCacheTTL,
 		UIStore: db, SessionIdle: c.sessionIdle, SessionAbsolute: c.sessionMax, TrustProxy: c.trustProxy, UploadLimit: int64(c.uploadLimit),
+		UploadRequestLimit: int64(c.uploadRequest), UploadsPerUser: c.uploadsPerUser, UploadsInFlight: c.uploadsInFlight,
 		SyncTimeout: c.syncTimeout, RedactHeaders: c.redactHeaders, Feed: feed, Catalog: f.catalog, Waitpoints: f.waitpoints, WorkItems: db,
 		DeviceKey: subKey(f.links.Secret, "tollgate device cookie"), MetricsToken: c.metricsToken, MetricsElsewhere: c.metricsAddr != ""}
 }
 
 // housekeepingEvery is how often housekeep folds the inbox's count deltas;
-// expired sessions and finished runs past their retention are swept every
-// sweepRounds rounds, retentionBatch runs per transaction.
+// expired sessions, unfinished uploads and finished runs past their
+// retention are swept every sweepRounds rounds (and at start),
+// retentionBatch runs or uploadBatch documents (each with up to a request's
+// worth of chunks) per transaction. An upload still staged
+// after stagedUploadMaxAge was cut off (a crash, a lost connection): no
+// upload within the request limits takes that long.
 const (
-	housekeepingEvery = 5 * time.Second
-	sweepRounds       = 60
-	retentionBatch    = 500
+	housekeepingEvery  = 5 * time.Second
+	sweepRounds        = 60
+	retentionBatch     = 500
+	uploadBatch        = 20
+	stagedUploadMaxAge = time.Hour
 )
 
 // housekeep keeps the database tidy until ctx ends: it folds pending-count
 // deltas into their counters (so counting stays cheap), deletes expired
-// sessions and, unless retention is 0, finished runs that ended longer
-// than retention ago. Several servers sharing a database may all run it.
+// sessions, documents left staged by uploads that never finished and,
+// unless retention is 0, finished runs that ended longer than retention
+// ago. Several servers sharing a database may all run it.
 func housekeep(ctx context.Context, db *storage.DB, log *slog.Logger, every, retention time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -255,6 +269,7 @@ func housekeep(ctx context.Context, db *storage.DB, log *slog.Logger, every, ret
 			} else if n > 0 {
 				log.InfoContext(ctx, "Deleted expired sessions", "sessions", n)
 			}
+			deleteStagedUploads(ctx, db, log, time.Now().Add(-stagedUploadMaxAge))
 			if retention > 0 {
 				deleteExpiredRuns(ctx, db, log, time.Now().Add(-retention))
 			}
@@ -288,6 +303,28 @@ func deleteExpiredRuns(ctx context.Context, db *storage.DB, log *slog.Logger, be
 	}
 	if total > 0 {
 		log.InfoContext(ctx, "Deleted finished runs past retention", "runs", total, "finished_before", before.UTC().Format(time.RFC3339))
+	}
+}
+
+// deleteStagedUploads deletes documents staged before the cutoff, in
+// batches of uploadBatch, until a batch comes back short or ctx ends.
+func deleteStagedUploads(ctx context.Context, db *storage.DB, log *slog.Logger, before time.Time) {
+	total := 0
+	for ctx.Err() == nil {
+		n, err := db.DeleteStagedDocuments(ctx, before, uploadBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.WarnContext(ctx, "Deleting unfinished uploads failed", "error", err)
+			}
+			break
+		}
+		total += n
+		if n < uploadBatch {
+			break
+		}
+	}
+	if total > 0 {
+		log.InfoContext(ctx, "Deleted unfinished uploads", "documents", total, "staged_before", before.UTC().Format(time.RFC3339))
 	}
 }
 

@@ -176,11 +176,52 @@ func (e *Engine) Resume(ctx context.Context, req domain.ResumeRequest) (domain.S
 	if err := domain.CheckJSON(req.Data); err != nil {
 		return domain.Suspension{}, fmt.Errorf("resume: data: %w", err)
 	}
-	req.Check = func(s domain.Suspension) error { return e.checkResume(s, req) }
+	uploaded, err := e.uploadedDocuments(ctx, req)
+	if err != nil {
+		return domain.Suspension{}, err
+	}
+	req.Check = func(s domain.Suspension) error {
+		if err := e.checkResume(s, req); err != nil {
+			return err
+		}
+		return domain.CheckNamedDocuments(req.Data, uploaded)
+	}
 	req.Handoff = e.handoff()
 	s, err := e.store.Resume(ctx, req)
 	e.dispatch(req.Handoff, err)
 	return s, err
+}
+
+// uploadedDocuments answers, for each id the resume data names, whether
+// it is a document uploaded to the suspension being resumed: completed
+// before, or staged and completed by this very resume. A resume by step
+// key has no suspension to upload to yet, so it may name none: it is
+// refused here, as the check inside the store's transaction does not run
+// for a resume kept before its pause. A completed document stays so; only
+// the store's transaction decides whether the resume wins.
+func (e *Engine) uploadedDocuments(ctx context.Context, req domain.ResumeRequest) (func(string) bool, error) {
+	ids, named := domain.NamedDocuments(req.Data)
+	if !named {
+		return nil, nil
+	}
+	known := map[string]bool{}
+	for _, id := range req.Documents {
+		known[id] = true
+	}
+	if req.SuspensionID == "" {
+		if err := domain.CheckNamedDocuments(req.Data, func(string) bool { return false }); err != nil {
+			return nil, fmt.Errorf("resume %s step %s: %w", req.RunID, req.StepKey, err)
+		}
+		return nil, nil
+	}
+	done, err := e.store.UploadedDocuments(ctx, req.SuspensionID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("resume suspension %s: %w", req.SuspensionID, err)
+	}
+	for _, id := range done {
+		known[id] = true
+	}
+	return func(id string) bool { return known[id] }, nil
 }
 
 // checkResume vets a resume of the pending suspension s: the person acting

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"testing"
+	"time"
+)
+
+// person is someone signed in to a test server's web app.
+type person struct {
+	base string
+	hc   *http.Client
+}
+
+// signIn adds a person with the given role to the server's database (with
+// `tollgate user add`) and signs them in through the login form.
+func (s *testServer) signIn(t *testing.T, email, role string) *person {
+	t.Helper()
+	if s.env == nil {
+		t.Fatal("signIn needs the server's environment (testServer.env)")
+	}
+	env := cloneEnv(s.env)
+	env["TOLLGATE_PASSWORD"] = "a long enough password"
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"user", "add", "--email", email, "--role", role}, envFunc(env), &out, &out); err != nil {
+		t.Fatalf("user add %s: %v\n%s", email, err, out.String())
+	}
+	jar, _ := cookiejar.New(nil)
+	p := &person{base: s.URL, hc: &http.Client{Jar: jar, Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}}
+	resp, err := p.hc.PostForm(s.URL+"/login", url.Values{"email": {email}, "password": {env["TOLLGATE_PASSWORD"]}, "next": {"/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign in %s: %d", email, resp.StatusCode)
+	}
+	return p
+}
+
+// upload posts one file as the upload form does and returns the status
+// and body of the answer.
+func (p *person) upload(t *testing.T, path, name string, content []byte) (int, string) {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	w, err := mw.CreateFormFile("files", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = w.Write(content)
+	_ = mw.Close()
+	req, err := http.NewRequestWithContext(t.Context(), "POST", p.base+path, &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	resp, err := p.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
