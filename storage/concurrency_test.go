@@ -102,7 +102,9 @@ type gate struct {
 func earlyWorkflow(gates *sync.Map, n *stepCounter, seen *sync.Map) *domain.Workflow {
 	return domain.NewWorkflow("early", "1").
 		Step("ask", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
-			var in struct{ Token string }
+			var in struct {
+				Token string `json:"token"`
+			}
 			if err := req.Bind(&in); err != nil {
 				return domain.StepResult{}, err
 			}
@@ -114,8 +116,10 @@ func earlyWorkflow(gates *sync.Map, n *stepCounter, seen *sync.Map) *domain.Work
 		}).
 		Step("use", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
 			var p struct {
-				Checkpoint struct{ Token string } `json:"checkpoint"`
-				ResumeData json.RawMessage        `json:"resumeData"`
+				Checkpoint struct {
+					Token string `json:"token"`
+				} `json:"checkpoint"`
+				ResumeData json.RawMessage `json:"resumeData"`
 			}
 			if err := req.Bind(&p); err != nil {
 				return domain.StepResult{}, err
@@ -312,7 +316,9 @@ func TestEarlyResumeIsVettedAgainstItsPause(t *testing.T) {
 	var seen sync.Map
 	wf := domain.NewWorkflow("vetted", "1").
 		Step("ask", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
-			var in struct{ Kind string }
+			var in struct {
+				Kind string `json:"kind"`
+			}
 			if err := req.Bind(&in); err != nil {
 				return domain.StepResult{}, err
 			}

@@ -17,7 +17,10 @@ import (
 // askAsInput, for askOnce, pauses with the reason and kind the run's
 // input names.
 func askAsInput(req domain.StepRequest) domain.Command {
-	var in struct{ Reason, Kind string }
+	var in struct {
+		Reason string `json:"reason"`
+		Kind   string `json:"kind"`
+	}
 	if err := req.Bind(&in); err != nil {
 		return domain.Fail("bad_input", err.Error())
 	}

@@ -976,7 +976,9 @@ func TestJSONTextRoundTrips(t *testing.T) {
 		ctx := t.Context()
 		wf := domain.NewWorkflow("echo", "1").
 			Step("start", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
-				var in struct{ Text string }
+				var in struct {
+					Text string `json:"text"`
+				}
 				if err := req.Bind(&in); err != nil {
 					return domain.StepResult{}, err
 				}
@@ -987,8 +989,12 @@ func TestJSONTextRoundTrips(t *testing.T) {
 			}).
 			Step("finish", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
 				var p struct {
-					Checkpoint struct{ Text string } `json:"checkpoint"`
-					ResumeData struct{ Text string } `json:"resumeData"`
+					Checkpoint struct {
+						Text string `json:"text"`
+					} `json:"checkpoint"`
+					ResumeData struct {
+						Text string `json:"text"`
+					} `json:"resumeData"`
 				}
 				if err := req.Bind(&p); err != nil {
 					return domain.StepResult{}, err

@@ -15,7 +15,9 @@ import (
 func claimWorkflow(resumed *atomic.Int64) *domain.Workflow {
 	return domain.NewWorkflow("claim", "1").
 		Step("verifyClaim", func(ctx context.Context, req domain.StepRequest) (domain.StepResult, error) {
-			var in struct{ ClaimID string }
+			var in struct {
+				ClaimID string `json:"claimId"`
+			}
 			if err := req.Bind(&in); err != nil {
 				return domain.StepResult{}, err
 			}
@@ -31,7 +33,9 @@ func claimWorkflow(resumed *atomic.Int64) *domain.Workflow {
 		Step("handleDocumentation", func(ctx context.Context, req domain.StepRequest) (domain.StepResult, error) {
 			resumed.Add(1)
 			var p struct {
-				Checkpoint struct{ ClaimID string } `json:"checkpoint"`
+				Checkpoint struct {
+					ClaimID string `json:"claimId"`
+				} `json:"checkpoint"`
 				ResumeData struct {
 					ReceiptIDs []string `json:"receiptIds"`
 				} `json:"resumeData"`
