@@ -30,12 +30,13 @@ func withFlows(s *web.Server) {
 // rawToken is a credential written into a document; no answer may hold it.
 const rawToken = "sk_live_4f9a2b7c1d"
 
-const chargeDoc = `{"id": "charge", "version": "1", "steps": [
+const chargeDoc = `{"id": "charge", "version": "1", "allowFounders": true, "steps": [
 	{"type": "http", "name": "charge", "url": "https://payments.example.com/charges",
 	 "headers": {"Authorization": "Bearer ` + rawToken + `", "X-Payments-Token": {"$secret": "PAYMENTS_TOKEN"}}}]}`
 
 // Workflow documents are for staff, and the header values of their http
-// steps are write-only: a founder's key lists workflows without documents;
+// steps are write-only: a founder's key lists the workflows it may start
+// without documents;
 // staff see literal values as "***" and secret references as written; the
 // registered value is in no answer, the registration's own included.
 func TestWorkflowDocumentsHideHeaderValues(t *testing.T) {
