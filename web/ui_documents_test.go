@@ -222,18 +222,18 @@ func waitSignal(t *testing.T, c <-chan struct{}, what string) {
 	}
 }
 
-// A 30 MiB upload reaches the store while it is still being sent, in
+// An 8 MiB upload (32 chunks) reaches the store while it is still being sent, in
 // reads of at most 1 MiB: nothing holds the whole file. Its download is
 // the same bytes.
 func TestUIUploadStreams(t *testing.T) {
 	t.Parallel()
 	spy := &spyStore{reading: make(chan struct{}, 1)}
-	configure := func(s *web.Server) { withSpy(spy)(s); s.UploadLimit = 40 << 20 }
+	configure := func(s *web.Server) { withSpy(spy)(s); s.UploadLimit = 16 << 20 }
 	e := newAPIEnv(t, storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")}, configure)
 	run, s := e.paused(t, "paperwork", map[string]string{"assignee": "a@founders.example"})
 	a := e.signedIn(t, "a@founders.example", domain.RoleFounder)
 
-	const size = 30 << 20
+	const size = 8 << 20
 	content := func(w io.Writer, from, to int) error {
 		block := bytes.Repeat([]byte("0123456789abcdef"), 4096)
 		copy(block, pdfBytes)
