@@ -25,13 +25,7 @@ func TestPublicURLOnAnUnspecifiedHost(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := startServer(t, nil, tt.args...)
-			if err := s.stop(); err != nil {
-				t.Fatal(err)
-			}
-			if got := strings.Contains(s.Stderr.String(), warning); got != tt.warn {
-				t.Errorf("warned %v, want %v; stderr:\n%s", got, tt.warn, s.Stderr)
-			}
+			checkStartWarning(t, tt.args, warning, tt.warn)
 		})
 	}
 }
@@ -112,13 +106,20 @@ func TestPublicMetricsWarning(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := startServer(t, nil, tt.args...)
-			if err := s.stop(); err != nil {
-				t.Fatal(err)
-			}
-			if got := strings.Contains(s.Stderr.String(), warning); got != tt.warn {
-				t.Errorf("warned %v, want %v; stderr:\n%s", got, tt.warn, s.Stderr)
-			}
+			checkStartWarning(t, tt.args, warning, tt.warn)
 		})
+	}
+}
+
+// checkStartWarning starts and stops a server with args and checks that it
+// warned (or did not) with a line holding warning.
+func checkStartWarning(t *testing.T, args []string, warning string, want bool) {
+	t.Helper()
+	s := startServer(t, nil, args...)
+	if err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Contains(s.Stderr.String(), warning); got != want {
+		t.Errorf("warned %v, want %v; stderr:\n%s", got, want, s.Stderr)
 	}
 }
