@@ -43,9 +43,12 @@ type Command struct {
 	ApproverRole Role     `json:"approverRole,omitempty"`
 	// Accept lists the document types (MIME) a person may upload to resume.
 	Accept []string `json:"accept,omitempty"`
-	// Title and Instructions tell the person who resumes what is asked.
-	Title        string `json:"title,omitempty"`
-	Instructions string `json:"instructions,omitempty"`
+	// Title and Instructions tell the person who resumes what is asked;
+	// Fields and ReasonLabel complete the presentation (see Presentation).
+	Title        string  `json:"title,omitempty"`
+	Fields       []Field `json:"fields,omitempty"`
+	ReasonLabel  string  `json:"reasonLabel,omitempty"`
+	Instructions string  `json:"instructions,omitempty"`
 	// StepKey, when set, is the pause's key within the run instead of the
 	// step name (a waitpoint's id): resumes addressed to it before the
 	// pause commits are kept for it.
@@ -97,6 +100,17 @@ func WithDocuments(types ...string) SuspendOption {
 // who resumes it; the web app shows them.
 func WithTitle(title, instructions string) SuspendOption {
 	return func(c *Command) { c.Title, c.Instructions = title, instructions }
+}
+
+// WithPresentation sets how people see the suspension: its title (when
+// not empty, it replaces one set by WithTitle), fields and reason label.
+func WithPresentation(p Presentation) SuspendOption {
+	return func(c *Command) {
+		if p.Title != "" {
+			c.Title = p.Title
+		}
+		c.Fields, c.ReasonLabel = append([]Field(nil), p.Fields...), p.ReasonLabel
+	}
 }
 
 // WithStepKey sets the pause's key within its run (see Command.StepKey).

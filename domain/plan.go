@@ -269,6 +269,7 @@ func planPause(o Outcome, c *StepCommit, b Command, cmds []Command) error {
 		StepName: o.Step, Kind: b.Kind, Reason: b.Reason, Checkpoint: checkpoint,
 		ResumeStep: b.ResumeStep, ResumeSchema: b.ResumeSchema, Assignee: b.Assignee, Accept: b.Accept, RunStartedBy: o.Run.StartedBy.ID,
 		Approvers: approvers, ApproverRole: b.ApproverRole, Title: b.Title, Instructions: b.Instructions, StepKey: b.StepKey,
+		Fields: b.Fields, ReasonLabel: b.ReasonLabel,
 	}
 	siblings := make([]Command, 0, len(cmds)-1)
 	for _, cmd := range cmds {

@@ -158,6 +158,8 @@ type NewSuspension struct {
 	ApproverRole Role
 	Accept       []string
 	Title        string
+	Fields       []Field
+	ReasonLabel  string
 	Instructions string
 	// StepKey, when set, is the pause's key; by default the step name
 	// (then name#2, name#3… for later pauses of the same step).

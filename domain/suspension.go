@@ -79,8 +79,12 @@ type Suspension struct {
 	ApproverRole Role
 	// Accept lists the document types a person may upload to resume it.
 	Accept []string
-	// Title and Instructions say what a person is asked to do.
+	// Title, Fields and ReasonLabel are the presentation people see: a
+	// title they recognise, a few formatted fields and the human name of
+	// the reason (see Presentation). Instructions say what is asked.
 	Title        string
+	Fields       []Field
+	ReasonLabel  string
 	Instructions string
 	// Deferred holds the sibling commands of a review, run on approval.
 	Deferred    []Command
@@ -93,6 +97,15 @@ type Suspension struct {
 	// Precompleted is true for a resume that arrived before its pause: the
 	// row holds resume data but no pause has been attached to it yet.
 	Precompleted bool
+}
+
+// ReasonName is the reason as people read it: its label, or the reason
+// made readable when its author gave none.
+func (s Suspension) ReasonName() string {
+	if s.ReasonLabel != "" {
+		return s.ReasonLabel
+	}
+	return ReasonLabelOf(s.Reason)
 }
 
 // Restricted reports whether the suspension names who may act on it.

@@ -410,7 +410,7 @@ func (w *commitWriter) suspensionRow(ns *domain.NewSuspension, key string) *susp
 		StepName: ns.StepName, StepKey: key, Kind: ns.Kind, Reason: ns.Reason, Status: domain.SuspensionPending,
 		Checkpoint: ns.Checkpoint, ResumeStep: ns.ResumeStep, ResumeSchema: ns.ResumeSchema,
 		Assignee: ns.Assignee, RunStartedBy: ns.RunStartedBy, Accept: ns.Accept, Deferred: ns.Deferred, SuspendedAt: &now, CreatedAt: now,
-		Title: ns.Title, Instructions: ns.Instructions, Approvers: ns.Approvers, ApproverRole: ns.ApproverRole,
+		Title: ns.Title, Fields: ns.Fields, ReasonLabel: ns.ReasonLabel, Instructions: ns.Instructions, Approvers: ns.Approvers, ApproverRole: ns.ApproverRole,
 	}
 	if ns.WakeAt != nil {
 		wake := ts(*ns.WakeAt)
@@ -444,6 +444,7 @@ func (w *commitWriter) attach(ctx context.Context, existing, pause *suspensionRo
 		Set("run_started_by = ?", pause.RunStartedBy).
 		Set("deferred = ?", pause.Deferred).Set("suspended_at = ?", pause.SuspendedAt).
 		Set("title = ?", pause.Title).Set("instructions = ?", pause.Instructions).
+		Set("fields = ?", pause.Fields).Set("reason_label = ?", pause.ReasonLabel).
 		Set("approvers = ?", pause.Approvers).Set("approver_role = ?", pause.ApproverRole).
 		Set("precompleted = ?", false).
 		Where("id = ? AND precompleted", existing.ID).Returning("*").Exec(ctx)

@@ -83,6 +83,8 @@ type suspensionRow struct {
 	ApproverRole     domain.Role             `bun:"approver_role"`
 	Accept           stringList              `bun:"accept,type:json"`
 	Title            string                  `bun:"title"`
+	Fields           fieldList               `bun:"fields,type:json"`
+	ReasonLabel      string                  `bun:"reason_label"`
 	Instructions     string                  `bun:"instructions"`
 	Deferred         json.RawMessage         `bun:"deferred,type:jsonb,nullzero"`
 	WakeAt           *time.Time              `bun:"wake_at"`
@@ -102,7 +104,7 @@ func (s *suspensionRow) toDomain() (domain.Suspension, error) {
 		Checkpoint: s.Checkpoint, ResumeStep: s.ResumeStep, ResumeData: s.ResumeData,
 		ResumeSchema: s.ResumeSchema, Assignee: s.Assignee, RunStartedBy: s.RunStartedBy, WakeAt: utcPtr(s.WakeAt),
 		Approvers: s.Approvers, ApproverRole: s.ApproverRole, Accept: s.Accept,
-		Title: s.Title, Instructions: s.Instructions,
+		Title: s.Title, Fields: s.Fields, ReasonLabel: s.ReasonLabel, Instructions: s.Instructions,
 		ResumedAt: utcPtr(s.ResumedAt), Precompleted: s.Precompleted,
 	}
 	if s.SuspendedAt != nil {
@@ -232,6 +234,42 @@ func (a *stringList) Scan(src any) error {
 	var list []string
 	if err := json.Unmarshal(b, &list); err != nil {
 		return fmt.Errorf("string list: %w", err)
+	}
+	*a = list
+	return nil
+}
+
+// fieldList is a suspension's presentation fields stored as a JSON array,
+// [] when empty.
+type fieldList []domain.Field
+
+func (a fieldList) Value() (driver.Value, error) {
+	if len(a) == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal([]domain.Field(a))
+	return string(b), err
+}
+
+func (a *fieldList) Scan(src any) error {
+	var b []byte
+	switch v := src.(type) {
+	case string:
+		b = []byte(v)
+	case []byte:
+		b = v
+	case nil:
+		*a = nil
+		return nil
+	default:
+		return fmt.Errorf("field list: unexpected %T", src)
+	}
+	var list []domain.Field
+	if err := json.Unmarshal(b, &list); err != nil {
+		return fmt.Errorf("field list: %w", err)
+	}
+	if len(list) == 0 {
+		list = nil
 	}
 	*a = list
 	return nil

@@ -1,0 +1,2 @@
+ALTER TABLE suspensions DROP COLUMN reason_label;
+ALTER TABLE suspensions DROP COLUMN fields;
