@@ -131,9 +131,10 @@ func Load(body []byte, env Env) (Document, *domain.Workflow, error) {
 
 // compile builds the workflow of a document Parse accepted.
 func compile(doc Document, env Env) (*domain.Workflow, error) {
-	c := &compiled{doc: doc, env: env, index: map[string]int{}}
+	c := &compiled{doc: doc, env: env, index: map[string]int{}, displays: make([]*presenter, len(doc.Steps))}
 	for i, st := range doc.Steps {
 		c.index[st.Name] = i
+		c.displays[i] = newPresenter(st.Display)
 	}
 	wf := domain.NewWorkflow(doc.ID, doc.Version)
 	wf.InputSchema, wf.WebhookTrigger, wf.AllowFounders = doc.InputSchema, doc.WebhookTrigger, doc.AllowFounders
@@ -150,6 +151,8 @@ type compiled struct {
 	doc   Document
 	env   Env
 	index map[string]int
+	// displays are the steps' displays, by index; nil for none.
+	displays []*presenter
 }
 
 func (c *compiled) step(i int) domain.StepFunc {
@@ -172,7 +175,7 @@ func (c *compiled) step(i int) domain.StepFunc {
 			if err != nil {
 				return domain.StepResult{}, err
 			}
-			return c.waitOn(st, s, wp), nil
+			return c.waitOn(st, s, wp, c.displays[i]), nil
 		case TypeWait:
 			if resumed {
 				res := c.advance(i, s, map[string]any{"resumedFromWait": true})
@@ -184,12 +187,12 @@ func (c *compiled) step(i int) domain.StepFunc {
 			if resumed {
 				return c.decided(i, s, data), nil
 			}
-			return c.ask(st, s), nil
+			return c.ask(i, s), nil
 		default: // TypeInput: Parse admits no other type
 			if resumed {
 				return c.advance(i, s, data), nil
 			}
-			return c.ask(st, s), nil
+			return c.ask(i, s), nil
 		}
 	}
 }
@@ -237,19 +240,23 @@ func (c *compiled) task(ctx context.Context, i int, req domain.StepRequest, s St
 		return domain.StepResult{}, err
 	}
 	if w, ok := out.(waitFor); ok {
-		return c.waitOn(st, s, w.wp), nil
+		return c.waitOn(st, s, w.wp, nil), nil
 	}
 	return c.advance(i, s, out), nil
 }
 
-// waitOn pauses the step on a waitpoint. The pause's key is the
-// waitpoint's id, so a resume call that comes before the pause commits is
-// kept for it; the step runs again when it completes.
-func (c *compiled) waitOn(st Step, s State, wp Waitpoint) domain.StepResult {
+// waitOn pauses the step on a waitpoint, shown to people as display says
+// when it is not nil. The pause's key is the waitpoint's id, so a resume
+// call that comes before the pause commits is kept for it; the step runs
+// again when it completes.
+func (c *compiled) waitOn(st Step, s State, wp Waitpoint, display *presenter) domain.StepResult {
 	s.Waitpoint = wp.ID
 	cmd := domain.Command{Type: domain.CmdSuspend, Kind: domain.KindWebhook, Reason: "webhook", Checkpoint: s, ResumeStep: st.Name, StepKey: wp.ID}
 	if wp.Type == domain.WaitpointDelay {
 		cmd.Kind, cmd.Reason, cmd.Until = domain.KindDelay, "delay", *wp.ResumeAt
+	}
+	if display != nil {
+		domain.WithPresentation(display.present(s))(&cmd)
 	}
 	return domain.StepResult{Commands: []domain.Command{cmd}}
 }
@@ -275,8 +282,13 @@ func (c *compiled) wait(st Step, s State) domain.StepResult {
 // ask pauses for a person: an approval (a decision) or an input (data or
 // documents matching the step's schema and types). The step continues
 // itself with what they give.
-func (c *compiled) ask(st Step, s State) domain.StepResult {
+func (c *compiled) ask(i int, s State) domain.StepResult {
+	st := c.doc.Steps[i]
 	opts := []domain.SuspendOption{domain.WithResumeStep(st.Name), domain.WithTitle(st.Title, st.Instructions)}
+	if d := c.displays[i]; d != nil {
+		// After WithTitle: a display's title, when it renders, wins.
+		opts = append(opts, domain.WithPresentation(d.present(s)))
+	}
 	if st.Assignee != "" {
 		who, err := pointerString(s.Input, st.Assignee)
 		if err != nil {

@@ -100,6 +100,9 @@ type Step struct {
 	// webhook: answered to the webhook that started the run when it
 	// pauses here ({{resumeUrl}} in its body becomes the resume URL).
 	ResponseToSend *domain.HTTPResponse `json:"responseToSend,omitempty"`
+
+	// approval, input and webhook: how people see the pause.
+	Display *Display `json:"display,omitempty"`
 }
 
 // Retry is a step's retry policy as a document states it.
@@ -117,9 +120,9 @@ var fieldsOf = map[string][]string{
 	TypeTask:     {"handler", "config"},
 	TypeHTTP:     {"url", "method", "headers", "args", "async", "timeoutMs", "completionTimeoutMs", "onTimeout"},
 	TypeWait:     {"durationMs", "untilTimestamp"},
-	TypeWebhook:  {"responseToSend"},
-	TypeApproval: {"reason", "title", "instructions", "assignee", "resumeSchema", "onReject"},
-	TypeInput:    {"reason", "title", "instructions", "assignee", "resumeSchema", "accept"},
+	TypeWebhook:  {"responseToSend", "display"},
+	TypeApproval: {"reason", "title", "instructions", "assignee", "resumeSchema", "onReject", "display"},
+	TypeInput:    {"reason", "title", "instructions", "assignee", "resumeSchema", "accept", "display"},
 }
 
 var commonFields = []string{"type", "name", "next", "end", "retry"}
@@ -244,7 +247,7 @@ func Parse(body []byte, env Env) (Document, error) {
 			{"assignee", &st.Assignee}, {"accept", &st.Accept}, {"onReject", &st.OnReject}, {"responseToSend", &st.ResponseToSend},
 			{"url", &st.URL}, {"method", &st.Method}, {"async", &st.Async}, {"timeoutMs", &st.TimeoutMs},
 			{"completionTimeoutMs", &st.CompletionTimeoutMs}, {"onTimeout", &st.OnTimeout}, {"config", &st.Config},
-			{"resumeSchema", &st.ResumeSchema}, {"args", &st.Args},
+			{"resumeSchema", &st.ResumeSchema}, {"args", &st.Args}, {"display", &st.Display},
 		} {
 			v.decode(path+"."+f.name, fields[f.name], f.dst)
 		}
@@ -338,6 +341,11 @@ func (v *validator) document(doc Document, hasSteps bool, env Env) {
 			if _, ok := index[f[1]]; f[1] != "" && !ok {
 				v.add(path+"."+f[0], "no step is named %q", f[1])
 			}
+		}
+		// Checked once every step name is known: a display may point
+		// into the output of any step.
+		if st.Display != nil && slices.Contains(fieldsOf[st.Type], "display") {
+			v.display(path+".display", *st.Display, index)
 		}
 	}
 	for i, reached := range reachable(doc.Steps, index) {
