@@ -44,6 +44,9 @@ type pause struct {
 	Name     string                `json:"name,omitempty"` // signal name
 	Deadline *time.Time            `json:"deadline,omitempty"`
 	Approval *ApproveOptions       `json:"approval,omitempty"`
+	// presentation is how people see a signal wait; it goes on the
+	// suspension, not into the checkpoint.
+	presentation *domain.Presentation
 }
 
 // ErrPaused is returned by a primitive that waits for something not in the
@@ -68,13 +71,14 @@ func (e *StepError) Error() string {
 var ErrTimeout = errors.New("replay: the wait's deadline passed before the event came")
 
 // Option sets a primitive's explicit durable id (and, for WaitForEvent,
-// its deadline).
+// its deadline and presentation).
 type Option func(*options)
 
 type options struct {
-	id       string
-	timeout  time.Duration
-	deadline time.Time
+	id           string
+	timeout      time.Duration
+	deadline     time.Time
+	presentation *domain.Presentation
 }
 
 // WithID gives a primitive an explicit durable id. Without one the id is
@@ -87,6 +91,13 @@ func Timeout(d time.Duration) Option { return func(o *options) { o.timeout = d }
 
 // Deadline bounds a WaitForEvent by an absolute time.
 func Deadline(t time.Time) Option { return func(o *options) { o.deadline = t } }
+
+// WithPresentation sets how people see a WaitForEvent's suspension: its
+// title, fields and reason label (see domain.Presentation). It is fixed
+// when the wait is first reached and the run pauses there.
+func WithPresentation(p domain.Presentation) Option {
+	return func(o *options) { o.presentation = &p }
+}
 
 func optionsOf(opts []Option) options {
 	var o options
@@ -402,7 +413,7 @@ func (c *Context) wait(kind domain.SuspensionKind, name string, o options, posit
 		}
 		return s.Payload, nil
 	}
-	p := &pause{StepID: id, Kind: kind, Name: name}
+	p := &pause{StepID: id, Kind: kind, Name: name, presentation: o.presentation}
 	if r != nil && r.awaited != nil {
 		var a signalAwaited
 		if err := json.Unmarshal(r.awaited.Payload, &a); err != nil {
@@ -419,11 +430,14 @@ func (c *Context) wait(kind domain.SuspensionKind, name string, o options, posit
 	return nil, c.suspend(p)
 }
 
-// ApproveOptions describe an approval request.
+// ApproveOptions describe an approval request. Title, Fields and
+// ReasonLabel are how people see it (see domain.Presentation).
 type ApproveOptions struct {
-	ID          string `json:"id,omitempty"`
-	Title       string `json:"title"`
-	Description string `json:"description,omitempty"`
+	ID          string         `json:"id,omitempty"`
+	Title       string         `json:"title"`
+	Fields      []domain.Field `json:"fields,omitempty"`
+	ReasonLabel string         `json:"reasonLabel,omitempty"`
+	Description string         `json:"description,omitempty"`
 	// Approvers (emails) and Role (reviewer or admin) name who may
 	// decide; admins always may. With neither, any reviewer or admin
 	// decides. One approver alone is also the request's assignee, so it

@@ -233,7 +233,8 @@ func (c *Context) paused() domain.StepResult {
 	switch p.Kind {
 	case domain.KindApproval:
 		a := p.Approval
-		opts = append(opts, domain.WithResumeStep(StepName), domain.WithTitle(a.Title, a.Description))
+		opts = append(opts, domain.WithResumeStep(StepName), domain.WithTitle(a.Title, a.Description),
+			domain.WithPresentation(domain.Presentation{Fields: a.Fields, ReasonLabel: a.ReasonLabel}))
 		if len(a.Approvers) == 1 {
 			opts = append(opts, domain.WithAssignee(a.Approvers[0]))
 		}
@@ -248,6 +249,9 @@ func (c *Context) paused() domain.StepResult {
 		cmd = domain.SleepUntil(*p.Deadline, p, StepName)
 		cmd.StepKey = p.StepID
 	default:
+		if p.presentation != nil {
+			opts = append(opts, domain.WithPresentation(*p.presentation))
+		}
 		cmd = domain.Suspend(p.Name, p, StepName, opts...)
 		if p.Deadline != nil {
 			cmd.Until = *p.Deadline
