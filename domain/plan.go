@@ -257,6 +257,10 @@ func planPause(o Outcome, c *StepCommit, b Command, cmds []Command) error {
 			return &OrchestrationError{Message: fmt.Sprintf("accepted document type %q is not a MIME type in lower case without parameters, like application/pdf or image/*", t)}
 		}
 	}
+	fields, err := checkFields(b.Fields)
+	if err != nil {
+		return err
+	}
 	approvers, err := CheckApprovers(b.ApproverRole, b.Approvers)
 	if err != nil {
 		return err
@@ -269,7 +273,7 @@ func planPause(o Outcome, c *StepCommit, b Command, cmds []Command) error {
 		StepName: o.Step, Kind: b.Kind, Reason: b.Reason, Checkpoint: checkpoint,
 		ResumeStep: b.ResumeStep, ResumeSchema: b.ResumeSchema, Assignee: b.Assignee, Accept: b.Accept, RunStartedBy: o.Run.StartedBy.ID,
 		Approvers: approvers, ApproverRole: b.ApproverRole, Title: b.Title, Instructions: b.Instructions, StepKey: b.StepKey,
-		Fields: b.Fields, ReasonLabel: b.ReasonLabel,
+		Fields: fields, ReasonLabel: b.ReasonLabel,
 	}
 	siblings := make([]Command, 0, len(cmds)-1)
 	for _, cmd := range cmds {

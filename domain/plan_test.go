@@ -274,6 +274,10 @@ func TestPlanCommandRules(t *testing.T) {
 		{"approver not an email", domain.StepResult{Commands: []domain.Command{domain.Suspend("r", nil, "", domain.WithApprovers("", "ann"))}}, domain.CodeOrchestration},
 		{"accept with parameters", domain.StepResult{Commands: []domain.Command{domain.Suspend("r", nil, "", domain.WithDocuments("text/plain;charset=utf-8"))}}, domain.CodeOrchestration},
 		{"accept in capitals", domain.StepResult{Commands: []domain.Command{domain.Suspend("r", nil, "", domain.WithDocuments("Application/PDF"))}}, domain.CodeOrchestration},
+		{"field without label", domain.StepResult{Commands: []domain.Command{domain.Suspend("r", nil, "", domain.WithPresentation(domain.Presentation{Fields: []domain.Field{domain.NewField(" ", 1, "")}}))}}, domain.CodeOrchestration},
+		{"field with unknown format", domain.StepResult{Commands: []domain.Command{domain.Review("r", nil, domain.WithPresentation(domain.Presentation{Fields: []domain.Field{domain.NewField("Amount", 1, "money:euro")}}))}}, domain.CodeOrchestration},
+		{"field value not JSON", domain.StepResult{Commands: []domain.Command{domain.Suspend("r", nil, "", domain.WithPresentation(domain.Presentation{Fields: []domain.Field{{Label: "Amount", Value: json.RawMessage(`{`)}}}))}}, domain.CodeValidation},
+		{"field value with NUL", domain.StepResult{Commands: []domain.Command{domain.Suspend("r", nil, "", domain.WithPresentation(domain.Presentation{Fields: []domain.Field{domain.NewField("Note", "a\x00b", "")}}))}}, domain.CodeValidation},
 		{"bad resume schema", domain.StepResult{Commands: []domain.Command{domain.Suspend("r", nil, "", domain.WithResumeSchema(json.RawMessage(`{`)))}}, domain.CodeOrchestration},
 		{"complete and invoke", domain.StepResult{Commands: []domain.Command{domain.Complete(1), domain.Invoke("next", nil)}}, domain.CodeOrchestration},
 		{"complete and fail", domain.StepResult{Commands: []domain.Command{domain.Complete(1), domain.Fail("x", "y")}}, domain.CodeOrchestration},
@@ -516,5 +520,19 @@ func TestPlanFounderRunAsksOnlyTheFounder(t *testing.T) {
 				t.Fatalf("suspension = %+v, finish = %+v; want one that keeps the starter", c.Suspension, c.Finish)
 			}
 		})
+	}
+}
+
+// A pause's presentation goes on its suspension as given, fields in
+// order; a field without a value shows null.
+func TestPlanPresentation(t *testing.T) {
+	t.Parallel()
+	p := domain.Presentation{Title: "Expense: Flight Lisbon", ReasonLabel: "Expense approval", Fields: []domain.Field{
+		{Label: "Amount", Value: json.RawMessage(`389.00`), Format: "money:EUR"}, {Label: "Unknown"}}}
+	c := domain.Plan(outcome(t, domain.StepResult{Commands: []domain.Command{domain.Review("awaiting_approval", nil, domain.WithPresentation(p))}}))
+	s := c.Suspension
+	if s == nil || s.Title != p.Title || s.ReasonLabel != p.ReasonLabel || len(s.Fields) != 2 ||
+		string(s.Fields[0].Value) != `389.00` || s.Fields[0].Format != "money:EUR" || s.Fields[1].Label != "Unknown" || string(s.Fields[1].Value) != "null" {
+		t.Fatalf("suspension %+v", s)
 	}
 }

@@ -110,3 +110,31 @@ func fieldValue(v any) json.RawMessage {
 func NewField(label string, value any, format FieldFormat) Field {
 	return Field{Label: label, Value: fieldValue(value), Format: format}
 }
+
+// checkFields vets a pause's fields before they are stored: each has a
+// label and a defined format, and its value is JSON the databases keep
+// (an empty value is null).
+func checkFields(fields []Field) ([]Field, error) {
+	if len(fields) == 0 {
+		return nil, nil
+	}
+	out := make([]Field, len(fields))
+	for i, f := range fields {
+		if strings.TrimSpace(f.Label) == "" {
+			return nil, &OrchestrationError{Message: fmt.Sprintf("presentation field %d has no label", i)}
+		}
+		if err := f.Format.Check(); err != nil {
+			return nil, &OrchestrationError{Message: fmt.Sprintf("presentation field %q: %v", f.Label, err)}
+		}
+		if len(f.Value) == 0 {
+			f.Value = json.RawMessage("null")
+		}
+		v, err := EncodeJSON(fmt.Sprintf("the value of presentation field %q", f.Label), f.Value, 0, CodeValidation)
+		if err != nil {
+			return nil, err
+		}
+		f.Value = v
+		out[i] = f
+	}
+	return out, nil
+}

@@ -4,6 +4,7 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -243,12 +244,19 @@ func (a *stringList) Scan(src any) error {
 // [] when empty.
 type fieldList []domain.Field
 
+// Value writes the fields with their values as given: json.Marshal would
+// escape <, > and & in them.
 func (a fieldList) Value() (driver.Value, error) {
 	if len(a) == 0 {
 		return "[]", nil
 	}
-	b, err := json.Marshal([]domain.Field(a))
-	return string(b), err
+	var b strings.Builder
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	if err := e.Encode([]domain.Field(a)); err != nil {
+		return nil, err
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
 }
 
 func (a *fieldList) Scan(src any) error {
