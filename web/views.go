@@ -95,9 +95,14 @@ type suspensionJSON struct {
 	Assignee        string                  `json:"assignee,omitempty"`
 	// Approvers and ApproverRole, when set, name who besides admins may
 	// act on it.
-	Approvers     []string    `json:"approvers,omitempty"`
-	ApproverRole  domain.Role `json:"approverRole,omitempty"`
-	Title         string      `json:"title,omitempty"`
+	Approvers    []string    `json:"approvers,omitempty"`
+	ApproverRole domain.Role `json:"approverRole,omitempty"`
+	// Title, Fields and ReasonLabel are how people see it: Title may be
+	// empty, Fields is [] when it has none, and ReasonLabel is the
+	// reason's human name, given or made from the reason.
+	Title         string      `json:"title"`
+	Fields        []fieldJSON `json:"fields"`
+	ReasonLabel   string      `json:"reasonLabel"`
 	Instructions  string      `json:"instructions,omitempty"`
 	Accept        []string    `json:"accept,omitempty"`
 	Decision      string      `json:"decision,omitempty"`
@@ -127,7 +132,7 @@ func suspensionView(s domain.Suspension) suspensionJSON {
 		Checkpoint: orNull(s.Checkpoint), ResumeStep: s.ResumeStep, ResumeSchema: s.ResumeSchema,
 		ResumeData: orNull(s.ResumeData), Assignee: s.Assignee, Decision: s.Decision,
 		Approvers: s.Approvers, ApproverRole: s.ApproverRole,
-		Title: s.Title, Instructions: s.Instructions, Accept: s.Accept,
+		Title: s.Title, Fields: fieldsView(s.Fields), ReasonLabel: s.ReasonName(), Instructions: s.Instructions, Accept: s.Accept,
 		DeferredCount: len(s.Deferred), WakeAt: s.WakeAt, SuspendedAt: s.SuspendedAt, ResumedAt: s.ResumedAt,
 	}
 	if s.ResumedBy != "" {
@@ -135,6 +140,25 @@ func suspensionView(s domain.Suspension) suspensionJSON {
 		v.ResumedBy = &by
 	}
 	return v
+}
+
+// fieldJSON is a presentation field in the API: its value as stored, and
+// its format always named (text when its author named none).
+type fieldJSON struct {
+	Label  string             `json:"label"`
+	Value  json.RawMessage    `json:"value"`
+	Format domain.FieldFormat `json:"format"`
+}
+
+func fieldsView(fs []domain.Field) []fieldJSON {
+	out := make([]fieldJSON, len(fs))
+	for i, f := range fs {
+		out[i] = fieldJSON{Label: f.Label, Value: orNull(f.Value), Format: f.Format}
+		if f.Format == "" {
+			out[i].Format = domain.FormatText
+		}
+	}
+	return out
 }
 
 type signalJSON struct {
