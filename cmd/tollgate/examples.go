@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"unicode"
 
@@ -74,8 +75,25 @@ func verifyClaim(_ context.Context, req domain.StepRequest) (domain.StepResult, 
 		Commands: []domain.Command{domain.Suspend("awaiting_documentation",
 			claimCheckpoint{ClaimID: in.ClaimID, ClaimText: in.ClaimText, RequestedDocType: "financial_statement"},
 			"handleDocumentation", domain.WithAssignee(in.FounderEmail), domain.WithResumeSchema(documentationSchema),
-			domain.WithDocuments("application/pdf", "image/png", "image/jpeg"))},
+			domain.WithDocuments("application/pdf", "image/png", "image/jpeg"),
+			domain.WithTitle("Documents for: "+clip(in.ClaimText, 60),
+				"Upload a financial statement (PDF, PNG or JPEG) that shows the figures in your claim."),
+			domain.WithPresentation(domain.Presentation{ReasonLabel: "Documents needed", Fields: []domain.Field{
+				domain.NewField("Claim", in.ClaimText, domain.FormatText),
+				domain.NewField("Founder", in.FounderEmail, domain.FormatEmail),
+				domain.NewField("Document asked for", "Financial statement", domain.FormatText),
+			}}))},
 	}, nil
+}
+
+// clip shortens s to at most n characters for a title, ending it with an
+// ellipsis when it was cut.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return strings.TrimSpace(string(r[:n-1])) + "…"
+	}
+	return s
 }
 
 func handleDocumentation(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
@@ -102,6 +120,10 @@ func handleDocumentation(_ context.Context, req domain.StepRequest) (domain.Step
 type expenseInput struct {
 	Amount      float64 `json:"amount"`
 	Description string  `json:"description"`
+	// Requester (an email) and SubmittedOn (a date, 2026-04-15) are
+	// shown to the reviewer when given.
+	Requester   string `json:"requester,omitempty"`
+	SubmittedOn string `json:"submittedOn,omitempty"`
 }
 
 // expenseApproval asks a reviewer to approve an expense. The reimbursement
@@ -124,10 +146,27 @@ func submitExpense(_ context.Context, req domain.StepRequest) (domain.StepResult
 	return domain.StepResult{
 		Output: map[string]any{"status": "awaiting_approval"},
 		Commands: []domain.Command{
-			domain.Review("awaiting_approval", in),
+			domain.Review("awaiting_approval", in, domain.WithPresentation(expensePresentation(in))),
 			domain.Invoke("reimburse", in),
 		},
 	}, nil
+}
+
+// expensePresentation is how a reviewer sees an expense: its description
+// and amount (in euros), who asked and when.
+func expensePresentation(in expenseInput) domain.Presentation {
+	p := domain.Presentation{
+		Title:       fmt.Sprintf("Expense: %s — €%.2f", clip(in.Description, 60), in.Amount),
+		ReasonLabel: "Expense approval",
+		Fields:      []domain.Field{domain.NewField("Amount", in.Amount, "money:EUR")},
+	}
+	if in.Requester != "" {
+		p.Fields = append(p.Fields, domain.NewField("Requester", in.Requester, domain.FormatEmail))
+	}
+	if in.SubmittedOn != "" {
+		p.Fields = append(p.Fields, domain.NewField("Submitted", in.SubmittedOn, domain.FormatDate))
+	}
+	return p
 }
 
 func reimburse(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {

@@ -306,6 +306,8 @@ type apiSuspension struct {
 	ResumeData    json.RawMessage `json:"resumeData"`
 	Assignee      string          `json:"assignee"`
 	Title         string          `json:"title"`
+	Fields        []apiField      `json:"fields"`
+	ReasonLabel   string          `json:"reasonLabel"`
 	Instructions  string          `json:"instructions"`
 	Accept        []string        `json:"accept"`
 	ResumeURL     string          `json:"resumeUrl"`
@@ -313,6 +315,21 @@ type apiSuspension struct {
 	DeferredCount int             `json:"deferredCommands"`
 	WakeAt        *time.Time      `json:"wakeAt"`
 	ResumedBy     *string         `json:"resumedBy"`
+}
+
+type apiField struct {
+	Label  string          `json:"label"`
+	Value  json.RawMessage `json:"value"`
+	Format string          `json:"format"`
+}
+
+// fieldsText is fields as "label=value(format)" pairs, to compare in one go.
+func fieldsText(fs []apiField) string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = f.Label + "=" + string(f.Value) + "(" + f.Format + ")"
+	}
+	return strings.Join(parts, " ")
 }
 
 type apiEvent struct {
@@ -798,6 +815,10 @@ func testExamples(t *testing.T, s *testServer) {
 			t.Errorf("suspension = %+v", sp)
 		}
 		jsonEqual(t, "checkpoint", sp.Checkpoint, map[string]any{"claimId": "c-1", "claimText": "Revenue grew 300% in 2025", "requestedDocType": "financial_statement"})
+		if sp.Title != "Documents for: Revenue grew 300% in 2025" || sp.ReasonLabel != "Documents needed" ||
+			fieldsText(sp.Fields) != `Claim="Revenue grew 300% in 2025"(text) Founder="ada@example.com"(email) Document asked for="Financial statement"(text)` {
+			t.Errorf("presentation: %q %q %s", sp.Title, sp.ReasonLabel, fieldsText(sp.Fields))
+		}
 
 		// Data that breaks the schema is refused and changes nothing.
 		bad := c.call(t, http.StatusUnprocessableEntity, "POST", "/api/v1/suspensions/"+sp.ID+"/resume", map[string]any{"resumeData": map[string]any{"documentIds": []string{}}})
@@ -852,7 +873,7 @@ func testExamples(t *testing.T, s *testServer) {
 		}
 	})
 	expense := func(t *testing.T) (apiRun, apiSuspension) {
-		run := c.startRun(t, "expense-approval", map[string]any{"amount": 120.5, "description": "Conference ticket"})
+		run := c.startRun(t, "expense-approval", map[string]any{"amount": 120.5, "description": "Conference ticket", "requester": "rita@example.com", "submittedOn": "2026-04-15"})
 		c.waitStatus(t, run.ID, "suspended")
 		approvals := c.suspensions(t, "kind=approval&runId="+run.ID)
 		if len(approvals) != 1 {
@@ -862,7 +883,11 @@ func testExamples(t *testing.T, s *testServer) {
 		if sp.Reason != "awaiting_approval" || sp.Status != "pending" || sp.DeferredCount != 1 {
 			t.Errorf("suspension = %+v", sp)
 		}
-		jsonEqual(t, "checkpoint", sp.Checkpoint, map[string]any{"amount": 120.5, "description": "Conference ticket"})
+		jsonEqual(t, "checkpoint", sp.Checkpoint, map[string]any{"amount": 120.5, "description": "Conference ticket", "requester": "rita@example.com", "submittedOn": "2026-04-15"})
+		if sp.Title != "Expense: Conference ticket — €120.50" || sp.ReasonLabel != "Expense approval" ||
+			fieldsText(sp.Fields) != `Amount=120.5(money:EUR) Requester="rita@example.com"(email) Submitted="2026-04-15"(date)` {
+			t.Errorf("presentation: %q %q %s", sp.Title, sp.ReasonLabel, fieldsText(sp.Fields))
+		}
 		// A review is decided, not resumed with data.
 		c.call(t, http.StatusUnprocessableEntity, "POST", "/api/v1/suspensions/"+sp.ID+"/resume", map[string]any{"resumeData": map[string]any{"approved": true}})
 		return run, sp
@@ -894,6 +919,27 @@ func testExamples(t *testing.T, s *testServer) {
 		n := checkLog(t, c.events(t, run.ID))
 		if n["REVIEW_REJECTED"] != 1 || n["COMMANDS_DISCARDED"] != 1 || n["STEP_COMPLETED(reimburse)"] != 0 || n["RUN_FAILED"] != 1 {
 			t.Errorf("events: %v", n)
+		}
+	})
+	t.Run("payment pipeline", func(t *testing.T) {
+		run := c.startRun(t, "payment-pipeline", map[string]any{"userId": "u-1", "amount": 120})
+		c.waitStatus(t, run.ID, "suspended")
+		wait := c.suspensions(t, "status=pending&runId="+run.ID)
+		if len(wait) != 1 || wait[0].Title != "Payment from Ada Lovelace" || wait[0].ReasonLabel != "Payment awaited" ||
+			fieldsText(wait[0].Fields) != `Expected=120(number) Customer="ada@example.com"(email)` {
+			t.Fatalf("the payment wait: %+v", wait)
+		}
+		c.call(t, http.StatusOK, "POST", "/api/v1/runs/"+run.ID+"/signals", map[string]any{"name": "payment", "signalId": "pay-1", "payload": map[string]any{"amount": 120, "reference": "ref-1"}})
+		var approval []apiSuspension
+		for deadline := time.Now().Add(20 * time.Second); len(approval) != 1; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the payout approval never came")
+			}
+			approval = c.suspensions(t, "status=pending&kind=approval&runId="+run.ID)
+		}
+		if sp := approval[0]; sp.Title != "Pay out 120 to Ada Lovelace?" || sp.ReasonLabel != "Payout approval" ||
+			fieldsText(sp.Fields) != `Paid=120(number) Expected=120(number) Reference="ref-1"(text) Customer="ada@example.com"(email)` {
+			t.Errorf("the payout approval: %q %q %s", sp.Title, sp.ReasonLabel, fieldsText(sp.Fields))
 		}
 	})
 	t.Run("metrics", func(t *testing.T) {

@@ -78,7 +78,9 @@ func paymentPipeline() *replay.Definition {
 		if err := errors.Join(c.Emit("awaiting-payment", map[string]any{"user": u.ID, "amount": in.Amount}), c.SetState("stage", "awaiting payment")); err != nil {
 			return out, err
 		}
-		p, err := replay.WaitForEvent[paymentSignal](c, "payment", replay.WithID("payment"), replay.Timeout(timeout))
+		p, err := replay.WaitForEvent[paymentSignal](c, "payment", replay.WithID("payment"), replay.Timeout(timeout),
+			replay.WithPresentation(domain.Presentation{Title: fmt.Sprintf("Payment from %s", u.Name), ReasonLabel: "Payment awaited",
+				Fields: []domain.Field{domain.NewField("Expected", in.Amount, domain.FormatNumber), domain.NewField("Customer", u.Email, domain.FormatEmail)}}))
 		if err == replay.ErrTimeout {
 			out.Status = "expired"
 			return out, nil
@@ -91,7 +93,10 @@ func paymentPipeline() *replay.Definition {
 			return out, err
 		}
 		d, err := c.Approve(replay.ApproveOptions{ID: "payout-approval", Title: fmt.Sprintf("Pay out %d to %s?", p.Amount, u.Name),
-			Description: fmt.Sprintf("%s (%s, %s tier) paid %d, reference %q; %d was expected.", u.Name, u.Email, u.Tier, p.Amount, p.Reference, in.Amount)})
+			Description: fmt.Sprintf("%s (%s, %s tier) paid %d, reference %q; %d was expected.", u.Name, u.Email, u.Tier, p.Amount, p.Reference, in.Amount),
+			ReasonLabel: "Payout approval",
+			Fields: []domain.Field{domain.NewField("Paid", p.Amount, domain.FormatNumber), domain.NewField("Expected", in.Amount, domain.FormatNumber),
+				domain.NewField("Reference", p.Reference, domain.FormatText), domain.NewField("Customer", u.Email, domain.FormatEmail)}})
 		if err != nil {
 			return out, err
 		}

@@ -81,7 +81,8 @@ func seedTemplates(ctx context.Context, db *storage.DB, n, founders int) ([]stri
 	eng := engine.New(db, reg, engine.Opts{Log: slog.New(slog.DiscardHandler)})
 	var ids []string
 	for i := range n {
-		wf, input := "expense-approval", any(expenseInput{Amount: float64(40 + 35*i), Description: fmt.Sprintf("Conference travel, batch %d", i)})
+		wf, input := "expense-approval", any(expenseInput{Amount: float64(40 + 35*i), Description: fmt.Sprintf("Conference travel, batch %d", i),
+			Requester: fmt.Sprintf("staff-%d@example.com", i+1), SubmittedOn: time.Now().AddDate(0, 0, -i).Format(time.DateOnly)})
 		if i < founders {
 			wf, input = "claim-verification", claimInput{ClaimID: fmt.Sprintf("seed-%d", i+1), FounderEmail: fmt.Sprintf("founder-%d@example.com", i+1),
 				ClaimText: fmt.Sprintf("Revenue grew %d%% year over year to $%d.%dM", 20+i*7%80, 1+i%9, i%10)}

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"testing"
+
+	"github.com/tollgatehq/tollgate/domain"
 )
 
 // `tollgate seed` makes real suspended runs: listed, counted, assigned to
@@ -35,6 +37,9 @@ func TestSeed(t *testing.T) {
 			var page apiPage[apiSuspension]
 			c.call(t, http.StatusOK, "GET", "/api/v1/suspensions?status=pending&limit=100&cursor="+cursor, nil).decode(t, &page)
 			for _, sp := range page.Items {
+				if sp.Title == "" || len(sp.Fields) < 2 || len(sp.Fields) > 3 || sp.ReasonLabel == "" || sp.ReasonLabel == domain.ReasonLabelOf(sp.Reason) {
+					t.Fatalf("a seeded suspension without a presentation people read: %q %q %s", sp.Title, sp.ReasonLabel, fieldsText(sp.Fields))
+				}
 				assignees[sp.Assignee]++
 				reasons[sp.Reason]++
 				if sp.Reason == "awaiting_documentation" {
