@@ -201,6 +201,33 @@ func TestWebhookDeleteStopsDeliveries(t *testing.T) {
 	})
 }
 
+// A delivery is tried only within its window after the event: the last
+// attempt is marked failed and none follows it.
+func TestWebhookGivesUpAfterItsWindow(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withHooks, func(t *testing.T, e *apiEnv) {
+		e.api.Hooks.Opts.GiveUpAfter = time.Second
+		startHooks(t, e)
+		rc := newReceiver(t, 503)
+		sub := decode[subscriptionBody](t, e.call(t, "POST", "/api/v1/subscriptions", e.admin,
+			jsonString(map[string]any{"url": rc.srv.URL, "events": []string{"suspension.created"}})), http.StatusCreated)
+		e.paused(t, "intake", map[string]string{"claimId": "c-1", "assignee": founderAEmail})
+		var last attemptBody
+		waitUntil(t, "a failed attempt", func() bool {
+			p := decode[pageBody[attemptBody]](t, e.call(t, "GET", "/api/v1/subscriptions/"+sub.ID+"/deliveries", e.admin, ""), http.StatusOK)
+			if len(p.Items) > 0 {
+				last = p.Items[0]
+			}
+			return last.Status == "failed"
+		})
+		n := len(rc.deliveries())
+		time.Sleep(300 * time.Millisecond)
+		if got := len(rc.deliveries()); got != n || last.Attempt != n || last.Code != 503 || n < 2 {
+			t.Errorf("%d deliveries, then %d more; the last attempt %+v", n, got-n, last)
+		}
+	})
+}
+
 // Subscriptions are for admins: reviewers and founders get 403 on every
 // route. Bad input is refused with a stable code and creates nothing;
 // the secret is in the 201 alone.
