@@ -239,3 +239,16 @@ func (db *DB) RecordAttempt(ctx context.Context, d domain.Delivery, a domain.Del
 }
 
 var _ domain.SubscriptionStore = (*DB)(nil)
+
+// DeleteHookEvents deletes up to limit events recorded before the cutoff,
+// with their deliveries and attempts, and returns how many it deleted.
+// Their deliveries have ended by then: none is tried past its window.
+func (db *DB) DeleteHookEvents(ctx context.Context, before time.Time, limit int) (int, error) {
+	res, err := db.bun.NewRaw(`DELETE FROM hook_events WHERE id IN (
+		SELECT id FROM hook_events WHERE created_at < ? ORDER BY created_at LIMIT ?)`, ts(before), limit).Exec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("delete hook events: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}

@@ -239,6 +239,13 @@ func TestDeliveryClaims(t *testing.T) {
 			t.Fatalf("second page of attempts = %+v, %q, %v", rest, last, err)
 		}
 
+		if n, err := db.DeleteHookEvents(ctx, time.Now().Add(time.Hour), 10); err != nil || n != 1 {
+			t.Fatalf("deleted %d old events (%v); want 1", n, err)
+		}
+		if n := count(t, db, "SELECT count(*) FROM hook_attempts") + count(t, db, "SELECT count(*) FROM hook_deliveries"); n != 0 {
+			t.Fatalf("%d attempts and deliveries outlive their event", n)
+		}
+
 		run2 := startRun(t, e, "failing", nil)
 		waitRun(t, db, run2.ID, domain.RunFailed)
 		if err := db.DeleteSubscription(ctx, sub.ID, nil); err != nil {

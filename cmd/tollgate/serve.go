@@ -271,7 +271,8 @@ const (
 // deltas into their counters (so counting stays cheap), deletes expired
 // sessions, documents left staged by uploads that never finished and,
 // unless retention is 0, finished runs that ended longer than retention
-// ago. Several servers sharing a database may all run it.
+// ago and webhook events as old (at least a week). Several servers
+// sharing a database may all run it.
 func housekeep(ctx context.Context, db *storage.DB, log *slog.Logger, every, retention time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -288,6 +289,7 @@ func housekeep(ctx context.Context, db *storage.DB, log *slog.Logger, every, ret
 			deleteStagedUploads(ctx, db, log, time.Now().Add(-stagedUploadMaxAge))
 			if retention > 0 {
 				deleteExpiredRuns(ctx, db, log, time.Now().Add(-retention))
+				deleteOldHookEvents(ctx, db, log, time.Now().Add(-max(retention, hookEventMinAge)))
 			}
 		}
 		select {
@@ -319,6 +321,33 @@ func deleteExpiredRuns(ctx context.Context, db *storage.DB, log *slog.Logger, be
 	}
 	if total > 0 {
 		log.InfoContext(ctx, "Deleted finished runs past retention", "runs", total, "finished_before", before.UTC().Format(time.RFC3339))
+	}
+}
+
+// hookEventMinAge is the youngest a webhook event may be when deleted:
+// its deliveries are tried for 24 hours, and their attempts stay listed
+// a while after.
+const hookEventMinAge = 7 * 24 * time.Hour
+
+// deleteOldHookEvents deletes webhook events recorded before the cutoff,
+// with their deliveries and attempts, in batches of retentionBatch.
+func deleteOldHookEvents(ctx context.Context, db *storage.DB, log *slog.Logger, before time.Time) {
+	total := 0
+	for ctx.Err() == nil {
+		n, err := db.DeleteHookEvents(ctx, before, retentionBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.WarnContext(ctx, "Deleting old webhook events failed", "error", err)
+			}
+			break
+		}
+		total += n
+		if n < retentionBatch {
+			break
+		}
+	}
+	if total > 0 {
+		log.InfoContext(ctx, "Deleted old webhook events", "events", total, "recorded_before", before.UTC().Format(time.RFC3339))
 	}
 }
 
