@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -126,7 +127,13 @@ func (h *Hooks) deliver(ctx context.Context, d domain.Delivery) {
 			a.Status, a.NextAt = domain.DeliveryRetrying, &next
 		}
 	}
-	if err := h.Store.RecordAttempt(ctx, d, a); err != nil && ctx.Err() == nil {
+	switch err := h.Store.RecordAttempt(ctx, d, a); {
+	case err == nil, ctx.Err() != nil:
+	case errors.Is(err, domain.ErrStale):
+		// The subscription ended meanwhile, or the lease ran out and
+		// another dispatcher has the delivery now.
+		h.log().DebugContext(ctx, "A webhook attempt ended after its claim", "subscription_id", d.SubscriptionID, "event_id", d.Event.ID)
+	default:
 		h.log().WarnContext(ctx, "Recording a webhook attempt failed; it will be made again", "subscription_id", d.SubscriptionID, "event_id", d.Event.ID, "error", err)
 	}
 }
@@ -210,7 +217,7 @@ func oneLine(s string) string {
 		return r
 	}, []byte(s)))
 	if len(s) > 500 {
-		s = s[:500]
+		s = strings.ToValidUTF8(s[:500], "")
 	}
 	return s
 }
