@@ -89,7 +89,7 @@ func (db *DB) endJob(ctx context.Context, tx bun.IDB, c domain.StepCommit) (*run
 	}
 	if db.dialect == Postgres {
 		run := new(runRow)
-		err := db.first(ctx, tx, tx.NewSelect().With("ended", end).Model(run).
+		err := db.first(ctx, tx, hookedColumn(tx.NewSelect().With("ended", end).Model(run)).
 			Where("r.id = (SELECT run_id FROM ended)").For("UPDATE"), run)
 		if isNoRows(err) {
 			return nil, domain.ErrStale
@@ -116,7 +116,7 @@ func (db *DB) endJob(ctx context.Context, tx bun.IDB, c domain.StepCommit) (*run
 // pipelined transaction.
 func (db *DB) lockRun(ctx context.Context, tx bun.IDB, id string) (*runRow, error) {
 	run := new(runRow)
-	q := tx.NewSelect().Model(run).Where("id = ?", id)
+	q := hookedColumn(tx.NewSelect().Model(run)).Where("id = ?", id)
 	if db.dialect == Postgres {
 		q.For("UPDATE")
 	}
@@ -164,6 +164,9 @@ func (w *commitWriter) apply(ctx context.Context, c domain.StepCommit, res *doma
 			return err
 		}
 		res.Suspension, out = p.suspension, p.before
+		if err := w.pauseCreated(ctx, p); err != nil {
+			return err
+		}
 		if p.pending {
 			out.Pending++
 		}
@@ -201,6 +204,9 @@ func (w *commitWriter) apply(ctx context.Context, c domain.StepCommit, res *doma
 		return err
 	}
 	if err := w.updateRun(ctx, status); err != nil {
+		return err
+	}
+	if err := w.runFinished(ctx); err != nil {
 		return err
 	}
 	if err := w.db.notifyChange(ctx, w.b, w.run.ID); err != nil {
@@ -261,18 +267,54 @@ func (w *commitWriter) count(q *bun.SelectQuery) *bun.SelectQuery {
 // dropped, in this transaction.
 func (w *commitWriter) finishRun(ctx context.Context, f *domain.RunFinish) error {
 	w.run.Output, w.run.Error = f.Output, f.Error
-	return w.db.cancelOutstanding(ctx, w.b, w.run.ID, w.now)
+	return w.db.cancelOutstanding(ctx, w.b, w.run, w.now)
 }
 
+// cancelOutstanding cancels a run's pending suspensions and drops its
+// queued jobs. When subscriptions exist, each cancelled suspension is
+// reported (suspension.resolved): that reads the rows back, a round trip
+// a run without subscribers does not pay.
+//
 // A pre-completed row is never pending, so the status test alone keeps it;
 // it also keeps the planner on the run's index rather than on the partial
 // index of pending suspensions, which status churn fills with dead entries.
-func (db *DB) cancelOutstanding(ctx context.Context, b *batch, runID string, now time.Time) error {
-	if err := b.add(ctx, b.tx.NewUpdate().Model((*suspensionRow)(nil)).Set("status = ?", domain.SuspensionCancelled).
-		Where("run_id = ? AND status = ?", runID, domain.SuspensionPending)); err != nil {
+func (db *DB) cancelOutstanding(ctx context.Context, b *batch, run *runRow, now time.Time) error {
+	cancel := func(model any) *bun.UpdateQuery {
+		return b.tx.NewUpdate().Model(model).Set("status = ?", domain.SuspensionCancelled).
+			Where("run_id = ? AND status = ?", run.ID, domain.SuspensionPending)
+	}
+	if !run.Hooked {
+		if err := b.add(ctx, cancel((*suspensionRow)(nil))); err != nil {
+			return err
+		}
+	} else {
+		var cancelled []suspensionRow
+		if err := db.cancelReported(ctx, b, cancel(&cancelled), &cancelled, now); err != nil {
+			return err
+		}
+	}
+	return b.add(ctx, b.tx.NewDelete().Model((*jobRow)(nil)).Where("run_id = ? AND status = ?", run.ID, jobAvailable))
+}
+
+// cancelReported runs cancel, reading the suspensions it cancelled back
+// into rows, and reports each of them.
+func (db *DB) cancelReported(ctx context.Context, b *batch, cancel *bun.UpdateQuery, rows *[]suspensionRow, now time.Time) error {
+	if err := b.flush(ctx); err != nil {
 		return err
 	}
-	return b.add(ctx, b.tx.NewDelete().Model((*jobRow)(nil)).Where("run_id = ? AND status = ?", runID, jobAvailable))
+	if err := cancel.Returning("*").Scan(ctx); err != nil && !isNoRows(err) {
+		return err
+	}
+	for _, r := range *rows {
+		s, err := r.toDomain()
+		if err != nil {
+			return err
+		}
+		if err := db.suspensionResolved(ctx, b, s, now); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (w *commitWriter) updateRun(ctx context.Context, status domain.RunStatus) error {

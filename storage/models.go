@@ -35,6 +35,9 @@ type runRow struct {
 
 	// One suspension of the run, loaded with it by a resume; never written.
 	Suspension *suspensionRow `bun:"rel:has-one,join:id=run_id"`
+	// Hooked is read with the run's lock (hookedColumn) by the writers
+	// that skip recording hook events when no subscription exists.
+	Hooked bool `bun:"hooked,scanonly"`
 }
 
 func (r *runRow) toDomain() domain.Run {

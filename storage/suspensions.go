@@ -292,6 +292,9 @@ func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s doma
 	if err := b.add(ctx, tx.NewInsert().Model(ev)); err != nil {
 		return err
 	}
+	if err := db.suspensionResolved(ctx, b, s, now); err != nil {
+		return err
+	}
 	run.NextSeq++
 	if run.Status == domain.RunSuspended {
 		run.Status = domain.RunRunning
@@ -360,7 +363,7 @@ func (db *DB) CancelRun(ctx context.Context, req domain.CancelRequest) (domain.R
 			return &domain.ConflictError{Code: domain.CodeRunFinished, Message: fmt.Sprintf("run %s is already %s", runID, run.Status), Detail: map[string]any{"status": run.Status}}
 		}
 		b := db.newBatch(tx)
-		if err := db.cancelOutstanding(ctx, b, runID, now); err != nil {
+		if err := db.cancelOutstanding(ctx, b, run, now); err != nil {
 			return err
 		}
 		ev := newEventRow(runID, run.NextSeq, domain.NewEvent{Type: domain.EventRunCancelled, Payload: domain.MustJSON(map[string]any{"cancelledBy": by})}, now)

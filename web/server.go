@@ -16,6 +16,7 @@ import (
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/domain/flow"
+	"github.com/tollgatehq/tollgate/domain/hook"
 	"github.com/tollgatehq/tollgate/domain/replay"
 )
 
@@ -92,6 +93,10 @@ type Server struct {
 	// MaxAttachPerUser caps the attach streams one user's API keys hold
 	// open at once (32; negative: no cap); beyond it 429 too_many_streams.
 	MaxAttachPerUser int
+
+	// Hooks, when set, serves webhook subscriptions
+	// (/api/v1/subscriptions, admins only).
+	Hooks *hook.Hooks
 
 	// MetricsToken, when set, makes /metrics require
 	// "Authorization: Bearer <MetricsToken>".
@@ -170,6 +175,13 @@ func (s *Server) Handler() http.Handler {
 	api("POST /api/v1/suspensions/{id}/resume", s.resumeSuspension)
 	api("POST /api/v1/suspensions/{id}/approve", s.approveSuspension)
 	api("POST /api/v1/suspensions/{id}/reject", s.rejectSuspension)
+	if s.Hooks != nil {
+		api("POST /api/v1/subscriptions", s.createSubscription)
+		api("GET /api/v1/subscriptions", s.listSubscriptions)
+		api("GET /api/v1/subscriptions/{id}", s.showSubscription)
+		api("DELETE /api/v1/subscriptions/{id}", s.deleteSubscription)
+		api("GET /api/v1/subscriptions/{id}/deliveries", s.listDeliveries)
+	}
 	mux.Handle("/api/", s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		return domain.ErrNotFound
 	}))

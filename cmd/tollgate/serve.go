@@ -16,6 +16,7 @@ import (
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/domain/flow"
+	"github.com/tollgatehq/tollgate/domain/hook"
 	"github.com/tollgatehq/tollgate/domain/replay"
 	"github.com/tollgatehq/tollgate/storage"
 	"github.com/tollgatehq/tollgate/web"
@@ -146,10 +147,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	eng := engine.New(db, reg, engineOpts(c, log))
 	srv := newServer(c, eng, db, fl, feed, log)
+	srv.Hooks = newHooks(db, fl, log)
 	hkCtx, stopHousekeeping := context.WithCancel(ctx)
 	var hk sync.WaitGroup
 	hk.Go(func() { housekeep(hkCtx, db, log, housekeepingEvery, c.retention) })
 	defer func() { stopHousekeeping(); hk.Wait() }()
+	listening := func(addr net.Addr) {
+		fl.listening(log)(addr)
+		hk.Go(func() { srv.Hooks.Run(hkCtx) }) // after the public URL is known, which events link to
+	}
 	h := srv.Handler()
 	if c.metricsAddr != "" {
 		stop, err := serveMetrics(c, srv.MetricsHandler(), log, stdout)
@@ -158,7 +164,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		defer stop(ctx)
 	}
-	return listenAndServe(ctx, c, h, eng, log, stdout, fl.listening(log))
+	return listenAndServe(ctx, c, h, eng, log, stdout, listening)
 }
 
 // engineOpts are the engine's options as serve configures them.
@@ -184,10 +190,20 @@ func parseHeaderNames(s string) ([]string, error) {
 	return names, nil
 }
 
+// newHooks is webhook delivery as serve wires it: subscription URLs obey
+// the address rules of http steps, signing secrets are sealed under a key
+// derived from the server secret, and events link to pages on the public
+// URL.
+func newHooks(db *storage.DB, f *flows, log *slog.Logger) *hook.Hooks {
+	return &hook.Hooks{Store: db, Allow: f.allow, Key: subKey(f.links.Secret, "tollgate subscription secrets"), Log: log,
+		PublicURL: func() string { return f.links.PublicURL }}
+}
+
 // flows are declarative workflows as serve wires them: the links that
 // sign resume URLs, waitpoints, and the catalog with http steps limited
 // by --http-allow.
 type flows struct {
+	allow      *flow.AllowList
 	links      *flow.Links
 	waitpoints *flow.Waitpoints
 	catalog    *flow.Catalog
@@ -206,7 +222,7 @@ func newFlows(c serveConfig, db *storage.DB, reg *domain.Registry, tasks *flow.T
 	steps.Secrets = os.LookupEnv // documents name secrets of the server's environment; each call reads them afresh
 	catalog := flow.NewCatalog(db, flow.Env{Tasks: tasks, MaxWait: c.maxWait, CheckSchema: web.CheckSchema, Waitpoints: waitpoints,
 		HTTP: steps}, reg)
-	return &flows{links: links, waitpoints: waitpoints, catalog: catalog}, nil
+	return &flows{allow: allow, links: links, waitpoints: waitpoints, catalog: catalog}, nil
 }
 
 // listening makes the listen address the public URL, unless --public-url
@@ -255,7 +271,8 @@ const (
 // deltas into their counters (so counting stays cheap), deletes expired
 // sessions, documents left staged by uploads that never finished and,
 // unless retention is 0, finished runs that ended longer than retention
-// ago. Several servers sharing a database may all run it.
+// ago and webhook events as old (at least a week). Several servers
+// sharing a database may all run it.
 func housekeep(ctx context.Context, db *storage.DB, log *slog.Logger, every, retention time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -272,6 +289,7 @@ func housekeep(ctx context.Context, db *storage.DB, log *slog.Logger, every, ret
 			deleteStagedUploads(ctx, db, log, time.Now().Add(-stagedUploadMaxAge))
 			if retention > 0 {
 				deleteExpiredRuns(ctx, db, log, time.Now().Add(-retention))
+				deleteOldHookEvents(ctx, db, log, time.Now().Add(-max(retention, hookEventMinAge)))
 			}
 		}
 		select {
@@ -303,6 +321,33 @@ func deleteExpiredRuns(ctx context.Context, db *storage.DB, log *slog.Logger, be
 	}
 	if total > 0 {
 		log.InfoContext(ctx, "Deleted finished runs past retention", "runs", total, "finished_before", before.UTC().Format(time.RFC3339))
+	}
+}
+
+// hookEventMinAge is the youngest a webhook event may be when deleted:
+// its deliveries are tried for 24 hours, and their attempts stay listed
+// a while after.
+const hookEventMinAge = 7 * 24 * time.Hour
+
+// deleteOldHookEvents deletes webhook events recorded before the cutoff,
+// with their deliveries and attempts, in batches of retentionBatch.
+func deleteOldHookEvents(ctx context.Context, db *storage.DB, log *slog.Logger, before time.Time) {
+	total := 0
+	for ctx.Err() == nil {
+		n, err := db.DeleteHookEvents(ctx, before, retentionBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.WarnContext(ctx, "Deleting old webhook events failed", "error", err)
+			}
+			break
+		}
+		total += n
+		if n < retentionBatch {
+			break
+		}
+	}
+	if total > 0 {
+		log.InfoContext(ctx, "Deleted old webhook events", "events", total, "recorded_before", before.UTC().Format(time.RFC3339))
 	}
 }
 

@@ -44,15 +44,22 @@ type HTTPSteps struct {
 // NewHTTPSteps returns http step support whose calls go only where allow
 // lets them.
 func NewHTTPSteps(allow *AllowList, items domain.WorkItemStore, links *Links) *HTTPSteps {
-	dialer := &net.Dialer{Timeout: 10 * time.Second, Control: allow.control}
-	transport := &http.Transport{
+	return &HTTPSteps{Allow: allow, WorkItems: items, Links: links, Client: &http.Client{
+		Transport:     allow.Transport(),
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+// Transport dials only what a allows: in the default policy the address
+// actually dialled must be public, so a name that resolves to an internal
+// address is refused at each connection, whatever it resolved to before.
+// It uses no proxy, which would dial on the caller's behalf.
+func (a *AllowList) Transport() *http.Transport {
+	dialer := &net.Dialer{Timeout: 10 * time.Second, Control: a.control}
+	return &http.Transport{
 		Proxy: nil, DialContext: dialer.DialContext, MaxIdleConnsPerHost: 16,
 		IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second,
 	}
-	return &HTTPSteps{Allow: allow, WorkItems: items, Links: links, Client: &http.Client{
-		Transport:     transport,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}}
 }
 
 // AllowList says which hosts http steps may call. Without patterns, any
