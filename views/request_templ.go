@@ -81,7 +81,7 @@ func FounderRequest(p SuspensionPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = requestMeta(p.S.ReasonName(), p.S.SuspendedAt, Deadline(p.S), p.Now).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = requestMeta(p.S.ReasonName(), p.S.SuspendedAt, pendingDeadline(p.S), p.Now).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
