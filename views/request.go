@@ -416,5 +416,32 @@ func (f founderView) outcome() string {
 // uploadFailed reports whether the page shows a refused upload, whose
 // message belongs next to the file input.
 func (f founderView) uploadFailed() bool {
-	return f.p.Failure != "" && len(f.p.S.Accept) > 0 && f.p.Pending() && f.p.CanAct
+	return f.p.Failure != "" && len(f.p.S.Accept) > 0 && f.p.Pending() && f.p.CanAct && len(f.formErrors()) == 0
+}
+
+// formErrors are the messages of a refused form's fields that the page
+// shows no form for (a request that asks for files), so they are listed
+// with the failure instead.
+func (f founderView) formErrors() []string {
+	if len(f.p.S.Accept) == 0 {
+		return nil
+	}
+	errs := fieldErrors(f.p.FormFields)
+	for _, fe := range f.p.Fields {
+		if strings.HasPrefix(fe.Field, "/") { // a place in the form's data; an upload's are file names
+			errs = append(errs, fe.Message)
+		}
+	}
+	return errs
+}
+
+func fieldErrors(fields []FormField) []string {
+	var out []string
+	for _, fd := range fields {
+		if fd.Error != "" {
+			out = append(out, fd.Label+": "+fd.Error)
+		}
+		out = append(out, fieldErrors(fd.Fields)...)
+	}
+	return out
 }
