@@ -50,6 +50,22 @@
           input.dispatchEvent(new Event("change", { bubbles: true }));
         }
       });
+      var chosen = zone.querySelector("[data-chosen]");
+      if (chosen) {
+        input.addEventListener("change", function () { listChosen(input, chosen); });
+        listChosen(input, chosen); // a file kept by the browser on back
+      }
+    });
+  }
+
+  // listChosen names the files chosen or dropped, so a person sees what
+  // they are about to send.
+  function listChosen(input, list) {
+    list.textContent = "";
+    Array.prototype.forEach.call(input.files || [], function (f) {
+      var li = document.createElement("li");
+      li.textContent = f.name;
+      list.appendChild(li);
     });
   }
 

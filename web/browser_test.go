@@ -143,35 +143,6 @@ func TestBrowserReviewerApprovesAndSeesTheRunFinish(t *testing.T) {
 	})
 }
 
-func TestBrowserFounderUploadsAPDF(t *testing.T) {
-	t.Parallel()
-	open := newBrowser(t)
-	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
-		_, pass := e.addPerson(t, "ada@founders.example", domain.RoleFounder)
-		run, s := e.paused(t, "paperwork", map[string]string{"assignee": "ada@founders.example"})
-		pdf := filepath.Join(t.TempDir(), "statement.pdf")
-		if err := os.WriteFile(pdf, pdfBytes, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		tab := open()
-		signIn(t, tab, e.srv.URL, "ada@founders.example", pass)
-		do(t, tab, "open my requests", chromedp.Navigate(e.srv.URL+"/my"), chromedp.WaitVisible(`article[data-suspension="`+s.ID+`"]`))
-		screenshot(t, tab, "my-"+dialectOf(t))
-		do(t, tab, "open the request", chromedp.Navigate(e.srv.URL+"/suspensions/"+s.ID), chromedp.WaitVisible("#files"))
-		screenshot(t, tab, "upload-"+dialectOf(t))
-		do(t, tab, "upload the statement",
-			chromedp.SetUploadFiles("#files", []string{pdf}),
-			chromedp.Click(`form.upload button[type=submit]`),
-			chromedp.WaitVisible(`p.notice`),
-		)
-		text, err := chromedp.Run(tab, chromedp.Text(`p.notice`))
-		if err != nil || text != "Resumed. The run goes on." {
-			t.Fatalf("after the upload the page says %q (%v)", text, err)
-		}
-		e.waitRun(t, run.ID, "succeeded")
-	})
-}
-
 func TestBrowserTwoReviewersShareAnInbox(t *testing.T) {
 	t.Parallel()
 	open := newBrowser(t)

@@ -344,22 +344,6 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, views.Inbox(p))
 }
 
-// my lists the pending suspensions assigned to the signed-in founder; the
-// assignee filter runs in SQL, so no other founder's request is read.
-func (s *Server) my(w http.ResponseWriter, r *http.Request) {
-	v := s.viewerOf(r)
-	items, _, err := s.Store.Suspensions(r.Context(), domain.SuspensionFilter{Status: domain.SuspensionPending, Assignee: v.Email, Limit: 200})
-	if err != nil {
-		s.uiFailure(w, r, err)
-		return
-	}
-	p := views.MyPage{Viewer: v, Now: s.Clock.Now()}
-	for _, sp := range items {
-		p.Items = append(p.Items, inboxItem(sp))
-	}
-	s.render(w, r, http.StatusOK, views.My(p))
-}
-
 var inboxAges = map[string]time.Duration{"": 0, "1h": time.Hour, "1d": 24 * time.Hour, "7d": 7 * 24 * time.Hour}
 
 func inboxItem(sp domain.Suspension) views.InboxItem {

@@ -163,7 +163,7 @@ func (s *Server) storeUpload(ctx context.Context, part *multipart.Part, sp domai
 	ct := sniff(head[:n])
 	if !accepted(ct, sp.Accept) {
 		return domain.Document{}, &domain.ValidationError{
-			Message: fmt.Sprintf("%s is %s, which this request does not accept.", shown, ct),
+			Message: fmt.Sprintf("%s is not %s, so it cannot be sent here.", shown, views.WithArticle(views.FileTypes(sp.Accept))),
 			Fields:  []domain.FieldError{{Field: shown, Message: "accepted types: " + strings.Join(sp.Accept, ", ")}},
 		}
 	}

@@ -65,12 +65,12 @@ func TestUIFounderUploadsDocuments(t *testing.T) {
 		run, s := e.paused(t, "paperwork", map[string]string{"assignee": "a@founders.example"})
 		path := "/suspensions/" + s.ID
 		a := e.signedIn(t, "a@founders.example", domain.RoleFounder)
-		wantPage(t, a.get(path), http.StatusOK, `enctype="multipart/form-data"`, `accept="application/pdf,image/png"`, "Accepted: PDF, PNG", "4.0 KiB")
+		wantPage(t, a.get(path), http.StatusOK, `enctype="multipart/form-data"`, `accept="application/pdf,image/png"`, "PDF or PNG image, up to 4 KB each")
 
 		// Refused uploads store nothing and leave the suspension pending.
-		wantPage(t, a.upload(path+"/documents", file{"claim.pdf", []byte("<html><script>alert(1)</script></html>")}), http.StatusUnprocessableEntity, "claim.pdf is text/html, which this request does not accept")
+		wantPage(t, a.upload(path+"/documents", file{"claim.pdf", []byte("<html><script>alert(1)</script></html>")}), http.StatusUnprocessableEntity, "claim.pdf is not a PDF or PNG image, so it cannot be sent here")
 		// The status follows from the refusal, not from words in the file's name.
-		wantPage(t, a.upload(path+"/documents", file{"larger.exe", []byte("MZ\x90\x00\x03\x00\x00\x00")}), http.StatusUnprocessableEntity, "larger.exe is application/octet-stream, which this request does not accept")
+		wantPage(t, a.upload(path+"/documents", file{"larger.exe", []byte("MZ\x90\x00\x03\x00\x00\x00")}), http.StatusUnprocessableEntity, "larger.exe is not a PDF or PNG image, so it cannot be sent here")
 		wantPage(t, a.upload(path+"/documents", file{"ok.pdf", pdfBytes}, file{"big.pdf", append(append([]byte{}, pdfBytes...), make([]byte, 5<<10)...)}), http.StatusRequestEntityTooLarge, "big.pdf is larger than 4 KiB")
 		wantPage(t, a.upload(path+"/documents", file{"empty.pdf", nil}), http.StatusUnprocessableEntity, "empty.pdf is empty")
 		wantPage(t, a.upload(path+"/documents"), http.StatusUnprocessableEntity, "Choose at least one file")

@@ -231,7 +231,7 @@ func TestUIRolesAndDisabledUsers(t *testing.T) {
 		e.paused(t, "intake", map[string]string{"claimId": "mine", "assignee": "F@Example.com"})
 		e.paused(t, "intake", map[string]string{"claimId": "theirs", "assignee": "other@example.com"})
 		p := b.get("/my")
-		wantPage(t, p, http.StatusOK, "My requests", "Documents are needed")
+		wantPage(t, p, http.StatusOK, "My requests", "Fill in a form")
 		if n := strings.Count(p.Body, "data-suspension="); n != 1 {
 			t.Fatalf("founder sees %d requests; want only their 1", n)
 		}
