@@ -91,10 +91,26 @@ func New(o Opts) *Dispatcher {
 	return &Dispatcher{o: o, c: newComposer(o.PublicURL), worker: "mail-" + rand.Text()[:10]}
 }
 
+// Outbox queues one-off mail (a password-reset link, say) for whichever
+// dispatcher runs next: it needs no SMTP configuration, so that web can
+// hold one from the start.
+type Outbox struct {
+	Store Store
+	Clock domain.Clock
+}
+
 // Queue implements domain.Mailer: m is committed to the outbox and sent
-// by a dispatcher's next round.
+// by a dispatcher's next round (or written to the log without SMTP).
+func (o Outbox) Queue(ctx context.Context, m domain.MailMessage) error {
+	if o.Clock == nil {
+		o.Clock = domain.SystemClock{}
+	}
+	return o.Store.QueueMail(ctx, m, o.Clock.Now())
+}
+
+// Queue implements domain.Mailer, as Outbox does.
 func (d *Dispatcher) Queue(ctx context.Context, m domain.MailMessage) error {
-	return d.o.Store.QueueMail(ctx, m, d.o.Clock.Now())
+	return Outbox{Store: d.o.Store, Clock: d.o.Clock}.Queue(ctx, m)
 }
 
 // Run sends mail until ctx ends.
@@ -195,4 +211,7 @@ func NextDigest(now time.Time, hour int) time.Time {
 	return t
 }
 
-var _ domain.Mailer = (*Dispatcher)(nil)
+var (
+	_ domain.Mailer = (*Dispatcher)(nil)
+	_ domain.Mailer = Outbox{}
+)
