@@ -66,8 +66,8 @@ type mailData struct {
 	Why     string
 }
 
-// compose writes the mail of job, at now; ok is false for a digest with
-// nothing left to tell.
+// compose writes the mail of job, at now; ok is false when there is
+// nothing left to tell: a request no longer pending, a digest of none.
 func (c composer) compose(job domain.MailJob, now time.Time) (Message, bool, error) {
 	m := Message{To: job.To.Email, Date: now, Unsubscribe: c.publicURL + "/account"}
 	data := mailData{Account: m.Unsubscribe}
@@ -87,6 +87,9 @@ func (c composer) compose(job domain.MailJob, now time.Time) (Message, bool, err
 		data.Intro = "These requests were held for today's digest and are still waiting:"
 		data.Why = "You get this digest because you may act on these requests."
 	default:
+		if job.Suspension.Status != domain.SuspensionPending {
+			return m, false, nil // decided meanwhile (while the SMTP server was down, say)
+		}
 		it := c.item(*job.Suspension)
 		data.Items = []item{it}
 		m.Subject, m.Link = it.Title, it.Link

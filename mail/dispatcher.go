@@ -9,7 +9,6 @@ import (
 	"context"
 	"crypto/rand"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
@@ -49,9 +48,9 @@ type Opts struct {
 	// DigestHour is the hour of the day (UTC) when digests are sent, 0–23
 	// (serve uses DefaultDigestHour).
 	DigestHour int
-	// Batch is how many mails one round claims (50); Senders how many it
-	// sends at once (4).
-	Batch, Senders int
+	// Batch is how many mails one round claims and sends through one
+	// connection (50).
+	Batch int
 }
 
 // Dispatcher sends the mail the outbox holds. Several servers sharing a
@@ -84,9 +83,6 @@ func New(o Opts) *Dispatcher {
 	}
 	if o.Batch <= 0 {
 		o.Batch = 50
-	}
-	if o.Senders <= 0 {
-		o.Senders = 4
 	}
 	return &Dispatcher{o: o, c: newComposer(o.PublicURL), worker: "mail-" + rand.Text()[:10]}
 }
@@ -152,43 +148,49 @@ func (d *Dispatcher) Round(ctx context.Context) (int, error) {
 	if err != nil || len(jobs) == 0 {
 		return 0, err
 	}
-	outcomes := make([]domain.MailOutcome, len(jobs))
-	sem := make(chan struct{}, d.o.Senders)
-	var wg sync.WaitGroup
-	for i, j := range jobs {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			outcomes[i] = d.send(ctx, j)
-		})
-	}
-	wg.Wait()
+	outcomes := d.send(ctx, jobs)
 	// The outcome is recorded even as the server stops: what was sent
 	// must not be sent again.
 	return len(jobs), d.o.Store.FinishMail(context.WithoutCancel(ctx), outcomes, d.o.Clock.Now())
 }
 
-// send composes and sends one job, and says what became of it.
-func (d *Dispatcher) send(ctx context.Context, j domain.MailJob) domain.MailOutcome {
-	out := domain.MailOutcome{ID: j.ID, Attempt: j.Attempt}
+// send composes and sends the jobs, in one connection, and says what
+// became of each.
+func (d *Dispatcher) send(ctx context.Context, jobs []domain.MailJob) []domain.MailOutcome {
 	now := d.o.Clock.Now()
-	m, ok, err := d.c.compose(j, now)
-	if err == nil && ok {
-		err = d.o.Sender.Send(ctx, m)
+	outcomes := make([]domain.MailOutcome, len(jobs))
+	errs := make([]error, len(jobs))
+	subjects := make([]string, len(jobs))
+	var msgs []Message
+	var sent []int // index in jobs of each of msgs
+	for i, j := range jobs {
+		outcomes[i] = domain.MailOutcome{ID: j.ID, Attempt: j.Attempt}
+		m, ok, err := d.c.compose(j, now)
+		subjects[i], errs[i] = m.Subject, err
+		if err == nil && ok {
+			msgs, sent = append(msgs, m), append(sent, i)
+		}
 	}
-	if err == nil {
-		out.Sent = true
-		return out
+	if len(msgs) > 0 {
+		for k, err := range d.o.Sender.Send(ctx, msgs) {
+			errs[sent[k]] = err
+		}
 	}
-	out.Error = err.Error()
-	wait := d.backoff(j.Attempt)
-	if at := now.Add(wait); at.Before(j.GiveUpAt) {
-		out.RetryAt = at
-		d.o.Log.WarnContext(ctx, "Mail not sent; trying again later", "to", j.To.Email, "subject", m.Subject, "attempt", j.Attempt, "retry_in", wait, "error", err)
-		return out
+	for i, j := range jobs {
+		if errs[i] == nil {
+			outcomes[i].Sent = true
+			continue
+		}
+		outcomes[i].Error = errs[i].Error()
+		wait := d.backoff(j.Attempt)
+		if at := now.Add(wait); at.Before(j.GiveUpAt) {
+			outcomes[i].RetryAt = at
+			d.o.Log.WarnContext(ctx, "Mail not sent; trying again later", "to", j.To.Email, "subject", subjects[i], "attempt", j.Attempt, "retry_in", wait, "error", errs[i])
+			continue
+		}
+		d.o.Log.ErrorContext(ctx, "Mail given up after a day of failures", "to", j.To.Email, "subject", subjects[i], "attempts", j.Attempt, "error", errs[i])
 	}
-	d.o.Log.ErrorContext(ctx, "Mail given up after a day of failures", "to", j.To.Email, "subject", m.Subject, "attempts", j.Attempt, "error", err)
-	return out
+	return outcomes
 }
 
 // backoff is the wait after the attempt-th failure: RetryBase doubled for

@@ -293,14 +293,18 @@ func TestMailRoleWideDigest(t *testing.T) {
 }
 
 // An SMTP server that refuses mail gets it again after the backoff, and
-// the mail arrives once.
+// the mail arrives once; a request decided meanwhile is not mailed.
 func TestMailRetriedUntilDelivered(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *env) {
 		e.addUser(t, "ada@example.com", domain.RoleFounder, false, "")
 		e.smtp.Refuse(true)
 		e.ask(t, request{Kind: domain.KindInput, Assignee: "ada@example.com", Title: "Upload your deck"})
+		decided := e.ask(t, request{Kind: domain.KindInput, Assignee: "ada@example.com", Title: "Upload your cap table"})
 		e.round(t)
+		if _, err := e.eng.Resume(t.Context(), domain.ResumeRequest{SuspensionID: decided.ID, Data: json.RawMessage(`{}`), By: "ada@example.com"}); err != nil {
+			t.Fatal(err)
+		}
 		e.round(t) // not due again yet
 		if n := len(e.smtp.Messages()); n != 0 {
 			t.Fatalf("%d mails accepted by a refusing server", n)
@@ -314,7 +318,9 @@ func TestMailRetriedUntilDelivered(t *testing.T) {
 		e.round(t)
 		e.clock.set(e.clock.Now().Add(time.Hour))
 		e.round(t)
-		wantMails(t, e.smtp, "ada@example.com")
+		if m := wantMails(t, e.smtp, "ada@example.com")[0]; m.Header.Get("Subject") != "Upload your deck" {
+			t.Fatalf("mailed %q", m.Header.Get("Subject"))
+		}
 	})
 }
 

@@ -11,12 +11,14 @@ import (
 	"time"
 
 	gomail "github.com/wneessen/go-mail"
+	"github.com/wneessen/go-mail/smtp"
 )
 
-// Sender delivers one message. An error means it was not delivered; the
-// dispatcher tries again later.
+// Sender delivers messages, in one connection where it can. It returns
+// one error per message, nil for each delivered: a message not delivered
+// is tried again later.
 type Sender interface {
-	Send(ctx context.Context, m Message) error
+	Send(ctx context.Context, msgs []Message) []error
 }
 
 // SMTP sends through an SMTP server with go-mail.
@@ -66,15 +68,51 @@ func NewSMTP(rawURL, from string) (*SMTP, error) {
 	return s, nil
 }
 
-// Send delivers m: a multipart/alternative mail with its plain-text and
-// HTML parts, Message-ID, Date and List-Unsubscribe.
-func (s *SMTP) Send(ctx context.Context, m Message) error {
+// Send delivers msgs through one connection: each a multipart/alternative
+// mail with its plain-text and HTML parts, Message-ID, Date and
+// List-Unsubscribe. A failed connection fails them all; otherwise each
+// message succeeds or fails on its own.
+func (s *SMTP) Send(ctx context.Context, msgs []Message) []error {
+	errs := make([]error, len(msgs))
+	out := make([]*gomail.Msg, len(msgs))
+	var ready []*gomail.Msg
+	for i, m := range msgs {
+		out[i], errs[i] = s.message(m)
+		if errs[i] == nil {
+			ready = append(ready, out[i])
+		}
+	}
+	if len(ready) == 0 {
+		return errs
+	}
+	c, err := gomail.NewClient(s.host, s.opts...)
+	if err == nil {
+		var conn *smtp.Client
+		if conn, err = c.DialToSMTPClientWithContext(ctx); err == nil {
+			_ = c.SendWithSMTPClient(conn, ready...) // each message keeps its own error
+			_ = c.CloseWithSMTPClient(conn)          // what was accepted is delivered whatever QUIT answers
+		}
+	}
+	for i, m := range out {
+		switch {
+		case errs[i] != nil:
+		case err != nil:
+			errs[i] = fmt.Errorf("connect to SMTP server %s: %w", s.host, err)
+		case m.HasSendError():
+			errs[i] = fmt.Errorf("send mail to %s: %w", msgs[i].To, m.SendError())
+		}
+	}
+	return errs
+}
+
+// message is m as go-mail builds it.
+func (s *SMTP) message(m Message) (*gomail.Msg, error) {
 	msg := gomail.NewMsg()
 	if err := msg.From(s.from); err != nil {
-		return fmt.Errorf("mail from %s: %w", s.from, err)
+		return nil, fmt.Errorf("mail from %s: %w", s.from, err)
 	}
 	if err := msg.To(m.To); err != nil {
-		return fmt.Errorf("mail to %s: %w", m.To, err)
+		return nil, fmt.Errorf("mail to %s: %w", m.To, err)
 	}
 	msg.Subject(m.Subject)
 	msg.SetMessageIDWithValue(m.MessageID)
@@ -86,22 +124,17 @@ func (s *SMTP) Send(ctx context.Context, m Message) error {
 	if m.HTML != "" {
 		msg.AddAlternativeString(gomail.TypeTextHTML, m.HTML)
 	}
-	c, err := gomail.NewClient(s.host, s.opts...)
-	if err != nil {
-		return fmt.Errorf("smtp client for %s: %w", s.host, err)
-	}
-	if err := c.DialAndSendWithContext(ctx, msg); err != nil {
-		return fmt.Errorf("send mail to %s: %w", m.To, err)
-	}
-	return nil
+	return msg, nil
 }
 
 // Log writes each mail to the server log instead of sending it, for a
 // server without SMTP: recipient, subject and link.
 type Log struct{ Logger *slog.Logger }
 
-// Send logs m.
-func (l Log) Send(ctx context.Context, m Message) error {
-	l.Logger.InfoContext(ctx, "Mail (no SMTP server configured, so it is written here)", "to", m.To, "subject", m.Subject, "link", m.Link)
-	return nil
+// Send logs msgs.
+func (l Log) Send(ctx context.Context, msgs []Message) []error {
+	for _, m := range msgs {
+		l.Logger.InfoContext(ctx, "Mail (no SMTP server configured, so it is written here)", "to", m.To, "subject", m.Subject, "link", m.Link)
+	}
+	return make([]error, len(msgs))
 }

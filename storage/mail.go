@@ -219,31 +219,28 @@ func (db *DB) ClaimMail(ctx context.Context, worker string, now time.Time, lease
 	return jobs, nil
 }
 
-// mailJobs loads what the claimed rows are about: the recipient, the
-// request, a digest's pending requests, a message's content.
+// mailJobs loads what the claimed rows are about: the recipients and the
+// requests (one query each, for all the rows), a digest's pending
+// requests, a message's content.
 func (db *DB) mailJobs(ctx context.Context, tx bun.Tx, rows []mailDeliveryRow) ([]domain.MailJob, error) {
+	users, requests, err := mailSubjects(ctx, tx, rows)
+	if err != nil {
+		return nil, err
+	}
 	jobs := make([]domain.MailJob, 0, len(rows))
 	for i := range rows {
 		r := &rows[i]
 		j := domain.MailJob{ID: r.ID, Attempt: r.Attempt, Kind: r.Kind, To: domain.User{Email: r.Recipient}, GiveUpAt: r.GiveUpAt.UTC()}
-		if r.UserID != nil {
-			u := new(mailUserRow)
-			if err := tx.NewSelect().Model(u).Where("id = ?", *r.UserID).Scan(ctx); err != nil {
-				return nil, err
-			}
-			j.To = u.toDomain()
+		if u, ok := users[derefString(r.UserID)]; ok {
+			j.To = u
 		}
 		switch r.Kind {
 		case domain.MailKindRequest:
-			s := new(suspensionRow)
-			if err := tx.NewSelect().Model(s).Where("id = ?", derefString(r.SuspensionID)).Scan(ctx); err != nil {
-				return nil, err
+			s, ok := requests[derefString(r.SuspensionID)]
+			if !ok {
+				return nil, fmt.Errorf("mail %d: suspension %s: %w", r.ID, derefString(r.SuspensionID), domain.ErrNotFound)
 			}
-			d, err := s.toDomain()
-			if err != nil {
-				return nil, err
-			}
-			j.Suspension = &d
+			j.Suspension = &s
 		case domain.MailKindDigest:
 			j.Day = derefString(r.DigestDay)
 			items, err := digestItems(ctx, tx, derefString(r.UserID), j.Day)
@@ -260,6 +257,44 @@ func (db *DB) mailJobs(ctx context.Context, tx bun.Tx, rows []mailDeliveryRow) (
 		jobs = append(jobs, j)
 	}
 	return jobs, nil
+}
+
+// mailSubjects reads the users and suspensions the rows name, by id.
+func mailSubjects(ctx context.Context, tx bun.Tx, rows []mailDeliveryRow) (map[string]domain.User, map[string]domain.Suspension, error) {
+	var userIDs, suspensionIDs []string
+	for i := range rows {
+		if rows[i].UserID != nil {
+			userIDs = append(userIDs, *rows[i].UserID)
+		}
+		if rows[i].SuspensionID != nil {
+			suspensionIDs = append(suspensionIDs, *rows[i].SuspensionID)
+		}
+	}
+	users := map[string]domain.User{}
+	requests := map[string]domain.Suspension{}
+	if len(userIDs) > 0 {
+		var us []mailUserRow
+		if err := tx.NewSelect().Model(&us).Where("id IN (?)", bun.List(userIDs)).Scan(ctx); err != nil {
+			return nil, nil, err
+		}
+		for i := range us {
+			users[us[i].ID] = us[i].toDomain()
+		}
+	}
+	if len(suspensionIDs) > 0 {
+		var ss []suspensionRow
+		if err := tx.NewSelect().Model(&ss).Where("id IN (?)", bun.List(suspensionIDs)).Scan(ctx); err != nil {
+			return nil, nil, err
+		}
+		for i := range ss {
+			s, err := ss[i].toDomain()
+			if err != nil {
+				return nil, nil, err
+			}
+			requests[s.ID] = s
+		}
+	}
+	return users, requests, nil
 }
 
 // digestItems are the pending requests held for a person's digest of day
