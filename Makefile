@@ -17,7 +17,7 @@ build: ## Build bin/tollgate
 test: ## Every test, on SQLite and a real PostgreSQL, with the race detector
 	$(GO) test -race -count=1 -p 1 -timeout 18m ./...
 
-bench: ## Suspend→resume, declarative and replay workflows on both databases; the web app with 1M suspensions
+bench: ## Suspend→resume, declarative and replay workflows on both databases; the web app with 1M suspensions; what mail adds to creating suspensions
 	$(GO) test -run '^TestBench' -tags bench -count=1 -timeout 60m -v ./cmd/tollgate
 
 generate: ## Regenerate generated code (templ components, from the repository root)

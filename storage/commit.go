@@ -386,6 +386,9 @@ func (w *commitWriter) insertSuspension(ctx context.Context, step string, ns *do
 					return taken, err
 				}
 			}
+			if err := w.queueMail(ctx, row); err != nil {
+				return p, err
+			}
 			return w.created(row, p)
 		}
 		existing := new(suspensionRow)

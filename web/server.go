@@ -105,6 +105,10 @@ type Server struct {
 	// serves MetricsHandler on a listener of its own.
 	MetricsElsewhere bool
 
+	// MailPrefs, when set, lets each person choose on their Account page
+	// how they hear of requests by mail.
+	MailPrefs domain.MailPreferences
+
 	// DeviceKey signs the device cookies that let an account's owner sign
 	// in while strangers' guesses throttle the account (32 random bytes
 	// per process by default, so the cookies stop counting at a restart;

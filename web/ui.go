@@ -82,6 +82,9 @@ func (s *Server) ui(mux *http.ServeMux) {
 	page("GET /documents/{id}", s.signedIn(nil, s.downloadDocument))
 	page("GET /account", s.signedIn(nil, s.accountPage))
 	page("POST /account/password", s.signedIn(nil, s.changePassword))
+	if s.MailPrefs != nil {
+		page("POST /account/mail", s.signedIn(nil, s.setMailPreference))
+	}
 	page("GET /runs", s.signedIn(domain.Role.Staff, s.runsPage))
 	page("GET /live", s.signedIn(nil, s.liveSocket))
 	page("GET /admin/audit", s.signedIn(adminOnly, s.auditPage))

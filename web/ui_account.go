@@ -9,7 +9,53 @@ import (
 )
 
 func (s *Server) accountPage(w http.ResponseWriter, r *http.Request) {
-	s.render(w, r, http.StatusOK, views.Account(views.AccountPage{Viewer: s.viewerOf(r)}))
+	s.renderAccount(w, r, http.StatusOK, views.AccountPage{Viewer: s.viewerOf(r)})
+}
+
+// renderAccount renders the account page with, when mail preferences are
+// kept, the person's current one.
+func (s *Server) renderAccount(w http.ResponseWriter, r *http.Request, status int, page views.AccountPage) {
+	if page.Mail == nil && s.MailPrefs != nil {
+		pref, err := s.MailPrefs.MailPreference(r.Context(), page.Viewer.ID)
+		if err != nil {
+			s.uiFailure(w, r, err)
+			return
+		}
+		page.Mail = &views.MailChoice{Current: pref}
+	}
+	s.render(w, r, status, views.Account(page))
+}
+
+// setMailPreference saves how the person hears of requests by mail; a
+// value that is none of the choices changes nothing and is explained next
+// to the choices.
+func (s *Server) setMailPreference(w http.ResponseWriter, r *http.Request) {
+	v := s.viewerOf(r)
+	page := views.AccountPage{Viewer: v}
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := r.ParseForm(); err != nil {
+		page.Failure = "The form could not be read. Try again."
+		s.renderAccount(w, r, http.StatusBadRequest, page)
+		return
+	}
+	pref, err := domain.ParseMailPreference(r.PostForm.Get("mail"))
+	if err != nil {
+		current, err := s.MailPrefs.MailPreference(r.Context(), v.ID)
+		if err != nil {
+			s.uiFailure(w, r, err)
+			return
+		}
+		page.Mail = &views.MailChoice{Current: current, Error: "Choose one of these four ways to hear of requests."}
+		s.renderAccount(w, r, http.StatusUnprocessableEntity, page)
+		return
+	}
+	if err := s.MailPrefs.SetMailPreference(r.Context(), v.ID, pref, s.Clock.Now()); err != nil {
+		s.uiFailure(w, r, err)
+		return
+	}
+	page.Mail = &views.MailChoice{Current: pref}
+	page.Notice = "Your mail preference is saved."
+	s.renderAccount(w, r, http.StatusOK, page)
 }
 
 // changePassword sets a new password after checking the current one
@@ -20,7 +66,7 @@ func (s *Server) accountPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) {
 	v := s.viewerOf(r)
 	page := views.AccountPage{Viewer: v, Errors: map[string]string{}}
-	fail := func(status int) { s.render(w, r, status, views.Account(page)) }
+	fail := func(status int) { s.renderAccount(w, r, status, page) }
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if err := r.ParseForm(); err != nil {
 		page.Failure = "The form could not be read. Try again."
@@ -75,5 +121,5 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) {
 	}
 	page.Errors = nil
 	page.Notice = "Your password is changed. Every other session of yours has ended; sign in there with the new password."
-	s.render(w, r, http.StatusOK, views.Account(page))
+	s.renderAccount(w, r, http.StatusOK, page)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/web"
 )
 
 // A password change checks the current password, ends every session of the
@@ -164,5 +165,48 @@ func TestUIPasswordChangeRefusesWeakPasswords(t *testing.T) {
 			wantPage(t, change(next), http.StatusUnprocessableEntity, why, "Avoid common passwords")
 		}
 		wantPage(t, change("tangerine orbit lantern"), http.StatusOK, "Your password is changed")
+	})
+}
+
+// Each person chooses on their account page how they hear of requests by
+// mail; a value that is none of the choices is refused next to them and
+// changes nothing.
+func TestUIMailPreference(t *testing.T) {
+	t.Parallel()
+	withMail := func(s *web.Server) {
+		withUI(s)
+		s.MailPrefs = s.Store.(domain.MailPreferences)
+	}
+	forEachDialectWith(t, withMail, func(t *testing.T, e *apiEnv) {
+		id, password := e.addPerson(t, "ada@example.com", domain.RoleFounder)
+		b := e.browser(t)
+		b.login("ada@example.com", password)
+		wantPage(t, b.get("/account"), http.StatusOK, "Mail about requests", `value="default" aria-describedby="mail-hint-default" checked`)
+		set := func(value string, headers ...string) page {
+			return b.do("POST", "/account/mail", url.Values{"mail": {value}}, headers...)
+		}
+		wantPage(t, set("digest"), http.StatusOK, "Your mail preference is saved.", `value="digest" aria-describedby="mail-hint-digest" checked`)
+		stored := func() domain.MailPreference {
+			p, err := e.db.MailPreference(t.Context(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		if got := stored(); got != domain.MailDigest {
+			t.Fatalf("stored preference %q, want digest", got)
+		}
+		wantPage(t, set("weekly"), http.StatusUnprocessableEntity, "Choose one of these four ways to hear of requests.", `aria-invalid="true"`)
+		wantPage(t, set("off", "Sec-Fetch-Site", "cross-site"), http.StatusForbidden, "sent from another site")
+		if got := stored(); got != domain.MailDigest {
+			t.Fatalf("a refused choice changed the preference to %q", got)
+		}
+		wantPage(t, set("default"), http.StatusOK, "Your mail preference is saved.")
+		if got := stored(); got != domain.MailDefault {
+			t.Fatalf("stored preference %q, want the default", got)
+		}
+		if p := e.browser(t).do("POST", "/account/mail", url.Values{"mail": {"off"}}); p.Status != http.StatusSeeOther {
+			t.Fatalf("an anonymous post was answered %d", p.Status)
+		}
 	})
 }

@@ -231,7 +231,7 @@ func benchServerOn(t *testing.T, o storage.Opts, errs *atomic.Int64, onCommit fu
 		t.Fatal(err)
 	}
 	reg := domain.NewRegistry()
-	if err := errors.Join(registerExamples(reg), reg.Register(benchCycle()), benchReplay().Register(reg, &replay.Env{Store: db, Observe: replayObserve})); err != nil {
+	if err := errors.Join(registerExamples(reg), reg.Register(benchCycle()), registerBenchMail(reg), benchReplay().Register(reg, &replay.Env{Store: db, Observe: replayObserve})); err != nil {
 		t.Fatal(err)
 	}
 	if tasks == nil {

@@ -24,6 +24,7 @@ import (
 
 type serveConfig struct {
 	dbConfig
+	mailConfig
 	addr            string
 	noMigrate       bool
 	workers         int
@@ -88,6 +89,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	f.String(&c.adminEmail, "admin-email", "TOLLGATE_ADMIN_EMAIL", "", "email of the admin created on a fresh database (default: admin-<random>@tollgate.local, printed with its password)")
 	f.String(&c.metricsAddr, "metrics-addr", "TOLLGATE_METRICS_ADDR", "", "serve /metrics only on this address, not on --addr (such as 127.0.0.1:9090)")
 	f.String(&c.metricsToken, "metrics-token", "TOLLGATE_METRICS_TOKEN", "", "require Authorization: Bearer <token> on /metrics (at least 16 characters)")
+	f.mail(&c.mailConfig)
 	c.bootstrapKey = getenv("TOLLGATE_BOOTSTRAP_API_KEY")
 	err := f.parse(args)
 	if err != nil {
@@ -111,6 +113,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	log, err := c.logger(stderr)
+	if err != nil {
+		return err
+	}
+	sender, err := c.sender(log)
 	if err != nil {
 		return err
 	}
@@ -148,6 +154,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	eng := engine.New(db, reg, engineOpts(c, log))
 	srv := newServer(c, eng, db, fl, feed, log)
 	srv.Hooks = newHooks(db, fl, log)
+	srv.MailPrefs = db
 	hkCtx, stopHousekeeping := context.WithCancel(ctx)
 	var hk sync.WaitGroup
 	hk.Go(func() { housekeep(hkCtx, db, log, housekeepingEvery, c.retention) })
@@ -164,7 +171,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		defer stop(ctx)
 	}
-	return listenAndServe(ctx, c, h, eng, log, stdout, listening)
+	mails := newMailLoop(ctx)
+	defer mails.stop()
+	printMail(c.mailConfig, stdout)
+	return listenAndServe(ctx, c, h, eng, log, stdout, func(addr net.Addr) {
+		listening(addr)
+		mails.start(c, db, sender, fl.links.PublicURL, log)
+	})
 }
 
 // engineOpts are the engine's options as serve configures them.

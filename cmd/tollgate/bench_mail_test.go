@@ -1,0 +1,119 @@
+//go:build bench
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/mail"
+	"github.com/tollgatehq/tollgate/mail/mailtest"
+)
+
+// benchMailRuns is how many suspensions TestBenchMail creates per pass.
+const benchMailRuns = 10_000
+
+// benchMailTo is the person every bench-mail request is assigned to.
+const benchMailTo = "bench-mail@example.com"
+
+// registerBenchMail registers bench-mail, whose pause is an input
+// assigned to benchMailTo (so that it mails them), and bench-nomail, the
+// same pause as a webhook wait, which mails nobody.
+func registerBenchMail(reg *domain.Registry) error {
+	wf := func(id string, kind domain.SuspensionKind) *domain.Workflow {
+		return domain.NewWorkflow(id, "1").
+			Step("ask", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+				return domain.StepResult{Commands: []domain.Command{domain.Suspend("awaiting_documentation", map[string]any{"input": req.Input}, "ask",
+					domain.WithKind(kind), domain.WithAssignee(benchMailTo), domain.WithPresentation(domain.Presentation{
+						Title: "Upload your deck", Fields: []domain.Field{domain.NewField("Amount", 389, "money:EUR")}}))}}, nil
+			})
+	}
+	return errors.Join(reg.Register(wf("bench-mail", domain.KindInput)), reg.Register(wf("bench-nomail", domain.KindWebhook)))
+}
+
+// TestBenchMail measures what mailing adds to creating suspensions: the
+// time to create benchMailRuns suspensions that each mail one person
+// (an input assigned to them, with the mail dispatcher sending to a real
+// SMTP server in this process) against the same pauses as webhook waits,
+// which queue no mail, with no dispatcher. Passes alternate, twice each;
+// the best of each counts. Target: mail adds at most 10%.
+func TestBenchMail(t *testing.T) {
+	type result struct {
+		dialect       string
+		without, with time.Duration
+		delivered     time.Duration
+		mails         int
+	}
+	var results []result
+	for _, dialect := range []string{"sqlite", "postgres"} {
+		t.Run(dialect, func(t *testing.T) {
+			r := result{dialect: dialect, without: time.Hour, with: time.Hour}
+			for range 2 {
+				d, _, _ := benchMailPass(t, dialect, false)
+				r.without = min(r.without, d)
+				d, delivered, n := benchMailPass(t, dialect, true)
+				if d < r.with {
+					r.with, r.delivered, r.mails = d, delivered, n
+				}
+			}
+			results = append(results, r)
+		})
+	}
+	fmt.Printf("\nCreating %d suspended runs through the engine from %d goroutines (best of 2 passes each):\n", benchMailRuns, benchClients)
+	fmt.Printf("%-9s %12s %12s %8s %22s  %s\n", "dialect", "without mail", "with mail", "added", "all mail delivered", "target ≤ 10%")
+	for _, r := range results {
+		added := float64(r.with-r.without) / float64(r.without) * 100
+		fmt.Printf("%-9s %12v %12v %+7.1f%% %14v (%d mails)  %s\n", r.dialect, r.without.Round(time.Millisecond), r.with.Round(time.Millisecond), added,
+			r.delivered.Round(time.Millisecond), r.mails, verdict(added <= 10))
+	}
+}
+
+// benchMailPass creates benchMailRuns suspended runs on a fresh database
+// and returns how long that took; with mail, the dispatcher runs
+// meanwhile, and the time until every mail arrived and how many did are
+// returned too.
+func benchMailPass(t *testing.T, dialect string, withMail bool) (created, delivered time.Duration, mails int) {
+	var errs atomic.Int64
+	_, eng, db, stop := benchServer(t, dialect, &errs, nil)
+	defer stop()
+	ctx := context.Background()
+	if _, err := db.CreateUser(ctx, domain.User{ID: "bench-mail", Email: benchMailTo, Role: domain.RoleFounder, CreatedAt: time.Now()}, ""); err != nil {
+		t.Fatal(err)
+	}
+	workflow := "bench-nomail"
+	var smtp *mailtest.Server
+	if withMail {
+		workflow = "bench-mail"
+		smtp = mailtest.Start(t)
+		sender, err := mail.NewSMTP(smtp.URL, "Tollgate <tollgate@example.com>")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := mail.New(mail.Opts{Store: db, Sender: sender, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), PublicURL: "http://127.0.0.1",
+			DigestHour: mail.DefaultDigestHour})
+		mctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() { d.Run(mctx) })
+		defer func() { cancel(); wg.Wait() }()
+	}
+	began := time.Now()
+	startSuspended(t, eng, db, workflow, 0, benchMailRuns, nil)
+	created = time.Since(began)
+	if withMail {
+		mails = len(smtp.Wait(t, benchMailRuns, 5*time.Minute))
+		delivered = time.Since(began)
+	}
+	if n := errs.Load(); n > 0 {
+		t.Errorf("%d errors logged", n)
+	}
+	t.Logf("with mail %v: created in %v; mail delivered after %v (%d)", withMail, created.Round(time.Millisecond), delivered.Round(time.Millisecond), mails)
+	return created, delivered, mails
+}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"sync"
+
+	"github.com/tollgatehq/tollgate/mail"
+	"github.com/tollgatehq/tollgate/storage"
+)
+
+// mailConfig is how serve sends mail.
+type mailConfig struct {
+	smtpURL    string
+	smtpFrom   string
+	digestHour int
+}
+
+func (f *envFlags) mail(c *mailConfig) {
+	f.String(&c.smtpURL, "smtp-url", "TOLLGATE_SMTP_URL", "", "SMTP server that mail to the people who may act on a request goes through: smtp://user:password@host:587 (STARTTLS when offered) or smtps://… (TLS from the start); without it mail is written to the log")
+	f.String(&c.smtpFrom, "smtp-from", "TOLLGATE_SMTP_FROM", "", "sender of that mail, such as \"Tollgate <tollgate@example.com>\" (required with --smtp-url)")
+	f.Int(&c.digestHour, "digest-hour", "TOLLGATE_DIGEST_HOUR", mail.DefaultDigestHour, "hour of the day (0-23, UTC) when each person's daily digest of requests is sent")
+}
+
+// sender is the mail sender c configures: SMTP, or the log.
+func (c mailConfig) sender(log *slog.Logger) (mail.Sender, error) {
+	if c.digestHour < 0 || c.digestHour > 23 {
+		return nil, fmt.Errorf("--digest-hour must be 0 to 23, not %d", c.digestHour)
+	}
+	if c.smtpURL == "" {
+		if c.smtpFrom != "" {
+			return nil, fmt.Errorf("--smtp-from is set but --smtp-url is not: set both to send mail")
+		}
+		return mail.Log{Logger: log}, nil
+	}
+	return mail.NewSMTP(c.smtpURL, c.smtpFrom)
+}
+
+// describe says, for the start-up output, where mail goes.
+func (c mailConfig) describe() string {
+	if c.smtpURL == "" {
+		return "Mail: no SMTP server is configured, so mail to the people who may act is written to the log; set --smtp-url and --smtp-from (TOLLGATE_SMTP_URL, TOLLGATE_SMTP_FROM) to send it"
+	}
+	host := c.smtpURL
+	if u, err := url.Parse(c.smtpURL); err == nil {
+		host = u.Scheme + "://" + u.Host
+	}
+	return "Mail: sent through " + host + " from " + c.smtpFrom
+}
+
+// mailLoop runs the mail dispatcher from the moment the server listens
+// (its public URL is known then) until stop is called.
+type mailLoop struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func newMailLoop(ctx context.Context) *mailLoop {
+	l := &mailLoop{}
+	l.ctx, l.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	return l
+}
+
+// start runs a dispatcher for the server c configures, linking to
+// publicURL.
+func (l *mailLoop) start(c serveConfig, db *storage.DB, sender mail.Sender, publicURL string, log *slog.Logger) {
+	d := mail.New(mail.Opts{Store: db, Sender: sender, Log: log, PublicURL: publicURL, Poll: c.poll, Lease: c.lease, DigestHour: c.digestHour})
+	l.wg.Go(func() { d.Run(l.ctx) })
+}
+
+func (l *mailLoop) stop() {
+	l.cancel()
+	l.wg.Wait()
+}
+
+func printMail(c mailConfig, stdout io.Writer) { fmt.Fprintln(stdout, c.describe()) }

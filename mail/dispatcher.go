@@ -1,0 +1,219 @@
+// Package mail tells people by mail of the requests that wait for them. A
+// suspension's commit queues the intent (see storage's mail outbox); the
+// Dispatcher fans it out to the people who may act, each by their
+// preference, and sends through a Sender: SMTP, or the server log when no
+// SMTP server is configured.
+package mail
+
+import (
+	"context"
+	"crypto/rand"
+	"log/slog"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// Store is the durable outbox the dispatcher works from (storage.DB).
+type Store interface {
+	// FanOutMail turns at most limit outbox rows into deliveries, holding
+	// digest mail for the digest at nextDigest, and returns how many rows
+	// it took.
+	FanOutMail(ctx context.Context, now, nextDigest time.Time, limit int) (int, error)
+	// ClaimMail claims at most limit due mails for worker until now+lease.
+	ClaimMail(ctx context.Context, worker string, now time.Time, lease time.Duration, limit int) ([]domain.MailJob, error)
+	// FinishMail records what became of claimed mails.
+	FinishMail(ctx context.Context, outcomes []domain.MailOutcome, now time.Time) error
+	// QueueMail queues a one-off message.
+	QueueMail(ctx context.Context, m domain.MailMessage, now time.Time) error
+}
+
+// Opts configures a Dispatcher. Store, Sender and Log are required.
+type Opts struct {
+	Store  Store
+	Sender Sender
+	Log    *slog.Logger
+	Clock  domain.Clock
+	// PublicURL is where people open the server; mails link to it.
+	PublicURL string
+	// Poll is how often the outbox is read (1s).
+	Poll time.Duration
+	// Lease is how long a claimed mail belongs to this server (30s): one
+	// that dies mid-send leaves it to be sent again after that.
+	Lease time.Duration
+	// RetryBase is the wait after the first failure (30s); each further
+	// failure doubles it, up to RetryMax (1h). A mail is tried for 24
+	// hours, then given up and logged.
+	RetryBase, RetryMax time.Duration
+	// DigestHour is the hour of the day (UTC) when digests are sent, 0–23
+	// (serve uses DefaultDigestHour).
+	DigestHour int
+	// Batch is how many mails one round claims and sends through one
+	// connection (50).
+	Batch int
+}
+
+// Dispatcher sends the mail the outbox holds. Several servers sharing a
+// database may each run one: claims are leased.
+type Dispatcher struct {
+	o      Opts
+	c      composer
+	worker string
+}
+
+// DefaultDigestHour is the hour of the day (UTC) when digests go out.
+const DefaultDigestHour = 8
+
+// New returns a dispatcher with o's defaults filled in.
+func New(o Opts) *Dispatcher {
+	if o.Clock == nil {
+		o.Clock = domain.SystemClock{}
+	}
+	if o.Poll <= 0 {
+		o.Poll = time.Second
+	}
+	if o.Lease <= 0 {
+		o.Lease = 30 * time.Second
+	}
+	if o.RetryBase <= 0 {
+		o.RetryBase = 30 * time.Second
+	}
+	if o.RetryMax <= 0 {
+		o.RetryMax = time.Hour
+	}
+	if o.Batch <= 0 {
+		o.Batch = 50
+	}
+	return &Dispatcher{o: o, c: newComposer(o.PublicURL), worker: "mail-" + rand.Text()[:10]}
+}
+
+// Outbox queues one-off mail (a password-reset link, say) for whichever
+// dispatcher runs next: it needs no SMTP configuration, so that web can
+// hold one from the start.
+type Outbox struct {
+	Store Store
+	Clock domain.Clock
+}
+
+// Queue implements domain.Mailer: m is committed to the outbox and sent
+// by a dispatcher's next round (or written to the log without SMTP).
+func (o Outbox) Queue(ctx context.Context, m domain.MailMessage) error {
+	if o.Clock == nil {
+		o.Clock = domain.SystemClock{}
+	}
+	return o.Store.QueueMail(ctx, m, o.Clock.Now())
+}
+
+// Queue implements domain.Mailer, as Outbox does.
+func (d *Dispatcher) Queue(ctx context.Context, m domain.MailMessage) error {
+	return Outbox{Store: d.o.Store, Clock: d.o.Clock}.Queue(ctx, m)
+}
+
+// Run sends mail until ctx ends.
+func (d *Dispatcher) Run(ctx context.Context) {
+	t := time.NewTicker(d.o.Poll)
+	defer t.Stop()
+	for {
+		for ctx.Err() == nil {
+			n, err := d.Round(ctx)
+			if err != nil && ctx.Err() == nil {
+				d.o.Log.WarnContext(ctx, "Sending mail failed; trying again shortly", "error", err)
+			}
+			if err != nil || n < d.o.Batch {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Round fans out the outbox, then claims and sends one batch of due mail,
+// and returns how many mails it claimed.
+func (d *Dispatcher) Round(ctx context.Context) (int, error) {
+	now := d.o.Clock.Now()
+	for {
+		n, err := d.o.Store.FanOutMail(ctx, now, NextDigest(now, d.o.DigestHour), d.o.Batch)
+		if err != nil {
+			return 0, err
+		}
+		if n < d.o.Batch {
+			break
+		}
+	}
+	jobs, err := d.o.Store.ClaimMail(ctx, d.worker, now, d.o.Lease, d.o.Batch)
+	if err != nil || len(jobs) == 0 {
+		return 0, err
+	}
+	outcomes := d.send(ctx, jobs)
+	// The outcome is recorded even as the server stops: what was sent
+	// must not be sent again.
+	return len(jobs), d.o.Store.FinishMail(context.WithoutCancel(ctx), outcomes, d.o.Clock.Now())
+}
+
+// send composes and sends the jobs, in one connection, and says what
+// became of each.
+func (d *Dispatcher) send(ctx context.Context, jobs []domain.MailJob) []domain.MailOutcome {
+	now := d.o.Clock.Now()
+	outcomes := make([]domain.MailOutcome, len(jobs))
+	errs := make([]error, len(jobs))
+	subjects := make([]string, len(jobs))
+	var msgs []Message
+	var sent []int // index in jobs of each of msgs
+	for i, j := range jobs {
+		outcomes[i] = domain.MailOutcome{ID: j.ID, Attempt: j.Attempt}
+		m, ok, err := d.c.compose(j, now)
+		subjects[i], errs[i] = m.Subject, err
+		if err == nil && ok {
+			msgs, sent = append(msgs, m), append(sent, i)
+		}
+	}
+	if len(msgs) > 0 {
+		for k, err := range d.o.Sender.Send(ctx, msgs) {
+			errs[sent[k]] = err
+		}
+	}
+	for i, j := range jobs {
+		if errs[i] == nil {
+			outcomes[i].Sent = true
+			continue
+		}
+		outcomes[i].Error = errs[i].Error()
+		wait := d.backoff(j.Attempt)
+		if at := now.Add(wait); at.Before(j.GiveUpAt) {
+			outcomes[i].RetryAt = at
+			d.o.Log.WarnContext(ctx, "Mail not sent; trying again later", "to", j.To.Email, "subject", subjects[i], "attempt", j.Attempt, "retry_in", wait, "error", errs[i])
+			continue
+		}
+		d.o.Log.ErrorContext(ctx, "Mail given up after a day of failures", "to", j.To.Email, "subject", subjects[i], "attempts", j.Attempt, "error", errs[i])
+	}
+	return outcomes
+}
+
+// backoff is the wait after the attempt-th failure: RetryBase doubled for
+// each earlier one, at most RetryMax.
+func (d *Dispatcher) backoff(attempt int) time.Duration {
+	w := d.o.RetryBase
+	for i := 1; i < attempt && w < d.o.RetryMax; i++ {
+		w *= 2
+	}
+	return min(w, d.o.RetryMax)
+}
+
+// NextDigest is the first digest time (hour o'clock, UTC) after now.
+func NextDigest(now time.Time, hour int) time.Time {
+	now = now.UTC()
+	t := time.Date(now.Year(), now.Month(), now.Day(), hour, 0, 0, 0, time.UTC)
+	if !t.After(now) {
+		t = t.AddDate(0, 0, 1)
+	}
+	return t
+}
+
+var (
+	_ domain.Mailer = (*Dispatcher)(nil)
+	_ domain.Mailer = Outbox{}
+)

@@ -1,0 +1,237 @@
+// Package mailtest runs a real SMTP server in the test process
+// (emersion/go-smtp on 127.0.0.1) that keeps every message it accepts, and
+// can be told to refuse them or to hold them unanswered.
+package mailtest
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"io"
+	"mime"
+	"mime/multipart"
+	"mime/quotedprintable"
+	"net"
+	netmail "net/mail"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+)
+
+// Received is one message the server accepted.
+type Received struct {
+	From   string
+	To     []string
+	Header netmail.Header
+	// Text and HTML are the decoded parts of a multipart/alternative
+	// message (or Text alone for a single part).
+	Text, HTML string
+	Raw        []byte
+}
+
+// Server is the SMTP server; URL is smtp://127.0.0.1:<port>.
+type Server struct {
+	URL string
+
+	mu      sync.Mutex
+	msgs    []Received
+	refuse  bool
+	hold    chan struct{} // while set, DATA waits on it
+	holding chan struct{} // signalled when a DATA starts waiting
+	arrived chan struct{}
+}
+
+// Start starts a server for the test; it stops when the test ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	s := &Server{arrived: make(chan struct{}, 1), holding: make(chan struct{}, 16)}
+	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &session{s: s}, nil }))
+	srv.Domain = "127.0.0.1"
+	srv.AllowInsecureAuth = true
+	srv.ReadTimeout, srv.WriteTimeout = 30*time.Second, 30*time.Second
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.URL = "smtp://" + ln.Addr().String()
+	go srv.Serve(ln) //nolint:errcheck // ends with Close
+	t.Cleanup(func() {
+		s.Release()
+		srv.Close()
+	})
+	return s
+}
+
+// Refuse makes the server refuse (true) or accept (false) every message.
+func (s *Server) Refuse(refuse bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refuse = refuse
+}
+
+// Hold makes every DATA wait, unanswered, until Release: a sender caught
+// in the middle of a send.
+func (s *Server) Hold() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hold == nil {
+		s.hold = make(chan struct{})
+	}
+}
+
+// Holding is signalled each time a DATA starts waiting (see Hold).
+func (s *Server) Holding() <-chan struct{} { return s.holding }
+
+// Release ends Hold; waiting DATA commands fail, as if the connection had
+// been lost, and nothing they carried is kept.
+func (s *Server) Release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hold != nil {
+		close(s.hold)
+		s.hold = nil
+	}
+}
+
+// Messages returns the messages accepted so far.
+func (s *Server) Messages() []Received {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Received(nil), s.msgs...)
+}
+
+// To returns the messages accepted for addr.
+func (s *Server) To(addr string) []Received {
+	var out []Received
+	for _, m := range s.Messages() {
+		for _, to := range m.To {
+			if strings.EqualFold(to, addr) {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+// Wait waits until n messages were accepted, and returns them; it fails
+// the test after d.
+func (s *Server) Wait(t testing.TB, n int, d time.Duration) []Received {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		if m := s.Messages(); len(m) >= n {
+			return m
+		}
+		select {
+		case <-s.arrived:
+		case <-deadline:
+			t.Fatalf("%d mails arrived within %v, want %d: %+v", len(s.Messages()), d, n, s.Messages())
+		}
+	}
+}
+
+type session struct {
+	s    *Server
+	from string
+	to   []string
+}
+
+func (ss *session) Reset()        { ss.from, ss.to = "", nil }
+func (ss *session) Logout() error { return nil }
+
+func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
+	ss.from = from
+	return nil
+}
+
+func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	ss.to = append(ss.to, to)
+	return nil
+}
+
+func (ss *session) Data(r io.Reader) error {
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	ss.s.mu.Lock()
+	hold, refuse := ss.s.hold, ss.s.refuse
+	ss.s.mu.Unlock()
+	if hold != nil {
+		select {
+		case ss.s.holding <- struct{}{}:
+		default:
+		}
+		<-hold
+		return errors.New("released")
+	}
+	if refuse {
+		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try again later"}
+	}
+	m, err := parse(raw)
+	if err != nil {
+		return err
+	}
+	m.From, m.To = ss.from, ss.to
+	ss.s.mu.Lock()
+	ss.s.msgs = append(ss.s.msgs, m)
+	ss.s.mu.Unlock()
+	select {
+	case ss.s.arrived <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// parse reads a message and its text and HTML parts.
+func parse(raw []byte) (Received, error) {
+	msg, err := netmail.ReadMessage(bytes.NewReader(raw))
+	if err != nil {
+		return Received{}, err
+	}
+	r := Received{Header: msg.Header, Raw: raw}
+	mt, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+	if err != nil {
+		return r, err
+	}
+	if !strings.HasPrefix(mt, "multipart/") {
+		b, err := decode(msg.Header.Get("Content-Transfer-Encoding"), msg.Body)
+		r.Text = b
+		return r, err
+	}
+	mr := multipart.NewReader(msg.Body, params["boundary"])
+	for {
+		p, err := mr.NextRawPart()
+		if errors.Is(err, io.EOF) {
+			return r, nil
+		}
+		if err != nil {
+			return r, err
+		}
+		b, err := decode(p.Header.Get("Content-Transfer-Encoding"), p)
+		if err != nil {
+			return r, err
+		}
+		switch pt, _, _ := mime.ParseMediaType(p.Header.Get("Content-Type")); pt {
+		case "text/plain":
+			r.Text = b
+		case "text/html":
+			r.HTML = b
+		}
+	}
+}
+
+// decode undoes a part's transfer encoding.
+func decode(encoding string, r io.Reader) (string, error) {
+	switch strings.ToLower(encoding) {
+	case "quoted-printable":
+		r = quotedprintable.NewReader(r)
+	case "base64":
+		r = base64.NewDecoder(base64.StdEncoding, r)
+	}
+	b, err := io.ReadAll(r)
+	return string(b), err
+}

@@ -1,0 +1,140 @@
+package mail
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	netmail "net/mail"
+	"net/url"
+	"strconv"
+	"time"
+
+	gomail "github.com/wneessen/go-mail"
+	"github.com/wneessen/go-mail/smtp"
+)
+
+// Sender delivers messages, in one connection where it can. It returns
+// one error per message, nil for each delivered: a message not delivered
+// is tried again later.
+type Sender interface {
+	Send(ctx context.Context, msgs []Message) []error
+}
+
+// SMTP sends through an SMTP server with go-mail.
+type SMTP struct {
+	host string
+	from string
+	opts []gomail.Option
+}
+
+// NewSMTP is a sender for the server rawURL names, smtp://user:pass@host:port
+// (STARTTLS when the server offers it; port 587 by default) or
+// smtps://… (TLS from the start; port 465 by default), with From set to
+// from.
+func NewSMTP(rawURL, from string) (*SMTP, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, errors.New("--smtp-url is not a URL such as smtp://user:password@mail.example.com:587")
+	}
+	if _, err := netmail.ParseAddress(from); err != nil {
+		return nil, fmt.Errorf("--smtp-from must be an address such as \"Tollgate <tollgate@example.com>\", not %q", from)
+	}
+	s := &SMTP{host: u.Hostname(), from: from, opts: []gomail.Option{gomail.WithTimeout(30 * time.Second)}}
+	if s.host == "" {
+		return nil, errors.New("--smtp-url names no host: smtp://user:password@mail.example.com:587")
+	}
+	port := 587
+	switch u.Scheme {
+	case "smtp":
+		s.opts = append(s.opts, gomail.WithTLSPolicy(gomail.TLSOpportunistic))
+	case "smtps":
+		port = 465
+		s.opts = append(s.opts, gomail.WithSSL())
+	default:
+		return nil, fmt.Errorf("--smtp-url must start with smtp:// or smtps://, not %s://", u.Scheme)
+	}
+	if p := u.Port(); p != "" {
+		if port, err = strconv.Atoi(p); err != nil || port < 1 || port > 65535 {
+			return nil, fmt.Errorf("--smtp-url: %q is not a port", p)
+		}
+	}
+	s.opts = append(s.opts, gomail.WithPort(port))
+	if u.User != nil {
+		pass, _ := u.User.Password()
+		s.opts = append(s.opts, gomail.WithSMTPAuth(gomail.SMTPAuthAutoDiscover),
+			gomail.WithUsername(u.User.Username()), gomail.WithPassword(pass))
+	}
+	return s, nil
+}
+
+// Send delivers msgs through one connection: each a multipart/alternative
+// mail with its plain-text and HTML parts, Message-ID, Date and
+// List-Unsubscribe. A failed connection fails them all; otherwise each
+// message succeeds or fails on its own.
+func (s *SMTP) Send(ctx context.Context, msgs []Message) []error {
+	errs := make([]error, len(msgs))
+	out := make([]*gomail.Msg, len(msgs))
+	var ready []*gomail.Msg
+	for i, m := range msgs {
+		out[i], errs[i] = s.message(m)
+		if errs[i] == nil {
+			ready = append(ready, out[i])
+		}
+	}
+	if len(ready) == 0 {
+		return errs
+	}
+	c, err := gomail.NewClient(s.host, s.opts...)
+	if err == nil {
+		var conn *smtp.Client
+		if conn, err = c.DialToSMTPClientWithContext(ctx); err == nil {
+			_ = c.SendWithSMTPClient(conn, ready...) // each message keeps its own error
+			_ = c.CloseWithSMTPClient(conn)          // what was accepted is delivered whatever QUIT answers
+		}
+	}
+	for i, m := range out {
+		switch {
+		case errs[i] != nil:
+		case err != nil:
+			errs[i] = fmt.Errorf("connect to SMTP server %s: %w", s.host, err)
+		case m.HasSendError():
+			errs[i] = fmt.Errorf("send mail to %s: %w", msgs[i].To, m.SendError())
+		}
+	}
+	return errs
+}
+
+// message is m as go-mail builds it.
+func (s *SMTP) message(m Message) (*gomail.Msg, error) {
+	msg := gomail.NewMsg()
+	if err := msg.From(s.from); err != nil {
+		return nil, fmt.Errorf("mail from %s: %w", s.from, err)
+	}
+	if err := msg.To(m.To); err != nil {
+		return nil, fmt.Errorf("mail to %s: %w", m.To, err)
+	}
+	msg.Subject(m.Subject)
+	msg.SetMessageIDWithValue(m.MessageID)
+	msg.SetDateWithValue(m.Date)
+	if m.Unsubscribe != "" {
+		msg.SetListUnsubscribe(m.Unsubscribe)
+	}
+	msg.SetBodyString(gomail.TypeTextPlain, m.Text)
+	if m.HTML != "" {
+		msg.AddAlternativeString(gomail.TypeTextHTML, m.HTML)
+	}
+	return msg, nil
+}
+
+// Log writes each mail to the server log instead of sending it, for a
+// server without SMTP: recipient, subject and link.
+type Log struct{ Logger *slog.Logger }
+
+// Send logs msgs.
+func (l Log) Send(ctx context.Context, msgs []Message) []error {
+	for _, m := range msgs {
+		l.Logger.InfoContext(ctx, "Mail (no SMTP server configured, so it is written here)", "to", m.To, "subject", m.Subject, "link", m.Link)
+	}
+	return make([]error, len(msgs))
+}

@@ -1,0 +1,402 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// Mail to the people who may act on a suspension travels in two steps. The
+// commit of the suspension inserts one mail_outbox row with it (queueMail),
+// which keeps the commit path to one small insert. The mail dispatcher then
+// fans each outbox row out into mail_deliveries, one per person, and claims
+// and sends those with a lease, as the engine does jobs.
+
+// Delivery statuses.
+const (
+	mailQueued   = "queued"
+	mailHeld     = "held"
+	mailSending  = "sending"
+	mailSent     = "sent"
+	mailDigested = "digested"
+	mailFailed   = "failed"
+)
+
+// mailRetention is how long a mail is tried before it is given up.
+const mailRetention = 24 * time.Hour
+
+type mailOutboxRow struct {
+	bun.BaseModel `bun:"table:mail_outbox,alias:mo"`
+
+	SuspensionID string    `bun:"suspension_id,pk"`
+	CreatedAt    time.Time `bun:"created_at"`
+}
+
+type mailDeliveryRow struct {
+	bun.BaseModel `bun:"table:mail_deliveries,alias:md"`
+
+	ID           int64           `bun:"id,pk,autoincrement"`
+	Kind         domain.MailKind `bun:"kind"`
+	Status       string          `bun:"status"`
+	SuspensionID *string         `bun:"suspension_id"`
+	UserID       *string         `bun:"user_id"`
+	Recipient    string          `bun:"recipient"`
+	DigestDay    *string         `bun:"digest_day"`
+	Message      json.RawMessage `bun:"message,type:jsonb,nullzero"`
+	Attempt      int             `bun:"attempt"`
+	RunAt        time.Time       `bun:"run_at"`
+	GiveUpAt     time.Time       `bun:"give_up_at"`
+	LockedBy     *string         `bun:"locked_by"`
+	LeaseUntil   *time.Time      `bun:"lease_until"`
+	LastError    string          `bun:"last_error"`
+	CreatedAt    time.Time       `bun:"created_at"`
+	SentAt       *time.Time      `bun:"sent_at"`
+}
+
+// mailUserRow is a user as mail sees them, with their preference.
+type mailUserRow struct {
+	bun.BaseModel `bun:"table:users,alias:u"`
+
+	ID       string                `bun:"id,pk"`
+	Email    string                `bun:"email"`
+	Name     string                `bun:"name"`
+	Role     domain.Role           `bun:"role"`
+	Disabled bool                  `bun:"disabled"`
+	Pref     domain.MailPreference `bun:"mail_preference"`
+}
+
+func (u *mailUserRow) toDomain() domain.User {
+	return domain.User{ID: u.ID, Email: u.Email, Name: u.Name, Role: u.Role, Disabled: u.Disabled}
+}
+
+// queueMail commits, with a new suspension that waits for a person, the
+// intent to tell the people who may act on it.
+func (w *commitWriter) queueMail(ctx context.Context, row *suspensionRow) error {
+	if row.Kind != domain.KindApproval && row.Kind != domain.KindInput {
+		return nil
+	}
+	return w.b.add(ctx, w.tx.NewInsert().Model(&mailOutboxRow{SuspensionID: row.ID, CreatedAt: w.now}))
+}
+
+// FanOutMail turns at most limit outbox rows into deliveries, one per
+// person told (domain.MailRecipients, each by their preference), and
+// returns how many it took. A person held for the digest gets a held row
+// under the day of nextDigest, and that day's digest is queued for them
+// once. A suspension no longer pending tells nobody. On PostgreSQL SKIP
+// LOCKED lets several servers fan out disjoint rows.
+func (db *DB) FanOutMail(ctx context.Context, now, nextDigest time.Time, limit int) (int, error) {
+	n := 0
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		q := tx.NewSelect().Model((*mailOutboxRow)(nil)).Column("suspension_id").OrderExpr("created_at, suspension_id").Limit(int64(limit))
+		if db.dialect == Postgres {
+			q.For("UPDATE SKIP LOCKED")
+		}
+		var ids []string
+		if err := q.Scan(ctx, &ids); err != nil || len(ids) == 0 {
+			return err
+		}
+		n = len(ids)
+		var rows []suspensionRow
+		if err := tx.NewSelect().Model(&rows).Where("id IN (?)", bun.List(ids)).Where("status = ?", domain.SuspensionPending).Scan(ctx); err != nil {
+			return err
+		}
+		var users []mailUserRow
+		if len(rows) > 0 {
+			if err := tx.NewSelect().Model(&users).Where("NOT disabled").Where("mail_preference <> ?", domain.MailOff).Scan(ctx); err != nil {
+				return err
+			}
+		}
+		deliveries, err := mailDeliveries(rows, users, ts(now), ts(nextDigest))
+		if err != nil {
+			return err
+		}
+		if len(deliveries) > 0 {
+			if _, err := tx.NewInsert().Model(&deliveries).On("CONFLICT DO NOTHING").Exec(ctx); err != nil {
+				return err
+			}
+		}
+		_, err = tx.NewDelete().Model((*mailOutboxRow)(nil)).Where("suspension_id IN (?)", bun.List(ids)).Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("fan out mail: %w", err)
+	}
+	return n, nil
+}
+
+// mailDeliveries are the deliveries of the suspensions for users.
+func mailDeliveries(rows []suspensionRow, users []mailUserRow, now, nextDigest time.Time) ([]mailDeliveryRow, error) {
+	people := make([]domain.User, len(users))
+	prefs := make(map[string]domain.MailPreference, len(users))
+	for i := range users {
+		people[i], prefs[users[i].ID] = users[i].toDomain(), users[i].Pref
+	}
+	day := nextDigest.Format(time.DateOnly)
+	var out []mailDeliveryRow
+	digests := map[string]bool{}
+	for i := range rows {
+		s, err := rows[i].toDomain()
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range domain.MailRecipients(s, people) {
+			d := mailDeliveryRow{Kind: domain.MailKindRequest, Status: mailQueued, SuspensionID: &rows[i].ID, UserID: &r.User.ID,
+				Recipient: r.User.Email, RunAt: now, GiveUpAt: now.Add(mailRetention), CreatedAt: now}
+			switch prefs[r.User.ID].Timing(r.Personal) {
+			case domain.MailNever:
+				continue
+			case domain.MailInDigest:
+				d.Status, d.DigestDay, d.RunAt, d.GiveUpAt = mailHeld, &day, nextDigest, nextDigest.Add(mailRetention)
+				if !digests[r.User.ID] {
+					digests[r.User.ID] = true
+					out = append(out, mailDeliveryRow{Kind: domain.MailKindDigest, Status: mailQueued, UserID: &r.User.ID, Recipient: r.User.Email,
+						DigestDay: &day, RunAt: nextDigest, GiveUpAt: nextDigest.Add(mailRetention), CreatedAt: now})
+				}
+			}
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// QueueMail queues a one-off message, sent by the mail dispatcher with the
+// same retries as request mail.
+func (db *DB) QueueMail(ctx context.Context, m domain.MailMessage, now time.Time) error {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("queue mail to %s: %w", m.To, err)
+	}
+	now = ts(now)
+	row := &mailDeliveryRow{Kind: domain.MailKindMessage, Status: mailQueued, Recipient: m.To, Message: body,
+		RunAt: now, GiveUpAt: now.Add(mailRetention), CreatedAt: now}
+	err = db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		_, err := tx.NewInsert().Model(row).Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("queue mail to %s: %w", m.To, err)
+	}
+	return nil
+}
+
+// ClaimMail claims at most limit mails that are due, for worker, until
+// now+lease: first, mails whose sender's lease ran out (a server that died
+// mid-send) are queued again. On PostgreSQL the claim skips rows other
+// servers are claiming; SQLite's single writer makes it exclusive.
+func (db *DB) ClaimMail(ctx context.Context, worker string, now time.Time, lease time.Duration, limit int) ([]domain.MailJob, error) {
+	now = ts(now)
+	var jobs []domain.MailJob
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		jobs = nil
+		if _, err := tx.NewUpdate().Model((*mailDeliveryRow)(nil)).Set("status = ?", mailQueued).Set("locked_by = NULL").Set("lease_until = NULL").
+			Where("status = ? AND lease_until < ?", mailSending, now).Exec(ctx); err != nil {
+			return err
+		}
+		due := tx.NewSelect().Model((*mailDeliveryRow)(nil)).Column("id").
+			Where("status = ? AND run_at <= ?", mailQueued, now).OrderExpr("run_at, id").Limit(int64(limit))
+		if db.dialect == Postgres {
+			due.For("UPDATE SKIP LOCKED")
+		}
+		var rows []mailDeliveryRow
+		err := tx.NewUpdate().Model((*mailDeliveryRow)(nil)).
+			Set("status = ?", mailSending).Set("attempt = attempt + 1").
+			Set("locked_by = ?", worker).Set("lease_until = ?", now.Add(lease)).
+			Where("id IN (?)", due).Returning("*").Scan(ctx, &rows)
+		if err != nil && !isNoRows(err) {
+			return err
+		}
+		jobs, err = db.mailJobs(ctx, tx, rows)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim mail: %w", err)
+	}
+	return jobs, nil
+}
+
+// mailJobs loads what the claimed rows are about: the recipients and the
+// requests (one query each, for all the rows), a digest's pending
+// requests, a message's content.
+func (db *DB) mailJobs(ctx context.Context, tx bun.Tx, rows []mailDeliveryRow) ([]domain.MailJob, error) {
+	users, requests, err := mailSubjects(ctx, tx, rows)
+	if err != nil {
+		return nil, err
+	}
+	jobs := make([]domain.MailJob, 0, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		j := domain.MailJob{ID: r.ID, Attempt: r.Attempt, Kind: r.Kind, To: domain.User{Email: r.Recipient}, GiveUpAt: r.GiveUpAt.UTC()}
+		if u, ok := users[derefString(r.UserID)]; ok {
+			j.To = u
+		}
+		switch r.Kind {
+		case domain.MailKindRequest:
+			s, ok := requests[derefString(r.SuspensionID)]
+			if !ok {
+				return nil, fmt.Errorf("mail %d: suspension %s: %w", r.ID, derefString(r.SuspensionID), domain.ErrNotFound)
+			}
+			j.Suspension = &s
+		case domain.MailKindDigest:
+			j.Day = derefString(r.DigestDay)
+			items, err := digestItems(ctx, tx, derefString(r.UserID), j.Day)
+			if err != nil {
+				return nil, err
+			}
+			j.Digest = items
+		case domain.MailKindMessage:
+			j.Message = new(domain.MailMessage)
+			if err := json.Unmarshal(r.Message, j.Message); err != nil {
+				return nil, err
+			}
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, nil
+}
+
+// mailSubjects reads the users and suspensions the rows name, by id.
+func mailSubjects(ctx context.Context, tx bun.Tx, rows []mailDeliveryRow) (map[string]domain.User, map[string]domain.Suspension, error) {
+	var userIDs, suspensionIDs []string
+	for i := range rows {
+		if rows[i].UserID != nil {
+			userIDs = append(userIDs, *rows[i].UserID)
+		}
+		if rows[i].SuspensionID != nil {
+			suspensionIDs = append(suspensionIDs, *rows[i].SuspensionID)
+		}
+	}
+	users := map[string]domain.User{}
+	requests := map[string]domain.Suspension{}
+	if len(userIDs) > 0 {
+		var us []mailUserRow
+		if err := tx.NewSelect().Model(&us).Where("id IN (?)", bun.List(userIDs)).Scan(ctx); err != nil {
+			return nil, nil, err
+		}
+		for i := range us {
+			users[us[i].ID] = us[i].toDomain()
+		}
+	}
+	if len(suspensionIDs) > 0 {
+		var ss []suspensionRow
+		if err := tx.NewSelect().Model(&ss).Where("id IN (?)", bun.List(suspensionIDs)).Scan(ctx); err != nil {
+			return nil, nil, err
+		}
+		for i := range ss {
+			s, err := ss[i].toDomain()
+			if err != nil {
+				return nil, nil, err
+			}
+			requests[s.ID] = s
+		}
+	}
+	return users, requests, nil
+}
+
+// digestItems are the pending requests held for a person's digest of day
+// (or an earlier one that missed its digest), oldest first.
+func digestItems(ctx context.Context, tx bun.Tx, userID, day string) ([]domain.Suspension, error) {
+	var rows []suspensionRow
+	err := tx.NewSelect().Model(&rows).
+		Where("s.status = ?", domain.SuspensionPending).
+		Where("s.id IN (?)", tx.NewSelect().Model((*mailDeliveryRow)(nil)).Column("suspension_id").
+			Where("user_id = ? AND status = ? AND digest_day <= ?", userID, mailHeld, day)).
+		OrderExpr("s.suspended_at, s.id").Scan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]domain.Suspension, 0, len(rows))
+	for i := range rows {
+		s, err := rows[i].toDomain()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// FinishMail records what became of claimed mails, each only while its
+// claim holds (same attempt, still sending): a lease taken over by another
+// server is theirs. A sent digest takes the requests held for it off the
+// list.
+func (db *DB) FinishMail(ctx context.Context, outcomes []domain.MailOutcome, now time.Time) error {
+	if len(outcomes) == 0 {
+		return nil
+	}
+	now = ts(now)
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		for _, o := range outcomes {
+			q := tx.NewUpdate().Model((*mailDeliveryRow)(nil)).Set("locked_by = NULL").Set("lease_until = NULL").Set("last_error = ?", o.Error).
+				Where("id = ? AND attempt = ? AND status = ?", o.ID, o.Attempt, mailSending)
+			switch {
+			case o.Sent:
+				q.Set("status = ?", mailSent).Set("sent_at = ?", now).Returning("kind, user_id, digest_day")
+			case o.RetryAt.IsZero():
+				q.Set("status = ?", mailFailed)
+			default:
+				q.Set("status = ?", mailQueued).Set("run_at = ?", ts(o.RetryAt))
+			}
+			if !o.Sent {
+				if _, err := q.Exec(ctx); err != nil {
+					return err
+				}
+				continue
+			}
+			var done []mailDeliveryRow
+			if err := q.Scan(ctx, &done); err != nil && !isNoRows(err) {
+				return err
+			}
+			for _, d := range done {
+				if d.Kind != domain.MailKindDigest {
+					continue
+				}
+				if _, err := tx.NewUpdate().Model((*mailDeliveryRow)(nil)).Set("status = ?", mailDigested).
+					Where("user_id = ? AND status = ? AND digest_day <= ?", derefString(d.UserID), mailHeld, derefString(d.DigestDay)).Exec(ctx); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("finish mail: %w", err)
+	}
+	return nil
+}
+
+// MailPreference implements domain.MailPreferences.
+func (db *DB) MailPreference(ctx context.Context, userID string) (domain.MailPreference, error) {
+	u := new(mailUserRow)
+	if err := db.bun.NewSelect().Model(u).Where("id = ?", userID).Scan(ctx); err != nil {
+		return "", fmt.Errorf("mail preference of %s: %w", userID, translate(err))
+	}
+	return u.Pref, nil
+}
+
+// SetMailPreference implements domain.MailPreferences.
+func (db *DB) SetMailPreference(ctx context.Context, userID string, p domain.MailPreference, now time.Time) error {
+	var n int64
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewUpdate().Model((*mailUserRow)(nil)).Set("mail_preference = ?", p).Set("updated_at = ?", ts(now)).
+			Where("id = ?", userID).Exec(ctx)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err == nil && n == 0 {
+		err = domain.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("set mail preference of %s: %w", userID, err)
+	}
+	return nil
+}
+
+var _ domain.MailPreferences = (*DB)(nil)
