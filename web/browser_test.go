@@ -36,8 +36,14 @@ func chromium(t *testing.T) string {
 // an isolated browsing context (its own cookies) in it.
 func newBrowser(t *testing.T) func() context.Context {
 	t.Helper()
+	return newBrowserFor(t, 60*time.Second)
+}
+
+// newBrowserFor is newBrowser whose contexts each last up to d.
+func newBrowserFor(t *testing.T, d time.Duration) func() context.Context {
+	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.NoSandbox,
-		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 900))
+		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 800))
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	root, cancelRoot := chromedp.NewContext(alloc)
 	if err := chromedp.Do(root, chromedp.Navigate("about:blank")); err != nil {
@@ -46,7 +52,7 @@ func newBrowser(t *testing.T) func() context.Context {
 	t.Cleanup(func() { cancelRoot(); cancelAlloc() })
 	return func() context.Context {
 		ctx, cancel := chromedp.NewContext(root, chromedp.WithNewBrowserContext())
-		ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+		ctx, cancelTimeout := context.WithTimeout(ctx, d)
 		t.Cleanup(func() { cancelTimeout(); cancel() })
 		return ctx
 	}
