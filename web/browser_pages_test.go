@@ -181,3 +181,73 @@ func TestBrowserEveryPageFitsAndIsAccessible(t *testing.T) {
 		visit(t, p.tab, e.srv.URL, p.path, p.name, p.ready)
 	}
 }
+
+// TestBrowserFrameMenuSkipLinkAndFocusRing checks the frame of every
+// page: the menu is a row of links on a laptop and a button on a phone
+// (a <details>, so it works without JavaScript), the first Tab lands on a
+// skip link, and the focus ring is 2 px with 3:1 contrast or better.
+func TestBrowserFrameMenuSkipLinkAndFocusRing(t *testing.T) {
+	t.Parallel()
+	open := newBrowser(t)
+	e := newAPIEnv(t, storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")}, withUI)
+	_, pass := e.addPerson(t, "rita@example.com", domain.RoleReviewer)
+	tab := open()
+	signIn(t, tab, e.srv.URL, "rita@example.com", pass)
+	const runsLink, menuButton = `nav[aria-label="Main"] a[href="/runs"]`, `details.menu > summary`
+	isVisible := func(sel string) bool {
+		t.Helper()
+		v, err := chromedp.Run(tab, chromedp.Evaluate[bool](`document.querySelector('`+sel+`').checkVisibility()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+
+	atSize(t, tab, desktop)
+	do(t, tab, "open the account page on a laptop", chromedp.Navigate(e.srv.URL+"/account"), chromedp.WaitVisible("#pw-current"))
+	if !isVisible(runsLink) || isVisible(menuButton) {
+		t.Fatalf("on a laptop the menu's links show: %v, its button shows: %v; want links and no button", isVisible(runsLink), isVisible(menuButton))
+	}
+
+	atSize(t, tab, phone)
+	do(t, tab, "open the account page on a phone", chromedp.Navigate(e.srv.URL+"/account"), chromedp.WaitVisible("#pw-current"))
+	if isVisible(runsLink) || !isVisible(menuButton) {
+		t.Fatalf("on a phone the menu's links show: %v, its button shows: %v; want the button only", isVisible(runsLink), isVisible(menuButton))
+	}
+	do(t, tab, "open the menu and follow Runs", chromedp.Click(menuButton), chromedp.WaitVisible(runsLink), chromedp.Click(runsLink), chromedp.WaitVisible(`nav[aria-label="Status filter"]`))
+
+	do(t, tab, "press Tab once", chromedp.KeyEvent("\t"))
+	focus, err := chromedp.Run(tab, chromedp.Evaluate[struct {
+		Text     string
+		Width    string
+		Style    string
+		Contrast float64
+	}](focusRing))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if focus.Text != "Skip to content" || focus.Width != "2px" || focus.Style != "solid" || focus.Contrast < 3 {
+		t.Fatalf("the first Tab focuses %+v; want the skip link with a solid 2px ring of 3:1 contrast or more", focus)
+	}
+	do(t, tab, "follow the skip link", chromedp.KeyEvent("\r"))
+	waitTrue(t, tab, "the skip link moves focus to the content", `document.activeElement && document.activeElement.id === "main"`, 2*time.Second)
+}
+
+// focusRing describes the focused element and the contrast of its outline
+// against the page's background.
+const focusRing = `(() => {
+	const el = document.activeElement, cs = getComputedStyle(el);
+	const rgb = s => (s.match(/[\d.]+/g) || []).slice(0, 4).map(Number);
+	const lum = ([r, g, b]) => {
+		const f = c => { c /= 255; return c <= 0.03928 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4); };
+		return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+	};
+	let bg = [255, 255, 255];
+	for (const node of [document.body, document.documentElement]) {
+		const c = rgb(getComputedStyle(node).backgroundColor);
+		if (c.length === 3 || c[3] > 0) { bg = c; break; }
+	}
+	const a = lum(rgb(cs.outlineColor)), b = lum(bg);
+	return {Text: el.textContent.trim(), Width: cs.outlineWidth, Style: cs.outlineStyle,
+		Contrast: (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)};
+})()`
