@@ -97,9 +97,9 @@ func tell(run domain.Run, e domain.Event, sps map[string]domain.Suspension) Stor
 
 // waiting tells a pause: what the run waits for, linking to the request.
 func waiting(s domain.Suspension, id string) StoryEntry {
-	entry := StoryEntry{Tone: "wait", Link: SuspensionURL(id)}
-	if id == "" {
-		entry.Link = ""
+	entry := StoryEntry{Tone: "wait"}
+	if id != "" {
+		entry.Link = SuspensionURL(id)
 	}
 	switch s.Kind {
 	case domain.KindDelay:

@@ -120,6 +120,8 @@ const widestElements = `(() => {
 func visit(t *testing.T, tab context.Context, base, path, name, ready string) {
 	t.Helper()
 	for _, vp := range sizes {
+		tab, cancel := context.WithTimeout(tab, time.Minute)
+		defer cancel()
 		atSize(t, tab, vp)
 		do(t, tab, "open "+path+" at "+vp.Name, chromedp.Navigate(base+path), chromedp.WaitVisible(ready))
 		checkPage(t, tab, vp, name+" ("+path+") at "+vp.Name)
@@ -133,7 +135,8 @@ func visit(t *testing.T, tab context.Context, base, path, name, ready string) {
 // on the database, so it runs on SQLite only.
 func TestBrowserEveryPageFitsAndIsAccessible(t *testing.T) {
 	t.Parallel()
-	open := newBrowserFor(t, 4*time.Minute)
+	// Each visit has a minute; the tabs last as long as all of them.
+	open := newBrowserFor(t, 15*time.Minute)
 	e := newAPIEnv(t, storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")}, withUI)
 	_, revPass := e.addPerson(t, "rita@example.com", domain.RoleReviewer)
 	_, adminPass := e.addPerson(t, "boss@example.com", domain.RoleAdmin)
