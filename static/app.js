@@ -112,17 +112,15 @@
     }, 150);
   }
 
+  // The note floats over the page's bottom edge (#live-note, reserved in
+  // the layout) so that showing it never moves what the viewer reads.
   function stale() {
-    if (document.getElementById("live-stale")) {
+    var note = document.getElementById("live-note");
+    if (!note || !note.hidden) {
       return;
     }
-    var note = document.createElement("p");
-    note.id = "live-stale";
-    note.setAttribute("role", "status");
-    note.className = "notice";
     note.innerHTML = 'This page has changed. <a href="">Reload</a> to see it.';
-    var main = document.querySelector("main");
-    main.insertBefore(note, main.firstChild);
+    note.hidden = false;
   }
 
   function live() {
@@ -154,7 +152,19 @@
     connect();
   }
 
+  // Folded sections (the menu, the inbox filters) are open on wide
+  // screens. The stylesheet does it where ::details-content is known;
+  // elsewhere they are opened here.
+  function folds() {
+    var wide = window.matchMedia && window.matchMedia("(min-width: 768px)").matches;
+    var css = window.CSS && CSS.supports && CSS.supports("selector(::details-content)");
+    if (wide && !css) {
+      document.querySelectorAll("details.fold").forEach(function (d) { d.open = true; });
+    }
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    folds();
     localTimes(document);
     dropzones(document);
     document.addEventListener("input", function (e) {

@@ -16,7 +16,8 @@ import (
 
 // End-to-end tests in a real headless Chromium (installed by .ci/run from
 // Debian's chromium package). TOLLGATE_SCREENSHOTS=1 saves a screenshot of
-// each main page under testdata/screenshots/.
+// each main page, at a laptop's and a phone's size, under
+// testdata/screenshots/ (see browser_pages_test.go).
 
 func chromium(t *testing.T) string {
 	t.Helper()
@@ -36,8 +37,14 @@ func chromium(t *testing.T) string {
 // an isolated browsing context (its own cookies) in it.
 func newBrowser(t *testing.T) func() context.Context {
 	t.Helper()
+	return newBrowserFor(t, 60*time.Second)
+}
+
+// newBrowserFor is newBrowser whose contexts each last up to d.
+func newBrowserFor(t *testing.T, d time.Duration) func() context.Context {
+	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.NoSandbox,
-		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 900))
+		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 800))
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	root, cancelRoot := chromedp.NewContext(alloc)
 	if err := chromedp.Do(root, chromedp.Navigate("about:blank")); err != nil {
@@ -46,7 +53,7 @@ func newBrowser(t *testing.T) func() context.Context {
 	t.Cleanup(func() { cancelRoot(); cancelAlloc() })
 	return func() context.Context {
 		ctx, cancel := chromedp.NewContext(root, chromedp.WithNewBrowserContext())
-		ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+		ctx, cancelTimeout := context.WithTimeout(ctx, d)
 		t.Cleanup(func() { cancelTimeout(); cancel() })
 		return ctx
 	}
@@ -108,7 +115,6 @@ func TestBrowserReviewerApprovesAndSeesTheRunFinish(t *testing.T) {
 		tab := open()
 		signIn(t, tab, e.srv.URL, "rev@example.com", pass)
 		do(t, tab, "open the inbox", chromedp.Navigate(e.srv.URL+"/inbox"), chromedp.WaitVisible(`tr[data-suspension="`+s.ID+`"]`))
-		screenshot(t, tab, "inbox-"+dialectOf(t))
 
 		// The run page, open in its own tab of the same session, follows the
 		// decision without a reload.
@@ -129,14 +135,12 @@ func TestBrowserReviewerApprovesAndSeesTheRunFinish(t *testing.T) {
 				{timeZone: "Asia/Tokyo", hour: "2-digit", minute: "2-digit", second: "2-digit", fractionalSecondDigits: 3});
 			return el.textContent === want;
 		})()`, 5*time.Second)
-		screenshot(t, runTab, "run-"+dialectOf(t))
 
 		do(t, tab, "approve",
 			chromedp.Click(`tr[data-suspension="`+s.ID+`"] a`),
 			chromedp.WaitVisible(`button[value="approve"]`),
 			chromedp.SendKeys("#comment", "Within policy"),
 		)
-		screenshot(t, tab, "review-"+dialectOf(t))
 		do(t, tab, "submit the approval", chromedp.Click(`button[value="approve"]`), chromedp.WaitVisible(`p.notice`))
 		waitTrue(t, runTab, "the run page shows the run succeeded", `document.querySelector('[data-live="run-status"]').textContent.trim() === "succeeded"`, 5*time.Second)
 		e.waitRun(t, run.ID, "succeeded")
@@ -162,30 +166,7 @@ func TestBrowserTwoReviewersShareAnInbox(t *testing.T) {
 			chromedp.WaitVisible(`textarea[name="f/receiptIds"]`),
 			chromedp.SendKeys(`textarea[name="f/receiptIds"]`, "d-1"),
 		)
-		screenshot(t, one, "suspension-"+dialectOf(t))
 		do(t, one, "submit", chromedp.Click(`form.schema-form button[type=submit]`), chromedp.WaitVisible(`p.notice`))
 		waitTrue(t, two, "the resumed row leaves the other reviewer's inbox", `document.querySelector('`+row+`') === null`, time.Second)
 	})
 }
-
-func TestBrowserAdminPages(t *testing.T) {
-	if os.Getenv("TOLLGATE_SCREENSHOTS") != "1" {
-		t.Skip("screenshots only: TOLLGATE_SCREENSHOTS=1")
-	}
-	open := newBrowser(t)
-	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
-		_, pass := e.addPerson(t, "boss@example.com", domain.RoleAdmin)
-		tab := open()
-		do(t, tab, "open the login page", chromedp.Navigate(e.srv.URL+"/login"), chromedp.WaitVisible("#email"))
-		screenshot(t, tab, "login-"+dialectOf(t))
-		signIn(t, tab, e.srv.URL, "boss@example.com", pass)
-		do(t, tab, "open users", chromedp.Navigate(e.srv.URL+"/admin/users"), chromedp.WaitVisible("h1"))
-		screenshot(t, tab, "users-"+dialectOf(t))
-		do(t, tab, "open the audit log", chromedp.Navigate(e.srv.URL+"/admin/audit"), chromedp.WaitVisible("h1"))
-		screenshot(t, tab, "audit-"+dialectOf(t))
-		do(t, tab, "open the account page", chromedp.Navigate(e.srv.URL+"/account"), chromedp.WaitVisible("#pw-current"))
-		screenshot(t, tab, "account-"+dialectOf(t))
-	})
-}
-
-func dialectOf(t *testing.T) string { return filepath.Base(t.Name()) }

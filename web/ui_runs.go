@@ -29,8 +29,9 @@ func (s *Server) cancelFromPage(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/runs/"+run.ID, http.StatusSeeOther)
 }
 
-// runPage shows a run to reviewers and admins: input, output or error, its
-// suspensions and its whole event timeline.
+// runPage shows a run to reviewers and admins: why it failed or what it
+// waits for, its events told in people's words, and the raw record (input,
+// output, suspensions, event payloads) under technical details.
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	v := s.viewerOf(r)
 	run, sps, err := s.Store.RunWithSuspensions(r.Context(), r.PathValue("id"))
@@ -47,7 +48,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		s.uiFailure(w, r, err)
 		return
 	}
-	p := views.RunPage{Viewer: v, Run: run, Input: indentJSON(run.Input), Suspensions: sps, Now: s.Clock.Now()}
+	p := views.RunPage{Viewer: v, Run: run, Input: indentJSON(run.Input), Suspensions: sps, Story: views.Story(run, events, sps), Now: s.Clock.Now()}
 	if len(run.Output) > 0 && string(run.Output) != "null" {
 		p.Output = indentJSON(run.Output)
 	}

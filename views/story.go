@@ -1,0 +1,176 @@
+package views
+
+import (
+	"encoding/json"
+	"net/url"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// StoryEntry is one event of a run told in people's words: a sentence,
+// perhaps naming something to open, perhaps quoting a comment or an error.
+type StoryEntry struct {
+	Text     string
+	Link     string // what the sentence names, "" for nothing
+	LinkText string
+	Quote    string
+	// Tone colours the entry's marker: "good", "bad", "wait", "info" or "".
+	Tone string
+	At   time.Time
+}
+
+// Story tells a run's events in order, oldest first, in people's words.
+// The suspensions give the requests the events name their titles and the
+// decisions their comments.
+func Story(run domain.Run, events []domain.Event, sps []domain.Suspension) []StoryEntry {
+	byID := make(map[string]domain.Suspension, len(sps))
+	for _, s := range sps {
+		byID[s.ID] = s
+	}
+	out := make([]StoryEntry, 0, len(events))
+	for _, e := range events {
+		entry := tell(run, e, byID)
+		entry.At = e.CreatedAt
+		out = append(out, entry)
+	}
+	return out
+}
+
+// eventFacts are the payload fields the kernel's events carry.
+type eventFacts struct {
+	SuspensionID string          `json:"suspensionId"`
+	ResumedBy    string          `json:"resumedBy"`
+	CancelledBy  string          `json:"cancelledBy"`
+	Count        int             `json:"count"`
+	Reason       string          `json:"reason"`
+	Message      string          `json:"message"` // of a RUN_FAILED's error
+	Error        json.RawMessage `json:"error"`   // a string or a RunError
+}
+
+func tell(run domain.Run, e domain.Event, sps map[string]domain.Suspension) StoryEntry {
+	var f eventFacts
+	_ = json.Unmarshal(e.Payload, &f) // a payload that is not an object tells nothing more
+	step := quoted(e.Step)
+	switch e.Type {
+	case domain.EventRunCreated:
+		return StoryEntry{Text: "Started by " + StartedBy(run), Tone: "info"}
+	case domain.EventStepStarted:
+		return StoryEntry{Text: "Step " + step + " started"}
+	case domain.EventStepCompleted:
+		return StoryEntry{Text: "Step " + step + " completed", Tone: "good"}
+	case domain.EventStepInvoked:
+		return StoryEntry{Text: "Step " + step + " queued"}
+	case domain.EventStepRetrying:
+		return StoryEntry{Text: "Step " + step + " failed; it will be tried again", Quote: errorText(f.Error), Tone: "wait"}
+	case domain.EventStepFailed:
+		return StoryEntry{Text: "Step " + step + " failed", Quote: errorText(f.Error), Tone: "bad"}
+	case domain.EventWorkflowPaused:
+		return waiting(sps[f.SuspensionID], f.SuspensionID)
+	case domain.EventRunResumed:
+		return StoryEntry{Text: "Resumed by " + resumer(f.ResumedBy), Tone: "info"}
+	case domain.EventReviewApproved:
+		return StoryEntry{Text: "Approved by " + resumer(f.ResumedBy), Quote: comment(sps[f.SuspensionID]), Tone: "good"}
+	case domain.EventReviewRejected:
+		return StoryEntry{Text: "Rejected by " + resumer(f.ResumedBy), Quote: comment(sps[f.SuspensionID]), Tone: "bad"}
+	case domain.EventSuspensionExpire:
+		return StoryEntry{Text: "The wait ended: its deadline passed", Tone: "wait"}
+	case domain.EventEarlyResumeRefused:
+		return StoryEntry{Text: "A resume that came before the pause did not fit it and was refused", Tone: "wait"}
+	case domain.EventCommandsDropped:
+		return StoryEntry{Text: plural(f.Count, "further step") + " dropped: " + f.Reason}
+	case domain.EventRunSucceeded:
+		return StoryEntry{Text: "The run succeeded", Tone: "good"}
+	case domain.EventRunFailed:
+		return StoryEntry{Text: "The run failed", Quote: f.Message, Tone: "bad"}
+	case domain.EventRunCancelled:
+		if f.CancelledBy == "" {
+			return StoryEntry{Text: "Cancelled", Tone: "bad"}
+		}
+		return StoryEntry{Text: "Cancelled by " + f.CancelledBy, Tone: "bad"}
+	}
+	if e.Step == "" {
+		return StoryEntry{Text: "Recorded " + quoted(e.Type)}
+	}
+	return StoryEntry{Text: "Step " + step + " recorded " + quoted(e.Type)}
+}
+
+// waiting tells a pause: what the run waits for, linking to the request.
+func waiting(s domain.Suspension, id string) StoryEntry {
+	entry := StoryEntry{Tone: "wait"}
+	if id != "" {
+		entry.Link = SuspensionURL(id)
+	}
+	switch s.Kind {
+	case domain.KindDelay:
+		entry.Text, entry.Link = "Waiting for a timer", ""
+		if s.WakeAt != nil {
+			entry.Text += ", due " + s.WakeAt.UTC().Format("2006-01-02 15:04 UTC")
+		}
+	case domain.KindWebhook:
+		entry.Text, entry.LinkText = "Waiting for a call to its resume URL:", RequestName(s)
+	case domain.KindCallback:
+		entry.Text, entry.LinkText = "Waiting for an outside service to report back:", RequestName(s)
+	case domain.KindSignal:
+		entry.Text, entry.LinkText = "Waiting for a signal:", RequestName(s)
+	default:
+		entry.Text, entry.LinkText = "Waiting for", RequestName(s)
+	}
+	if entry.LinkText == "" && entry.Link != "" {
+		entry.LinkText = "the request"
+	}
+	return entry
+}
+
+// RequestName is what people call a suspension: its title, or the human
+// name of its reason.
+func RequestName(s domain.Suspension) string {
+	if s.Title != "" {
+		return s.Title
+	}
+	if s.Reason == "" && s.ReasonLabel == "" {
+		return ""
+	}
+	return s.ReasonName()
+}
+
+// SuspensionURL is the page of a suspension.
+func SuspensionURL(id string) string { return "/suspensions/" + url.PathEscape(id) }
+
+// resumer names who or what resumed a wait.
+func resumer(by string) string {
+	switch by {
+	case "":
+		return "someone"
+	case "timer":
+		return "the timer"
+	case "webhook":
+		return "a call to its resume URL"
+	}
+	return by
+}
+
+// comment is the comment given with a decision, if any.
+func comment(s domain.Suspension) string {
+	var d domain.ApprovalData
+	if json.Unmarshal(s.ResumeData, &d) != nil {
+		return ""
+	}
+	return d.Comment
+}
+
+// errorText is the message of a step's error, a string or a RunError.
+func errorText(raw json.RawMessage) string {
+	var msg string
+	if json.Unmarshal(raw, &msg) == nil {
+		return msg
+	}
+	var re domain.RunError
+	if json.Unmarshal(raw, &re) == nil {
+		return re.Message
+	}
+	return ""
+}
+
+// quoted puts a name in typographic quotes.
+func quoted(name string) string { return "“" + name + "”" }

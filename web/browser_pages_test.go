@@ -1,0 +1,256 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/storage"
+)
+
+// viewport is a screen size the pages must work at.
+type viewport struct {
+	Name          string
+	Width, Height int64
+	Mobile        bool
+}
+
+// The two sizes every page is checked at: a laptop and a phone.
+var (
+	desktop = viewport{Name: "desktop", Width: 1280, Height: 800}
+	phone   = viewport{Name: "phone", Width: 390, Height: 844, Mobile: true}
+	sizes   = []viewport{desktop, phone}
+)
+
+// atSize makes the tab lay pages out as on vp's screen.
+func atSize(t *testing.T, ctx context.Context, vp viewport) {
+	t.Helper()
+	scale := 1.0
+	if vp.Mobile {
+		scale = 2
+	}
+	if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+		Width: vp.Width, Height: vp.Height, DeviceScaleFactor: scale, Mobile: vp.Mobile,
+	}); err != nil {
+		t.Fatalf("emulate %s: %v", vp.Name, err)
+	}
+}
+
+// axeSource is the vendored axe-core, read once per test binary.
+var axeSource = sync.OnceValues(func() (string, error) {
+	b, err := os.ReadFile(filepath.Join("testdata", "axe", "axe.min.js"))
+	return string(b), err
+})
+
+// axeViolation is one rule a page breaks, as axe-core reports it.
+type axeViolation struct {
+	ID     string `json:"id"`
+	Impact string `json:"impact"`
+	Help   string `json:"help"`
+	Nodes  []struct {
+		Target []any `json:"target"`
+	} `json:"nodes"`
+}
+
+func (v axeViolation) String() string {
+	var targets []string
+	for _, n := range v.Nodes {
+		targets = append(targets, fmt.Sprint(n.Target...))
+	}
+	return fmt.Sprintf("%s (%s): %s at %s", v.ID, v.Impact, v.Help, strings.Join(targets, ", "))
+}
+
+// checkPage fails the test when the open page scrolls sideways or when
+// axe-core finds a serious or critical accessibility violation in it.
+func checkPage(t *testing.T, ctx context.Context, vp viewport, what string) {
+	t.Helper()
+	// A phone zooms out to show a page wider than its screen, which
+	// widens innerWidth with it, so the page is measured against the
+	// screen too.
+	widths, err := chromedp.Run(ctx, chromedp.Evaluate[[2]int64](`[document.documentElement.scrollWidth, innerWidth]`))
+	if err != nil {
+		t.Fatalf("%s: measure: %v", what, err)
+	}
+	if widths[0] > widths[1] || widths[0] > vp.Width {
+		wide, _ := chromedp.Run(ctx, chromedp.Evaluate[[]string](strings.ReplaceAll(widestElements, "innerWidth", fmt.Sprint(vp.Width))))
+		t.Errorf("%s scrolls sideways: %d px of content in a %d px window; too wide: %v", what, widths[0], vp.Width, wide)
+	}
+	src, err := axeSource()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](`window.axe || (function(){`+src+`}).call(window)`)); err != nil {
+		t.Fatalf("%s: inject axe-core: %v", what, err)
+	}
+	found, err := chromedp.Run(ctx, chromedp.Evaluate[[]axeViolation](
+		`axe.run(document, {resultTypes: ["violations"]}).then(r => r.violations.filter(v => v.impact === "serious" || v.impact === "critical"))`,
+		chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("%s: run axe-core: %v", what, err)
+	}
+	for _, v := range found {
+		t.Errorf("%s: %s", what, v)
+	}
+}
+
+// widestElements names the elements that reach past the window's right
+// edge, to say what makes a page scroll sideways.
+const widestElements = `(() => {
+	const out = [];
+	for (const el of document.querySelectorAll("body *")) {
+		const r = el.getBoundingClientRect();
+		if (r.right > innerWidth + 1 && out.length < 8) {
+			out.push(el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + (el.className && typeof el.className === "string" ? "." + el.className.trim().replace(/\s+/g, ".") : "") + " right=" + Math.round(r.right));
+		}
+	}
+	return out;
+})()`
+
+// visit opens path in tab at every size, checks it, and saves its
+// screenshots as name-desktop.png and name-phone.png when asked to.
+func visit(t *testing.T, tab context.Context, base, path, name, ready string) {
+	t.Helper()
+	for _, vp := range sizes {
+		tab, cancel := context.WithTimeout(tab, time.Minute)
+		defer cancel()
+		atSize(t, tab, vp)
+		do(t, tab, "open "+path+" at "+vp.Name, chromedp.Navigate(base+path), chromedp.WaitVisible(ready))
+		checkPage(t, tab, vp, name+" ("+path+") at "+vp.Name)
+		screenshot(t, tab, name+"-"+vp.Name)
+	}
+}
+
+// TestBrowserEveryPageFitsAndIsAccessible visits every page, as the role
+// that uses it, at a laptop's and a phone's size: none may scroll
+// sideways or break a serious accessibility rule. Layout does not depend
+// on the database, so it runs on SQLite only.
+func TestBrowserEveryPageFitsAndIsAccessible(t *testing.T) {
+	t.Parallel()
+	// Each visit has a minute; the tabs last as long as all of them.
+	open := newBrowserFor(t, 15*time.Minute)
+	e := newAPIEnv(t, storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")}, withUI)
+	_, revPass := e.addPerson(t, "rita@example.com", domain.RoleReviewer)
+	_, adminPass := e.addPerson(t, "boss@example.com", domain.RoleAdmin)
+	_, founderPass := e.addPerson(t, "ada@founders.example", domain.RoleFounder)
+
+	running := e.startRun(t, "early", nil)
+	<-e.entered
+	_, approval := e.paused(t, "review", map[string]any{"amount": 389, "description": "Flight Lisbon"})
+	_, input := e.paused(t, "intake", map[string]string{"claimId": "c-1"})
+	_, docs := e.paused(t, "paperwork", map[string]string{"assignee": "ada@founders.example"})
+	won, approved := e.paused(t, "review", map[string]any{"amount": 42, "description": "Team lunch"})
+	want(t, e.call(t, "POST", "/api/v1/suspensions/"+approved.ID+"/approve", e.reviewer, `{"comment": "Within policy"}`), 200)
+	lost, rejected := e.paused(t, "review", map[string]any{"amount": 9000, "description": "Yacht"})
+	want(t, e.call(t, "POST", "/api/v1/suspensions/"+rejected.ID+"/reject", e.reviewer, `{"comment": "Not a business expense"}`), 200)
+	e.waitRun(t, won.ID, "succeeded")
+	e.waitRun(t, lost.ID, "failed")
+
+	anon, rev, founder, admin := open(), open(), open(), open()
+	signIn(t, rev, e.srv.URL, "rita@example.com", revPass)
+	signIn(t, founder, e.srv.URL, "ada@founders.example", founderPass)
+	signIn(t, admin, e.srv.URL, "boss@example.com", adminPass)
+
+	for _, p := range []struct {
+		tab               context.Context
+		path, name, ready string
+	}{
+		{anon, "/login", "login", "#email"},
+		{rev, "/inbox", "inbox", `tr[data-suspension="` + approval.ID + `"]`},
+		{rev, "/inbox?reason=awaiting_approval", "inbox-filtered", `tr[data-suspension="` + approval.ID + `"]`},
+		{rev, "/inbox?reason=no_such_reason", "inbox-empty", "main h2"},
+		{rev, "/suspensions/" + approval.ID, "suspension-approval", `button[value="approve"]`},
+		{rev, "/suspensions/" + input.ID, "suspension-input", "form.schema-form"},
+		{founder, "/suspensions/" + docs.ID, "suspension-documents", "#files"},
+		{founder, "/my", "my", `[data-suspension="` + docs.ID + `"]`},
+		{rev, "/runs", "runs", "main table"},
+		{rev, "/runs/" + running.ID, "run-working", `[data-live="run-status"]`},
+		{rev, "/runs/" + won.ID, "run-succeeded", `[data-live="run-status"]`},
+		{rev, "/runs/" + lost.ID, "run-failed", `[data-live="run-status"]`},
+		{rev, "/account", "account", "#pw-current"},
+		{admin, "/admin/users", "admin-users", "main table"},
+		{admin, "/admin/audit", "admin-audit", "main table"},
+		{rev, "/runs/no-such-run", "error-404", "main h1"},
+		{founder, "/inbox", "error-403", "main h1"},
+	} {
+		visit(t, p.tab, e.srv.URL, p.path, p.name, p.ready)
+	}
+}
+
+// TestBrowserFrameMenuSkipLinkAndFocusRing checks the frame of every
+// page: the menu is a row of links on a laptop and a button on a phone
+// (a <details>, so it works without JavaScript), the first Tab lands on a
+// skip link, and the focus ring is 2 px with 3:1 contrast or better.
+func TestBrowserFrameMenuSkipLinkAndFocusRing(t *testing.T) {
+	t.Parallel()
+	open := newBrowser(t)
+	e := newAPIEnv(t, storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")}, withUI)
+	_, pass := e.addPerson(t, "rita@example.com", domain.RoleReviewer)
+	tab := open()
+	signIn(t, tab, e.srv.URL, "rita@example.com", pass)
+	const runsLink, menuButton = `nav[aria-label="Main"] a[href="/runs"]`, `details.menu > summary`
+	isVisible := func(sel string) bool {
+		t.Helper()
+		v, err := chromedp.Run(tab, chromedp.Evaluate[bool](`document.querySelector('`+sel+`').checkVisibility()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+
+	atSize(t, tab, desktop)
+	do(t, tab, "open the account page on a laptop", chromedp.Navigate(e.srv.URL+"/account"), chromedp.WaitVisible("#pw-current"))
+	if !isVisible(runsLink) || isVisible(menuButton) {
+		t.Fatalf("on a laptop the menu's links show: %v, its button shows: %v; want links and no button", isVisible(runsLink), isVisible(menuButton))
+	}
+
+	atSize(t, tab, phone)
+	do(t, tab, "open the account page on a phone", chromedp.Navigate(e.srv.URL+"/account"), chromedp.WaitVisible("#pw-current"))
+	if isVisible(runsLink) || !isVisible(menuButton) {
+		t.Fatalf("on a phone the menu's links show: %v, its button shows: %v; want the button only", isVisible(runsLink), isVisible(menuButton))
+	}
+	do(t, tab, "open the menu and follow Runs", chromedp.Click(menuButton), chromedp.WaitVisible(runsLink), chromedp.Click(runsLink), chromedp.WaitVisible(`nav[aria-label="Status filter"]`))
+
+	do(t, tab, "press Tab once", chromedp.KeyEvent("\t"))
+	focus, err := chromedp.Run(tab, chromedp.Evaluate[struct {
+		Text     string
+		Width    string
+		Style    string
+		Contrast float64
+	}](focusRing))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if focus.Text != "Skip to content" || focus.Width != "2px" || focus.Style != "solid" || focus.Contrast < 3 {
+		t.Fatalf("the first Tab focuses %+v; want the skip link with a solid 2px ring of 3:1 contrast or more", focus)
+	}
+	do(t, tab, "follow the skip link", chromedp.KeyEvent("\r"))
+	waitTrue(t, tab, "the skip link moves focus to the content", `document.activeElement && document.activeElement.id === "main"`, 2*time.Second)
+}
+
+// focusRing describes the focused element and the contrast of its outline
+// against the page's background.
+const focusRing = `(() => {
+	const el = document.activeElement, cs = getComputedStyle(el);
+	const rgb = s => (s.match(/[\d.]+/g) || []).slice(0, 4).map(Number);
+	const lum = ([r, g, b]) => {
+		const f = c => { c /= 255; return c <= 0.03928 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4); };
+		return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+	};
+	let bg = [255, 255, 255];
+	for (const node of [document.body, document.documentElement]) {
+		const c = rgb(getComputedStyle(node).backgroundColor);
+		if (c.length === 3 || c[3] > 0) { bg = c; break; }
+	}
+	const a = lum(rgb(cs.outlineColor)), b = lum(bg);
+	return {Text: el.textContent.trim(), Width: cs.outlineWidth, Style: cs.outlineStyle,
+		Contrast: (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)};
+})()`

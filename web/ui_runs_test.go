@@ -1,0 +1,84 @@
+package web_test
+
+import (
+	"html"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// TestUIRunPageLeadsWithWhyItFailed: a failed run says its error code and
+// message before anything else, never "None yet", and its story names
+// who rejected it and their comment.
+func TestUIRunPageLeadsWithWhyItFailed(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		run, s := e.paused(t, "review", map[string]any{"amount": 9000, "description": "Yacht"})
+		want(t, e.call(t, "POST", "/api/v1/suspensions/"+s.ID+"/reject", e.reviewer, `{"comment": "Not a <b>business</b> expense"}`), http.StatusOK)
+		failed := e.waitRun(t, run.ID, "failed")
+		b := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
+		p := b.get("/runs/" + run.ID)
+		wantPage(t, p, http.StatusOK, `data-live="run-status">failed<`, "This run failed", "<code>rejected</code>",
+			"Rejected by "+reviewerEmail, "Not a &lt;b&gt;business&lt;/b&gt; expense", "Technical details", "REVIEW_REJECTED")
+		message := html.EscapeString(failed.Error.Message)
+		at := strings.Index(p.Body, message)
+		if at < 0 || at > strings.Index(p.Body, "What happened") || at > strings.Index(p.Body, "Technical details") {
+			t.Fatalf("the failure %q is not shown before the story and the technical details:\n%s", message, p.Body)
+		}
+		if strings.Contains(p.Body, "None yet") {
+			t.Fatal("a failed run still says its output is none yet")
+		}
+		if strings.Index(p.Body, "Started by "+adminEmail) > strings.Index(p.Body, "Rejected by") {
+			t.Fatal("the story is not oldest first")
+		}
+	})
+}
+
+// TestUIRunPageTellsWhatItWaitsFor: a waiting run links to its pending
+// request at the top; a finished one tells who approved, with the
+// comment, and a timer's wake-up in words.
+func TestUIRunPageTellsWhatItWaitsFor(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		b := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
+		waiting, s := e.paused(t, "review", map[string]any{"amount": 42, "description": "Team lunch"})
+		p := b.get("/runs/" + waiting.ID)
+		link := `Waiting for <a href="/suspensions/` + s.ID + `">`
+		wantPage(t, p, http.StatusOK, `data-live="run-status">suspended<`, link)
+		if strings.Index(p.Body, link) > strings.Index(p.Body, "What happened") {
+			t.Fatal("what the run waits for is not at the top")
+		}
+
+		want(t, e.call(t, "POST", "/api/v1/suspensions/"+s.ID+"/approve", e.reviewer, `{"comment": "Within policy"}`), http.StatusOK)
+		e.waitRun(t, waiting.ID, "succeeded")
+		wantPage(t, b.get("/runs/"+waiting.ID), http.StatusOK, `data-live="run-status">succeeded<`, "Approved by "+reviewerEmail, "Within policy", "The run succeeded")
+
+		timer := e.startRun(t, "delay", map[string]int{"ms": 1})
+		e.waitRun(t, timer.ID, "succeeded")
+		wantPage(t, b.get("/runs/"+timer.ID), http.StatusOK, "Waiting for a timer", "Resumed by the timer")
+	})
+}
+
+// TestUIRunsListShowsStatusAsWords: each run's badge carries its status
+// as a word and a class of its own, beside who started it.
+func TestUIRunsListShowsStatusAsWords(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		ok, s := e.paused(t, "review", map[string]any{"amount": 1})
+		want(t, e.call(t, "POST", "/api/v1/suspensions/"+s.ID+"/approve", e.reviewer, `{}`), http.StatusOK)
+		bad, s2 := e.paused(t, "review", map[string]any{"amount": 2})
+		want(t, e.call(t, "POST", "/api/v1/suspensions/"+s2.ID+"/reject", e.reviewer, `{}`), http.StatusOK)
+		e.waitRun(t, ok.ID, "succeeded")
+		e.waitRun(t, bad.ID, "failed")
+		e.paused(t, "review", map[string]any{"amount": 3})
+		b := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
+		wantPage(t, b.get("/runs"), http.StatusOK,
+			`<span class="badge badge-succeeded">succeeded</span>`,
+			`<span class="badge badge-failed">failed</span>`,
+			`<span class="badge badge-suspended">suspended</span>`,
+			`data-label="Started by">`+adminEmail)
+		wantPage(t, b.get("/runs?status=cancelled"), http.StatusOK, "No run matches this filter")
+	})
+}
