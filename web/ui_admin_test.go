@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -128,6 +129,92 @@ func TestUIInviteKeepsWhatWasTyped(t *testing.T) {
 		wantPage(t, p, http.StatusOK, "Password for nia@example.com")
 		if strings.Contains(p.Body, `<details open`) {
 			t.Error("the invite form stays open after a success")
+		}
+	})
+}
+
+// The audit log tells each entry as a sentence, naming people by name, API
+// keys by theirs and requests by their titles, linked to the user, the
+// request and the run; the raw data is folded away. It filters by who,
+// what kind of entry and when, and keeps its pages.
+func TestUIAuditLogReadsAsSentences(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		adaID, adaPass := e.namedPerson(t, "ada@example.com", "Ada Admin", domain.RoleAdmin)
+		ada := e.browser(t)
+		wantPage(t, ada.login("ada@example.com", adaPass), http.StatusSeeOther)
+		_, founderKey := e.keyNamed(t, e.userIDs[founderAEmail], "ci-bot")
+
+		// A founder's key approves through the API; Ada approves from the page.
+		run, first := e.paused(t, "sign-offs", nil)
+		want(t, e.call(t, "POST", "/api/v1/suspensions/"+first.ID+"/approve", founderKey, `{"comment":"mine"}`), http.StatusOK)
+		var second suspensionBody
+		eventually(t, "the admins' sign-off", func() bool {
+			for _, sp := range e.run(t, run.ID).Suspensions {
+				if sp.Status == "pending" && sp.StepKey == "admins" {
+					second = sp
+				}
+			}
+			return second.ID != ""
+		})
+		wantPage(t, ada.do("POST", "/suspensions/"+second.ID+"/decide", url.Values{"decision": {"approve"}, "comment": {"Looks right"}}), http.StatusSeeOther)
+		keyID, _ := e.keyNamed(t, e.userIDs[adminEmail], "ci-deploy")
+		wantPage(t, ada.do("POST", "/admin/keys/"+keyID+"/revoke", url.Values{}), http.StatusOK)
+		cancelled, _ := e.paused(t, "paperwork", map[string]string{"assignee": "nobody@example.com"})
+		wantPage(t, ada.do("POST", "/runs/"+cancelled.ID+"/cancel", url.Values{}), http.StatusSeeOther)
+
+		p := ada.get("/admin/audit")
+		wantPage(t, p, http.StatusOK,
+			`API key ci-bot</span> approved <a href="/suspensions/`+first.ID+`"><em>Founder sign-off</em></a> via the API`,
+			`<a href="/admin/users#user-`+adaID+`" title="ada@example.com">Ada Admin</a> approved <a href="/suspensions/`+second.ID+`"><em>Admin sign-off</em></a> via the web app`,
+			`Ada Admin</a> revoked API key <em>ci-deploy</em>`,
+			`Ada Admin</a> cancelled <a href="/runs/`+cancelled.ID+`">a run of paperwork</a> via the web app`,
+			`Ada Admin</a> signed in`,
+			`<details class="audit-details"><summary>Details</summary>`, "Looks right", "<code>suspension.approve</code>")
+		if strings.Contains(p.Body, `<details class="audit-details" open`) {
+			t.Error("an entry's data is unfolded")
+		}
+
+		only := func(query string, in, out []string) {
+			t.Helper()
+			p := ada.get("/admin/audit?" + query)
+			wantPage(t, p, http.StatusOK, in...)
+			for _, s := range out {
+				if strings.Contains(p.Body, s) {
+					t.Errorf("?%s shows %q", query, s)
+				}
+			}
+		}
+		approved, revoked, signedIn := `data-audit="suspension.approve"`, `data-audit="apikey.revoke"`, `data-audit="login"`
+		only("category=decisions", []string{approved, `<option value="decisions" selected>`}, []string{revoked, signedIn})
+		only("category=people", []string{revoked}, []string{approved, signedIn})
+		only("category=runs", []string{`data-audit="run.cancel"`}, []string{approved, revoked})
+		only("category=security", []string{signedIn}, []string{approved, revoked})
+		only("actor=ADA@example.com&category=decisions", []string{"Admin sign-off"}, []string{"Founder sign-off"})
+		today := time.Now().UTC().Format(time.DateOnly)
+		tomorrow := time.Now().UTC().AddDate(0, 0, 1).Format(time.DateOnly)
+		only("from="+today+"&to="+today, []string{approved}, nil)
+		only("from="+tomorrow, []string{"No entries"}, []string{approved})
+		wantPage(t, ada.get("/admin/audit?category=gossip"), http.StatusBadRequest, "choose one of the kinds of entry")
+		wantPage(t, ada.get("/admin/audit?to=soon"), http.StatusBadRequest, "is not a date")
+
+		// Paging keeps the filter.
+		for i := range 120 {
+			if err := e.db.AppendAudit(t.Context(), domain.AuditEntry{At: time.Now(), ActorID: adaID, ActorEmail: "ada@example.com", Action: "login", Address: fmt.Sprint(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p = ada.get("/admin/audit?category=security")
+		next := between(p.Body, `<p><a href="`, `"`)
+		if !strings.Contains(next, "category=security") || !strings.Contains(next, "cursor=") {
+			t.Fatalf("the next page's link %q", next)
+		}
+		wantPage(t, ada.get(strings.ReplaceAll(next, "&amp;", "&")), http.StatusOK, signedIn)
+
+		// The export is the same selection, raw.
+		csv := ada.get("/admin/audit/export?format=csv&category=people")
+		if csv.Status != http.StatusOK || !strings.Contains(csv.Body, "apikey.revoke") || strings.Contains(csv.Body, "suspension.approve") {
+			t.Fatalf("export of people and keys:\n%s", csv.Body)
 		}
 	})
 }
