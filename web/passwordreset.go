@@ -32,8 +32,15 @@ func hashResetToken(token string) []byte {
 	return h[:]
 }
 
+// mailsResets reports whether people may ask for a reset link by mail: a
+// mailer is set, and so is PublicURL, because a mailed link must never be
+// built on the Host header of a stranger's request (which would send the
+// person a link to the stranger's site).
+func (s *Server) mailsResets() bool { return s.ResetMailer != nil && s.PublicURL != "" }
+
 // publicBase is where people reach this server: PublicURL, or the scheme
-// and host the request came to.
+// and host the request came to (an admin's own request, for the links
+// they hand out).
 func (s *Server) publicBase(r *http.Request) string {
 	if s.PublicURL != "" {
 		return strings.TrimRight(s.PublicURL, "/")
@@ -87,7 +94,7 @@ func (s *Server) openReset(w http.ResponseWriter, r *http.Request) (domain.Passw
 	}
 	if err != nil || !reset.Usable(now) || user.Disabled {
 		s.resets.failed(addr, "", addr, now)
-		s.render(w, r, http.StatusNotFound, views.ResetInvalid(v, s.ResetMailer != nil))
+		s.render(w, r, http.StatusNotFound, views.ResetInvalid(v, s.mailsResets()))
 		return reset, user, false
 	}
 	if v != nil && v.ID != user.ID {
@@ -138,7 +145,7 @@ func (s *Server) resetPassword(w http.ResponseWriter, r *http.Request) {
 	}
 	reset, user, err := s.UIStore.UsePasswordReset(r.Context(), hashResetToken(r.PathValue("token")), hash, s.Clock.Now())
 	if errors.Is(err, domain.ErrNotFound) { // used or expired since the form opened
-		s.render(w, r, http.StatusNotFound, views.ResetInvalid(s.viewerOf(r), s.ResetMailer != nil))
+		s.render(w, r, http.StatusNotFound, views.ResetInvalid(s.viewerOf(r), s.mailsResets()))
 		return
 	}
 	if err != nil {
@@ -157,7 +164,7 @@ func (s *Server) resetPassword(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) forgotPage(w http.ResponseWriter, r *http.Request) {
-	if s.ResetMailer == nil {
+	if !s.mailsResets() {
 		s.renderError(w, r, http.StatusNotFound, "Page not found", "Password-reset links are not mailed here. Ask an admin for one.", s.viewerOf(r))
 		return
 	}
@@ -172,7 +179,7 @@ func (s *Server) forgotPage(w http.ResponseWriter, r *http.Request) {
 // per email and per address like failed logins, so that nobody can fill a
 // person's mailbox.
 func (s *Server) forgotPassword(w http.ResponseWriter, r *http.Request) {
-	if s.ResetMailer == nil {
+	if !s.mailsResets() {
 		s.forgotPage(w, r)
 		return
 	}
@@ -239,5 +246,5 @@ func (s *Server) renderWhole(w http.ResponseWriter, r *http.Request, status int,
 
 // loginView is the login page as this server shows it.
 func (s *Server) loginView(email, failure, next string) templ.Component {
-	return views.Login(views.LoginPage{Email: email, Failure: failure, Next: next, Forgot: s.ResetMailer != nil})
+	return views.Login(views.LoginPage{Email: email, Failure: failure, Next: next, Forgot: s.mailsResets()})
 }

@@ -180,18 +180,23 @@ func (m *resetMails) sent(email string) []string {
 	return append([]string(nil), m.links[email]...)
 }
 
+// publicURL is where the servers of tests that mail links say they are.
+const publicURL = "https://tollgate.example.com"
+
 // withResetMail enables the browser app with a fake clock, trusted
-// forwarded addresses and a mailer of reset links.
+// forwarded addresses, a public URL and a mailer of reset links.
 func withResetMail(s *web.Server) {
 	withLoginClock(s)
-	s.ResetMailer = &resetMails{links: map[string][]string{}}
+	s.ResetMailer, s.PublicURL = &resetMails{links: map[string][]string{}}, publicURL+"/"
 }
 
-// Without a mailer, the login page offers no link by mail and /forgot is
-// not there.
+// Without a mailer, or without a public URL to build mailed links on (a
+// request's Host header is the asker's to choose), the login page offers
+// no link by mail and /forgot is not there.
 func TestUIForgotPasswordNeedsMail(t *testing.T) {
 	t.Parallel()
-	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+	noPublicURL := func(s *web.Server) { withResetMail(s); s.PublicURL = "" }
+	forEachDialectWith(t, noPublicURL, func(t *testing.T, e *apiEnv) {
 		b := e.browser(t)
 		p := b.get("/login")
 		wantPage(t, p, http.StatusOK, "Ask an admin for a reset link")
@@ -200,6 +205,9 @@ func TestUIForgotPasswordNeedsMail(t *testing.T) {
 		}
 		wantPage(t, b.get("/forgot"), http.StatusNotFound)
 		wantPage(t, b.do("POST", "/forgot", url.Values{"email": {adminEmail}}), http.StatusNotFound)
+		if got := e.api.ResetMailer.(*resetMails).sent(adminEmail); len(got) != 0 {
+			t.Fatalf("mailed without a public URL: %v", got)
+		}
 	})
 }
 
@@ -238,10 +246,10 @@ func TestUIForgotPasswordMailsALink(t *testing.T) {
 		// The answer is sent before the mail: wait for it.
 		eventually(t, "the mail to rev", func() bool { return len(mails.sent("rev@example.com")) == 1 })
 		links := mails.sent("rev@example.com")
-		if len(links) != 1 || !strings.HasPrefix(links[0], e.srv.URL+"/reset/") {
+		if len(links) != 1 || !strings.HasPrefix(links[0], publicURL+"/reset/") {
 			t.Fatalf("links mailed to rev: %v", links)
 		}
-		path := strings.TrimPrefix(links[0], e.srv.URL)
+		path := strings.TrimPrefix(links[0], publicURL)
 		wantPage(t, b.do("GET", path, nil, from("198.51.100.2")...), http.StatusOK, "Choose a new password", "rev@example.com")
 		const fresh = "tangerine orbit lantern"
 		wantPage(t, setPassword(b, path, fresh, fresh, "198.51.100.2"), http.StatusOK, "Your password is set")
@@ -273,4 +281,3 @@ func TestUIForgotPasswordMailsALink(t *testing.T) {
 		})
 	})
 }
-

@@ -111,9 +111,10 @@ type Server struct {
 	// password-reset links; without it, links name the scheme and host
 	// the request came to.
 	PublicURL string
-	// ResetMailer, when set, mails password-reset links that people ask
-	// for with "Forgot password?" on the login page; without it the page
-	// does not offer it and only admins issue links.
+	// ResetMailer, when set together with PublicURL, mails
+	// password-reset links that people ask for with "Forgot password?" on
+	// the login page; without them the page does not offer it and only
+	// admins issue links.
 	ResetMailer ResetMailer
 
 	watch    runWatch

@@ -48,7 +48,7 @@ func (s *Server) confirmDisableUser(w http.ResponseWriter, r *http.Request) {
 			Question:    "Disable the account of " + u.Email + "?",
 			Consequence: "They are signed out everywhere at once and cannot sign in, and their API keys stop working, until an admin enables the account again.",
 			Action:      "/admin/users/" + u.ID, Fields: []views.HiddenField{{Name: "role", Value: string(u.Role)}, {Name: "disabled", Value: "true"}},
-			Button:      "Disable the account", Back: "/admin/users#user-" + u.ID}))
+			Button: "Disable the account", Back: "/admin/users#user-" + u.ID}))
 	}
 }
 
