@@ -19,7 +19,7 @@ func (db *DB) SuspensionTitles(ctx context.Context, ids []string) (map[string]st
 		ID    string `bun:"id"`
 		Title string `bun:"title"`
 	}
-	if err := db.bun.NewSelect().Model((*suspensionRow)(nil)).Column("id", "title").Where("id IN (?)", bun.In(ids)).Scan(ctx, &rows); err != nil {
+	if err := db.bun.NewSelect().Model((*suspensionRow)(nil)).Column("id", "title").Where("id IN (?)", bun.List(ids)).Scan(ctx, &rows); err != nil {
 		return nil, fmt.Errorf("suspension titles: %w", err)
 	}
 	for _, r := range rows {
