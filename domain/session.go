@@ -58,6 +58,9 @@ type AuditEntry struct {
 type AuditFilter struct {
 	ActorEmail string
 	Action     string
+	// Actions, when set, keeps the entries whose action is one of them; a
+	// name ending in ".*" stands for every action with that prefix.
+	Actions    []string
 	WorkflowID string
 	From, To   time.Time
 	Cursor     string

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -211,6 +212,18 @@ func (db *DB) Audit(ctx context.Context, f domain.AuditFilter) ([]domain.AuditEn
 	}
 	if f.Action != "" {
 		q.Where("action = ?", f.Action)
+	}
+	if len(f.Actions) > 0 {
+		q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			for _, a := range f.Actions {
+				if prefix, ok := strings.CutSuffix(a, "*"); ok {
+					q.WhereOr("action LIKE ? ESCAPE '\\'", escapeLike(prefix)+"%")
+				} else {
+					q.WhereOr("action = ?", a)
+				}
+			}
+			return q
+		})
 	}
 	if f.WorkflowID != "" {
 		q.Where("workflow_id = ?", f.WorkflowID)

@@ -115,11 +115,25 @@ type Server struct {
 	// give every server sharing a database the same key).
 	DeviceKey []byte
 
+	// PublicURL is where people reach the browser app
+	// (https://tollgate.example.com), for the links it hands out, such as
+	// password-reset links; without it, links name the scheme and host
+	// the request came to.
+	PublicURL string
+	// ResetMailer, when set together with PublicURL, mails
+	// password-reset links that people ask for with "Forgot password?" on
+	// the login page; without them the page does not offer it and only
+	// admins issue links.
+	ResetMailer ResetMailer
+
 	watch    runWatch
 	keys     *keyCache
 	keysOnce sync.Once
 	sessions *sessionStore
 	logins   *loginLimiter
+	// resets counts invalid password-reset links per address; forgots
+	// counts links asked for by mail, per email and per address.
+	resets, forgots *loginLimiter
 	// deviceOnce fills a missing DeviceKey.
 	deviceOnce sync.Once
 	live       *liveHub

@@ -213,6 +213,9 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, approve bool) er
 func (s *Server) apiAudit(r *http.Request, action string, data map[string]any) *domain.AuditEntry {
 	p := principalFrom(r.Context())
 	data["via"] = "api"
+	if p.Key.Name != "" {
+		data["key"] = p.Key.Name
+	}
 	return s.auditEntry(r, domain.AuditEntry{ActorID: p.User.ID, ActorEmail: p.User.Email, Action: action, Data: auditData(data)})
 }
 

@@ -35,6 +35,10 @@ type UIStore interface {
 	UpdateUser(ctx context.Context, id string, role domain.Role, disabled bool, now time.Time) (domain.User, error)
 	SetPassword(ctx context.Context, id, hash string, now time.Time) error
 	APIKeys(ctx context.Context, userID string) ([]domain.APIKey, error)
+	domain.PasswordResetStore
+	// SuspensionTitles returns the titles of those of the suspensions
+	// named that still exist, by id.
+	SuspensionTitles(ctx context.Context, ids []string) (map[string]string, error)
 }
 
 // uiCSP allows the page's own scripts, styles and connections, nothing
@@ -55,7 +59,7 @@ func (s *Server) ui(mux *http.ServeMux) {
 	if s.sessions.absolute <= 0 {
 		s.sessions.absolute = 7 * 24 * time.Hour
 	}
-	s.logins = newLoginLimiter()
+	s.logins, s.resets, s.forgots = newLoginLimiter(), newLoginLimiter(), newLoginLimiter()
 	s.live = newLiveHub(s.Store, s)
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -72,6 +76,10 @@ func (s *Server) ui(mux *http.ServeMux) {
 	page("GET /login", s.loginPage)
 	page("POST /login", s.login)
 	page("POST /logout", s.logout)
+	page("GET /reset/{token}", s.resetPage)
+	page("POST /reset/{token}", s.resetPassword)
+	page("GET /forgot", s.forgotPage)
+	page("POST /forgot", s.forgotPassword)
 	page("GET /{$}", s.signedIn(nil, s.home))
 	page("GET /inbox", s.signedIn(domain.Role.Staff, s.inbox))
 	page("GET /my", s.signedIn(founderOnly, s.my))
@@ -92,9 +100,13 @@ func (s *Server) ui(mux *http.ServeMux) {
 	page("GET /admin/users", s.signedIn(adminOnly, s.usersPage))
 	page("POST /admin/users", s.signedIn(adminOnly, s.inviteUser))
 	page("POST /admin/users/{id}", s.signedIn(adminOnly, s.updateUser))
+	page("GET /admin/users/{id}/disable", s.signedIn(adminOnly, s.confirmDisableUser))
+	page("POST /admin/users/{id}/reset", s.signedIn(adminOnly, s.issueResetLink))
 	page("POST /admin/keys", s.signedIn(adminOnly, s.createKey))
+	page("GET /admin/keys/{id}/revoke", s.signedIn(adminOnly, s.confirmRevokeKey))
 	page("POST /admin/keys/{id}/revoke", s.signedIn(adminOnly, s.revokeKey))
 	page("GET /runs/{id}", s.signedIn(domain.Role.Staff, s.runPage))
+	page("GET /runs/{id}/cancel", s.signedIn(adminOnly, s.confirmCancelRun))
 	page("POST /runs/{id}/cancel", s.signedIn(adminOnly, s.cancelFromPage))
 	page("/", func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, http.StatusNotFound, "Page not found", "There is no page at this address. It may have moved, or the link may be mistyped.", s.viewerOf(r))
@@ -188,7 +200,7 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	s.render(w, r, http.StatusOK, views.Login("", "", safeNext(r.URL.Query().Get("next"))))
+	s.render(w, r, http.StatusOK, s.loginView("", "", safeNext(r.URL.Query().Get("next"))))
 }
 
 // login checks email and password (authenticate). Failures are answered
@@ -198,7 +210,7 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if err := r.ParseForm(); err != nil {
-		s.render(w, r, http.StatusBadRequest, views.Login("", "The form could not be read. Try again.", ""))
+		s.render(w, r, http.StatusBadRequest, s.loginView("", "The form could not be read. Try again.", ""))
 		return
 	}
 	email := strings.ToLower(strings.TrimSpace(r.PostForm.Get("email")))
@@ -211,21 +223,21 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		retry := strconv.Itoa(int(th.wait.Seconds()) + 1)
 		s.audit(r, domain.AuditEntry{ActorEmail: email, Action: "login.throttled", Data: json.RawMessage(`{"retryAfterSeconds":` + retry + `}`)})
 		w.Header().Set("Retry-After", retry)
-		s.render(w, r, http.StatusTooManyRequests, views.Login(email, "Too many failed attempts. Wait a few minutes, then try again.", next))
+		s.render(w, r, http.StatusTooManyRequests, s.loginView(email, "Too many failed attempts. Wait a few minutes, then try again.", next))
 		return
 	case errors.Is(err, errWrongPassword):
 		s.audit(r, domain.AuditEntry{ActorEmail: email, Action: "login.failed"})
-		s.render(w, r, http.StatusUnauthorized, views.Login(email, "That email and password do not match an active account.", next))
+		s.render(w, r, http.StatusUnauthorized, s.loginView(email, "That email and password do not match an active account.", next))
 		return
 	case err != nil:
 		s.Log.ErrorContext(r.Context(), "Looking up a user failed", "error", err)
-		s.render(w, r, http.StatusServiceUnavailable, views.Login(email, "Tollgate cannot check passwords right now. Try again shortly.", next))
+		s.render(w, r, http.StatusServiceUnavailable, s.loginView(email, "Tollgate cannot check passwords right now. Try again shortly.", next))
 		return
 	}
 	s.logins.succeeded(email, device)
 	if err := s.startSession(w, r, user.ID); err != nil {
 		s.Log.ErrorContext(r.Context(), "Creating a session failed", "error", err)
-		s.render(w, r, http.StatusServiceUnavailable, views.Login(email, "Tollgate could not sign you in right now. Try again shortly.", next))
+		s.render(w, r, http.StatusServiceUnavailable, s.loginView(email, "Tollgate could not sign you in right now. Try again shortly.", next))
 		return
 	}
 	s.markDevice(w, r, email)

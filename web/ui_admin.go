@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,9 +18,17 @@ import (
 // "to" includes its day.
 func auditFilter(r *http.Request) (views.AuditFilterForm, domain.AuditFilter, error) {
 	q := r.URL.Query()
-	form := views.AuditFilterForm{Actor: strings.TrimSpace(q.Get("actor")), Action: strings.TrimSpace(q.Get("action")),
+	form := views.AuditFilterForm{Actor: strings.TrimSpace(q.Get("actor")), Category: q.Get("category"), Action: strings.TrimSpace(q.Get("action")),
 		Workflow: strings.TrimSpace(q.Get("workflow")), From: q.Get("from"), To: q.Get("to")}
 	f := domain.AuditFilter{ActorEmail: strings.ToLower(form.Actor), Action: form.Action, WorkflowID: form.Workflow, Cursor: q.Get("cursor")}
+	if form.Category != "" {
+		i := slices.IndexFunc(views.AuditCategories, func(c views.AuditCategory) bool { return c.Value == form.Category })
+		if i < 0 {
+			form.Category = ""
+			return form, f, errors.New("choose one of the kinds of entry in the list")
+		}
+		f.Actions = views.AuditCategories[i].Actions
+	}
 	if form.From != "" {
 		t, err := time.Parse(time.DateOnly, form.From)
 		if err != nil {
@@ -42,7 +51,7 @@ func (s *Server) auditPage(w http.ResponseWriter, r *http.Request) {
 	form, f, err := auditFilter(r)
 	p := views.AuditPage{Viewer: v, Filter: form}
 	if err != nil {
-		p.Failure = err.Error()
+		p.Failure = "Cannot filter: " + err.Error() + "."
 		s.render(w, r, http.StatusBadRequest, views.Audit(p))
 		return
 	}
@@ -58,11 +67,56 @@ func (s *Server) auditPage(w http.ResponseWriter, r *http.Request) {
 		s.uiFailure(w, r, err)
 		return
 	}
-	p.Entries = entries
+	names, err := s.auditNames(r, entries)
+	if err != nil {
+		s.uiFailure(w, r, err)
+		return
+	}
+	for _, e := range entries {
+		p.Rows = append(p.Rows, views.NewAuditRow(e, names))
+	}
 	if next != "" {
 		p.Next = "/admin/audit?" + form.Query("cursor", next)
 	}
 	s.render(w, r, http.StatusOK, views.Audit(p))
+}
+
+// auditNames looks up the people, keys and requests a page of entries
+// refers to: every user and key (an admin's lists, small), and the titles
+// of the suspensions named, in one query.
+func (s *Server) auditNames(r *http.Request, entries []domain.AuditEntry) (views.AuditNames, error) {
+	n := views.AuditNames{Users: map[string]domain.User{}, ByEmail: map[string]domain.User{}, Keys: map[string]domain.APIKey{}}
+	users, err := s.UIStore.Users(r.Context())
+	if err != nil {
+		return n, err
+	}
+	for _, u := range users {
+		n.Users[u.ID], n.ByEmail[u.Email] = u, u
+	}
+	keys, err := s.UIStore.APIKeys(r.Context(), "")
+	if err != nil {
+		return n, err
+	}
+	for _, k := range keys {
+		n.Keys[k.ID] = k
+	}
+	var ids []string
+	for _, e := range entries {
+		switch {
+		case strings.HasPrefix(e.Action, "suspension."):
+			ids = append(ids, e.Subject)
+		case e.Action == "document.upload":
+			var d struct {
+				SuspensionID string `json:"suspensionId"`
+			}
+			if json.Unmarshal(e.Data, &d) == nil && d.SuspensionID != "" {
+				ids = append(ids, d.SuspensionID)
+			}
+		}
+	}
+	slices.Sort(ids)
+	n.Titles, err = s.UIStore.SuspensionTitles(r.Context(), slices.Compact(ids))
+	return n, err
 }
 
 // auditExport streams every entry the filter selects, newest first, as CSV

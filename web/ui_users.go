@@ -73,19 +73,33 @@ func (s *Server) formRole(w http.ResponseWriter, r *http.Request) (domain.Role, 
 	return role, true
 }
 
-// inviteUser creates an account with a one-time password, shown once.
+// inviteUser creates an account with a one-time password, shown once. A
+// refused invitation shows the form again as typed, with each error next
+// to its field.
 func (s *Server) inviteUser(w http.ResponseWriter, r *http.Request) {
 	v := s.viewerOf(r)
 	if !s.usersForm(w, r) {
 		return
 	}
-	email := strings.ToLower(strings.TrimSpace(r.PostForm.Get("email")))
-	if addr, err := mail.ParseAddress(email); err != nil || addr.Address != email {
-		s.refuseUsers(w, r, http.StatusUnprocessableEntity, "“"+email+"” is not an email address.")
-		return
+	form := views.InviteForm{Email: strings.TrimSpace(r.PostForm.Get("email")), Name: strings.TrimSpace(r.PostForm.Get("name")),
+		Role: r.PostForm.Get("role"), Errors: map[string]string{}}
+	refuse := func(status int) {
+		s.showUsers(w, r, status, func(p *views.UsersPage) {
+			p.Invite, p.Failure = form, "No account was created: correct the invitation below."
+		})
 	}
-	role, ok := s.formRole(w, r)
-	if !ok {
+	email, role := strings.ToLower(form.Email), domain.Role(form.Role)
+	if addr, err := mail.ParseAddress(email); err != nil || addr.Address != email {
+		form.Errors["email"] = "Enter an email address, like name@example.com."
+	}
+	if len(form.Name) > 200 {
+		form.Errors["name"] = "Use at most 200 characters."
+	}
+	if !role.Valid() {
+		form.Errors["role"] = "Choose admin, reviewer or founder."
+	}
+	if len(form.Errors) > 0 {
+		refuse(http.StatusUnprocessableEntity)
 		return
 	}
 	password := rand.Text()
@@ -94,10 +108,11 @@ func (s *Server) inviteUser(w http.ResponseWriter, r *http.Request) {
 		s.uiFailure(w, r, err)
 		return
 	}
-	u, err := s.Auth.CreateUser(r.Context(), domain.User{ID: uuid.NewString(), Email: email, Name: strings.TrimSpace(r.PostForm.Get("name")), Role: role, CreatedAt: s.Clock.Now()}, hash)
+	u, err := s.Auth.CreateUser(r.Context(), domain.User{ID: uuid.NewString(), Email: email, Name: form.Name, Role: role, CreatedAt: s.Clock.Now()}, hash)
 	var ce *domain.ConflictError
 	if errors.As(err, &ce) {
-		s.refuseUsers(w, r, http.StatusConflict, "There is already an account for "+email+".")
+		form.Errors["email"] = "There is already an account for " + email + "."
+		refuse(http.StatusConflict)
 		return
 	}
 	if err != nil {
@@ -108,6 +123,54 @@ func (s *Server) inviteUser(w http.ResponseWriter, r *http.Request) {
 	s.showUsers(w, r, http.StatusOK, func(p *views.UsersPage) {
 		p.SecretLabel, p.Secret = "Password for "+u.Email, password
 	})
+}
+
+// issueResetLink makes a one-time password-reset link for a user and
+// shows it to the admin once; the user's older unused links stop working.
+// A disabled account gets none: it could not sign in with the password.
+func (s *Server) issueResetLink(w http.ResponseWriter, r *http.Request) {
+	v := s.viewerOf(r)
+	u, ok, err := s.userByID(r, r.PathValue("id"))
+	switch {
+	case err != nil:
+		s.uiFailure(w, r, err)
+		return
+	case !ok:
+		s.refuseUsers(w, r, http.StatusNotFound, "That user no longer exists.")
+		return
+	case u.Disabled:
+		s.refuseUsers(w, r, http.StatusUnprocessableEntity, "The account of "+u.Email+" is disabled: enable it first, then issue a reset link.")
+		return
+	}
+	link, err := s.issueReset(r, u, v.ID)
+	if errors.Is(err, domain.ErrNotFound) {
+		s.refuseUsers(w, r, http.StatusNotFound, "That user no longer exists.")
+		return
+	}
+	if err != nil {
+		s.uiFailure(w, r, err)
+		return
+	}
+	s.audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "password.reset_issue", Subject: u.ID, Data: auditData(map[string]any{"email": u.Email})})
+	s.showUsers(w, r, http.StatusOK, func(p *views.UsersPage) {
+		p.SecretLabel, p.Secret = "Password-reset link for "+u.Email, link
+		p.SecretNote = "It works once, for 24 hours; any older link for this account no longer works."
+	})
+}
+
+// userByID finds a user among all users (an admin's page lists them all
+// anyway); false if there is none.
+func (s *Server) userByID(r *http.Request, id string) (domain.User, bool, error) {
+	users, err := s.UIStore.Users(r.Context())
+	if err != nil {
+		return domain.User{}, false, err
+	}
+	for _, u := range users {
+		if u.ID == id {
+			return u, true, nil
+		}
+	}
+	return domain.User{}, false, nil
 }
 
 // updateUser sets a role and the disabled flag. Disabling ends the user's
@@ -176,10 +239,16 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 }
 
 // revokeKey ends an API key at once on this server (within the key cache's
-// TTL on others).
+// TTL on others). Its confirmation page is confirmRevokeKey; this post
+// alone acts.
 func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
 	v := s.viewerOf(r)
 	id := r.PathValue("id")
+	k, _, err := s.keyByID(r, id)
+	if err != nil {
+		s.uiFailure(w, r, err)
+		return
+	}
 	owner, err := s.Auth.RevokeAPIKey(r.Context(), id, s.Clock.Now())
 	if errors.Is(err, domain.ErrNotFound) {
 		s.refuseUsers(w, r, http.StatusNotFound, "That key is already revoked or does not exist.")
@@ -190,6 +259,21 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.ForgetUser(owner)
-	s.audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "apikey.revoke", Subject: id})
-	s.showUsers(w, r, http.StatusOK, func(p *views.UsersPage) { p.Notice = "Revoked the key." })
+	s.audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "apikey.revoke", Subject: id,
+		Data: auditData(map[string]any{"name": k.Name, "prefix": k.Prefix, "ownerId": owner})})
+	s.showUsers(w, r, http.StatusOK, func(p *views.UsersPage) { p.Notice = "Revoked the key “" + k.Name + "”." })
+}
+
+// keyByID finds an API key, revoked or not; false if there is none.
+func (s *Server) keyByID(r *http.Request, id string) (domain.APIKey, bool, error) {
+	keys, err := s.UIStore.APIKeys(r.Context(), "")
+	if err != nil {
+		return domain.APIKey{}, false, err
+	}
+	for _, k := range keys {
+		if k.ID == id {
+			return k, true, nil
+		}
+	}
+	return domain.APIKey{}, false, nil
 }

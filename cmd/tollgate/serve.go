@@ -262,7 +262,8 @@ func newServer(c serveConfig, eng *engine.Engine, db *storage.DB, f *flows, feed
 		UIStore: db, SessionIdle: c.sessionIdle, SessionAbsolute: c.sessionMax, TrustProxy: c.trustProxy, UploadLimit: int64(c.uploadLimit),
 		UploadRequestLimit: int64(c.uploadRequest), UploadsPerUser: c.uploadsPerUser, UploadsInFlight: c.uploadsInFlight,
 		SyncTimeout: c.syncTimeout, RedactHeaders: c.redactHeaders, Feed: feed, Catalog: f.catalog, Waitpoints: f.waitpoints, WorkItems: db,
-		DeviceKey: subKey(f.links.Secret, "tollgate device cookie"), MetricsToken: c.metricsToken, MetricsElsewhere: c.metricsAddr != ""}
+		DeviceKey: subKey(f.links.Secret, "tollgate device cookie"), MetricsToken: c.metricsToken, MetricsElsewhere: c.metricsAddr != "",
+		PublicURL: c.publicURL}
 }
 
 // housekeepingEvery is how often housekeep folds the inbox's count deltas;

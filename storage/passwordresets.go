@@ -1,0 +1,110 @@
+package storage
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+type passwordResetRow struct {
+	bun.BaseModel `bun:"table:password_resets,alias:pr"`
+
+	IDHash    []byte     `bun:"id_hash,pk"`
+	UserID    string     `bun:"user_id"`
+	CreatedBy string     `bun:"created_by"`
+	CreatedAt time.Time  `bun:"created_at"`
+	ExpiresAt time.Time  `bun:"expires_at"`
+	UsedAt    *time.Time `bun:"used_at"`
+}
+
+func (r *passwordResetRow) toDomain() domain.PasswordReset {
+	return domain.PasswordReset{IDHash: r.IDHash, UserID: r.UserID, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(),
+		ExpiresAt: r.ExpiresAt.UTC(), UsedAt: utcPtr(r.UsedAt)}
+}
+
+// CreatePasswordReset implements domain.PasswordResetStore.
+func (db *DB) CreatePasswordReset(ctx context.Context, p domain.PasswordReset) error {
+	row := &passwordResetRow{IDHash: p.IDHash, UserID: p.UserID, CreatedBy: p.CreatedBy, CreatedAt: ts(p.CreatedAt), ExpiresAt: ts(p.ExpiresAt)}
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		n, err := tx.NewSelect().Model((*userRow)(nil)).Where("id = ?", p.UserID).Count(ctx)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return domain.ErrNotFound
+		}
+		if _, err := tx.NewDelete().Model((*passwordResetRow)(nil)).Where("user_id = ? AND used_at IS NULL", p.UserID).Exec(ctx); err != nil {
+			return err
+		}
+		_, err = tx.NewInsert().Model(row).Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("create password reset for user %s: %w", p.UserID, err)
+	}
+	return nil
+}
+
+// PasswordReset implements domain.PasswordResetStore. The lookup is by
+// hash (an index probe whose timing does not depend on how much of a
+// guess was right); the stored hash is then compared in constant time as
+// a second check.
+func (db *DB) PasswordReset(ctx context.Context, hash []byte) (domain.PasswordReset, domain.User, error) {
+	var row struct {
+		passwordResetRow `bun:",extend"`
+		owner
+		Disabled bool `bun:"disabled"`
+	}
+	err := db.bun.NewSelect().Model(&row).
+		ColumnExpr("pr.*, "+ownerColumns+", u.disabled").
+		Join("JOIN users AS u ON u.id = pr.user_id").
+		Where("pr.id_hash = ?", hash).Scan(ctx)
+	if err != nil {
+		return domain.PasswordReset{}, domain.User{}, fmt.Errorf("find password reset: %w", translate(err))
+	}
+	if subtle.ConstantTimeCompare(row.IDHash, hash) != 1 {
+		return domain.PasswordReset{}, domain.User{}, fmt.Errorf("find password reset: %w", domain.ErrNotFound)
+	}
+	u := row.user(row.UserID)
+	u.Disabled = row.Disabled
+	return row.toDomain(), u, nil
+}
+
+// UsePasswordReset implements domain.PasswordResetStore: the conditional
+// update on used_at decides which of two uses wins.
+func (db *DB) UsePasswordReset(ctx context.Context, hash []byte, passwordHash string, now time.Time) (domain.PasswordReset, domain.User, error) {
+	reset, user := new(passwordResetRow), new(userRow)
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewUpdate().Model(reset).Set("used_at = ?", ts(now)).
+			Where("id_hash = ? AND used_at IS NULL AND expires_at > ?", hash, ts(now)).
+			Where("user_id IN (SELECT id FROM users WHERE NOT disabled)").
+			Returning("*").Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 || subtle.ConstantTimeCompare(reset.IDHash, hash) != 1 {
+			return domain.ErrNotFound
+		}
+		res, err = tx.NewUpdate().Model(user).Set("password_hash = ?", passwordHash).Set("updated_at = ?", ts(now)).
+			Where("id = ?", reset.UserID).Returning("*").Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return domain.ErrNotFound
+		}
+		_, err = tx.NewDelete().Model((*sessionRow)(nil)).Where("user_id = ?", reset.UserID).Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return domain.PasswordReset{}, domain.User{}, fmt.Errorf("use password reset: %w", translate(err))
+	}
+	return reset.toDomain(), user.toDomain(), nil
+}
+
+var _ domain.PasswordResetStore = (*DB)(nil)
