@@ -39,12 +39,12 @@ type schemaNode struct {
 	Items       *schemaNode            `json:"items"`
 	Default     any                    `json:"default"`
 	// Present only to recognise what a form cannot express.
-	Ref   string `json:"$ref"`
+	Ref   string            `json:"$ref"`
 	OneOf []json.RawMessage `json:"oneOf"`
-	AnyOf []any  `json:"anyOf"`
-	AllOf []any  `json:"allOf"`
-	Not   any    `json:"not"`
-	If    any    `json:"if"`
+	AnyOf []any             `json:"anyOf"`
+	AllOf []any             `json:"allOf"`
+	Not   any               `json:"not"`
+	If    any               `json:"if"`
 	// propertyOrder keeps the schema's own order of properties.
 	propertyOrder []string
 }
