@@ -39,7 +39,7 @@ func ForWhom(s domain.Suspension) string {
 	if s.Assignee != "" {
 		return s.Assignee
 	}
-	return "Any reviewer"
+	return "any reviewer"
 }
 
 // TitleOf is what a suspension is called: its title, or its reason's

@@ -240,7 +240,7 @@ func TestUIInboxShowsRequestsInTheViewersWords(t *testing.T) {
 			`<h2 class="reason" data-reason="awaiting_expense_approval">Expense approval <span class="count">1</span></h2>`,
 			`<option value="awaiting_expense_approval">Expense approval</option>`,
 			`<option value="awaiting_documents">Awaiting documents</option>`,
-			">Approve</td>", ">Any reviewer</td>", ">Provide input</td>", ">ada@founders.example</td>",
+			">Approve</td>", ">any reviewer</td>", ">Provide input</td>", ">ada@founders.example</td>",
 			// A request without a title reads by its reason's label and workflow.
 			">Awaiting documents · intake</a>")
 		wantPage(t, b.get("/inbox?reason=awaiting_expense_approval"), http.StatusOK, `<option value="awaiting_expense_approval" selected>Expense approval</option>`, "Expense: Trip A")

@@ -69,6 +69,10 @@ func (s *Server) suspensionView(r *http.Request, sp domain.Suspension, v *views.
 	if sp.ResumedAt != nil {
 		p.ResumeData = indentJSON(sp.ResumeData)
 		p.DecidedBy = s.personName(r, sp.ResumedBy)
+		var d domain.ApprovalData
+		if sp.Kind == domain.KindApproval && json.Unmarshal(sp.ResumeData, &d) == nil {
+			p.DecisionComment = d.Comment
+		}
 	}
 	for _, c := range sp.Deferred {
 		p.Deferred = append(p.Deferred, views.DescribeCommand(c))

@@ -426,7 +426,7 @@ func TestUIApproveAndReject(t *testing.T) {
 		if n := e.paid.Load(); n != 1 {
 			t.Fatalf("deferred step ran %d times; want once, for the approval", n)
 		}
-		wantPage(t, b.get("/suspensions/"+s2.ID), http.StatusOK, "Rejected by <strong>rev@example.com</strong>")
+		wantPage(t, b.get("/suspensions/"+s2.ID), http.StatusOK, "Rejected by <strong>rev@example.com</strong>", `<blockquote class="decision-comment">too much</blockquote>`)
 	})
 }
 
