@@ -160,7 +160,7 @@ func (s *Server) resumeFromFields(w http.ResponseWriter, r *http.Request, sp dom
 	refuse := func(status int, ve *domain.ValidationError) {
 		p := s.suspensionView(r, sp, v)
 		p.FormFields = shown
-		p.Failure, p.FieldErrors = "There is a problem: some fields need attention.", attachErrors(shown, ve.Fields)
+		p.Failure, p.FieldErrors = "There is a problem. Some fields need attention.", attachErrors(shown, ve.Fields)
 		s.render(w, r, status, views.SuspensionView(p))
 	}
 	if len(errs) > 0 {
