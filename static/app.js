@@ -1,6 +1,6 @@
 // Tollgate's pages work without this script. It shows times in the
-// viewer's own zone, lets files be dropped onto an upload form and keeps
-// pages current over a websocket.
+// viewer's own zone, lets files be dropped onto an upload form, keeps
+// pages current over a websocket and gives a request page its keys.
 (function () {
   "use strict";
 
@@ -96,6 +96,13 @@
             var name = el.getAttribute("data-live-region");
             var next = fresh.querySelector('[data-live-region="' + name + '"]');
             if (!next || next.innerHTML === el.innerHTML) {
+              if (next) {
+                settlePanel(el, next, fresh);
+              }
+              return;
+            }
+            if (el.querySelector("[data-pending-panel]")) {
+              settlePanel(el, next, fresh);
               return;
             }
             if (dirty && el.querySelector("form")) {
@@ -110,6 +117,52 @@
         })
         .catch(function () { stale(); });
     }, 150);
+  }
+
+  // A request's form (data-pending-panel) is never swapped out under the
+  // person using it: when the request changes its buttons are disabled
+  // at once (holdPanels) and, once the fresh page is read, either enabled
+  // again (it still waits) or left disabled with a notice naming who
+  // decided, in the space kept for it. What was typed stays.
+  function holdPanels() {
+    document.querySelectorAll("[data-pending-panel]").forEach(function (form) {
+      if (form.hasAttribute("data-decided")) {
+        return;
+      }
+      form.setAttribute("data-held", "");
+      form.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
+      var note = form.querySelector("[data-decided-notice]");
+      if (note && !note.textContent) {
+        note.textContent = "This request changed. Checking…";
+      }
+    });
+  }
+
+  function settlePanel(el, next, fresh) {
+    var form = el.querySelector("[data-pending-panel]");
+    if (!form) {
+      return;
+    }
+    var note = form.querySelector("[data-decided-notice]");
+    if (next.querySelector("[data-pending-panel]")) {
+      if (form.hasAttribute("data-held")) {
+        form.removeAttribute("data-held");
+        form.querySelectorAll("button").forEach(function (b) { b.disabled = false; });
+        if (note) {
+          note.textContent = "";
+        }
+      }
+      return;
+    }
+    form.removeAttribute("data-held");
+    form.setAttribute("data-decided", "");
+    form.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
+    var said = fresh.querySelector("[data-decided-text]");
+    if (note) {
+      note.textContent = (said ? said.textContent.replace(/^[\s·]+/, "").replace(/\s+/g, " ").trim() : "This request was decided.") +
+        " Your answer was not sent; what you typed is still here to copy.";
+      note.classList.add("shown");
+    }
   }
 
   // The note floats over the page's bottom edge (#live-note, reserved in
@@ -142,7 +195,10 @@
         backoff = 1000;
         document.documentElement.setAttribute("data-live", "connected");
       };
-      ws.onmessage = function () { refresh(); };
+      ws.onmessage = function () {
+        holdPanels();
+        refresh();
+      };
       ws.onclose = function () {
         document.documentElement.setAttribute("data-live", "reconnecting");
         setTimeout(connect, backoff + Math.random() * 500);
@@ -163,8 +219,70 @@
     }
   }
 
+  // The browser's time zone, for the server to write times in.
+  function rememberZone() {
+    try {
+      var tz = Intl.DateTimeFormat().resolvedOptions().timeZone;
+      if (tz && document.cookie.indexOf("tz=" + encodeURIComponent(tz)) < 0) {
+        document.cookie = "tz=" + encodeURIComponent(tz) + "; path=/; max-age=31536000; SameSite=Lax";
+      }
+    } catch (e) { /* no Intl: the server writes UTC */ }
+  }
+
+  // Keys on a request page: a approves and r rejects (through the
+  // "& next" buttons, so the form's own rules, a required comment
+  // included, apply), j and k open the next and previous request. None
+  // acts while the person types in a field.
+  function shortcuts() {
+    if (!document.querySelector("[data-shortcuts]")) {
+      return;
+    }
+    document.addEventListener("keydown", function (e) {
+      if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey || e.isComposing) {
+        return;
+      }
+      var t = e.target;
+      if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) {
+        return;
+      }
+      var target = null;
+      switch (e.key) {
+        case "a":
+          target = document.querySelector('[data-pending-panel] button[data-action="approve"]');
+          break;
+        case "r":
+          target = document.querySelector('[data-pending-panel] button[data-action="reject"]');
+          break;
+        case "j":
+          target = document.querySelector('a[data-queue="next"]');
+          break;
+        case "k":
+          target = document.querySelector('a[data-queue="prev"]');
+          break;
+        default:
+          return;
+      }
+      if (!target || target.disabled) {
+        return;
+      }
+      e.preventDefault();
+      if (target.tagName === "A") {
+        location.href = target.href;
+        return;
+      }
+      target.focus();
+      target.form.requestSubmit(target);
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     folds();
+    rememberZone();
+    var summary = document.querySelector("[data-error-summary]");
+    if (summary) {
+      summary.focus();
+    }
+    shortcuts();
     localTimes(document);
     dropzones(document);
     document.addEventListener("input", function (e) {

@@ -427,7 +427,7 @@ func (f founderView) formErrors() []string {
 		return nil
 	}
 	errs := fieldErrors(f.p.FormFields)
-	for _, fe := range f.p.Fields {
+	for _, fe := range f.p.FieldErrors {
 		if strings.HasPrefix(fe.Field, "/") { // a place in the form's data; an upload's are file names
 			errs = append(errs, fe.Message)
 		}

@@ -317,17 +317,8 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	f := views.InboxFilter{Reason: q.Get("reason"), Kind: q.Get("kind"), WorkflowID: strings.TrimSpace(q.Get("workflow")),
-		Age: q.Get("age"), Search: strings.TrimSpace(q.Get("q")), Newest: q.Get("order") == "newest"}
-	sf := domain.SuspensionFilter{Status: domain.SuspensionPending, Reason: f.Reason, Kind: domain.SuspensionKind(f.Kind), WorkflowID: f.WorkflowID,
-		Search: f.Search, Newest: f.Newest, Cursor: q.Get("cursor"), Limit: 50}
-	if age, ok := inboxAges[f.Age]; ok && age > 0 {
-		sf.SuspendedBefore = s.Clock.Now().Add(-age)
-	} else if !ok {
-		f.Age = ""
-	}
-	items, next, err := s.Store.Suspensions(r.Context(), sf)
+	f, cursor := inboxFilterOf(r.URL.Query())
+	items, next, err := s.Store.Suspensions(r.Context(), s.pendingIn(f, cursor, 50))
 	var ve *domain.ValidationError
 	if errors.As(err, &ve) {
 		s.renderError(w, r, http.StatusBadRequest, "That page link is not valid", "The link to this page of the inbox is damaged or out of date. Start again from the first page.", s.viewerOf(r))
@@ -343,15 +334,27 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := views.InboxPage{Viewer: s.viewerOf(r), Filter: f, Now: s.Clock.Now()}
+	if r.URL.Query().Get("done") == "all" {
+		p.Notice = "All done: nothing else here waits for you."
+	}
+	labels := map[string]string{}
+	fm, from := formatterFor(r), f.Values(cursor).Encode()
+	for _, sp := range items {
+		p.Items = append(p.Items, inboxRow(sp, fm, from))
+		if _, ok := labels[sp.Reason]; !ok {
+			labels[sp.Reason] = sp.ReasonName()
+		}
+	}
 	for _, c := range reasons {
-		p.Reasons = append(p.Reasons, views.Count{Name: c.Name, N: c.N})
+		label, ok := labels[c.Name]
+		if !ok {
+			label = domain.ReasonLabelOf(c.Name)
+		}
+		p.Reasons = append(p.Reasons, views.Count{Name: c.Name, Label: label, N: c.N})
 		p.Total += c.N
 	}
 	for _, c := range kinds {
 		p.Kinds = append(p.Kinds, views.Count{Name: c.Name, N: c.N})
-	}
-	for _, sp := range items {
-		p.Items = append(p.Items, inboxItem(sp))
 	}
 	if next != "" {
 		p.Next = f.Query(next)

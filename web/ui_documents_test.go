@@ -111,7 +111,7 @@ func TestUIFounderUploadsDocuments(t *testing.T) {
 			t.Fatalf("reviewer download = %d %q", dl.Status, dl.Header.Get("Content-Type"))
 		}
 		// A late upload loses like any resume, and its files are not kept.
-		wantPage(t, r.upload(path+"/documents", file{"late.pdf", pdfBytes}), http.StatusConflict, "Already resumed by a@founders.example")
+		wantPage(t, r.upload(path+"/documents", file{"late.pdf", pdfBytes}), http.StatusConflict, "a@founders.example resumed this")
 		if docs, _ := e.db.Documents(t.Context(), s.ID); len(docs) != 2 {
 			t.Fatalf("%d documents after a losing upload; want the winner's 2", len(docs))
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/tollgatehq/tollgate/domain"
@@ -49,11 +50,16 @@ func (s *Server) suspensionPage(w http.ResponseWriter, r *http.Request) {
 	case "rejected":
 		p.Notice = "Rejected. The run has been stopped."
 	}
+	if prev := r.URL.Query().Get("prev"); prev != "" && p.Notice != "" {
+		p.Notice = strings.Replace(p.Notice, ".", ": this is the next request.", 1)
+		p.PrevHref = requestURL(prev, p.From)
+	}
 	s.render(w, r, http.StatusOK, views.SuspensionView(p))
 }
 
 func (s *Server) suspensionView(r *http.Request, sp domain.Suspension, v *views.Viewer) views.SuspensionPage {
-	p := views.SuspensionPage{Viewer: v, S: sp, Checkpoint: indentJSON(sp.Checkpoint), Now: s.Clock.Now()}
+	fm := formatterFor(r)
+	p := views.SuspensionPage{Viewer: v, S: sp, Fields: fm.Fields(sp.Fields), Checkpoint: indentJSON(sp.Checkpoint), Now: s.Clock.Now()}
 	switch err := sp.CheckActor(viewerPrincipal(v).User); {
 	case err == nil:
 		p.CanAct = true
@@ -62,15 +68,58 @@ func (s *Server) suspensionView(r *http.Request, sp domain.Suspension, v *views.
 	}
 	if sp.ResumedAt != nil {
 		p.ResumeData = indentJSON(sp.ResumeData)
+		p.DecidedBy = s.personName(r, sp.ResumedBy)
+		var d domain.ApprovalData
+		if sp.Kind == domain.KindApproval && json.Unmarshal(sp.ResumeData, &d) == nil {
+			p.DecisionComment = d.Comment
+		}
 	}
 	for _, c := range sp.Deferred {
 		p.Deferred = append(p.Deferred, views.DescribeCommand(c))
 	}
-	if sp.Kind != domain.KindApproval {
+	if sp.Kind == domain.KindApproval {
+		p.Comment = commentRule(sp.ResumeSchema)
+	} else {
 		p.FormFields, _ = formFields(sp.ResumeSchema)
 	}
 	p.Documents, p.UploadLimit = s.documentViews(r, sp), s.uploadLimit()
+	if p.Queued() {
+		s.placeInQueue(r, &p)
+	}
 	return p
+}
+
+// placeInQueue links the page to its neighbours in the inbox filter it
+// was opened from. A queue that cannot be read leaves the links out: the
+// page itself still works.
+func (s *Server) placeInQueue(r *http.Request, p *views.SuspensionPage) {
+	raw, from := fromOf(r)
+	p.From = raw
+	q, err := s.queueAround(r.Context(), from, p.S.ID, viewerPrincipal(p.Viewer).User)
+	if err != nil {
+		s.Log.WarnContext(r.Context(), "Reading the inbox around a request failed", "suspension_id", p.S.ID, "error", err)
+		return
+	}
+	prev, next := q.neighbours()
+	if prev != "" {
+		p.PrevURL = requestURL(prev, raw)
+	}
+	if next != "" {
+		p.NextURL = requestURL(next, raw)
+	}
+}
+
+// personName is how a person who resumed is named on a page: their name
+// when they have one, else what resumed it (an email, "timer").
+func (s *Server) personName(r *http.Request, by string) string {
+	if !strings.Contains(by, "@") || s.Auth == nil {
+		return by
+	}
+	u, _, err := s.Auth.UserByEmail(r.Context(), by)
+	if err != nil || u.Name == "" {
+		return by
+	}
+	return u.Name
 }
 
 // resumeFromPage resumes with the JSON typed into the form, through the
@@ -95,26 +144,27 @@ func (s *Server) resumeFromPage(w http.ResponseWriter, r *http.Request) {
 	if !s.mayAct(w, r, sp, v) {
 		return
 	}
+	after := s.queueAfter(r, sp, v)
 	if err := s.resume(r, sp, v, data); err != nil {
 		s.actionFailed(w, r, sp, v, text, err)
 		return
 	}
-	http.Redirect(w, r, "/suspensions/"+sp.ID+"?done=resumed", http.StatusSeeOther)
+	s.afterAction(w, r, sp, v, "resumed", after)
 }
 
 // resumeFromFields resumes with the data a generated form assembles. A value
 // that does not read as its type, or breaks the schema, is shown on its
-// field, with everything typed kept.
+// field in plain words, with everything typed kept.
 func (s *Server) resumeFromFields(w http.ResponseWriter, r *http.Request, sp domain.Suspension, v *views.Viewer, fields []views.FormField) {
-	value, shown, errs := formValue(fields, r.PostForm)
+	value, shown, errs := formValue(fields, r.PostForm, formatterFor(r).Zone)
 	refuse := func(status int, ve *domain.ValidationError) {
 		p := s.suspensionView(r, sp, v)
 		p.FormFields = shown
-		p.Failure, p.Fields = ve.Message, attachErrors(shown, ve.Fields)
+		p.Failure, p.FieldErrors = "There is a problem. Some fields need attention.", attachErrors(shown, ve.Fields)
 		s.render(w, r, status, views.SuspensionView(p))
 	}
 	if len(errs) > 0 {
-		refuse(http.StatusUnprocessableEntity, &domain.ValidationError{Message: "Some fields need attention.", Fields: errs})
+		refuse(http.StatusUnprocessableEntity, &domain.ValidationError{Fields: errs})
 		return
 	}
 	data, err := json.Marshal(value)
@@ -125,17 +175,18 @@ func (s *Server) resumeFromFields(w http.ResponseWriter, r *http.Request, sp dom
 	if !s.mayAct(w, r, sp, v) {
 		return
 	}
+	after := s.queueAfter(r, sp, v)
 	err = s.resume(r, sp, v, data)
 	var ve *domain.ValidationError
 	if errors.As(err, &ve) {
-		refuse(http.StatusUnprocessableEntity, &domain.ValidationError{Message: "Some fields need attention.", Fields: ve.Fields})
+		refuse(http.StatusUnprocessableEntity, ve)
 		return
 	}
 	if err != nil {
-		s.actionFailed(w, r, sp, v, "", err)
+		s.actionFailed(w, r, sp, v, string(data), err)
 		return
 	}
-	http.Redirect(w, r, "/suspensions/"+sp.ID+"?done=resumed", http.StatusSeeOther)
+	s.afterAction(w, r, sp, v, "resumed", after)
 }
 
 // resume applies resume data through the kernel and audits it. The data
@@ -155,7 +206,9 @@ func (s *Server) resume(r *http.Request, sp domain.Suspension, v *views.Viewer, 
 	return err
 }
 
-// decideFromPage approves or rejects a review.
+// decideFromPage approves or rejects a review. "approve-next" and
+// "reject-next" then open the next request of the inbox filter the page
+// came from.
 func (s *Server) decideFromPage(w http.ResponseWriter, r *http.Request) {
 	sp, v, ok := s.loadSuspension(w, r)
 	if !ok {
@@ -165,13 +218,17 @@ func (s *Server) decideFromPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	comment := strings.TrimSpace(r.PostForm.Get("comment"))
-	decision := r.PostForm.Get("decision")
+	decision, thenNext := strings.CutSuffix(r.PostForm.Get("decision"), "-next")
 	if decision != "approve" && decision != "reject" {
 		s.refuse(w, r, sp, v, comment, http.StatusUnprocessableEntity, &domain.ValidationError{Code: domain.CodeValidation, Message: "Choose Approve or Reject."})
 		return
 	}
 	if !s.mayAct(w, r, sp, v) {
 		return
+	}
+	var after []string
+	if thenNext {
+		after = s.queueAfter(r, sp, v)
 	}
 	approve := decision == "approve"
 	audit := s.auditEntry(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: decisionAction(approve),
@@ -185,7 +242,57 @@ func (s *Server) decideFromPage(w http.ResponseWriter, r *http.Request) {
 	if approve {
 		done = "approved"
 	}
-	http.Redirect(w, r, "/suspensions/"+sp.ID+"?done="+done, http.StatusSeeOther)
+	if !thenNext {
+		http.Redirect(w, r, requestURL(sp.ID, r.PostForm.Get("from"))+sepFor(r.PostForm.Get("from"))+"done="+done, http.StatusSeeOther)
+		return
+	}
+	s.afterAction(w, r, sp, v, done, after)
+}
+
+// queueAfter lists, before an action, the requests after sp in the inbox
+// filter the form came from; nil unless the person asked to go on to the
+// next ("& next").
+func (s *Server) queueAfter(r *http.Request, sp domain.Suspension, v *views.Viewer) []string {
+	if !strings.HasSuffix(r.PostForm.Get("decision"), "-next") && r.PostForm.Get("then") != "next" {
+		return nil
+	}
+	_, from := fromOf(r)
+	q, err := s.queueAround(r.Context(), from, sp.ID, viewerPrincipal(v).User)
+	if err != nil {
+		s.Log.WarnContext(r.Context(), "Reading the inbox around a request failed", "suspension_id", sp.ID, "error", err)
+		return []string{}
+	}
+	return append([]string{}, q.after()...)
+}
+
+// afterAction answers a successful resume or decision: back to the request
+// with a notice, or, when the person asked for the next one (after is not
+// nil), to the next request of their filter, or to the inbox when none is
+// left.
+func (s *Server) afterAction(w http.ResponseWriter, r *http.Request, sp domain.Suspension, v *views.Viewer, done string, after []string) {
+	raw, from := fromOf(r)
+	if after == nil {
+		http.Redirect(w, r, requestURL(sp.ID, raw)+sepFor(raw)+"done="+done, http.StatusSeeOther)
+		return
+	}
+	next, err := s.nextRequest(r.Context(), from, sp.ID, after, viewerPrincipal(v).User)
+	if err != nil {
+		s.Log.WarnContext(r.Context(), "Finding the next request failed", "suspension_id", sp.ID, "error", err)
+	}
+	if next == "" {
+		http.Redirect(w, r, inboxAfterQueue(from), http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, requestURL(next, raw)+sepFor(raw)+"done="+done+"&prev="+url.QueryEscape(sp.ID), http.StatusSeeOther)
+}
+
+// sepFor is the separator before the next query parameter of a request
+// URL made with requestURL(id, from).
+func sepFor(from string) string {
+	if from == "" {
+		return "?"
+	}
+	return "&"
 }
 
 // mayAct reports whether the viewer may resume or decide sp, and answers
@@ -235,11 +342,12 @@ func (s *Server) actionFailed(w http.ResponseWriter, r *http.Request, sp domain.
 		if fresh, ferr := s.Store.Suspension(r.Context(), sp.ID); ferr == nil {
 			sp = fresh
 		}
-		msg := ce.Message
-		if sp.ResumedAt != nil && sp.ResumedBy != "" {
-			msg = fmt.Sprintf("Already %s by %s at %s.", strings.ToLower(views.ResumedVerb(sp)), sp.ResumedBy, sp.ResumedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
+		p := s.suspensionView(r, sp, v)
+		p.Stale = &views.Stale{Typed: typed}
+		if sp.ResumedAt == nil {
+			p.Failure = ce.Message
 		}
-		s.refuse(w, r, sp, v, "", http.StatusConflict, &domain.ValidationError{Message: msg})
+		s.render(w, r, http.StatusConflict, views.SuspensionView(p))
 	default:
 		s.uiFailure(w, r, err)
 	}
@@ -247,7 +355,7 @@ func (s *Server) actionFailed(w http.ResponseWriter, r *http.Request, sp domain.
 
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, sp domain.Suspension, v *views.Viewer, typed string, status int, ve *domain.ValidationError) {
 	p := s.suspensionView(r, sp, v)
-	p.Form, p.Failure, p.Fields = typed, ve.Message, ve.Fields
+	p.Form, p.Failure, p.FieldErrors = typed, ve.Message, ve.Fields
 	s.render(w, r, status, views.SuspensionView(p))
 }
 

@@ -1,0 +1,53 @@
+package views
+
+import (
+	"strings"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// ActionOf says what a person does about a suspension, in a word or two.
+func ActionOf(s domain.Suspension) string {
+	switch s.Kind {
+	case domain.KindApproval:
+		return "Approve"
+	case domain.KindInput:
+		if len(s.Accept) > 0 {
+			return "Upload documents"
+		}
+		return "Provide input"
+	case domain.KindSignal:
+		return "Awaits a signal"
+	case domain.KindDelay:
+		return "Awaits a timer"
+	case domain.KindWebhook:
+		return "Awaits a webhook"
+	}
+	return "Awaits a callback"
+}
+
+// ForWhom names who may act on a suspension: its approvers and role, its
+// assignee, or any reviewer.
+func ForWhom(s domain.Suspension) string {
+	if s.Restricted() {
+		who := append([]string(nil), s.Approvers...)
+		if s.ApproverRole != "" {
+			who = append(who, "any "+string(s.ApproverRole))
+		}
+		return strings.Join(who, ", ")
+	}
+	if s.Assignee != "" {
+		return s.Assignee
+	}
+	return "any reviewer"
+}
+
+// TitleOf is what a suspension is called: its title, or its reason's
+// label and its workflow when its author gave none. It never shows the
+// raw reason.
+func TitleOf(s domain.Suspension) string {
+	if s.Title != "" {
+		return s.Title
+	}
+	return s.ReasonName() + " · " + s.WorkflowID
+}
