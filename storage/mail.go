@@ -324,6 +324,9 @@ func digestItems(ctx context.Context, tx bun.Tx, userID, day string) ([]domain.S
 // claim holds (same attempt, still sending): a lease taken over by another
 // server is theirs. A sent digest takes the requests held for it off the
 // list.
+//
+// A one-off message's content (a password-reset link, say) is kept only
+// until it is sent or given up, so no capability stays in the database.
 func (db *DB) FinishMail(ctx context.Context, outcomes []domain.MailOutcome, now time.Time) error {
 	if len(outcomes) == 0 {
 		return nil
@@ -335,9 +338,9 @@ func (db *DB) FinishMail(ctx context.Context, outcomes []domain.MailOutcome, now
 				Where("id = ? AND attempt = ? AND status = ?", o.ID, o.Attempt, mailSending)
 			switch {
 			case o.Sent:
-				q.Set("status = ?", mailSent).Set("sent_at = ?", now).Returning("kind, user_id, digest_day")
+				q.Set("status = ?", mailSent).Set("sent_at = ?", now).Set("message = NULL").Returning("kind, user_id, digest_day")
 			case o.RetryAt.IsZero():
-				q.Set("status = ?", mailFailed)
+				q.Set("status = ?", mailFailed).Set("message = NULL")
 			default:
 				q.Set("status = ?", mailQueued).Set("run_at = ?", ts(o.RetryAt))
 			}

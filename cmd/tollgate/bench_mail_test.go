@@ -14,8 +14,7 @@ import (
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
-	"github.com/tollgatehq/tollgate/mail"
-	"github.com/tollgatehq/tollgate/mail/mailtest"
+	"github.com/tollgatehq/tollgate/domain/mail"
 )
 
 // benchMailRuns is how many suspensions TestBenchMail creates per pass.
@@ -89,11 +88,11 @@ func benchMailPass(t *testing.T, dialect string, withMail bool) (created, delive
 		t.Fatal(err)
 	}
 	workflow := "bench-nomail"
-	var smtp *mailtest.Server
+	var smtp *smtpServer
 	if withMail {
 		workflow = "bench-mail"
-		smtp = mailtest.Start(t)
-		sender, err := mail.NewSMTP(smtp.URL, "Tollgate <tollgate@example.com>")
+		smtp = startSMTPServer(t)
+		sender, err := newSMTP(smtp.URL, "Tollgate <tollgate@example.com>")
 		if err != nil {
 			t.Fatal(err)
 		}

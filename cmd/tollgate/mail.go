@@ -8,7 +8,7 @@ import (
 	"net/url"
 	"sync"
 
-	"github.com/tollgatehq/tollgate/mail"
+	"github.com/tollgatehq/tollgate/domain/mail"
 	"github.com/tollgatehq/tollgate/storage"
 )
 
@@ -36,7 +36,7 @@ func (c mailConfig) sender(log *slog.Logger) (mail.Sender, error) {
 		}
 		return mail.Log{Logger: log}, nil
 	}
-	return mail.NewSMTP(c.smtpURL, c.smtpFrom)
+	return newSMTP(c.smtpURL, c.smtpFrom)
 }
 
 // describe says, for the start-up output, where mail goes.

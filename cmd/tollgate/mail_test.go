@@ -1,11 +1,14 @@
 package main
 
 import (
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/tollgatehq/tollgate/mail/mailtest"
 	"github.com/tollgatehq/tollgate/storage/storagetest"
 )
 
@@ -23,7 +26,7 @@ func TestMailCrashBetweenCommitAndSendPostgres(t *testing.T) {
 
 func mailCrashTest(t *testing.T, extraEnv map[string]string) {
 	t.Parallel()
-	smtp := mailtest.Start(t)
+	smtp := startSMTPServer(t)
 	smtp.Hold()
 	env := map[string]string{"TOLLGATE_SMTP_URL": smtp.URL, "TOLLGATE_SMTP_FROM": "Tollgate <tollgate@example.com>",
 		"TOLLGATE_ADMIN_EMAIL": "boss@example.com", "TOLLGATE_PUBLIC_URL": "https://tollgate.example.com"}
@@ -104,4 +107,70 @@ func TestServeMailFlags(t *testing.T) {
 	if got := (mailConfig{}).describe(); !strings.Contains(got, "written to the log") || !strings.Contains(got, "TOLLGATE_SMTP_URL") {
 		t.Errorf("describe without SMTP = %q", got)
 	}
+}
+
+// With SMTP configured, the login page offers "Forgot password?", and
+// asking for a link mails one that opens the page to choose a new
+// password; an unknown email gets the same answer and no mail. Without
+// SMTP the page offers no link, since a mail written to the log would put
+// a working link there.
+func TestForgotPasswordMailsAResetLink(t *testing.T) {
+	t.Parallel()
+	const public = "https://tollgate.example.com"
+	plain := startServer(t, map[string]string{"TOLLGATE_ADMIN_EMAIL": "boss@example.com"}, "--public-url", public)
+	if body := getPage(t, plain.URL+"/login"); strings.Contains(body, `href="/forgot"`) {
+		t.Fatal("without SMTP the login page offers a mailed reset link")
+	}
+
+	smtp := startSMTPServer(t)
+	s := startServer(t, map[string]string{"TOLLGATE_ADMIN_EMAIL": "boss@example.com",
+		"TOLLGATE_SMTP_URL": smtp.URL, "TOLLGATE_SMTP_FROM": "Tollgate <tollgate@example.com>"}, "--public-url", public)
+	if body := getPage(t, s.URL+"/login"); !strings.Contains(body, `href="/forgot"`) {
+		t.Fatal("with SMTP the login page offers no reset link by mail")
+	}
+	var answers []string
+	for _, email := range []string{"nobody@example.com", "boss@example.com"} {
+		res, err := http.PostForm(s.URL+"/forgot", url.Values{"email": {email}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("POST /forgot for %s: %d\n%s", email, res.StatusCode, b)
+		}
+		answers = append(answers, string(b))
+	}
+	if answers[0] != answers[1] {
+		t.Error("the answer tells whether an account exists")
+	}
+	m := smtp.Wait(t, 1, 30*time.Second)[0]
+	if len(m.To) != 1 || m.To[0] != "boss@example.com" || m.Header.Get("Subject") != "Reset your Tollgate password" {
+		t.Fatalf("mail to %v, subject %q", m.To, m.Header.Get("Subject"))
+	}
+	link := regexp.MustCompile(regexp.QuoteMeta(public) + `/reset/[A-Za-z0-9]+`).FindString(m.Text)
+	if link == "" || !strings.Contains(m.HTML, link) {
+		t.Fatalf("no reset link in the mail:\n%s", m.Text)
+	}
+	if body := getPage(t, s.URL+strings.TrimPrefix(link, public)); !strings.Contains(body, "boss@example.com") {
+		t.Fatalf("the mailed link does not open the reset page for its account:\n%s", body)
+	}
+	time.Sleep(2 * time.Second) // several polls: an unknown email is never mailed
+	if n := len(smtp.Messages()); n != 1 {
+		t.Fatalf("%d mails, want 1", n)
+	}
+}
+
+func getPage(t *testing.T, u string) string {
+	t.Helper()
+	res, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d\n%s", u, res.StatusCode, b)
+	}
+	return string(b)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/domain/flow"
 	"github.com/tollgatehq/tollgate/domain/hook"
+	"github.com/tollgatehq/tollgate/domain/mail"
 	"github.com/tollgatehq/tollgate/domain/replay"
 	"github.com/tollgatehq/tollgate/storage"
 	"github.com/tollgatehq/tollgate/web"
@@ -155,6 +156,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	srv := newServer(c, eng, db, fl, feed, log)
 	srv.Hooks = newHooks(db, fl, log)
 	srv.MailPrefs = db
+	if c.smtpURL != "" {
+		// Reset links go only by real mail: the log fallback would put
+		// working links in the server's log.
+		srv.ResetMailer = mail.ResetLinks{Mailer: mail.Outbox{Store: db}}
+	}
 	hkCtx, stopHousekeeping := context.WithCancel(ctx)
 	var hk sync.WaitGroup
 	hk.Go(func() { housekeep(hkCtx, db, log, housekeepingEvery, c.retention) })

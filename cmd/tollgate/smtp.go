@@ -1,38 +1,32 @@
-package mail
+package main
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	netmail "net/mail"
 	"net/url"
 	"strconv"
 	"time"
 
 	gomail "github.com/wneessen/go-mail"
+
+	"github.com/tollgatehq/tollgate/domain/mail"
 	"github.com/wneessen/go-mail/smtp"
 )
 
-// Sender delivers messages, in one connection where it can. It returns
-// one error per message, nil for each delivered: a message not delivered
-// is tried again later.
-type Sender interface {
-	Send(ctx context.Context, msgs []Message) []error
-}
-
-// SMTP sends through an SMTP server with go-mail.
-type SMTP struct {
+// smtpSender sends through an SMTP server with go-mail.
+type smtpSender struct {
 	host string
 	from string
 	opts []gomail.Option
 }
 
-// NewSMTP is a sender for the server rawURL names, smtp://user:pass@host:port
+// newSMTP is a sender for the server rawURL names, smtp://user:pass@host:port
 // (STARTTLS when the server offers it; port 587 by default) or
 // smtps://… (TLS from the start; port 465 by default), with From set to
 // from.
-func NewSMTP(rawURL, from string) (*SMTP, error) {
+func newSMTP(rawURL, from string) (*smtpSender, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, errors.New("--smtp-url is not a URL such as smtp://user:password@mail.example.com:587")
@@ -40,7 +34,7 @@ func NewSMTP(rawURL, from string) (*SMTP, error) {
 	if _, err := netmail.ParseAddress(from); err != nil {
 		return nil, fmt.Errorf("--smtp-from must be an address such as \"Tollgate <tollgate@example.com>\", not %q", from)
 	}
-	s := &SMTP{host: u.Hostname(), from: from, opts: []gomail.Option{gomail.WithTimeout(30 * time.Second)}}
+	s := &smtpSender{host: u.Hostname(), from: from, opts: []gomail.Option{gomail.WithTimeout(30 * time.Second)}}
 	if s.host == "" {
 		return nil, errors.New("--smtp-url names no host: smtp://user:password@mail.example.com:587")
 	}
@@ -72,7 +66,7 @@ func NewSMTP(rawURL, from string) (*SMTP, error) {
 // mail with its plain-text and HTML parts, Message-ID, Date and
 // List-Unsubscribe. A failed connection fails them all; otherwise each
 // message succeeds or fails on its own.
-func (s *SMTP) Send(ctx context.Context, msgs []Message) []error {
+func (s *smtpSender) Send(ctx context.Context, msgs []mail.Message) []error {
 	errs := make([]error, len(msgs))
 	out := make([]*gomail.Msg, len(msgs))
 	var ready []*gomail.Msg
@@ -106,7 +100,7 @@ func (s *SMTP) Send(ctx context.Context, msgs []Message) []error {
 }
 
 // message is m as go-mail builds it.
-func (s *SMTP) message(m Message) (*gomail.Msg, error) {
+func (s *smtpSender) message(m mail.Message) (*gomail.Msg, error) {
 	msg := gomail.NewMsg()
 	if err := msg.From(s.from); err != nil {
 		return nil, fmt.Errorf("mail from %s: %w", s.from, err)
@@ -125,16 +119,4 @@ func (s *SMTP) message(m Message) (*gomail.Msg, error) {
 		msg.AddAlternativeString(gomail.TypeTextHTML, m.HTML)
 	}
 	return msg, nil
-}
-
-// Log writes each mail to the server log instead of sending it, for a
-// server without SMTP: recipient, subject and link.
-type Log struct{ Logger *slog.Logger }
-
-// Send logs msgs.
-func (l Log) Send(ctx context.Context, msgs []Message) []error {
-	for _, m := range msgs {
-		l.Logger.InfoContext(ctx, "Mail (no SMTP server configured, so it is written here)", "to", m.To, "subject", m.Subject, "link", m.Link)
-	}
-	return make([]error, len(msgs))
 }

@@ -1,7 +1,7 @@
-// Package mailtest runs a real SMTP server in the test process
+// The SMTP server of the mail tests runs a real SMTP server in the test process
 // (emersion/go-smtp on 127.0.0.1) that keeps every message it accepts, and
 // can be told to refuse them or to hold them unanswered.
-package mailtest
+package main
 
 import (
 	"bytes"
@@ -21,8 +21,8 @@ import (
 	"github.com/emersion/go-smtp"
 )
 
-// Received is one message the server accepted.
-type Received struct {
+// receivedMail is one message the server accepted.
+type receivedMail struct {
 	From   string
 	To     []string
 	Header netmail.Header
@@ -32,12 +32,12 @@ type Received struct {
 	Raw        []byte
 }
 
-// Server is the SMTP server; URL is smtp://127.0.0.1:<port>.
-type Server struct {
+// smtpServer is the SMTP server; URL is smtp://127.0.0.1:<port>.
+type smtpServer struct {
 	URL string
 
 	mu      sync.Mutex
-	msgs    []Received
+	msgs    []receivedMail
 	refuse  bool
 	hold    chan struct{} // while set, DATA waits on it
 	holding chan struct{} // signalled when a DATA starts waiting
@@ -45,9 +45,9 @@ type Server struct {
 }
 
 // Start starts a server for the test; it stops when the test ends.
-func Start(t testing.TB) *Server {
+func startSMTPServer(t testing.TB) *smtpServer {
 	t.Helper()
-	s := &Server{arrived: make(chan struct{}, 1), holding: make(chan struct{}, 16)}
+	s := &smtpServer{arrived: make(chan struct{}, 1), holding: make(chan struct{}, 16)}
 	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &session{s: s}, nil }))
 	srv.Domain = "127.0.0.1"
 	srv.AllowInsecureAuth = true
@@ -66,7 +66,7 @@ func Start(t testing.TB) *Server {
 }
 
 // Refuse makes the server refuse (true) or accept (false) every message.
-func (s *Server) Refuse(refuse bool) {
+func (s *smtpServer) Refuse(refuse bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.refuse = refuse
@@ -74,7 +74,7 @@ func (s *Server) Refuse(refuse bool) {
 
 // Hold makes every DATA wait, unanswered, until Release: a sender caught
 // in the middle of a send.
-func (s *Server) Hold() {
+func (s *smtpServer) Hold() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.hold == nil {
@@ -83,11 +83,11 @@ func (s *Server) Hold() {
 }
 
 // Holding is signalled each time a DATA starts waiting (see Hold).
-func (s *Server) Holding() <-chan struct{} { return s.holding }
+func (s *smtpServer) Holding() <-chan struct{} { return s.holding }
 
 // Release ends Hold; waiting DATA commands fail, as if the connection had
 // been lost, and nothing they carried is kept.
-func (s *Server) Release() {
+func (s *smtpServer) Release() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.hold != nil {
@@ -97,15 +97,15 @@ func (s *Server) Release() {
 }
 
 // Messages returns the messages accepted so far.
-func (s *Server) Messages() []Received {
+func (s *smtpServer) Messages() []receivedMail {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Received(nil), s.msgs...)
+	return append([]receivedMail(nil), s.msgs...)
 }
 
 // To returns the messages accepted for addr.
-func (s *Server) To(addr string) []Received {
-	var out []Received
+func (s *smtpServer) To(addr string) []receivedMail {
+	var out []receivedMail
 	for _, m := range s.Messages() {
 		for _, to := range m.To {
 			if strings.EqualFold(to, addr) {
@@ -118,7 +118,7 @@ func (s *Server) To(addr string) []Received {
 
 // Wait waits until n messages were accepted, and returns them; it fails
 // the test after d.
-func (s *Server) Wait(t testing.TB, n int, d time.Duration) []Received {
+func (s *smtpServer) Wait(t testing.TB, n int, d time.Duration) []receivedMail {
 	t.Helper()
 	deadline := time.After(d)
 	for {
@@ -134,7 +134,7 @@ func (s *Server) Wait(t testing.TB, n int, d time.Duration) []Received {
 }
 
 type session struct {
-	s    *Server
+	s    *smtpServer
 	from string
 	to   []string
 }
@@ -187,12 +187,12 @@ func (ss *session) Data(r io.Reader) error {
 }
 
 // parse reads a message and its text and HTML parts.
-func parse(raw []byte) (Received, error) {
+func parse(raw []byte) (receivedMail, error) {
 	msg, err := netmail.ReadMessage(bytes.NewReader(raw))
 	if err != nil {
-		return Received{}, err
+		return receivedMail{}, err
 	}
-	r := Received{Header: msg.Header, Raw: raw}
+	r := receivedMail{Header: msg.Header, Raw: raw}
 	mt, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
 	if err != nil {
 		return r, err

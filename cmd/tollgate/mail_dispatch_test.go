@@ -1,4 +1,4 @@
-package mail_test
+package main
 
 import (
 	"context"
@@ -13,13 +13,10 @@ import (
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/engine"
-	"github.com/tollgatehq/tollgate/mail"
-	"github.com/tollgatehq/tollgate/mail/mailtest"
+	"github.com/tollgatehq/tollgate/domain/mail"
 	"github.com/tollgatehq/tollgate/storage"
 	"github.com/tollgatehq/tollgate/storage/storagetest"
 )
-
-func TestMain(m *testing.M) { storagetest.Main(m) }
 
 // fakeClock is the dispatcher's clock, moved by the test.
 type fakeClock struct {
@@ -44,7 +41,7 @@ func (c *fakeClock) set(t time.Time) {
 type env struct {
 	db    *storage.DB
 	eng   *engine.Engine
-	smtp  *mailtest.Server
+	smtp  *smtpServer
 	clock *fakeClock
 	d     *mail.Dispatcher
 	users map[string]string // id by email
@@ -86,7 +83,7 @@ func requestWorkflow() *domain.Workflow {
 		})
 }
 
-func forEachDialect(t *testing.T, f func(t *testing.T, e *env)) {
+func forEachMailDialect(t *testing.T, f func(t *testing.T, e *env)) {
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
 		f(t, newEnv(t, storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")}))
@@ -98,7 +95,7 @@ func forEachDialect(t *testing.T, f func(t *testing.T, e *env)) {
 }
 
 func newEnv(t *testing.T, o storage.Opts) *env {
-	e := &env{db: storagetest.Open(t, o), smtp: mailtest.Start(t), users: map[string]string{}}
+	e := &env{db: storagetest.Open(t, o), smtp: startSMTPServer(t), users: map[string]string{}}
 	reg := domain.NewRegistry()
 	if err := reg.Register(requestWorkflow()); err != nil {
 		t.Fatal(err)
@@ -109,7 +106,7 @@ func newEnv(t *testing.T, o storage.Opts) *env {
 	var wg sync.WaitGroup
 	wg.Go(func() { e.eng.Run(ctx) })
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	sender, err := mail.NewSMTP(e.smtp.URL, "Tollgate <tollgate@example.com>")
+	sender, err := newSMTP(e.smtp.URL, "Tollgate <tollgate@example.com>")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +170,7 @@ func (e *env) round(t *testing.T) {
 	}
 }
 
-func recipients(ms []mailtest.Received) []string {
+func recipients(ms []receivedMail) []string {
 	var out []string
 	for _, m := range ms {
 		out = append(out, m.To...)
@@ -181,7 +178,7 @@ func recipients(ms []mailtest.Received) []string {
 	return out
 }
 
-func wantMails(t *testing.T, s *mailtest.Server, want ...string) []mailtest.Received {
+func wantMails(t *testing.T, s *smtpServer, want ...string) []receivedMail {
 	t.Helper()
 	got := s.Messages()
 	have := map[string]int{}
@@ -205,7 +202,7 @@ func wantMails(t *testing.T, s *mailtest.Server, want ...string) []mailtest.Rece
 // who is disabled.
 func TestMailToNamedPeople(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, e *env) {
+	forEachMailDialect(t, func(t *testing.T, e *env) {
 		e.addUser(t, "ada@example.com", domain.RoleFounder, false, "")
 		e.addUser(t, "rev@example.com", domain.RoleReviewer, false, domain.MailImmediately)
 		e.addUser(t, "x@example.com", domain.RoleReviewer, false, "")
@@ -252,7 +249,7 @@ func TestMailToNamedPeople(t *testing.T) {
 // pending; a digest with none left is not sent.
 func TestMailRoleWideDigest(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, e *env) {
+	forEachMailDialect(t, func(t *testing.T, e *env) {
 		e.addUser(t, "rev@example.com", domain.RoleReviewer, false, "")
 		e.addUser(t, "now@example.com", domain.RoleReviewer, false, domain.MailImmediately)
 		e.addUser(t, "off@example.com", domain.RoleReviewer, false, domain.MailOff)
@@ -294,7 +291,7 @@ func TestMailRoleWideDigest(t *testing.T) {
 // the mail arrives once; a request decided meanwhile is not mailed.
 func TestMailRetriedUntilDelivered(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, e *env) {
+	forEachMailDialect(t, func(t *testing.T, e *env) {
 		e.addUser(t, "ada@example.com", domain.RoleFounder, false, "")
 		e.smtp.Refuse(true)
 		e.ask(t, request{Kind: domain.KindInput, Assignee: "ada@example.com", Title: "Upload your deck"})
@@ -325,7 +322,7 @@ func TestMailRetriedUntilDelivered(t *testing.T) {
 // A title with markup reaches the HTML part escaped.
 func TestMailHTMLEscapesTitle(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, e *env) {
+	forEachMailDialect(t, func(t *testing.T, e *env) {
 		e.addUser(t, "ada@example.com", domain.RoleFounder, false, "")
 		e.ask(t, request{Kind: domain.KindInput, Assignee: "ada@example.com", Title: `<script>alert("x")</script> Deck`})
 		e.round(t)
@@ -340,7 +337,7 @@ func TestMailHTMLEscapesTitle(t *testing.T) {
 // removes its mail with it; the dispatcher carries on.
 func TestMailOfDeletedRun(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, e *env) {
+	forEachMailDialect(t, func(t *testing.T, e *env) {
 		e.addUser(t, "ada@example.com", domain.RoleFounder, false, "")
 		queued := e.ask(t, request{Kind: domain.KindInput, Assignee: "ada@example.com", Title: "Queued"})
 		if err := e.db.DeleteRun(t.Context(), domain.DeleteRunRequest{RunID: queued.RunID, Reason: "test"}); err != nil {
@@ -368,7 +365,7 @@ func TestMailOfDeletedRun(t *testing.T) {
 // mail, with its key in the Message-ID; without SMTP it goes to the log.
 func TestMailOneOffAndLog(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, e *env) {
+	forEachMailDialect(t, func(t *testing.T, e *env) {
 		if err := e.d.Queue(t.Context(), domain.MailMessage{To: "ada@example.com", Subject: "Reset your password", Text: "Open the link", Key: "reset.1"}); err != nil {
 			t.Fatal(err)
 		}
