@@ -1,8 +1,6 @@
 package views
 
 import (
-	"bytes"
-	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -223,124 +221,6 @@ func exactTime(t time.Time) string { return t.UTC().Format("2 Jan 2006, 15:04 UT
 
 // dayOf is the date alone: "2 Mar 2026".
 func dayOf(t time.Time) string { return t.UTC().Format("2 Jan 2006") }
-
-// FieldText formats a presentation field's value simply, in English and
-// UTC: "€389.00", "2 Mar 2026". A value that points nowhere reads "—".
-//
-// When web's locale-aware field formatter lands, format the fields there
-// (in the viewer's locale and zone) and hand the founder's page the
-// formatted strings instead of calling this.
-func FieldText(f domain.Field) string {
-	v := bytes.TrimSpace(f.Value)
-	if len(v) == 0 || string(v) == "null" {
-		return "—"
-	}
-	var s string
-	if json.Unmarshal(v, &s) == nil {
-		return stringField(s, f.Format)
-	}
-	var n json.Number
-	dec := json.NewDecoder(bytes.NewReader(v))
-	dec.UseNumber()
-	if dec.Decode(&n) == nil {
-		return numberField(n, f.Format)
-	}
-	var b bool
-	if json.Unmarshal(v, &b) == nil {
-		if b {
-			return "Yes"
-		}
-		return "No"
-	}
-	var list []any
-	if json.Unmarshal(v, &list) == nil {
-		parts := make([]string, 0, len(list))
-		for _, item := range list {
-			raw, _ := json.Marshal(item)
-			parts = append(parts, FieldText(domain.Field{Value: raw, Format: f.Format}))
-		}
-		return strings.Join(parts, ", ")
-	}
-	return "—" // an object has no simple form
-}
-
-func stringField(s string, format domain.FieldFormat) string {
-	switch format.Kind() {
-	case domain.FormatDate:
-		if t, err := time.Parse(time.DateOnly, s); err == nil {
-			return dayOf(t)
-		}
-	case domain.FormatDateTime:
-		if t, err := time.Parse(time.RFC3339, s); err == nil {
-			return exactTime(t)
-		}
-	case domain.FormatMoney, domain.FormatNumber:
-		return numberField(json.Number(s), format)
-	}
-	if s == "" {
-		return "—"
-	}
-	return s
-}
-
-// currencySign is the sign of the currencies written before the amount.
-var currencySign = map[string]string{"EUR": "€", "USD": "$", "GBP": "£", "JPY": "¥"}
-
-func numberField(n json.Number, format domain.FieldFormat) string {
-	if format.Kind() != domain.FormatMoney {
-		return n.String()
-	}
-	f, err := n.Float64()
-	if err != nil {
-		return n.String()
-	}
-	cur, minus := format.Currency(), ""
-	if f < 0 {
-		f, minus = -f, "-"
-	}
-	amount := groupThousands(strconv.FormatFloat(f, 'f', 2, 64))
-	if sign, ok := currencySign[cur]; ok {
-		return minus + sign + amount
-	}
-	return minus + cur + " " + amount
-}
-
-// groupThousands puts commas between groups of three digits of a
-// non-negative decimal number's whole part: "1234567.50" becomes "1,234,567.50".
-func groupThousands(s string) string {
-	whole, frac, _ := strings.Cut(s, ".")
-	var b strings.Builder
-	for i, r := range whole {
-		if i > 0 && (len(whole)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	if frac != "" {
-		return b.String() + "." + frac
-	}
-	return b.String()
-}
-
-// fieldLink is where a url or email field links to, "" for none: only
-// web and mail addresses, never a script.
-func fieldLink(f domain.Field) string {
-	var s string
-	if json.Unmarshal(f.Value, &s) != nil || s == "" {
-		return ""
-	}
-	switch f.Format.Kind() {
-	case domain.FormatURL:
-		if strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://") {
-			return s
-		}
-	case domain.FormatEmail:
-		if strings.Contains(s, "@") && !strings.ContainsAny(s, " <>\"") {
-			return "mailto:" + s
-		}
-	}
-	return ""
-}
 
 // fileNames lists the names of documents: "contract.pdf and scan.png".
 func fileNames(docs []domain.Document) string {

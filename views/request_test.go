@@ -55,32 +55,6 @@ func TestStateOf(t *testing.T) {
 	}
 }
 
-func TestFieldText(t *testing.T) {
-	for _, c := range []struct {
-		f    domain.Field
-		want string
-	}{
-		{domain.NewField("Amount", 389, "money:EUR"), "€389.00"},
-		{domain.NewField("Amount", 1234567.5, "money:CHF"), "CHF 1,234,567.50"},
-		{domain.NewField("Amount", "-42", "money:USD"), "-$42.00"},
-		{domain.NewField("Due", "2026-03-05", domain.FormatDate), "5 Mar 2026"},
-		{domain.NewField("At", "2026-03-05T09:30:00+01:00", domain.FormatDateTime), "5 Mar 2026, 08:30 UTC"},
-		{domain.NewField("Count", 7, domain.FormatNumber), "7"},
-		{domain.NewField("Name", "Ada", ""), "Ada"},
-		{domain.NewField("Tags", []string{"a", "b"}, ""), "a, b"},
-		{domain.NewField("Ok", true, ""), "Yes"},
-		{domain.Field{Label: "Missing", Value: json.RawMessage("null")}, "—"},
-		{domain.NewField("Object", map[string]int{"a": 1}, ""), "—"},
-	} {
-		if got := FieldText(c.f); got != c.want {
-			t.Errorf("FieldText(%s %s) = %q; want %q", c.f.Value, c.f.Format, got, c.want)
-		}
-	}
-	if got := fieldLink(domain.NewField("Site", "javascript:alert(1)", domain.FormatURL)); got != "" {
-		t.Errorf("a script URL links to %q", got)
-	}
-}
-
 func TestUntilRoundsToTheNearestUnit(t *testing.T) {
 	now := time.Now()
 	for d, want := range map[time.Duration]string{72*time.Hour - time.Second: "in 3 days", 90 * time.Minute: "in 2 hours", 10 * time.Minute: "in 10 minutes", -2 * time.Hour: "2 hours ago"} {
