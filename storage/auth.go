@@ -21,8 +21,11 @@ type userRow struct {
 	Role         domain.Role `bun:"role"`
 	PasswordHash string      `bun:"password_hash"`
 	Disabled     bool        `bun:"disabled"`
-	CreatedAt    time.Time   `bun:"created_at"`
-	UpdatedAt    time.Time   `bun:"updated_at"`
+	// MailPreference is how the user hears of requests by mail (see
+	// mailUserRow); kept here so that rows read whole scan.
+	MailPreference domain.MailPreference `bun:"mail_preference"`
+	CreatedAt      time.Time             `bun:"created_at"`
+	UpdatedAt      time.Time             `bun:"updated_at"`
 }
 
 func (u *userRow) toDomain() domain.User {

@@ -85,7 +85,7 @@ type InboxItem struct {
 	Assignee    string
 	SuspendedAt time.Time
 	// Fields are the request's presentation fields, formatted for the viewer.
-	Fields []FieldView
+	Fields []domain.FieldView
 	// Action says what the person does: "Approve", "Provide input", …
 	Action string
 	// For names who may act.
@@ -873,7 +873,7 @@ func inboxRow(p InboxPage, it InboxItem) templ.Component {
 
 // FieldValue shows a formatted field: a link, a time, or text; a value
 // that pointed nowhere shows as a dash.
-func FieldValue(f FieldView) templ.Component {
+func FieldValue(f domain.FieldView) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

@@ -22,7 +22,7 @@ type SuspensionPage struct {
 	Viewer *Viewer
 	S      domain.Suspension
 	// Fields are the request's presentation fields, formatted for the viewer.
-	Fields []FieldView
+	Fields []domain.FieldView
 	// Checkpoint is the checkpoint, indented for reading.
 	Checkpoint string
 	// ResumeData is the stored resume data, indented, once resumed.

@@ -177,7 +177,9 @@ func TestBrowserEveryPageFitsAndIsAccessible(t *testing.T) {
 		{rev, "/runs/" + lost.ID, "run-failed", `[data-live="run-status"]`},
 		{rev, "/account", "account", "#pw-current"},
 		{admin, "/admin/users", "admin-users", "main table"},
-		{admin, "/admin/audit", "admin-audit", "main table"},
+		{admin, "/admin/audit", "admin-audit", "ol.audit-log"},
+		{admin, "/runs/" + running.ID + "/cancel", "confirm-cancel", "main button"},
+		{anon, "/reset/no-such-link", "reset-invalid", "main h1"},
 		{rev, "/runs/no-such-run", "error-404", "main h1"},
 		{founder, "/inbox", "error-403", "main h1"},
 	} {

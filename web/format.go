@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tollgatehq/tollgate/views"
+	"github.com/tollgatehq/tollgate/domain"
 )
 
 // tzCookie holds the viewer's IANA time zone, set by app.js from the
@@ -15,8 +15,8 @@ const tzCookie = "tz"
 // formatterFor writes presentation fields for the viewer of r: in the
 // locale their browser asks for, and in their time zone (UTC until the
 // browser has said which).
-func formatterFor(r *http.Request) views.Formatter {
-	f := views.Formatter{Locale: views.LocaleFor(r.Header.Get("Accept-Language")), Zone: time.UTC}
+func formatterFor(r *http.Request) domain.Formatter {
+	f := domain.Formatter{Locale: domain.LocaleFor(r.Header.Get("Accept-Language")), Zone: time.UTC}
 	if c, err := r.Cookie(tzCookie); err == nil {
 		if loc, ok := zoneNamed(c.Value); ok {
 			f.Zone = loc

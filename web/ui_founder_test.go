@@ -123,7 +123,7 @@ func TestUIFounderRequestPageSaysWhatToDoAndWhatHappensNext(t *testing.T) {
 
 		p := a.get(path)
 		wantPage(t, p, http.StatusOK, "<h1>Signed contract for Acme Robotics</h1>", `<p class="ask">Upload a PDF of your signed contract.</p>`,
-			"Signature needed", "Waiting for you", "<dt>Investment</dt>", "€250,000.00", "<dt>Sign by</dt>", "5 Mar 2026",
+			"Signature needed", "Waiting for you", "<dt>Investment</dt>", "€250,000.00", "<dt>Sign by</dt>", "Mar 5, 2026",
 			`enctype="multipart/form-data"`, `type="file"`, "multiple", `accept="application/pdf"`, "data-dropzone", "PDF, up to 4 KB each",
 			`href="/my"`, "due <time")
 		noEngineWords(t, p, run.ID)

@@ -42,7 +42,7 @@ func (s *Server) pendingIn(f views.InboxFilter, cursor string, limit int) domain
 
 // inboxRow is a suspension as an inbox row, formatted for the viewer and
 // linked with the filter it was listed under.
-func inboxRow(sp domain.Suspension, fm views.Formatter, from string) views.InboxItem {
+func inboxRow(sp domain.Suspension, fm domain.Formatter, from string) views.InboxItem {
 	it := inboxItem(sp)
 	it.ReasonLabel, it.Fields, it.Action, it.For = sp.ReasonName(), fm.Fields(sp.Fields), views.ActionOf(sp), views.ForWhom(sp)
 	it.Href = requestURL(sp.ID, from)

@@ -217,7 +217,7 @@ func TestMailToNamedPeople(t *testing.T) {
 			t.Errorf("subject %q", got)
 		}
 		link := publicURL + "/suspensions/" + s.ID
-		for _, want := range []string{"Expense: Flight Lisbon", "Amount: €1,389.00", "Due: 2 March 2026", "Supply what it asks for.", link, publicURL + "/account"} {
+		for _, want := range []string{"Expense: Flight Lisbon", "Amount: €1,389.00", "Due: Mar 2, 2026", "Supply what it asks for.", link, publicURL + "/account"} {
 			if !strings.Contains(m.Text, want) {
 				t.Errorf("the text part lacks %q:\n%s", want, m.Text)
 			}

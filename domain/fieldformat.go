@@ -1,4 +1,4 @@
-package views
+package domain
 
 import (
 	"bytes"
@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/tollgatehq/tollgate/domain"
 )
 
 // Locale is how numbers, money and dates are written for one viewer. A
@@ -115,7 +113,7 @@ func (f Formatter) zone() *time.Location {
 }
 
 // Fields formats each field.
-func (f Formatter) Fields(fields []domain.Field) []FieldView {
+func (f Formatter) Fields(fields []Field) []FieldView {
 	out := make([]FieldView, len(fields))
 	for i, fd := range fields {
 		out[i] = f.Field(fd)
@@ -126,7 +124,7 @@ func (f Formatter) Fields(fields []domain.Field) []FieldView {
 // Field formats one field by its format. A value that does not read as its
 // format (a word where money was promised) is shown as plain text, never
 // dropped.
-func (f Formatter) Field(fd domain.Field) FieldView {
+func (f Formatter) Field(fd Field) FieldView {
 	v := FieldView{Label: fd.Label}
 	raw := bytes.TrimSpace(fd.Value)
 	if len(raw) == 0 || string(raw) == "null" || string(raw) == `""` {
@@ -136,27 +134,27 @@ func (f Formatter) Field(fd domain.Field) FieldView {
 	text := plainText(raw)
 	v.Text = text
 	switch fd.Format.Kind() {
-	case domain.FormatMoney:
+	case FormatMoney:
 		if s, ok := f.Money(text, fd.Format.Currency()); ok {
 			v.Text = s
 		}
-	case domain.FormatNumber:
+	case FormatNumber:
 		if s, ok := f.Number(text); ok {
 			v.Text = s
 		}
-	case domain.FormatDate:
+	case FormatDate:
 		if d, ok := parseDate(text); ok {
 			v.Text, v.Datetime = d.Format(f.locale().DateLayout), d.Format(time.DateOnly)
 		}
-	case domain.FormatDateTime:
+	case FormatDateTime:
 		if t, err := time.Parse(time.RFC3339Nano, text); err == nil {
 			v.Text, v.Datetime = f.DateTime(t), t.UTC().Format(time.RFC3339)
 		}
-	case domain.FormatEmail:
+	case FormatEmail:
 		if a, err := mail.ParseAddress(text); err == nil && a.Name == "" && a.Address == text {
 			v.Href = "mailto:" + text
 		}
-	case domain.FormatURL:
+	case FormatURL:
 		if u, err := url.Parse(text); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
 			v.Href = u.String()
 		}

@@ -1,10 +1,8 @@
-package views
+package domain
 
 import (
 	"testing"
 	"time"
-
-	"github.com/tollgatehq/tollgate/domain"
 )
 
 func TestLocaleFor(t *testing.T) {
@@ -38,11 +36,11 @@ func TestFormatterFields(t *testing.T) {
 	de := Formatter{Locale: LocaleFor("de"), Zone: berlin}
 	gb := Formatter{Locale: LocaleFor("en-GB"), Zone: berlin}
 	fr := Formatter{Locale: LocaleFor("fr")}
-	f := func(value any, format domain.FieldFormat) domain.Field { return domain.NewField("X", value, format) }
+	f := func(value any, format FieldFormat) Field { return NewField("X", value, format) }
 	for _, tt := range []struct {
 		name  string
 		fm    Formatter
-		field domain.Field
+		field Field
 		text  string
 		href  string
 		dt    string
@@ -86,7 +84,7 @@ func TestFormatterFields(t *testing.T) {
 		})
 	}
 	for _, raw := range []string{"", "null", `""`} {
-		if got := en.Field(domain.Field{Label: "X", Value: []byte(raw)}); !got.Empty {
+		if got := en.Field(Field{Label: "X", Value: []byte(raw)}); !got.Empty {
 			t.Errorf("value %q is not empty: %+v", raw, got)
 		}
 	}
