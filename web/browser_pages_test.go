@@ -155,6 +155,10 @@ func TestBrowserEveryPageFitsAndIsAccessible(t *testing.T) {
 	e.waitRun(t, lost.ID, "failed")
 
 	anon, rev, founder, admin := open(), open(), open(), open()
+	// A tab's first action opens its page target and binds it to the
+	// context it runs in: the anonymous tab's must be its own, not a
+	// visit's minute.
+	do(t, anon, "open the anonymous tab", chromedp.Navigate("about:blank"))
 	signIn(t, rev, e.srv.URL, "rita@example.com", revPass)
 	signIn(t, founder, e.srv.URL, "ada@founders.example", founderPass)
 	signIn(t, admin, e.srv.URL, "boss@example.com", adminPass)
