@@ -444,7 +444,7 @@ func Users(p UsersPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 44, "><summary role=\"button\" class=\"secondary\">Invite someone</summary><form method=\"post\" action=\"/admin/users\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 44, "><summary role=\"button\" class=\"secondary outline\">Invite someone</summary><form method=\"post\" action=\"/admin/users\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -662,7 +662,7 @@ func Users(p UsersPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 70, " <details><summary role=\"button\" class=\"secondary\">Create an API key</summary><form method=\"post\" action=\"/admin/keys\"><label for=\"key-owner\">Owner</label> <select id=\"key-owner\" name=\"owner\" required>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 70, " <details><summary role=\"button\" class=\"secondary outline\">Create an API key</summary><form method=\"post\" action=\"/admin/keys\"><label for=\"key-owner\">Owner</label> <select id=\"key-owner\" name=\"owner\" required>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
