@@ -90,6 +90,9 @@ func (w *commitWriter) queueMail(ctx context.Context, row *suspensionRow) error 
 // once. A suspension no longer pending tells nobody. On PostgreSQL SKIP
 // LOCKED lets several servers fan out disjoint rows.
 func (db *DB) FanOutMail(ctx context.Context, now, nextDigest time.Time, limit int) (int, error) {
+	if queued, err := db.bun.NewSelect().Model((*mailOutboxRow)(nil)).Exists(ctx); err != nil || !queued {
+		return 0, err // nothing queued: no write transaction, which on SQLite would wait for and hold up commits
+	}
 	n := 0
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		q := tx.NewSelect().Model((*mailOutboxRow)(nil)).Column("suspension_id").OrderExpr("created_at, suspension_id").Limit(int64(limit))
@@ -190,6 +193,10 @@ func (db *DB) QueueMail(ctx context.Context, m domain.MailMessage, now time.Time
 // servers are claiming; SQLite's single writer makes it exclusive.
 func (db *DB) ClaimMail(ctx context.Context, worker string, now time.Time, lease time.Duration, limit int) ([]domain.MailJob, error) {
 	now = ts(now)
+	if due, err := db.bun.NewSelect().Model((*mailDeliveryRow)(nil)).
+		WhereOr("status = ? AND run_at <= ?", mailQueued, now).WhereOr("status = ? AND lease_until < ?", mailSending, now).Exists(ctx); err != nil || !due {
+		return nil, err // nothing due: no write transaction (see FanOutMail)
+	}
 	var jobs []domain.MailJob
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		jobs = nil

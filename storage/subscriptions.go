@@ -162,6 +162,9 @@ type claimedDelivery struct {
 // gone (deleted while the change that made them committed) are dropped.
 func (db *DB) ClaimDeliveries(ctx context.Context, worker string, now time.Time, lease time.Duration, limit int) ([]domain.Delivery, error) {
 	now = ts(now)
+	if due, err := db.bun.NewSelect().Table("hook_deliveries").Where("status = 'pending' AND next_at <= ?", now).Exists(ctx); err != nil || !due {
+		return nil, err // nothing due: no write transaction, which on SQLite would wait for and hold up commits
+	}
 	var rows []claimedDelivery
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		due := tx.NewSelect().Table("hook_deliveries").Column("id").

@@ -186,6 +186,13 @@ func newCrashHarness(t *testing.T, extraEnv map[string]string) *crashHarness {
 	addr := ln.Addr().String()
 	ln.Close()
 	h := &crashHarness{t: t, dir: dir, ledger: filepath.Join(dir, "ledger"), addr: addr, killed: map[int]bool{}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i := 1; i <= h.n; i++ {
+				t.Logf("server %d's log:\n%s", i, tail(filepath.Join(dir, fmt.Sprintf("server-%02d.stderr", i)), 20))
+			}
+		}
+	})
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "TOLLGATE_") && !strings.HasPrefix(kv, "DATABASE_URL=") {
 			h.env = append(h.env, kv)
