@@ -95,7 +95,10 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	}
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
-		t.Fatalf("screenshot %s: %v", name, err)
+		// A screenshot is an aid for people reviewing pages, not a check: a
+		// page caught mid-navigation is logged and skipped.
+		t.Logf("screenshot %s not taken: %v", name, err)
+		return
 	}
 	dir := filepath.Join("testdata", "screenshots")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
