@@ -73,17 +73,7 @@ func (v axeViolation) String() string {
 // axe-core finds a serious or critical accessibility violation in it.
 func checkPage(t *testing.T, ctx context.Context, vp viewport, what string) {
 	t.Helper()
-	// A phone zooms out to show a page wider than its screen, which
-	// widens innerWidth with it, so the page is measured against the
-	// screen too.
-	widths, err := chromedp.Run(ctx, chromedp.Evaluate[[2]int64](`[document.documentElement.scrollWidth, innerWidth]`))
-	if err != nil {
-		t.Fatalf("%s: measure: %v", what, err)
-	}
-	if widths[0] > widths[1] || widths[0] > vp.Width {
-		wide, _ := chromedp.Run(ctx, chromedp.Evaluate[[]string](strings.ReplaceAll(widestElements, "innerWidth", fmt.Sprint(vp.Width))))
-		t.Errorf("%s scrolls sideways: %d px of content in a %d px window; too wide: %v", what, widths[0], vp.Width, wide)
-	}
+	fitsWidth(t, ctx, vp, what)
 	src, err := axeSource()
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +89,23 @@ func checkPage(t *testing.T, ctx context.Context, vp viewport, what string) {
 	}
 	for _, v := range found {
 		t.Errorf("%s: %s", what, v)
+	}
+}
+
+// fitsWidth fails the test when the open page scrolls sideways at vp's
+// size: the cheap half of checkPage, for each page of a flow.
+func fitsWidth(t *testing.T, ctx context.Context, vp viewport, what string) {
+	t.Helper()
+	// A phone zooms out to show a page wider than its screen, which
+	// widens innerWidth with it, so the page is measured against the
+	// screen too.
+	widths, err := chromedp.Run(ctx, chromedp.Evaluate[[2]int64](`[document.documentElement.scrollWidth, innerWidth]`))
+	if err != nil {
+		t.Fatalf("%s: measure: %v", what, err)
+	}
+	if widths[0] > widths[1] || widths[0] > vp.Width {
+		wide, _ := chromedp.Run(ctx, chromedp.Evaluate[[]string](strings.ReplaceAll(widestElements, "innerWidth", fmt.Sprint(vp.Width))))
+		t.Errorf("%s scrolls sideways: %d px of content in a %d px window; too wide: %v", what, widths[0], vp.Width, wide)
 	}
 }
 
