@@ -133,7 +133,7 @@ func rowOf(s suspensionBody) string { return `tr[data-suspension="` + s.ID + `"]
 // phone's.
 func TestBrowserReviewerClearsThreeInARow(t *testing.T) {
 	t.Parallel()
-	open := newBrowserFor(t, 3*time.Minute)
+	open := newBrowserFor(t, 4*time.Minute)
 	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
 		_, pass := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
 		// One tab, signed in once (a sign-in costs seconds under the race
