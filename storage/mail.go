@@ -339,42 +339,60 @@ func (db *DB) FinishMail(ctx context.Context, outcomes []domain.MailOutcome, now
 		return nil
 	}
 	now = ts(now)
+	var sent []domain.MailOutcome
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		sent = sent[:0]
 		for _, o := range outcomes {
-			q := tx.NewUpdate().Model((*mailDeliveryRow)(nil)).Set("locked_by = NULL").Set("lease_until = NULL").Set("last_error = ?", o.Error).
-				Where("id = ? AND attempt = ? AND status = ?", o.ID, o.Attempt, mailSending)
-			switch {
-			case o.Sent:
-				q.Set("status = ?", mailSent).Set("sent_at = ?", now).Set("message = NULL").Returning("kind, user_id, digest_day")
-			case o.RetryAt.IsZero():
-				q.Set("status = ?", mailFailed).Set("message = NULL")
-			default:
-				q.Set("status = ?", mailQueued).Set("run_at = ?", ts(o.RetryAt))
-			}
-			if !o.Sent {
-				if _, err := q.Exec(ctx); err != nil {
-					return err
-				}
+			if o.Sent {
+				sent = append(sent, o)
 				continue
 			}
-			var done []mailDeliveryRow
-			if err := q.Scan(ctx, &done); err != nil && !isNoRows(err) {
+			q := tx.NewUpdate().Model((*mailDeliveryRow)(nil)).Set("locked_by = NULL").Set("lease_until = NULL").Set("last_error = ?", o.Error).
+				Where("id = ? AND attempt = ? AND status = ?", o.ID, o.Attempt, mailSending)
+			if o.RetryAt.IsZero() {
+				q.Set("status = ?", mailFailed).Set("message = NULL")
+			} else {
+				q.Set("status = ?", mailQueued).Set("run_at = ?", ts(o.RetryAt))
+			}
+			if _, err := q.Exec(ctx); err != nil {
 				return err
 			}
-			for _, d := range done {
-				if d.Kind != domain.MailKindDigest {
-					continue
-				}
-				if _, err := tx.NewUpdate().Model((*mailDeliveryRow)(nil)).Set("status = ?", mailDigested).
-					Where("user_id = ? AND status = ? AND digest_day <= ?", derefString(d.UserID), mailHeld, derefString(d.DigestDay)).Exec(ctx); err != nil {
-					return err
-				}
-			}
 		}
-		return nil
+		return db.finishSent(ctx, tx, sent, now)
 	})
 	if err != nil {
 		return fmt.Errorf("finish mail: %w", err)
+	}
+	return nil
+}
+
+// finishSent marks the sent mails of one round in one statement, the
+// common case, and takes the requests a sent digest listed off the list.
+func (db *DB) finishSent(ctx context.Context, tx bun.Tx, sent []domain.MailOutcome, now time.Time) error {
+	if len(sent) == 0 {
+		return nil
+	}
+	claims := make([]any, len(sent))
+	for i, o := range sent {
+		claims[i] = bun.Safe(fmt.Sprintf("(%d, %d)", o.ID, o.Attempt))
+	}
+	var done []mailDeliveryRow
+	err := tx.NewUpdate().Model(&done).
+		Set("status = ?", mailSent).Set("sent_at = ?", now).Set("message = NULL").
+		Set("locked_by = NULL").Set("lease_until = NULL").Set("last_error = ''").
+		Where("status = ? AND (id, attempt) IN (VALUES ?)", mailSending, bun.List(claims)).
+		Returning("kind, user_id, digest_day").Scan(ctx)
+	if err != nil && !isNoRows(err) {
+		return err
+	}
+	for _, d := range done {
+		if d.Kind != domain.MailKindDigest {
+			continue
+		}
+		if _, err := tx.NewUpdate().Model((*mailDeliveryRow)(nil)).Set("status = ?", mailDigested).
+			Where("user_id = ? AND status = ? AND digest_day <= ?", derefString(d.UserID), mailHeld, derefString(d.DigestDay)).Exec(ctx); err != nil {
+			return err
+		}
 	}
 	return nil
 }

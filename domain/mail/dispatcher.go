@@ -49,7 +49,7 @@ type Opts struct {
 	// (serve uses DefaultDigestHour).
 	DigestHour int
 	// Batch is how many mails one round claims and sends through one
-	// connection (50).
+	// connection (100).
 	Batch int
 }
 
@@ -60,6 +60,10 @@ type Dispatcher struct {
 	c      composer
 	worker string
 }
+
+// fanOutPerBatch is how many outbox rows one fan-out transaction takes,
+// in batches.
+const fanOutPerBatch = 5
 
 // DefaultDigestHour is the hour of the day (UTC) when digests go out.
 const DefaultDigestHour = 8
@@ -82,7 +86,7 @@ func New(o Opts) *Dispatcher {
 		o.RetryMax = time.Hour
 	}
 	if o.Batch <= 0 {
-		o.Batch = 50
+		o.Batch = 100
 	}
 	return &Dispatcher{o: o, c: newComposer(o.PublicURL), worker: "mail-" + rand.Text()[:10]}
 }
@@ -135,12 +139,15 @@ func (d *Dispatcher) Run(ctx context.Context) {
 // and returns how many mails it claimed.
 func (d *Dispatcher) Round(ctx context.Context) (int, error) {
 	now := d.o.Clock.Now()
+	// Fanning out is bookkeeping in the database alone, so it takes more
+	// rows a transaction than a send may hold a connection for.
+	fan := fanOutPerBatch * d.o.Batch
 	for {
-		n, err := d.o.Store.FanOutMail(ctx, now, NextDigest(now, d.o.DigestHour), d.o.Batch)
+		n, err := d.o.Store.FanOutMail(ctx, now, NextDigest(now, d.o.DigestHour), fan)
 		if err != nil {
 			return 0, err
 		}
-		if n < d.o.Batch {
+		if n < fan {
 			break
 		}
 	}
