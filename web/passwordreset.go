@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"errors"
 	"net/http"
 	"net/mail"
@@ -27,10 +26,8 @@ type ResetMailer interface {
 // The longest reset token a link may carry; rand.Text makes 26 characters.
 const maxResetToken = 64
 
-func hashResetToken(token string) []byte {
-	h := sha256.Sum256([]byte(token))
-	return h[:]
-}
+// hashResetToken is the stored form of a reset link's token.
+func hashResetToken(token string) []byte { return sha256Bytes(token) }
 
 // mailsResets reports whether people may ask for a reset link by mail: a
 // mailer is set, and so is PublicURL, because a mailed link must never be
