@@ -206,9 +206,9 @@ func (t teller) request(id string) Words {
 	case !ok:
 		return Words{Text: "a request of " + cmp.Or(t.e.WorkflowID, "a workflow") + " (since deleted)"}
 	case title == "":
-		return Words{Text: "a request of " + cmp.Or(t.e.WorkflowID, "a workflow"), URL: "/suspensions/" + id}
+		return Words{Text: "a request of " + cmp.Or(t.e.WorkflowID, "a workflow"), URL: SuspensionURL(id)}
 	}
-	return Words{Text: title, URL: "/suspensions/" + id, Em: true}
+	return Words{Text: title, URL: SuspensionURL(id), Em: true}
 }
 
 // run names a run by its workflow, linked to its page.
