@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"net/http"
-	"net/mail"
 	"strconv"
 	"strings"
 
@@ -186,7 +185,7 @@ func (s *Server) forgotPassword(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	email := strings.ToLower(strings.TrimSpace(r.PostForm.Get("email")))
-	if addr, err := mail.ParseAddress(email); err != nil || addr.Address != email {
+	if !domain.IsEmailAddress(email) {
 		s.render(w, r, http.StatusUnprocessableEntity, views.Forgot(views.ForgotPage{Email: email,
 			Errors: map[string]string{"email": "Enter the email address of your account, like name@example.com."}}))
 		return

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"net/http"
-	"net/mail"
 	"strings"
 
 	"github.com/google/uuid"
@@ -89,7 +88,7 @@ func (s *Server) inviteUser(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	email, role := strings.ToLower(form.Email), domain.Role(form.Role)
-	if addr, err := mail.ParseAddress(email); err != nil || addr.Address != email {
+	if !domain.IsEmailAddress(email) {
 		form.Errors["email"] = "Enter an email address, like name@example.com."
 	}
 	if len(form.Name) > 200 {
