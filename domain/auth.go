@@ -2,6 +2,7 @@ package domain
 
 import (
 	"context"
+	"net/mail"
 	"time"
 )
 
@@ -35,6 +36,13 @@ const (
 // MaxQueryParamLen is the longest value (search text, filter, id or
 // cursor) a list or page takes in its query string.
 const MaxQueryParamLen = 200
+
+// IsEmailAddress reports whether s is an email address alone, like
+// name@example.com: no display name, brackets or spaces around it.
+func IsEmailAddress(s string) bool {
+	a, err := mail.ParseAddress(s)
+	return err == nil && a.Address == s
+}
 
 // User is a person (or the owner of a machine's API key).
 type User struct {

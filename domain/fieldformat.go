@@ -3,7 +3,6 @@ package domain
 import (
 	"bytes"
 	"encoding/json"
-	"net/mail"
 	"net/url"
 	"strconv"
 	"strings"
@@ -151,7 +150,7 @@ func (f Formatter) Field(fd Field) FieldView {
 			v.Text, v.Datetime = f.DateTime(t), t.UTC().Format(time.RFC3339)
 		}
 	case FormatEmail:
-		if a, err := mail.ParseAddress(text); err == nil && a.Name == "" && a.Address == text {
+		if IsEmailAddress(text) {
 			v.Href = "mailto:" + text
 		}
 	case FormatURL:

@@ -60,9 +60,9 @@ func (p MailPreference) Timing(personal bool) MailTiming {
 	return MailInDigest
 }
 
-// WaitsForPerson reports whether a person acts on the suspension (an
-// approval or an input), so that people are told of it.
-func (s Suspension) WaitsForPerson() bool { return s.Kind == KindApproval || s.Kind == KindInput }
+// WaitsForPerson reports whether a person acts on a suspension of this
+// kind (an approval or an input), so that people are told of it.
+func (k SuspensionKind) WaitsForPerson() bool { return k == KindApproval || k == KindInput }
 
 // MailRecipient is a person to be told of a suspension; Personal when it
 // names them rather than their role.
@@ -77,7 +77,7 @@ type MailRecipient struct {
 // names no one. Only enabled users who may act on it (CheckActor) are
 // told.
 func MailRecipients(s Suspension, users []User) []MailRecipient {
-	if !s.WaitsForPerson() {
+	if !s.Kind.WaitsForPerson() {
 		return nil
 	}
 	var named, role []MailRecipient

@@ -101,9 +101,7 @@ func (db *DB) KeyOwner(ctx context.Context, hash []byte) (domain.APIKey, domain.
 		apiKeyRow `bun:",extend"`
 		owner
 	}
-	err := db.bun.NewSelect().Model(&row).
-		ColumnExpr("k.*, "+ownerColumns).
-		Join("JOIN users AS u ON u.id = k.user_id").
+	err := withOwner(db.bun.NewSelect().Model(&row), "k").
 		Where("k.hash = ? AND k.revoked_at IS NULL AND NOT u.disabled", hash).Scan(ctx)
 	if err != nil {
 		return domain.APIKey{}, domain.User{}, fmt.Errorf("find api key: %w", translate(err))
@@ -115,18 +113,24 @@ func (db *DB) KeyOwner(ctx context.Context, hash []byte) (domain.APIKey, domain.
 	return k, row.user(row.UserID), nil
 }
 
-// owner is the user a key or a session belongs to, read with it through a
-// join on users AS u (ownerColumns).
+// owner is the user a key, a session or a reset link belongs to, read
+// with it (withOwner).
 type owner struct {
 	Email    string      `bun:"email"`
 	UserName string      `bun:"user_name"`
 	Role     domain.Role `bun:"role"`
+	Disabled bool        `bun:"disabled"`
 }
 
-const ownerColumns = "u.email, u.name AS user_name, u.role"
+// withOwner makes q, a select of a table aliased alias whose rows have a
+// user_id, read each row's owner with it, through a join on users AS u.
+func withOwner(q *bun.SelectQuery, alias string) *bun.SelectQuery {
+	return q.ColumnExpr(alias + ".*, u.email, u.name AS user_name, u.role, u.disabled").
+		Join("JOIN users AS u ON u.id = " + alias + ".user_id")
+}
 
 func (o owner) user(id string) domain.User {
-	return domain.User{ID: id, Email: o.Email, Name: o.UserName, Role: o.Role}
+	return domain.User{ID: id, Email: o.Email, Name: o.UserName, Role: o.Role, Disabled: o.Disabled}
 }
 
 // RevokeAPIKey implements domain.AuthStore.

@@ -77,7 +77,7 @@ func (u *mailUserRow) toDomain() domain.User {
 // queueMail commits, with a new suspension that waits for a person, the
 // intent to tell the people who may act on it.
 func (w *commitWriter) queueMail(ctx context.Context, row *suspensionRow) error {
-	if row.Kind != domain.KindApproval && row.Kind != domain.KindInput {
+	if !row.Kind.WaitsForPerson() {
 		return nil
 	}
 	return w.b.add(ctx, w.tx.NewInsert().Model(&mailOutboxRow{SuspensionID: row.ID, CreatedAt: w.now}))

@@ -223,6 +223,17 @@ func (a stringList) Value() (driver.Value, error) {
 }
 
 func (a *stringList) Scan(src any) error {
+	list, err := scanJSONList[string](src, "string list")
+	if err != nil {
+		return err
+	}
+	*a = list
+	return nil
+}
+
+// scanJSONList decodes a column holding a JSON array, read as text or
+// bytes; NULL is nil. what names the column's type in errors.
+func scanJSONList[T any](src any, what string) ([]T, error) {
 	var b []byte
 	switch v := src.(type) {
 	case string:
@@ -230,17 +241,15 @@ func (a *stringList) Scan(src any) error {
 	case []byte:
 		b = v
 	case nil:
-		*a = nil
-		return nil
+		return nil, nil
 	default:
-		return fmt.Errorf("string list: unexpected %T", src)
+		return nil, fmt.Errorf("%s: unexpected %T", what, src)
 	}
-	var list []string
+	var list []T
 	if err := json.Unmarshal(b, &list); err != nil {
-		return fmt.Errorf("string list: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	*a = list
-	return nil
+	return list, nil
 }
 
 // fieldList is a suspension's presentation fields stored as a JSON array,
@@ -263,21 +272,9 @@ func (a fieldList) Value() (driver.Value, error) {
 }
 
 func (a *fieldList) Scan(src any) error {
-	var b []byte
-	switch v := src.(type) {
-	case string:
-		b = []byte(v)
-	case []byte:
-		b = v
-	case nil:
-		*a = nil
-		return nil
-	default:
-		return fmt.Errorf("field list: unexpected %T", src)
-	}
-	var list []domain.Field
-	if err := json.Unmarshal(b, &list); err != nil {
-		return fmt.Errorf("field list: %w", err)
+	list, err := scanJSONList[domain.Field](src, "field list")
+	if err != nil {
+		return err
 	}
 	if len(list) == 0 {
 		list = nil

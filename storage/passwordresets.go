@@ -58,11 +58,8 @@ func (db *DB) PasswordReset(ctx context.Context, hash []byte) (domain.PasswordRe
 	var row struct {
 		passwordResetRow `bun:",extend"`
 		owner
-		Disabled bool `bun:"disabled"`
 	}
-	err := db.bun.NewSelect().Model(&row).
-		ColumnExpr("pr.*, "+ownerColumns+", u.disabled").
-		Join("JOIN users AS u ON u.id = pr.user_id").
+	err := withOwner(db.bun.NewSelect().Model(&row), "pr").
 		Where("pr.id_hash = ?", hash).Scan(ctx)
 	if err != nil {
 		return domain.PasswordReset{}, domain.User{}, fmt.Errorf("find password reset: %w", translate(err))
@@ -70,9 +67,7 @@ func (db *DB) PasswordReset(ctx context.Context, hash []byte) (domain.PasswordRe
 	if subtle.ConstantTimeCompare(row.IDHash, hash) != 1 {
 		return domain.PasswordReset{}, domain.User{}, fmt.Errorf("find password reset: %w", domain.ErrNotFound)
 	}
-	u := row.user(row.UserID)
-	u.Disabled = row.Disabled
-	return row.toDomain(), u, nil
+	return row.toDomain(), row.user(row.UserID), nil
 }
 
 // UsePasswordReset implements domain.PasswordResetStore: the conditional

@@ -51,9 +51,7 @@ func (db *DB) SessionByHash(ctx context.Context, hash []byte, now time.Time) (do
 		sessionRow `bun:",extend"`
 		owner
 	}
-	err := db.bun.NewSelect().Model(&row).
-		ColumnExpr("ws.*, "+ownerColumns).
-		Join("JOIN users AS u ON u.id = ws.user_id").
+	err := withOwner(db.bun.NewSelect().Model(&row), "ws").
 		Where("ws.id_hash = ? AND ws.expires_at > ? AND NOT u.disabled", hash, ts(now)).Scan(ctx)
 	if err != nil {
 		return domain.Session{}, domain.User{}, fmt.Errorf("find session: %w", translate(err))

@@ -23,6 +23,16 @@ func (db *DB) Users(ctx context.Context) ([]domain.User, error) {
 	return out, nil
 }
 
+// User returns the user with this id; domain.ErrNotFound if there is
+// none.
+func (db *DB) User(ctx context.Context, id string) (domain.User, error) {
+	row := new(userRow)
+	if err := db.bun.NewSelect().Model(row).Where("id = ?", id).Scan(ctx); err != nil {
+		return domain.User{}, fmt.Errorf("get user %s: %w", id, translate(err))
+	}
+	return row.toDomain(), nil
+}
+
 // UpdateUser sets a user's role and whether the account is disabled.
 // Disabling ends the user's browser sessions in the same transaction.
 func (db *DB) UpdateUser(ctx context.Context, id string, role domain.Role, disabled bool, now time.Time) (domain.User, error) {
@@ -79,8 +89,22 @@ func (db *DB) APIKeys(ctx context.Context, userID string) ([]domain.APIKey, erro
 		return nil, fmt.Errorf("list api keys: %w", err)
 	}
 	out := make([]domain.APIKey, len(rows))
-	for i, r := range rows {
-		out[i] = domain.APIKey{ID: r.ID, Name: r.Name, Prefix: r.Prefix, UserID: r.UserID, CreatedAt: r.CreatedAt.UTC(), LastUsedAt: utcPtr(r.LastUsedAt), RevokedAt: utcPtr(r.RevokedAt)}
+	for i := range rows {
+		out[i] = rows[i].toDomain()
 	}
 	return out, nil
+}
+
+// APIKey returns the key with this id, revoked or not;
+// domain.ErrNotFound if there is none.
+func (db *DB) APIKey(ctx context.Context, id string) (domain.APIKey, error) {
+	row := new(apiKeyRow)
+	if err := db.bun.NewSelect().Model(row).ExcludeColumn("hash").Where("id = ?", id).Scan(ctx); err != nil {
+		return domain.APIKey{}, fmt.Errorf("get api key %s: %w", id, translate(err))
+	}
+	return row.toDomain(), nil
+}
+
+func (r *apiKeyRow) toDomain() domain.APIKey {
+	return domain.APIKey{ID: r.ID, Name: r.Name, Prefix: r.Prefix, UserID: r.UserID, CreatedAt: r.CreatedAt.UTC(), LastUsedAt: utcPtr(r.LastUsedAt), RevokedAt: utcPtr(r.RevokedAt)}
 }

@@ -2,6 +2,7 @@ package views
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -99,7 +100,7 @@ func (t teller) decisionOrRun(actor Words) ([]Words, bool) {
 	case "run.signal":
 		return []Words{actor, text("sent the signal"), {Text: t.str("name"), Em: true}, text("to"), t.run(e.Subject), text(t.via())}, true
 	case "run.delete":
-		words := []Words{actor, text("deleted a run of " + orSomething(e.WorkflowID, "a workflow")), text(t.via())}
+		words := []Words{actor, text("deleted a run of " + cmp.Or(e.WorkflowID, "a workflow")), text(t.via())}
 		if reason := t.str("reason"); reason != "" {
 			words = append(words, text("— “"+reason+"”"))
 		}
@@ -137,7 +138,7 @@ func (t teller) account(actor Words) ([]Words, bool) {
 		}
 		return []Words{actor, text("chose a new password with a reset link sent by mail")}, true
 	case "audit.export":
-		return []Words{actor, text("exported the audit log as " + strings.ToUpper(orSomething(t.str("format"), "a file")))}, true
+		return []Words{actor, text("exported the audit log as " + strings.ToUpper(cmp.Or(t.str("format"), "a file")))}, true
 	}
 	return nil, false
 }
@@ -161,7 +162,7 @@ func (t teller) people(actor Words) []Words {
 		if name == "" {
 			name = t.n.Keys[e.Subject].Name
 		}
-		return []Words{actor, text("revoked API key"), {Text: orSomething(name, e.Subject), Em: true}}
+		return []Words{actor, text("revoked API key"), {Text: cmp.Or(name, e.Subject), Em: true}}
 	}
 	words := []Words{actor, {Text: e.Action, Title: "an action this page has no sentence for"}}
 	if e.Subject != "" {
@@ -191,9 +192,9 @@ func (t teller) person(id, email string) Words {
 		u, ok = t.n.ByEmail[strings.ToLower(email)]
 	}
 	if !ok {
-		return Words{Text: orSomething(email, "Someone")}
+		return Words{Text: cmp.Or(email, "Someone")}
 	}
-	return Words{Text: orSomething(u.Name, u.Email), URL: "/admin/users#user-" + u.ID, Title: u.Email}
+	return Words{Text: cmp.Or(u.Name, u.Email), URL: "/admin/users#user-" + u.ID, Title: u.Email}
 }
 
 // request names a suspension by its title, linked to its page.
@@ -203,16 +204,16 @@ func (t teller) request(id string) Words {
 	case id == "":
 		return text("a request")
 	case !ok:
-		return Words{Text: "a request of " + orSomething(t.e.WorkflowID, "a workflow") + " (since deleted)"}
+		return Words{Text: "a request of " + cmp.Or(t.e.WorkflowID, "a workflow") + " (since deleted)"}
 	case title == "":
-		return Words{Text: "a request of " + orSomething(t.e.WorkflowID, "a workflow"), URL: "/suspensions/" + id}
+		return Words{Text: "a request of " + cmp.Or(t.e.WorkflowID, "a workflow"), URL: SuspensionURL(id)}
 	}
-	return Words{Text: title, URL: "/suspensions/" + id, Em: true}
+	return Words{Text: title, URL: SuspensionURL(id), Em: true}
 }
 
 // run names a run by its workflow, linked to its page.
 func (t teller) run(id string) Words {
-	return Words{Text: "a run of " + orSomething(t.e.WorkflowID, "a workflow"), URL: "/runs/" + id}
+	return Words{Text: "a run of " + cmp.Or(t.e.WorkflowID, "a workflow"), URL: "/runs/" + id}
 }
 
 // via says how an action came: the API, a resume URL, or the web app.
@@ -226,11 +227,4 @@ func (t teller) via() string {
 		return "via the web app"
 	}
 	return fmt.Sprintf("via %s", t.str("via"))
-}
-
-func orSomething(s, instead string) string {
-	if s == "" {
-		return instead
-	}
-	return s
 }

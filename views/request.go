@@ -1,6 +1,8 @@
 package views
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,13 +46,7 @@ func StateOf(s domain.Suspension) RequestState {
 // RequestTitle is the line a founder knows a request by: its title, or
 // the name of its reason when its author gave none.
 func RequestTitle(s domain.Suspension) string {
-	if t := strings.TrimSpace(s.Title); t != "" {
-		return t
-	}
-	if n := s.ReasonName(); n != "" {
-		return n
-	}
-	return "Request"
+	return cmp.Or(strings.TrimSpace(s.Title), s.ReasonName(), "Request")
 }
 
 // Deadline is when a request stops waiting: the wake-up of any suspension
@@ -135,20 +131,11 @@ func FileTypes(types []string) string {
 		if !ok {
 			n = t
 		}
-		if !contains(names, n) {
+		if !slices.Contains(names, n) {
 			names = append(names, n)
 		}
 	}
 	return joinWords(names, "or")
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // joinWords lists words the way a sentence does: "a, b or c".

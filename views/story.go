@@ -1,6 +1,7 @@
 package views
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/url"
 	"time"
@@ -123,16 +124,8 @@ func waiting(s domain.Suspension, id string) StoryEntry {
 }
 
 // RequestName is what people call a suspension: its title, or the human
-// name of its reason.
-func RequestName(s domain.Suspension) string {
-	if s.Title != "" {
-		return s.Title
-	}
-	if s.Reason == "" && s.ReasonLabel == "" {
-		return ""
-	}
-	return s.ReasonName()
-}
+// name of its reason; "" when it has neither.
+func RequestName(s domain.Suspension) string { return cmp.Or(s.Title, s.ReasonName()) }
 
 // SuspensionURL is the page of a suspension.
 func SuspensionURL(id string) string { return "/suspensions/" + url.PathEscape(id) }

@@ -172,11 +172,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	items := make([]eventJSON, len(events))
-	for i, e := range events {
-		items[i] = eventView(e)
-	}
-	writeJSON(w, http.StatusOK, page[eventJSON]{Items: items})
+	writePage(w, events, eventView, "")
 	return nil
 }
 
@@ -185,24 +181,20 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 		return errForbidden
 	}
 	q := r.URL.Query()
-	f := domain.RunFilter{Status: domain.RunStatus(q.Get("status")), WorkflowID: q.Get("workflowId"), Cursor: q.Get("cursor")}
+	f := domain.RunFilter{Status: domain.RunStatus(q.Get("status")), WorkflowID: q.Get("workflowId")}
 	var errs []domain.FieldError
 	if f.Status != "" && !f.Status.Valid() {
 		errs = append(errs, domain.FieldError{Field: "status", Message: "must be one of pending, running, suspended, succeeded, failed, cancelled"})
 	}
-	f.Limit, errs = parseLimit(q.Get("limit"), errs)
-	if len(errs) > 0 {
-		return &domain.ValidationError{Code: domain.CodeValidation, Message: "invalid query parameters", Fields: errs}
+	f.Cursor, f.Limit, errs = pageQuery(q, errs)
+	if err := invalidQuery(errs); err != nil {
+		return err
 	}
 	runs, next, err := s.Store.Runs(r.Context(), f)
 	if err != nil {
 		return err
 	}
-	items := make([]runJSON, len(runs))
-	for i, run := range runs {
-		items[i] = runView(run)
-	}
-	writeJSON(w, http.StatusOK, page[runJSON]{Items: items, NextCursor: next})
+	writePage(w, runs, runView, next)
 	return nil
 }
 
@@ -220,15 +212,4 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, runView(run))
 	return nil
-}
-
-func parseLimit(v string, errs []domain.FieldError) (int, []domain.FieldError) {
-	if v == "" {
-		return 0, errs
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > 500 {
-		return 0, append(errs, domain.FieldError{Field: "limit", Message: "must be an integer from 1 to 500"})
-	}
-	return n, errs
 }

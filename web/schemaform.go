@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"net/mail"
 	"net/url"
 	"regexp"
 	"slices"
@@ -346,8 +345,7 @@ var formatWords = map[string]string{
 func formatted(format, s string, zone *time.Location) (v any, ok bool) {
 	switch format {
 	case "email":
-		a, err := mail.ParseAddress(s)
-		return s, err == nil && a.Name == "" && a.Address == s
+		return s, domain.IsEmailAddress(s)
 	case "uri":
 		u, err := url.Parse(s)
 		return s, err == nil && u.Scheme != "" && (u.Host != "" || u.Opaque != "")

@@ -38,6 +38,10 @@ type attemptJSON struct {
 	NextAt *time.Time `json:"nextAttemptAt,omitempty"`
 }
 
+func attemptView(a domain.DeliveryAttempt) attemptJSON {
+	return attemptJSON{EventID: a.EventID, EventType: a.EventType, Attempt: a.Attempt, Status: a.Status, Code: a.Code, Error: a.Error, At: a.At, NextAt: a.NextAt}
+}
+
 // adminOnlyAPI refuses every caller but an admin.
 func adminOnlyAPI(r *http.Request) error {
 	if principalFrom(r.Context()).User.Role != domain.RoleAdmin {
@@ -78,11 +82,7 @@ func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	items := make([]subscriptionJSON, len(subs))
-	for i, sub := range subs {
-		items[i] = subscriptionView(sub)
-	}
-	writeJSON(w, http.StatusOK, page[subscriptionJSON]{Items: items})
+	writePage(w, subs, subscriptionView, "")
 	return nil
 }
 
@@ -117,19 +117,14 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 	if err := adminOnlyAPI(r); err != nil {
 		return err
 	}
-	q := r.URL.Query()
-	limit, errs := parseLimit(q.Get("limit"), nil)
-	if len(errs) > 0 {
-		return &domain.ValidationError{Code: domain.CodeValidation, Message: "invalid query parameters", Fields: errs}
+	cursor, limit, errs := pageQuery(r.URL.Query(), nil)
+	if err := invalidQuery(errs); err != nil {
+		return err
 	}
-	attempts, next, err := s.Hooks.Store.DeliveryAttempts(r.Context(), r.PathValue("id"), q.Get("cursor"), limit)
+	attempts, next, err := s.Hooks.Store.DeliveryAttempts(r.Context(), r.PathValue("id"), cursor, limit)
 	if err != nil {
 		return err
 	}
-	items := make([]attemptJSON, len(attempts))
-	for i, a := range attempts {
-		items[i] = attemptJSON{EventID: a.EventID, EventType: a.EventType, Attempt: a.Attempt, Status: a.Status, Code: a.Code, Error: a.Error, At: a.At, NextAt: a.NextAt}
-	}
-	writeJSON(w, http.StatusOK, page[attemptJSON]{Items: items, NextCursor: next})
+	writePage(w, attempts, attemptView, next)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/tollgatehq/tollgate/domain"
@@ -14,7 +15,7 @@ func (s *Server) listSuspensions(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	f := domain.SuspensionFilter{
 		Status: domain.SuspensionStatus(q.Get("status")), Reason: q.Get("reason"), Kind: domain.SuspensionKind(q.Get("kind")),
-		WorkflowID: q.Get("workflowId"), RunID: q.Get("runId"), Cursor: q.Get("cursor"), Newest: q.Get("order") == "newest",
+		WorkflowID: q.Get("workflowId"), RunID: q.Get("runId"), Newest: q.Get("order") == "newest",
 	}
 	var errs []domain.FieldError
 	if f.Status != "" && !f.Status.Valid() {
@@ -26,24 +27,19 @@ func (s *Server) listSuspensions(w http.ResponseWriter, r *http.Request) error {
 	if o := q.Get("order"); o != "" && o != "newest" && o != "oldest" {
 		errs = append(errs, domain.FieldError{Field: "order", Message: "must be oldest or newest"})
 	}
-	f.Limit, errs = parseLimit(q.Get("limit"), errs)
-	if len(errs) > 0 {
-		return &domain.ValidationError{Code: domain.CodeValidation, Message: "invalid query parameters", Fields: errs}
+	f.Cursor, f.Limit, errs = pageQuery(q, errs)
+	if err := invalidQuery(errs); err != nil {
+		return err
 	}
 	if !p.User.Role.Staff() {
 		f.Assignee = p.User.Email // filtered in the query: pages and cursors stay within one's own
 	}
-	items := []suspensionJSON{}
 	ss, next, err := s.Store.Suspensions(r.Context(), f)
 	if err != nil {
 		return err
 	}
-	for _, sp := range ss {
-		if sp.MayRead(p.User) {
-			items = append(items, s.suspensionOut(r, sp))
-		}
-	}
-	writeJSON(w, http.StatusOK, page[suspensionJSON]{Items: items, NextCursor: next})
+	ss = slices.DeleteFunc(ss, func(sp domain.Suspension) bool { return !sp.MayRead(p.User) })
+	writePage(w, ss, func(sp domain.Suspension) suspensionJSON { return s.suspensionOut(r, sp) }, next)
 	return nil
 }
 

@@ -32,9 +32,15 @@ type UIStore interface {
 	domain.DocumentStore
 	PendingCounts(ctx context.Context, workflowID string) (reasons, kinds []domain.GroupCount, err error)
 	Users(ctx context.Context) ([]domain.User, error)
+	// User returns the user with this id; domain.ErrNotFound if there is
+	// none.
+	User(ctx context.Context, id string) (domain.User, error)
 	UpdateUser(ctx context.Context, id string, role domain.Role, disabled bool, now time.Time) (domain.User, error)
 	SetPassword(ctx context.Context, id, hash string, now time.Time) error
 	APIKeys(ctx context.Context, userID string) ([]domain.APIKey, error)
+	// APIKey returns the key with this id, revoked or not;
+	// domain.ErrNotFound if there is none.
+	APIKey(ctx context.Context, id string) (domain.APIKey, error)
 	domain.PasswordResetStore
 	// SuspensionTitles returns the titles of those of the suspensions
 	// named that still exist, by id.

@@ -16,11 +16,11 @@ import (
 // confirmRevokeKey asks before revokeKey.
 func (s *Server) confirmRevokeKey(w http.ResponseWriter, r *http.Request) {
 	v := s.viewerOf(r)
-	k, ok, err := s.keyByID(r, r.PathValue("id"))
+	k, err := s.UIStore.APIKey(r.Context(), r.PathValue("id"))
 	switch {
-	case err != nil:
+	case err != nil && !errors.Is(err, domain.ErrNotFound):
 		s.uiFailure(w, r, err)
-	case !ok || k.RevokedAt != nil:
+	case err != nil || k.RevokedAt != nil:
 		s.renderError(w, r, http.StatusNotFound, "Key not found", "That key is already revoked or does not exist.", v)
 	default:
 		s.render(w, r, http.StatusOK, views.Confirm(views.ConfirmPage{Viewer: v,
@@ -33,12 +33,12 @@ func (s *Server) confirmRevokeKey(w http.ResponseWriter, r *http.Request) {
 // confirmDisableUser asks before updateUser disables an account.
 func (s *Server) confirmDisableUser(w http.ResponseWriter, r *http.Request) {
 	v := s.viewerOf(r)
-	u, ok, err := s.userByID(r, r.PathValue("id"))
+	u, err := s.UIStore.User(r.Context(), r.PathValue("id"))
 	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		s.renderError(w, r, http.StatusNotFound, "User not found", "That user no longer exists.", v)
 	case err != nil:
 		s.uiFailure(w, r, err)
-	case !ok:
-		s.renderError(w, r, http.StatusNotFound, "User not found", "That user no longer exists.", v)
 	case u.ID == v.ID:
 		s.renderError(w, r, http.StatusUnprocessableEntity, "Not your own account", "You cannot disable your own account; ask another admin.", v)
 	case u.Disabled:

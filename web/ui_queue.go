@@ -51,7 +51,7 @@ func inboxRow(sp domain.Suspension, fm domain.Formatter, from string) views.Inbo
 
 // requestURL is a request's page, carrying the inbox query it belongs to.
 func requestURL(id, from string) string {
-	u := "/suspensions/" + url.PathEscape(id)
+	u := views.SuspensionURL(id)
 	if from != "" {
 		u += "?from=" + url.QueryEscape(from)
 	}

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"net/http"
-	"net/mail"
 	"strings"
 
 	"github.com/google/uuid"
@@ -89,7 +88,7 @@ func (s *Server) inviteUser(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	email, role := strings.ToLower(form.Email), domain.Role(form.Role)
-	if addr, err := mail.ParseAddress(email); err != nil || addr.Address != email {
+	if !domain.IsEmailAddress(email) {
 		form.Errors["email"] = "Enter an email address, like name@example.com."
 	}
 	if len(form.Name) > 200 {
@@ -130,13 +129,13 @@ func (s *Server) inviteUser(w http.ResponseWriter, r *http.Request) {
 // A disabled account gets none: it could not sign in with the password.
 func (s *Server) issueResetLink(w http.ResponseWriter, r *http.Request) {
 	v := s.viewerOf(r)
-	u, ok, err := s.userByID(r, r.PathValue("id"))
+	u, err := s.UIStore.User(r.Context(), r.PathValue("id"))
 	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		s.refuseUsers(w, r, http.StatusNotFound, "That user no longer exists.")
+		return
 	case err != nil:
 		s.uiFailure(w, r, err)
-		return
-	case !ok:
-		s.refuseUsers(w, r, http.StatusNotFound, "That user no longer exists.")
 		return
 	case u.Disabled:
 		s.refuseUsers(w, r, http.StatusUnprocessableEntity, "The account of "+u.Email+" is disabled: enable it first, then issue a reset link.")
@@ -156,21 +155,6 @@ func (s *Server) issueResetLink(w http.ResponseWriter, r *http.Request) {
 		p.SecretLabel, p.Secret = "Password-reset link for "+u.Email, link
 		p.SecretNote = "It works once, for 24 hours; any older link for this account no longer works."
 	})
-}
-
-// userByID finds a user among all users (an admin's page lists them all
-// anyway); false if there is none.
-func (s *Server) userByID(r *http.Request, id string) (domain.User, bool, error) {
-	users, err := s.UIStore.Users(r.Context())
-	if err != nil {
-		return domain.User{}, false, err
-	}
-	for _, u := range users {
-		if u.ID == id {
-			return u, true, nil
-		}
-	}
-	return domain.User{}, false, nil
 }
 
 // updateUser sets a role and the disabled flag. Disabling ends the user's
@@ -244,8 +228,8 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
 	v := s.viewerOf(r)
 	id := r.PathValue("id")
-	k, _, err := s.keyByID(r, id)
-	if err != nil {
+	k, err := s.UIStore.APIKey(r.Context(), id) // named in the audit entry; a missing key is refused below
+	if err != nil && !errors.Is(err, domain.ErrNotFound) {
 		s.uiFailure(w, r, err)
 		return
 	}
@@ -262,18 +246,4 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
 	s.audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "apikey.revoke", Subject: id,
 		Data: auditData(map[string]any{"name": k.Name, "prefix": k.Prefix, "ownerId": owner})})
 	s.showUsers(w, r, http.StatusOK, func(p *views.UsersPage) { p.Notice = "Revoked the key “" + k.Name + "”." })
-}
-
-// keyByID finds an API key, revoked or not; false if there is none.
-func (s *Server) keyByID(r *http.Request, id string) (domain.APIKey, bool, error) {
-	keys, err := s.UIStore.APIKeys(r.Context(), "")
-	if err != nil {
-		return domain.APIKey{}, false, err
-	}
-	for _, k := range keys {
-		if k.ID == id {
-			return k, true, nil
-		}
-	}
-	return domain.APIKey{}, false, nil
 }

@@ -195,11 +195,6 @@ func eventView(e domain.Event) eventJSON {
 	return eventJSON{Seq: e.Seq, Type: e.Type, Step: e.Step, Payload: orNull(e.Payload), CreatedAt: e.CreatedAt}
 }
 
-type page[T any] struct {
-	Items      []T    `json:"items"`
-	NextCursor string `json:"nextCursor,omitempty"`
-}
-
 func orNull(b json.RawMessage) json.RawMessage {
 	if len(b) == 0 {
 		return json.RawMessage("null")

@@ -294,6 +294,9 @@ const (
 // ago and webhook events as old (at least a week). Several servers
 // sharing a database may all run it.
 func housekeep(ctx context.Context, db *storage.DB, log *slog.Logger, every, retention time.Duration) {
+	staged := sweep{del: db.DeleteStagedDocuments, batch: uploadBatch, what: "unfinished uploads", count: "documents", cutoff: "staged_before"}
+	finished := sweep{del: db.DeleteFinishedRuns, batch: retentionBatch, what: "finished runs past retention", count: "runs", cutoff: "finished_before"}
+	hookEvents := sweep{del: db.DeleteHookEvents, batch: retentionBatch, what: "old webhook events", count: "events", cutoff: "recorded_before"}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for round := 0; ; round++ {
@@ -306,10 +309,10 @@ func housekeep(ctx context.Context, db *storage.DB, log *slog.Logger, every, ret
 			} else if n > 0 {
 				log.InfoContext(ctx, "Deleted expired sessions", "sessions", n)
 			}
-			deleteStagedUploads(ctx, db, log, time.Now().Add(-stagedUploadMaxAge))
+			staged.run(ctx, log, time.Now().Add(-stagedUploadMaxAge))
 			if retention > 0 {
-				deleteExpiredRuns(ctx, db, log, time.Now().Add(-retention))
-				deleteOldHookEvents(ctx, db, log, time.Now().Add(-max(retention, hookEventMinAge)))
+				finished.run(ctx, log, time.Now().Add(-retention))
+				hookEvents.run(ctx, log, time.Now().Add(-max(retention, hookEventMinAge)))
 			}
 		}
 		select {
@@ -320,76 +323,43 @@ func housekeep(ctx context.Context, db *storage.DB, log *slog.Logger, every, ret
 	}
 }
 
-// deleteExpiredRuns deletes the runs that finished before the cutoff, in
-// batches of retentionBatch so that no transaction (and, on SQLite, no
-// wait of the engine's writers) grows with the backlog, until a batch
-// comes back short or ctx ends.
-func deleteExpiredRuns(ctx context.Context, db *storage.DB, log *slog.Logger, before time.Time) {
-	total := 0
-	for ctx.Err() == nil {
-		n, err := db.DeleteFinishedRuns(ctx, before, retentionBatch)
-		if err != nil {
-			if ctx.Err() == nil {
-				log.WarnContext(ctx, "Deleting finished runs past retention failed", "error", err)
-			}
-			break
-		}
-		total += n
-		if n < retentionBatch {
-			break
-		}
-	}
-	if total > 0 {
-		log.InfoContext(ctx, "Deleted finished runs past retention", "runs", total, "finished_before", before.UTC().Format(time.RFC3339))
-	}
-}
-
 // hookEventMinAge is the youngest a webhook event may be when deleted:
 // its deliveries are tried for 24 hours, and their attempts stay listed
-// a while after.
+// a while after. An event goes with its deliveries and attempts.
 const hookEventMinAge = 7 * 24 * time.Hour
 
-// deleteOldHookEvents deletes webhook events recorded before the cutoff,
-// with their deliveries and attempts, in batches of retentionBatch.
-func deleteOldHookEvents(ctx context.Context, db *storage.DB, log *slog.Logger, before time.Time) {
-	total := 0
-	for ctx.Err() == nil {
-		n, err := db.DeleteHookEvents(ctx, before, retentionBatch)
-		if err != nil {
-			if ctx.Err() == nil {
-				log.WarnContext(ctx, "Deleting old webhook events failed", "error", err)
-			}
-			break
-		}
-		total += n
-		if n < retentionBatch {
-			break
-		}
-	}
-	if total > 0 {
-		log.InfoContext(ctx, "Deleted old webhook events", "events", total, "recorded_before", before.UTC().Format(time.RFC3339))
-	}
+// sweep is one kind of row that housekeep deletes once it is older than a
+// cutoff, in batches, so that no transaction (and, on SQLite, no wait of
+// the engine's writers) grows with the backlog.
+type sweep struct {
+	// del deletes up to limit rows from before the cutoff and says how
+	// many it deleted.
+	del   func(ctx context.Context, before time.Time, limit int) (int, error)
+	batch int
+	// what names the rows in the log; count and cutoff are the keys of
+	// how many were deleted and of the cutoff.
+	what, count, cutoff string
 }
 
-// deleteStagedUploads deletes documents staged before the cutoff, in
-// batches of uploadBatch, until a batch comes back short or ctx ends.
-func deleteStagedUploads(ctx context.Context, db *storage.DB, log *slog.Logger, before time.Time) {
+// run deletes the rows from before the cutoff, a batch at a time, until a
+// batch comes back short or ctx ends, and logs how many went.
+func (s sweep) run(ctx context.Context, log *slog.Logger, before time.Time) {
 	total := 0
 	for ctx.Err() == nil {
-		n, err := db.DeleteStagedDocuments(ctx, before, uploadBatch)
+		n, err := s.del(ctx, before, s.batch)
 		if err != nil {
 			if ctx.Err() == nil {
-				log.WarnContext(ctx, "Deleting unfinished uploads failed", "error", err)
+				log.WarnContext(ctx, "Deleting "+s.what+" failed", "error", err)
 			}
 			break
 		}
 		total += n
-		if n < uploadBatch {
+		if n < s.batch {
 			break
 		}
 	}
 	if total > 0 {
-		log.InfoContext(ctx, "Deleted unfinished uploads", "documents", total, "staged_before", before.UTC().Format(time.RFC3339))
+		log.InfoContext(ctx, "Deleted "+s.what, s.count, total, s.cutoff, before.UTC().Format(time.RFC3339))
 	}
 }
 

@@ -514,11 +514,7 @@ func (e *Engine) execute(ctx, shutdown context.Context, job domain.Job) {
 
 // commitBackoff doubles from poll with each attempt, up to a minute.
 func commitBackoff(poll time.Duration, attempt int) time.Duration {
-	d := poll
-	for i := 1; i < attempt && d < time.Minute; i++ {
-		d *= 2
-	}
-	return min(d, time.Minute)
+	return domain.RetryPolicy{InitialBackoff: poll, MaxBackoff: time.Minute, Multiplier: 2}.Backoff(attempt, 0)
 }
 
 // release gives a claimed job back to the queue, due after the given delay.

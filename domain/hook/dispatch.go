@@ -138,13 +138,10 @@ func (h *Hooks) deliver(ctx context.Context, d domain.Delivery) {
 	}
 }
 
-// backoff is the wait after the attempt-th failed attempt.
+// backoff is the wait after the attempt-th failed attempt: FirstRetry,
+// doubled for each earlier failure, at most MaxBackoff.
 func (h *Hooks) backoff(attempt int) time.Duration {
-	d := h.Opts.FirstRetry
-	for i := 1; i < attempt && d < h.Opts.MaxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, h.Opts.MaxBackoff)
+	return domain.RetryPolicy{InitialBackoff: h.Opts.FirstRetry, MaxBackoff: h.Opts.MaxBackoff, Multiplier: 2}.Backoff(attempt, 0)
 }
 
 // post sends d once and returns the answer's status; an error unless it

@@ -203,11 +203,7 @@ func (d *Dispatcher) send(ctx context.Context, jobs []domain.MailJob) []domain.M
 // backoff is the wait after the attempt-th failure: RetryBase doubled for
 // each earlier one, at most RetryMax.
 func (d *Dispatcher) backoff(attempt int) time.Duration {
-	w := d.o.RetryBase
-	for i := 1; i < attempt && w < d.o.RetryMax; i++ {
-		w *= 2
-	}
-	return min(w, d.o.RetryMax)
+	return domain.RetryPolicy{InitialBackoff: d.o.RetryBase, MaxBackoff: d.o.RetryMax, Multiplier: 2}.Backoff(attempt, 0)
 }
 
 // NextDigest is the first digest time (hour o'clock, UTC) after now.
