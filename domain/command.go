@@ -116,8 +116,10 @@ func WithPresentation(p Presentation) SuspendOption {
 // WithStepKey sets the pause's key within its run (see Command.StepKey).
 func WithStepKey(key string) SuspendOption { return func(c *Command) { c.StepKey = key } }
 
-// WithResumeStep sets the step that runs on resume (for review, the step that
-// runs after a decision instead of the deferred commands' default handling).
+// WithResumeStep sets the step that runs on resume. For a review it is the
+// step that runs after the decision, whichever it is, instead of a
+// rejection failing the run; the review's deferred commands still run on
+// approval, beside the resume step's own (see Plan).
 func WithResumeStep(step string) SuspendOption { return func(c *Command) { c.ResumeStep = step } }
 
 // Invoke asks for step to run next with input.
@@ -147,8 +149,9 @@ func SleepUntil(t time.Time, checkpoint any, resumeStep string) Command {
 }
 
 // Review pauses the run for a person's approval. Sibling commands are
-// deferred: they run on approval and are dropped on rejection. Without a
-// resume step, a rejection fails the run with code "rejected".
+// deferred: they run on approval and are dropped on rejection, with or
+// without a resume step. Without one, a rejection fails the run with code
+// "rejected".
 func Review(reason string, checkpoint any, opts ...SuspendOption) Command {
 	c := Command{Type: CmdReview, Kind: KindApproval, Reason: reason, Checkpoint: checkpoint}
 	for _, o := range opts {

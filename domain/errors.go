@@ -60,6 +60,12 @@ const (
 	// CodeUnknownDocument refuses resume data that names a document
 	// (documentIds) not uploaded to the suspension it resumes.
 	CodeUnknownDocument = "unknown_document"
+	// CodeWorkItemFinished refuses a report for a work item that already
+	// has its outcome: a repeat, or a different outcome.
+	CodeWorkItemFinished = "work_item_finished"
+	// CodeWorkItemRunEnded refuses a report for a work item whose run has
+	// ended (cancelled, say); the item ends as WorkFailed.
+	CodeWorkItemRunEnded = "work_item_run_ended"
 )
 
 // FieldError is one problem with one part of an input, addressed by a JSON

@@ -28,6 +28,10 @@ type Outcome struct {
 	Rand            float64
 	CheckpointLimit int
 	NewID           func() string
+	// Review, when the step runs as the resume step of a decided review,
+	// is that review: its deferred commands run on approval, with the
+	// step's own, and are discarded on rejection (see Plan).
+	Review *Suspension
 }
 
 // OrchestrationError is a step result that breaks the command rules. It
@@ -40,6 +44,13 @@ func (e *OrchestrationError) Error() string { return e.Message }
 // the runner contract: at most one blocking command; suspend discards its
 // siblings; review defers them; a failed attempt retries while the policy
 // allows; checkpoints must be JSON within the size limit.
+//
+// A review's deferred commands run on approval whether or not the review
+// has a resume step. With one, they join the resume step's own commands,
+// first, as one result under the same rules (so a resume step that
+// suspends again discards them, with the event that says so, and one that
+// reviews again defers them again). On rejection, or when the resume step
+// fails the run, they are discarded with a COMMANDS_DISCARDED event.
 func Plan(o Outcome) StepCommit {
 	c := StepCommit{Job: o.Job.Ref(), RunID: o.Run.ID, Step: o.Step, Now: o.Now}
 	if o.Err != nil {
@@ -48,8 +59,58 @@ func Plan(o Outcome) StepCommit {
 	c.ExpectSeq = o.Result.ExpectSeq
 	if err := plan(o, &c); err != nil {
 		c = StepCommit{Job: o.Job.Ref(), RunID: o.Run.ID, Step: o.Step, Now: o.Now}
-		return failRun(c, o.Workflow, o.Step, failureError(err), o.Job.Attempt)
+		return failRun(discardDeferred(o, c, "the resume step failed"), o.Workflow, o.Step, failureError(err), o.Job.Attempt)
 	}
+	return c
+}
+
+// deferred is the commands of the decided review the step resumes from
+// that run with the step's own: all of them on approval, none otherwise.
+func deferred(o Outcome) []Command {
+	if o.Review == nil || o.Review.Decision != DecisionApproved {
+		return nil
+	}
+	return o.Review.Deferred
+}
+
+// discardDeferred records that the decided review's deferred commands will
+// not run, and why: the review was rejected (or resumed without a
+// decision), or else the reason given. It adds nothing when there are none.
+func discardDeferred(o Outcome, c StepCommit, reason string) StepCommit {
+	if o.Review == nil || len(o.Review.Deferred) == 0 {
+		return c
+	}
+	switch o.Review.Decision {
+	case DecisionApproved:
+	case DecisionRejected:
+		reason = "review rejected"
+	default:
+		reason = "the review was resumed without a decision"
+	}
+	c.Events = append(c.Events, NewEvent{Type: EventCommandsDropped, Step: o.Review.StepName, Payload: MustJSON(map[string]any{
+		"count": len(o.Review.Deferred), "reason": reason})})
+	return c
+}
+
+// PlanDecision plans a decided review that has no resume step (o.Review,
+// with no step run): approval runs its deferred commands; rejection
+// discards them and fails the run with code "rejected" and the
+// reviewer's comment.
+func PlanDecision(o Outcome) StepCommit {
+	s := o.Review
+	if s.Decision == DecisionApproved {
+		return Plan(o)
+	}
+	var d ApprovalData
+	_ = json.Unmarshal(s.ResumeData, &d) // written by the decision; a missing comment is fine
+	msg := "rejected by " + s.ResumedBy
+	if d.Comment != "" {
+		msg += ": " + d.Comment
+	}
+	re := &RunError{Code: CodeRejected, Message: msg}
+	c := discardDeferred(o, StepCommit{Job: o.Job.Ref(), RunID: o.Run.ID, Step: s.StepName, Now: o.Now}, "")
+	c.Events = append(c.Events, NewEvent{Type: EventRunFailed, Step: s.StepName, Payload: MustJSON(re)})
+	c.Finish = &RunFinish{Status: RunFailed, Error: re}
 	return c
 }
 
@@ -60,6 +121,7 @@ func Plan(o Outcome) StepCommit {
 func planFailure(o Outcome, c StepCommit) StepCommit {
 	msg := o.Err.Error()
 	if ve, ok := errors.AsType[*ValidationError](o.Err); ok {
+		c = discardDeferred(o, c, "the resume step failed")
 		return failRun(c, o.Workflow, o.Step, &RunError{Code: ve.Code, Message: fmt.Sprintf("step %s: %s", o.Step, ve.Message)}, o.Job.Attempt)
 	}
 	if o.Job.Attempt < o.Retry.MaxAttempts {
@@ -70,6 +132,7 @@ func planFailure(o Outcome, c StepCommit) StepCommit {
 		})}}
 		return c
 	}
+	c = discardDeferred(o, c, "the resume step failed")
 	return failRun(c, o.Workflow, o.Step, &RunError{Code: CodeStepFailed, Message: fmt.Sprintf("step %s failed after %d attempts: %s", o.Step, o.Job.Attempt, msg)}, o.Job.Attempt)
 }
 
@@ -95,7 +158,16 @@ func failRun(c StepCommit, wf *Workflow, step string, re *RunError, attempt int)
 
 func plan(o Outcome, c *StepCommit) error {
 	cmds := o.Result.Commands
+	d := deferred(o)
+	if len(d) > 0 {
+		cmds = append(slices.Clip(d), cmds...)
+	} else {
+		*c = discardDeferred(o, *c, "")
+	}
 	if err := checkCommands(o.Workflow, cmds); err != nil {
+		if oe, ok := errors.AsType[*OrchestrationError](err); ok && len(d) > 0 {
+			return &OrchestrationError{Message: fmt.Sprintf("%s (the approved review's %d deferred commands run first, beside the resume step's own)", oe.Message, len(d))}
+		}
 		return err
 	}
 	output, err := EncodeJSON("step output", o.Result.Output, 0, CodeValidation)

@@ -76,8 +76,9 @@ type WorkItemStore interface {
 	MoveWorkItem(ctx context.Context, id string, from []WorkState, to WorkState, dispatch int, waitKey string, result *StepOutcome, now time.Time) (WorkItem, bool, error)
 	// CompleteWorkItem records an endpoint's report for the item with the
 	// given token hash and resumes the pause waiting for it, in one
-	// transaction. A report the item's CheckReport refuses changes
-	// nothing and fails with CheckReport's *WorkStateError.
+	// transaction, as the item's DecideReport decides. A refused report
+	// fails with its *WorkStateError, after the change DecideReport asks
+	// for (if any) has committed.
 	CompleteWorkItem(ctx context.Context, r WorkReport, now time.Time) (WorkItem, error)
 }
 
@@ -90,10 +91,17 @@ type WorkReport struct {
 	Outcome    StepOutcome
 }
 
-// WorkStateError refuses a report a work item's state does not allow.
+// WorkStateError refuses a report a work item's state does not allow. It
+// is the seed's state-validation answer (400), which endpoints treat as
+// final: sending the report again cannot change it.
 type WorkStateError struct {
-	Item    WorkItem
-	Message string
+	// Code is CodeWorkItemFinished or CodeWorkItemRunEnded.
+	Code string
+	// Item is the work item as the refusal leaves it.
+	Item WorkItem
+	// RunStatus is the status of the item's run, set when it had ended.
+	RunStatus RunStatus
+	Message   string
 }
 
 func (e *WorkStateError) Error() string { return e.Message }
@@ -109,5 +117,41 @@ func (w WorkItem) CheckReport(o StepOutcome) error {
 	if o.State() == w.State {
 		msg = fmt.Sprintf("work item %s is already %s; this report repeats one that was recorded at %s", w.ID, w.State, w.UpdatedAt.Format(time.RFC3339Nano))
 	}
-	return &WorkStateError{Item: w, Message: msg}
+	return &WorkStateError{Code: CodeWorkItemFinished, Item: w, Message: msg}
+}
+
+// WorkVerdict is what a report does to its work item.
+type WorkVerdict struct {
+	// Item is the item afterwards; Changed says whether the store must
+	// write it.
+	Item    WorkItem
+	Changed bool
+	// Resume is true when the pause waiting for the item resumes with the
+	// report.
+	Resume bool
+	// Err, a *WorkStateError, refuses the report. A refused report may
+	// still change the item: see DecideReport.
+	Err error
+}
+
+// DecideReport decides what an endpoint's report o does to the item, whose
+// run has status run, at now. A report CheckReport refuses changes nothing.
+// A report for an item whose run has ended (cancelled, or finished by
+// another path) is refused too, since nothing will take it, but ends the
+// item as WorkFailed with the reason as its error: an item of an ended run
+// never stays active. Otherwise the item takes the report's state and
+// result, and the pause waiting for it resumes.
+func (w WorkItem) DecideReport(o StepOutcome, run RunStatus, now time.Time) WorkVerdict {
+	if err := w.CheckReport(o); err != nil {
+		return WorkVerdict{Item: w, Err: err}
+	}
+	w.UpdatedAt = now
+	if run.Terminal() {
+		why := fmt.Sprintf("run %s has ended (%s) and waits for no report", w.RunID, run)
+		w.State, w.Result = WorkFailed, &StepOutcome{Error: why}
+		return WorkVerdict{Item: w, Changed: true, Err: &WorkStateError{Code: CodeWorkItemRunEnded, Item: w, RunStatus: run, Message: fmt.Sprintf(
+			"work item %s was not completed: %s; the report was not used, and the item is now %s", w.ID, why, WorkFailed)}}
+	}
+	w.State, w.Result = o.State(), &o
+	return WorkVerdict{Item: w, Changed: true, Resume: true}
 }

@@ -491,6 +491,79 @@ func TestSiblingCommands(t *testing.T) {
 	})
 }
 
+// A review with a resume step defers its siblings as any review does:
+// approved, they run beside the resume step (which learns the decision);
+// rejected, the resume step runs alone and the log says the deferred
+// commands were discarded, how many and why.
+func TestReviewWithResumeStepDefersSiblings(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
+		ctx := t.Context()
+		var n stepCounter
+		wf := domain.NewWorkflow("payout", "1").
+			Step("start", func(context.Context, domain.StepRequest) (domain.StepResult, error) {
+				return domain.StepResult{Commands: []domain.Command{
+					domain.Invoke("pay", map[string]int{"amount": 10}),
+					domain.Review("approve_payout", map[string]int{"amount": 10}, domain.WithResumeStep("decided")),
+				}}, nil
+			}).
+			Step("decided", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+				var p struct {
+					ResumeData domain.ApprovalData `json:"resumeData"`
+				}
+				if err := json.Unmarshal(req.Input, &p); err != nil {
+					return domain.StepResult{}, err
+				}
+				n.inc(req.RunID + "/decided/" + strconv.FormatBool(p.ResumeData.Approved))
+				return domain.StepResult{Output: p.ResumeData}, nil
+			}).
+			Step("pay", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+				n.inc(req.RunID + "/pay")
+				return domain.StepResult{Output: req.Input}, nil
+			})
+		e := startEngine(t, db, newRegistry(t, wf), engine.Opts{})
+		approved, rejected := startRun(t, e, "payout", nil), startRun(t, e, "payout", nil)
+		waitRun(t, db, approved.ID, domain.RunSuspended)
+		waitRun(t, db, rejected.ID, domain.RunSuspended)
+		sa, sr := pendingSuspension(t, db, approved.ID), pendingSuspension(t, db, rejected.ID)
+		if sa.ResumeStep != "decided" || len(sa.Deferred) != 1 {
+			t.Fatalf("review suspension = %+v", sa)
+		}
+		if _, err := e.Decide(ctx, domain.ResumeRequest{SuspensionID: sa.ID, By: "reviewer"}, true, ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Decide(ctx, domain.ResumeRequest{SuspensionID: sr.ID, By: "reviewer"}, false, "no receipt"); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 20*time.Second, "the approved run's payment and decision step", func() bool {
+			return n.get(approved.ID+"/pay") == 1 && n.get(approved.ID+"/decided/true") == 1
+		})
+		if done := waitRun(t, db, approved.ID, domain.RunSucceeded, domain.RunFailed); done.Status != domain.RunSucceeded {
+			t.Fatalf("approved run = %s %+v", done.Status, done.Error)
+		}
+		if got := eventTypes(t, db, approved.ID); slices.Contains(got, domain.EventCommandsDropped) || !slices.Contains(got, domain.EventStepInvoked) {
+			t.Errorf("approved run's events %v: want pay invoked, nothing discarded", got)
+		}
+
+		if done := waitRun(t, db, rejected.ID, domain.RunSucceeded, domain.RunFailed); done.Status != domain.RunSucceeded || n.get(rejected.ID+"/decided/false") != 1 {
+			t.Fatalf("rejected run = %s %+v, its resume step ran %d times", done.Status, done.Error, n.get(rejected.ID+"/decided/false"))
+		}
+		var dropped []domain.Event
+		for _, ev := range runEvents(t, db, rejected.ID) {
+			if ev.Type == domain.EventCommandsDropped {
+				dropped = append(dropped, ev)
+			}
+		}
+		if len(dropped) != 1 || dropped[0].Step != "start" || !sameJSONText(dropped[0].Payload, `{"count":1,"reason":"review rejected"}`) {
+			t.Errorf("rejected run's %s events: %+v", domain.EventCommandsDropped, dropped)
+		}
+		time.Sleep(100 * time.Millisecond) // a wrongly queued payment would have run by now
+		if n.get(rejected.ID+"/pay") != 0 || n.get(approved.ID+"/pay") != 1 {
+			t.Errorf("pay ran %d times in the rejected run and %d in the approved one; want 0 and 1", n.get(rejected.ID+"/pay"), n.get(approved.ID+"/pay"))
+		}
+	})
+}
+
 // Checkpoints must be JSON within the size limit; otherwise the run fails
 // with a stable code and a message that says why, and nothing is paused.
 func TestCheckpointRules(t *testing.T) {

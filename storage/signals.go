@@ -63,14 +63,12 @@ func (db *DB) sendSignal(ctx context.Context, tx bun.Tx, req domain.SignalReques
 	if err != nil {
 		return domain.Signal{}, false, err
 	}
-	earlier := new(signalRow)
-	err = tx.NewSelect().Model(earlier).Where("run_id = ? AND signal_id = ?", req.RunID, req.SignalID).Scan(ctx)
-	switch {
-	case err == nil:
-		s := earlier.toDomain()
-		s.Duplicate = true
-		return s, false, nil
-	case !isNoRows(err):
+	facts, target, err := db.signalFacts(ctx, tx, run, req)
+	if err != nil {
+		return domain.Signal{}, false, err
+	}
+	fate, err := domain.DecideSignal(req, facts)
+	if err != nil {
 		return domain.Signal{}, false, err
 	}
 	now := ts(req.Now)
@@ -79,41 +77,14 @@ func (db *DB) sendSignal(ctx context.Context, tx bun.Tx, req domain.SignalReques
 	if len(sig.Payload) == 0 || string(sig.Payload) == "null" {
 		sig.Payload = nil
 	}
-	target, err := db.signalTarget(ctx, tx, req)
-	if err != nil {
-		return domain.Signal{}, false, err
-	}
-	if target != nil && (target.Status != domain.SuspensionPending || target.Precompleted) {
-		return domain.Signal{}, false, lostSignal(req, target)
-	}
-	// A wait that ended says more than its run's end; with none, the run
-	// must still be going.
-	if run.Status.Terminal() {
-		return domain.Signal{}, false, &domain.ConflictError{Code: domain.CodeRunFinished, Message: fmt.Sprintf(
-			"run %s is %s; it waits for no signal", run.ID, run.Status), Detail: map[string]any{"status": run.Status}}
-	}
-	if target == nil {
-		// Kept for the first wait of its name or, addressed to a wait the
-		// run has not reached, as the resume of that wait, which the pause
-		// takes when it commits.
-		if req.StepKey != "" {
-			sig.StepKey = &req.StepKey
-			if _, err := db.precomplete(ctx, tx, run, domain.ResumeRequest{RunID: run.ID, StepKey: req.StepKey, Data: sig.data(),
-				By: req.By, RequestKey: req.SignalID, Now: now}, req.Name); err != nil {
-				return domain.Signal{}, false, err
-			}
-		}
-		if err := insertAudit(ctx, tx, auditFor(req.Audit, run.ID, run.WorkflowID)); err != nil {
+	switch fate {
+	case domain.SignalRepeat:
+		return *facts.Earlier, false, nil
+	case domain.SignalKeep:
+		if err := db.keepSignal(ctx, tx, run, req, sig); err != nil {
 			return domain.Signal{}, false, err
 		}
-		return sig.toDomain(), false, db.insertSignal(ctx, tx, sig)
-	}
-	wait, err := target.toDomain()
-	if err != nil {
-		return domain.Signal{}, false, err
-	}
-	if err := wait.TakesSignal(req.Name); err != nil {
-		return domain.Signal{}, false, err
+		return sig.toDomain(), false, nil
 	}
 	won, err := db.conditionalResume(ctx, tx, target.ID, domain.ResumeRequest{Data: sig.data(), By: req.By, RequestKey: req.SignalID, Now: now})
 	if err != nil {
@@ -122,7 +93,8 @@ func (db *DB) sendSignal(ctx context.Context, tx bun.Tx, req domain.SignalReques
 	if won == nil { // cannot happen: the wait was found pending under the run's lock
 		return domain.Signal{}, false, fmt.Errorf("wait %s of run %s is no longer pending", target.StepKey, run.ID)
 	}
-	if wait, err = won.toDomain(); err != nil {
+	wait, err := won.toDomain()
+	if err != nil {
 		return domain.Signal{}, false, err
 	}
 	sig.StepKey, sig.DeliveredAt = &wait.StepKey, &now
@@ -130,6 +102,55 @@ func (db *DB) sendSignal(ctx context.Context, tx bun.Tx, req domain.SignalReques
 		return domain.Signal{}, false, err
 	}
 	return sig.toDomain(), true, db.enqueueResume(ctx, tx, run, wait, now, auditFor(req.Audit, run.ID, run.WorkflowID), req.Handoff)
+}
+
+// signalFacts reads what domain.DecideSignal needs, and no more: a repeat
+// needs nothing else, and only a signal without a step key that finds no
+// pending wait asks which wait of its name the run resolved last. It also
+// returns the target's row, which a delivery resumes.
+func (db *DB) signalFacts(ctx context.Context, tx bun.Tx, run *runRow, req domain.SignalRequest) (domain.SignalFacts, *suspensionRow, error) {
+	f := domain.SignalFacts{RunStatus: run.Status}
+	earlier := new(signalRow)
+	err := tx.NewSelect().Model(earlier).Where("run_id = ? AND signal_id = ?", req.RunID, req.SignalID).Scan(ctx)
+	switch {
+	case err == nil:
+		s := earlier.toDomain()
+		s.Duplicate = true
+		f.Earlier = &s
+		return f, nil, nil
+	case !isNoRows(err):
+		return f, nil, err
+	}
+	target, err := db.signalTarget(ctx, tx, req)
+	if err != nil {
+		return f, nil, err
+	}
+	if target != nil {
+		s, err := target.toDomain()
+		f.Target = &s
+		return f, target, err
+	}
+	if req.StepKey == "" {
+		f.Resolved, err = db.resolvedSignalWait(ctx, tx, req)
+	}
+	return f, nil, err
+}
+
+// keepSignal keeps a signal for the first wait of its name or, addressed
+// to a wait the run has not reached, as the resume of that wait, which the
+// pause takes when it commits.
+func (db *DB) keepSignal(ctx context.Context, tx bun.Tx, run *runRow, req domain.SignalRequest, sig *signalRow) error {
+	if req.StepKey != "" {
+		sig.StepKey = &req.StepKey
+		if _, err := db.precomplete(ctx, tx, run, domain.ResumeRequest{RunID: run.ID, StepKey: req.StepKey, Data: sig.data(),
+			By: req.By, RequestKey: req.SignalID, Now: sig.CreatedAt}, req.Name); err != nil {
+			return err
+		}
+	}
+	if err := insertAudit(ctx, tx, auditFor(req.Audit, run.ID, run.WorkflowID)); err != nil {
+		return err
+	}
+	return db.insertSignal(ctx, tx, sig)
 }
 
 // signalTarget is the wait a signal is for: the one it addresses, or the
@@ -150,32 +171,26 @@ func (db *DB) signalTarget(ctx context.Context, tx bun.Tx, req domain.SignalRequ
 	return target, err
 }
 
+// resolvedSignalWait is the wait of the signal's name that the run
+// resolved last, among those it has reached; nil when there is none.
+func (db *DB) resolvedSignalWait(ctx context.Context, tx bun.Tx, req domain.SignalRequest) (*domain.Suspension, error) {
+	row := new(suspensionRow)
+	err := tx.NewSelect().Model(row).
+		Where("run_id = ? AND kind = ? AND reason = ? AND status = ? AND NOT precompleted", req.RunID, domain.KindSignal, req.Name, domain.SuspensionResumed).
+		OrderExpr("resumed_at DESC, id DESC").Limit(1).Scan(ctx)
+	if isNoRows(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	s, err := row.toDomain()
+	return &s, err
+}
+
 func (db *DB) insertSignal(ctx context.Context, tx bun.IDB, sig *signalRow) error {
 	_, err := tx.NewInsert().Model(sig).Exec(ctx)
 	return err
-}
-
-// lostSignal explains why a signal addressed to a wait changed nothing:
-// another signal resolved it (which, and when), its deadline passed, or
-// it was cancelled.
-func lostSignal(req domain.SignalRequest, target *suspensionRow) error {
-	detail := map[string]any{"runId": req.RunID, "stepId": target.StepKey, "status": target.Status, "signalId": req.SignalID}
-	how := string(target.Status)
-	if target.Status == domain.SuspensionResumed {
-		var won domain.SignalData
-		if json.Unmarshal(target.ResumeData, &won) == nil && won.SignalID != "" {
-			detail["winnerSignalId"] = won.SignalID
-			how = "resolved by signal " + won.SignalID
-		} else {
-			how = "resolved by " + derefString(target.ResumedBy)
-		}
-		if target.ResumedAt != nil {
-			detail["resolvedAt"] = target.ResumedAt.UTC()
-			how += " at " + target.ResumedAt.UTC().Format(time.RFC3339Nano)
-		}
-	}
-	return &domain.ConflictError{Code: domain.CodeSignalLost, Detail: detail, Message: fmt.Sprintf(
-		"signal %s lost: wait %s of run %s was already %s; the run goes on without this delivery", req.SignalID, target.StepKey, req.RunID, how)}
 }
 
 // takeKeptSignal lets a signal wait that has just been created take the

@@ -83,8 +83,11 @@ func TestSignalsKeptForTheirWait(t *testing.T) {
 			t.Errorf("%d signals delivered; want go, two payments and the refund", n)
 		}
 		var ce *domain.ConflictError
-		if _, err := sendSignal(ctx, e, run.ID, "payment", "", "late", nil); !errors.As(err, &ce) || ce.Code != domain.CodeRunFinished {
-			t.Errorf("a signal to a finished run: %v", err)
+		if _, err := sendSignal(ctx, e, run.ID, "payment", "", "late", nil); !errors.As(err, &ce) || ce.Code != domain.CodeSignalLost || ce.Detail["winnerSignalId"] != "pay-1" {
+			t.Errorf("a payment after the run resolved its last payment wait loses to that wait's signal: %v", err)
+		}
+		if _, err := sendSignal(ctx, e, run.ID, "bonus", "", "late-bonus", nil); !errors.As(err, &ce) || ce.Code != domain.CodeRunFinished {
+			t.Errorf("a signal the finished run never waited for: %v", err)
 		}
 		if _, err := sendSignal(ctx, e, "no-such-run", "payment", "", "x", nil); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("a signal to no run: %v", err)
@@ -95,7 +98,8 @@ func TestSignalsKeptForTheirWait(t *testing.T) {
 // A hundred concurrent deliveries of one signal id resolve the wait once;
 // a hundred different ids addressed to one wait make one winner and 99
 // signal_lost, and the run goes on with the winner's payload. Without an
-// address, the losers are not lost but kept for the next wait.
+// address it is the same race: the wait of that name is resolved, none
+// other is pending, and the losers are lost, not kept.
 func TestSignalDeliveriesRace(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
@@ -171,11 +175,16 @@ func TestSignalDeliveriesRace(t *testing.T) {
 		waitRun(t, db, unaddressed.ID, domain.RunSuspended)
 		finished.Store(0)
 		d, _, lost, kept = race(unaddressed.ID, "", func(i int) string { return fmt.Sprint("any-", i) })
-		// Those that come after the run has finished are refused.
-		if len(d) != 1 || len(kept)+int(finished.Load()) != 99 || len(lost) != 0 {
-			t.Errorf("100 signal ids by name: %d delivered, %d kept, %d after the run finished, %d lost", len(d), len(kept), finished.Load(), len(lost))
+		// Even those that come after the run has finished lost the race.
+		if len(d) != 1 || len(lost) != 99 || len(kept) != 0 || finished.Load() != 0 {
+			t.Errorf("100 signal ids by name: %d delivered, %d lost, %d kept, %d refused as after the run finished", len(d), len(lost), len(kept), finished.Load())
 		}
-		waitRun(t, db, unaddressed.ID, domain.RunSucceeded)
+		if r := waitRun(t, db, unaddressed.ID, domain.RunSucceeded); len(d) == 1 && !sameJSONText(r.Output, fmt.Sprint(d[0])) {
+			t.Errorf("the run took %s; the winner was %d", r.Output, d[0])
+		}
+		if n := count(t, db, "SELECT count(*) FROM signals WHERE run_id = ?", unaddressed.ID); n != 1 {
+			t.Errorf("%d signals recorded; want the winner only", n)
+		}
 	})
 }
 
@@ -222,6 +231,57 @@ func TestEarlySignalOfAnotherNameIsRefused(t *testing.T) {
 		}
 		if n := count(t, db, "SELECT count(*) FROM signals WHERE run_id = ? AND delivered_at IS NULL", run.ID); n != 1 {
 			t.Errorf("%d signals undelivered; want the payment", n)
+		}
+	})
+}
+
+// A signal by name for a wait the run has already resolved, with no other
+// wait of that name pending, is the seed's lost race even while the run
+// goes on waiting for something else: 409 signal_lost naming the winner,
+// and nothing kept. The winner's id again is still a duplicate success.
+func TestSignalByNameAfterItsWaitIsLost(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
+		ctx := t.Context()
+		def := replay.Workflow("settle", "1", func(c *replay.Context, _ any) (int, error) {
+			p, err := replay.WaitForEvent[payment](c, "payment")
+			if err != nil {
+				return 0, err
+			}
+			_, err = replay.WaitForEvent[any](c, "go")
+			return p.Amount, err
+		})
+		e := startEngine(t, db, replayRegistry(t, &replay.Env{Store: db}, def), engine.Opts{})
+		run := startRun(t, e, "settle", nil)
+		waitRun(t, db, run.ID, domain.RunSuspended)
+		won, err := sendSignal(ctx, e, run.ID, "payment", "", "pay-1", payment{Amount: 10})
+		if err != nil || won.DeliveredAt == nil {
+			t.Fatalf("the first payment: %+v, %v", won, err)
+		}
+		waitFor(t, 20*time.Second, "the run to wait for go", func() bool {
+			ss, _, err := db.Suspensions(ctx, domain.SuspensionFilter{RunID: run.ID, Reason: "go", Status: domain.SuspensionPending})
+			return err == nil && len(ss) == 1
+		})
+
+		_, err = sendSignal(ctx, e, run.ID, "payment", "", "pay-2", payment{Amount: 20})
+		var ce *domain.ConflictError
+		if !errors.As(err, &ce) || ce.Code != domain.CodeSignalLost {
+			t.Fatalf("a second payment by name: %v; want %s", err, domain.CodeSignalLost)
+		}
+		if ce.Detail["winnerSignalId"] != "pay-1" || ce.Detail["stepId"] != won.StepKey || ce.Detail["resolvedAt"] == nil {
+			t.Errorf("the lost race's detail: %v; want the winner pay-1 at wait %s, and when", ce.Detail, won.StepKey)
+		}
+		if sig, err := sendSignal(ctx, e, run.ID, "payment", "", "pay-1", payment{Amount: 10}); err != nil || !sig.Duplicate {
+			t.Errorf("the winner again: %+v, %v", sig, err)
+		}
+		if n := count(t, db, "SELECT count(*) FROM signals WHERE run_id = ? AND name = 'payment'", run.ID); n != 1 {
+			t.Errorf("%d payment signals recorded; want the winner only", n)
+		}
+		if _, err := sendSignal(ctx, e, run.ID, "go", "", "go-1", nil); err != nil {
+			t.Fatal(err)
+		}
+		if done := waitRun(t, db, run.ID, domain.RunSucceeded); !sameJSONText(done.Output, `10`) {
+			t.Errorf("the run took %s; want the winner's amount", done.Output)
 		}
 	})
 }

@@ -94,49 +94,38 @@ func (db *DB) MoveWorkItem(ctx context.Context, id string, from []domain.WorkSta
 // CompleteWorkItem implements domain.WorkItemStore. The item's run is
 // locked, then the item, in the order of every writer (job, run, then what
 // the run holds), so a report racing a deletion waits instead of
-// deadlocking. The item is vetted by domain.WorkItem.CheckReport (under
-// the locks, so that a report sees every report committed before it),
-// changed, and the pause named by its wait key resumed (or, when that
-// pause has not committed yet, a pre-completed resume kept for it) in one
-// transaction. A pause a timeout has already resumed is left as it is:
-// the step reads the item's state when it runs.
+// deadlocking. domain.WorkItem.DecideReport decides (under the locks, so
+// that a report sees every report and every cancellation committed before
+// it) what the report does; the item's change and the resume of the pause
+// named by its wait key (or, when that pause has not committed yet, a
+// pre-completed resume kept for it) commit in one transaction. A pause a
+// timeout has already resumed is left as it is: the step reads the item's
+// state when it runs. A refused report that still changed the item (its
+// run had ended) returns its refusal after that change has committed.
 func (db *DB) CompleteWorkItem(ctx context.Context, r domain.WorkReport, now time.Time) (domain.WorkItem, error) {
-	now, o := ts(now), r.Outcome
+	now = ts(now)
 	var out domain.WorkItem
+	var refused error
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		mine := func(q *bun.SelectQuery) *bun.SelectQuery {
-			return q.Where("token_hash = ? AND workflow_id = ? AND step_name = ?", r.TokenHash, r.WorkflowID, r.StepName)
-		}
-		run := tx.NewSelect().Model((*runRow)(nil)).Column("id").
-			Where("id = (?)", mine(tx.NewSelect().Model((*workItemRow)(nil)).Column("run_id")))
-		row := new(workItemRow)
-		q := mine(tx.NewSelect().Model(row))
-		if db.dialect == Postgres {
-			run.For("UPDATE")
-			q.For("UPDATE")
-		}
-		var runID string
-		if err := run.Scan(ctx, &runID); err != nil {
-			return translate(err)
-		}
-		if err := q.Scan(ctx); err != nil {
-			return translate(err)
-		}
-		item, err := row.toDomain()
+		refused = nil
+		item, runStatus, err := db.lockWorkItem(ctx, tx, r)
 		if err != nil {
 			return err
 		}
-		if err := item.CheckReport(o); err != nil {
-			return err
+		v := item.DecideReport(r.Outcome, runStatus, now)
+		if !v.Changed {
+			return v.Err
 		}
-		row.State, row.Result, row.UpdatedAt = o.State(), domain.MustJSON(o), now
+		out = v.Item
+		row := &workItemRow{ID: out.ID, State: out.State, Result: domain.MustJSON(out.Result), UpdatedAt: out.UpdatedAt}
 		if _, err := tx.NewUpdate().Model(row).Column("state", "result", "updated_at").WherePK().Exec(ctx); err != nil {
 			return err
 		}
-		if out, err = row.toDomain(); err != nil {
-			return err
+		if !v.Resume {
+			refused = v.Err
+			return nil
 		}
-		_, err = db.resumeIn(ctx, tx, domain.ResumeRequest{RunID: item.RunID, StepKey: item.WaitKey, Data: domain.MustJSON(o), By: "webhook", Now: now})
+		_, err = db.resumeIn(ctx, tx, domain.ResumeRequest{RunID: item.RunID, StepKey: item.WaitKey, Data: domain.MustJSON(r.Outcome), By: "webhook", Now: now})
 		var ce *domain.ConflictError
 		if errors.As(err, &ce) && ce.Code == domain.CodeAlreadyResumed {
 			return nil
@@ -146,9 +135,37 @@ func (db *DB) CompleteWorkItem(ctx context.Context, r domain.WorkReport, now tim
 	if err != nil {
 		return out, fmt.Errorf("complete work item: %w", translate(err))
 	}
-	db.signal()
 	db.changed(out.RunID)
+	if refused != nil {
+		return out, fmt.Errorf("complete work item: %w", refused)
+	}
+	db.signal()
 	return out, nil
+}
+
+// lockWorkItem reads the reported work item and its run's status, locking
+// the run and then the item on PostgreSQL.
+func (db *DB) lockWorkItem(ctx context.Context, tx bun.Tx, r domain.WorkReport) (domain.WorkItem, domain.RunStatus, error) {
+	mine := func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Where("token_hash = ? AND workflow_id = ? AND step_name = ?", r.TokenHash, r.WorkflowID, r.StepName)
+	}
+	run := new(runRow)
+	runQ := tx.NewSelect().Model(run).Column("id", "status").
+		Where("id = (?)", mine(tx.NewSelect().Model((*workItemRow)(nil)).Column("run_id")))
+	row := new(workItemRow)
+	q := mine(tx.NewSelect().Model(row))
+	if db.dialect == Postgres {
+		runQ.For("UPDATE")
+		q.For("UPDATE")
+	}
+	if err := runQ.Scan(ctx); err != nil {
+		return domain.WorkItem{}, "", translate(err)
+	}
+	if err := q.Scan(ctx); err != nil {
+		return domain.WorkItem{}, "", translate(err)
+	}
+	item, err := row.toDomain()
+	return item, run.Status, err
 }
 
 var _ domain.WorkItemStore = (*DB)(nil)

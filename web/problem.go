@@ -138,6 +138,16 @@ func problemFor(err error) Problem {
 		p.Errors = ve.Fields
 		return p
 	}
+	if se, ok := errors.AsType[*domain.WorkStateError](err); ok {
+		// The seed's state-validation answer: 400, which endpoints treat as
+		// final for the report's token.
+		p := newProblem(http.StatusBadRequest, se.Code, se.Message)
+		p.Extra = map[string]any{"workItemId": se.Item.ID, "state": se.Item.State}
+		if se.RunStatus != "" {
+			p.Extra["runId"], p.Extra["runStatus"] = se.Item.RunID, se.RunStatus
+		}
+		return p
+	}
 	if ce, ok := errors.AsType[*domain.ConflictError](err); ok {
 		p := newProblem(http.StatusConflict, cmp.Or(ce.Code, domain.CodeConflict), ce.Message)
 		p.Extra = maps.Clone(ce.Detail)

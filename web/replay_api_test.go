@@ -122,9 +122,10 @@ func until(t *testing.T, events <-chan sseEvent, stop string) ([]string, sseEven
 
 // A replay run driven over the API: the run shows what it awaits, a
 // signal resolves its wait once (a repeat is a duplicate, another id
-// loses with signal_lost), an approval through the suspension endpoints
-// resumes it with who decided, and an attached client sees RUN_STARTED,
-// the log, each pause, live observability events and the end.
+// loses with signal_lost, with or without its stepId), an approval
+// through the suspension endpoints resumes it with who decided, and an
+// attached client sees RUN_STARTED, the log, each pause, live
+// observability events and the end.
 func TestAPIReplaySignalsApprovalsAndAttach(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, e *apiEnv) {
@@ -160,6 +161,10 @@ func TestAPIReplaySignalsApprovalsAndAttach(t *testing.T) {
 			t.Errorf("the same signal again: %+v", s)
 		}
 		problem(t, e.call(t, "POST", signals, e.admin, `{"name":"payment","signalId":"s-2","stepId":"pay","payload":{"Amount":1}}`), http.StatusConflict, "signal_lost")
+		// By name too: the run resolved its payment wait and has none pending.
+		if p := problem(t, e.call(t, "POST", signals, e.admin, `{"name":"payment","signalId":"s-3","payload":{"Amount":2}}`), http.StatusConflict, "signal_lost"); p.WinnerSignalID != "s-1" || p.ResolvedAt == nil {
+			t.Errorf("a payment by name after the wait was resolved: %+v", p)
+		}
 
 		names, paused = until(t, stream, "RUN_PAUSED")
 		joined := strings.Join(names, " ")

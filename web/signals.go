@@ -10,8 +10,10 @@ import (
 // sendSignal delivers a signal to a run: 200 when it resolved a wait, 202
 // when it is kept for a wait the run has not reached. A repeat of a
 // signal id answers as the first delivery did, with duplicate set; a
-// delivery to a wait that has already ended is 409 signal_lost. Signals
-// drive runs, so only staff send them.
+// delivery to a wait that has already ended, or by name only when the
+// run has resolved its wait of that name and has none pending, is 409
+// signal_lost (see domain.DecideSignal). Signals drive runs, so only
+// staff send them.
 func (s *Server) sendSignal(w http.ResponseWriter, r *http.Request) error {
 	p := principalFrom(r.Context())
 	if !p.User.Role.Staff() {

@@ -432,6 +432,9 @@ type problemBody struct {
 	Errors    []domain.FieldError `json:"errors"`
 	ResumedBy string              `json:"resumedBy"`
 	ResumedAt *time.Time          `json:"resumedAt"`
+	// WinnerSignalID and ResolvedAt say who won a lost signal race, and when.
+	WinnerSignalID string     `json:"winnerSignalId"`
+	ResolvedAt     *time.Time `json:"resolvedAt"`
 }
 
 // problem checks that r is an application/problem+json error with status

@@ -273,8 +273,10 @@ func (rw *runWatch) notify(runID string) { rw.fanout.Publish(runID, struct{}{}) 
 // "outputs": …}, {"success": false, "error": "…"} or {"success": false,
 // "notCompleted": true}. A report is accepted only while the work item is
 // active or not completed; one for a finished item — a repeat, or a
-// different outcome — is refused with 400 and a body that says why, and
-// changes nothing. A report holding text the databases do not store alike
+// different outcome — is refused with 400 work_item_finished and a body
+// that says why, and changes nothing. One for an item whose run has ended
+// (cancelled, say) is refused with 400 work_item_run_ended, and the item
+// ends WorkFailed. Endpoints treat a 400 as final. A report holding text the databases do not store alike
 // (a NUL, an unpaired surrogate) is refused with 400 invalid_json and
 // changes nothing either, as is one the JSON API would refuse (see
 // readReport). The receipt token in the URL is checked by its hash.
@@ -288,13 +290,6 @@ func (s *Server) reportWork(w http.ResponseWriter, r *http.Request) error {
 	}
 	item, err := s.WorkItems.CompleteWorkItem(r.Context(), domain.WorkReport{
 		WorkflowID: r.PathValue("flowId"), StepName: r.PathValue("stepId"), TokenHash: sha256Bytes(r.PathValue("token")), Outcome: o}, s.Clock.Now())
-	var se *domain.WorkStateError
-	if errors.As(err, &se) {
-		p := newProblem(http.StatusBadRequest, "work_item_finished", se.Message)
-		p.Extra = map[string]any{"workItemId": se.Item.ID, "state": se.Item.State}
-		writeProblem(w, r, p)
-		return nil
-	}
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,11 @@
 // Command tollgate-worker is a reference endpoint for Tollgate's async http
 // steps. It acknowledges each call at once, does the work in the
 // background, and reports the outcome to the call's metadata.webhook_url
-// with the safe webhook pattern: 200 means recorded; 400 means the work
-// item is already finished (a repeat), so stop; anything else, or no
-// answer, is retried with exponential backoff.
+// with the safe webhook pattern: 200 means recorded; 400 is the engine's
+// state validation (the work item is already finished, or its run has
+// ended), so stop, as for any 4xx but 408 and 429, which a resend cannot
+// change; anything else, or no answer, is retried with exponential
+// backoff.
 //
 // The work it does is what the step's args ask for, so that it can stand
 // in for real work in tests and demos:
@@ -139,7 +141,7 @@ func (w *worker) do(ctx context.Context, c call) {
 	}
 }
 
-// send reports an outcome: 200 is done, 400 is final (already recorded),
+// send reports an outcome: 2xx is done, a permanent refusal is final,
 // anything else is tried again after a growing wait.
 func (w *worker) send(ctx context.Context, c call, rep domain.StepOutcome) {
 	body, _ := json.Marshal(rep)
@@ -149,11 +151,11 @@ func (w *worker) send(ctx context.Context, c call, rep domain.StepOutcome) {
 		if err == nil {
 			answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 			resp.Body.Close()
-			switch resp.StatusCode {
-			case http.StatusOK:
+			switch {
+			case resp.StatusCode >= 200 && resp.StatusCode < 300:
 				return
-			case http.StatusBadRequest:
-				w.log.Warn("Report refused: the work item is already finished", "receipt_token", c.Metadata.ReceiptToken, "answer", string(answer))
+			case permanent(resp.StatusCode):
+				w.log.Warn("Report refused for good; not sending it again", "receipt_token", c.Metadata.ReceiptToken, "status", resp.StatusCode, "answer", string(answer))
 				return
 			}
 			err = fmt.Errorf("HTTP %d", resp.StatusCode)
@@ -169,6 +171,14 @@ func (w *worker) send(ctx context.Context, c call, rep domain.StepOutcome) {
 		}
 		wait *= 2
 	}
+}
+
+// permanent reports whether a report answered with status must not be
+// sent again: a 4xx says the report itself is refused (400: the work item
+// is finished or its run has ended; 404: no such token), except 408
+// (Request Timeout) and 429 (Too Many Requests), which ask for a resend.
+func permanent(status int) bool {
+	return status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests
 }
 
 // sleep waits for d and reports whether it did, rather than ctx ending.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
 )
 
 // reports is a webhook_url that records the reports it receives and
@@ -147,4 +150,37 @@ func TestWorkerStopsPromptly(t *testing.T) {
 			t.Errorf("shutdown took %v while waiting an hour to send a report again", took)
 		}
 	})
+}
+
+// A report refused for good (400: the work item is finished or its run
+// has ended; any 4xx but 408 and 429) is sent once; a refusal that asks
+// for a resend (408, 429) or a server error is sent again, up to the
+// attempts allowed.
+func TestWorkerRetriesOnlyWhatAResendCanChange(t *testing.T) {
+	for _, tt := range []struct {
+		status, want int
+	}{
+		{http.StatusOK, 1},
+		{http.StatusBadRequest, 1},
+		{http.StatusNotFound, 1},
+		{http.StatusConflict, 1},
+		{http.StatusRequestTimeout, 3},
+		{http.StatusTooManyRequests, 3},
+		{http.StatusInternalServerError, 3},
+		{http.StatusServiceUnavailable, 3},
+	} {
+		t.Run(http.StatusText(tt.status), func(t *testing.T) {
+			t.Parallel()
+			r := newReports(t, tt.status)
+			w := &worker{log: slog.New(slog.NewTextHandler(t.Output(), nil)), client: r.Client(), attempts: 3, retryBase: time.Millisecond}
+			var c call
+			c.Metadata.WebhookURL, c.Metadata.ReceiptToken = r.URL, "token-1"
+			w.send(t.Context(), c, domain.StepOutcome{Success: true})
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if len(r.got) != tt.want {
+				t.Errorf("answered %d, the report was sent %d times; want %d", tt.status, len(r.got), tt.want)
+			}
+		})
+	}
 }

@@ -44,11 +44,14 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 		if s.Status != domain.SuspensionResumed {
 			return base, false, nil // cancelled with its run: the store discards
 		}
+		if s.Kind == domain.KindApproval || len(s.Deferred) > 0 {
+			o.Review = &s // its deferred commands: domain.Plan decides their fate
+		}
 		if s.Kind == domain.KindApproval && s.ResumeStep == "" {
 			if re := e.commitsExhausted(job, domain.RetryPolicy{}); re != nil {
 				return e.failWith(job, run, wf, re), false, nil
 			}
-			return e.decided(o, s), false, nil
+			return domain.PlanDecision(o), false, nil
 		}
 		payload, err := json.Marshal(domain.ResumePayload{Checkpoint: s.Checkpoint, ResumeData: s.ResumeData, ResumedBy: s.ResumedBy})
 		if err != nil {
@@ -137,30 +140,6 @@ func (e *Engine) resolve(ctx context.Context, job domain.Job) (domain.Suspension
 		return s, err
 	}
 	return e.store.Suspension(ctx, job.SuspensionID) // someone else's resume stands: read it
-}
-
-// decided applies a review's decision when no resume step handles it:
-// approval runs the deferred commands, rejection drops them and fails the
-// run with code "rejected".
-func (e *Engine) decided(o domain.Outcome, s domain.Suspension) domain.StepCommit {
-	if s.Decision == domain.DecisionApproved {
-		o.Result = domain.StepResult{Commands: s.Deferred}
-		return domain.Plan(o)
-	}
-	var d domain.ApprovalData
-	_ = json.Unmarshal(s.ResumeData, &d) // written by Decide; a missing comment is fine
-	msg := "rejected by " + s.ResumedBy
-	if d.Comment != "" {
-		msg += ": " + d.Comment
-	}
-	re := &domain.RunError{Code: domain.CodeRejected, Message: msg}
-	c := domain.StepCommit{Job: o.Job.Ref(), RunID: o.Run.ID, Step: s.StepName, Now: o.Now}
-	if len(s.Deferred) > 0 {
-		c.Events = append(c.Events, domain.NewEvent{Type: domain.EventCommandsDropped, Step: s.StepName, Payload: domain.MustJSON(map[string]any{"count": len(s.Deferred), "reason": "review rejected"})})
-	}
-	c.Events = append(c.Events, domain.NewEvent{Type: domain.EventRunFailed, Step: s.StepName, Payload: domain.MustJSON(re)})
-	c.Finish = &domain.RunFinish{Status: domain.RunFailed, Error: re}
-	return c
 }
 
 // failWith fails the run of job with re, which the kernel found itself;
