@@ -154,11 +154,13 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case run.Status != domain.RunSuspended:
 	case len(ss) < domain.RunSuspensionsLimit: // the whole list: its pending waits are all there
-		v.Awaiting = awaiting(ss)
+		v.showWaits(ss)
 	default: // a page of a longer list may leave the pending waits out
-		if v.Awaiting, err = s.pendingWaits(r.Context(), run.ID); err != nil {
+		pending, err := s.pendingWaits(r.Context(), run.ID)
+		if err != nil {
 			return err
 		}
+		v.showWaits(pending)
 	}
 	writeJSON(w, http.StatusOK, v)
 	return nil
@@ -185,10 +187,13 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 		return errForbidden
 	}
 	q := r.URL.Query()
-	f := domain.RunFilter{Status: domain.RunStatus(q.Get("status")), WorkflowID: q.Get("workflowId"), Cursor: q.Get("cursor")}
+	f := domain.RunFilter{WorkflowID: q.Get("workflowId"), Cursor: q.Get("cursor")}
 	var errs []domain.FieldError
-	if f.Status != "" && !f.Status.Valid() {
-		errs = append(errs, domain.FieldError{Field: "status", Message: "must be one of pending, running, suspended, succeeded, failed, cancelled"})
+	if name := q.Get("status"); name != "" {
+		var ok bool
+		if f.Status, ok = domain.ParseRunStatus(name); !ok {
+			errs = append(errs, domain.FieldError{Field: "status", Message: strconv.Quote(name) + " is not a run status: " + domain.RunStatusNames})
+		}
 	}
 	f.Limit, errs = parseLimit(q.Get("limit"), errs)
 	if len(errs) > 0 {
