@@ -1,13 +1,97 @@
 package web_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tollgatehq/tollgate/domain/flow"
+	"github.com/tollgatehq/tollgate/storage"
+	"github.com/tollgatehq/tollgate/web"
 )
+
+// withSeedTasks serves declarative workflows, as withFlows does, with the
+// task handlers the seeds' documents need:
+//
+//   - sendEmail answers with whom it wrote to and the template.
+func withSeedTasks(s *web.Server) {
+	db := s.Store.(*storage.DB)
+	s.Waitpoints = &flow.Waitpoints{Links: &flow.Links{Secret: bytes.Repeat([]byte("k"), 32)}, Store: db}
+	tasks := flow.NewTasks()
+	err := errors.Join(
+		tasks.Register("sendEmail", func(_ context.Context, req flow.TaskRequest) (any, error) {
+			var in struct {
+				Email string `json:"email"`
+			}
+			var cfg struct {
+				Template string `json:"template"`
+			}
+			_ = json.Unmarshal(req.Input, &in)
+			_ = json.Unmarshal(req.Config, &cfg)
+			return map[string]string{"to": in.Email, "template": cfg.Template}, nil
+		}),
+	)
+	if err != nil {
+		panic(err)
+	}
+	s.Catalog = flow.NewCatalog(db, flow.Env{Tasks: tasks, CheckSchema: web.CheckSchema, Waitpoints: s.Waitpoints}, s.Engine.Registry())
+}
+
+// The seeds' drip campaign, registered exactly as they write it (known by
+// its "name", without an "id"), by POST /api/v1/workflows and again by
+// PUT under its id and version, starts, sends, waits two days and — the
+// wait resumed early by an admin — follows up.
+func TestSeedDripCampaignRegistersAsWritten(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("testdata/drip-campaign.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	forEachDialectWith(t, withSeedTasks, func(t *testing.T, e *apiEnv) {
+		problem(t, e.call(t, "POST", "/api/v1/workflows", e.reviewer, string(doc)), http.StatusForbidden, "forbidden")
+		created := e.call(t, "POST", "/api/v1/workflows", e.admin, string(doc))
+		type workflow struct {
+			ID, Name, Version string
+			Steps             []string
+		}
+		got := decode[workflow](t, created, http.StatusCreated)
+		if got.ID != "drip-campaign" || got.Name != "drip-campaign" || got.Version != "1.0" || !slices.Equal(got.Steps, []string{"send-welcome-email", "wait-2-days", "send-follow-up"}) {
+			t.Errorf("registered %+v", got)
+		}
+		if loc := created.Header.Get("Location"); loc != "/api/v1/workflows/drip-campaign/versions/1.0" {
+			t.Errorf("Location = %q", loc)
+		}
+		want(t, e.call(t, "POST", "/api/v1/workflows", e.admin, string(doc)), http.StatusOK)
+		want(t, e.call(t, "PUT", "/api/v1/workflows/drip-campaign/versions/1.0", e.admin, string(doc)), http.StatusOK)
+		p := problem(t, e.call(t, "PUT", "/api/v1/workflows/drip/versions/1.0", e.admin, string(doc)), http.StatusUnprocessableEntity, flow.CodeInvalidWorkflow)
+		if !hasField(p, "id") {
+			t.Errorf("a document under another id: %+v", p)
+		}
+		problem(t, e.call(t, "POST", "/api/v1/workflows", e.admin, strings.Replace(string(doc), `"version"`, `"versoin"`, 1)), http.StatusUnprocessableEntity, flow.CodeInvalidWorkflow)
+
+		run := e.startRun(t, "drip-campaign", map[string]string{"email": "ada@example.com"})
+		paused := e.waitRun(t, run.ID, "suspended")
+		if len(paused.Suspensions) != 1 || paused.Suspensions[0].StepName != "wait-2-days" || paused.Suspensions[0].Kind != "delay" {
+			t.Fatalf("the run pauses at the wait: %+v", paused.Suspensions)
+		}
+		if w := paused.WaitingFor; w == nil || w.Kind != "delay" || w.Deadline == nil || time.Until(*w.Deadline) < 47*time.Hour {
+			t.Errorf("the run waits for %+v; want its two-day timer", w)
+		}
+		want(t, e.call(t, "POST", "/api/v1/suspensions/"+paused.Suspensions[0].ID+"/resume", e.admin, `{"resumeData": {"early": true}}`), http.StatusOK)
+		done := e.waitRun(t, run.ID, "succeeded")
+		if !sameJSON(t, done.Output, json.RawMessage(`{"to": "ada@example.com", "template": "follow-up"}`)) {
+			t.Errorf("output %s", done.Output)
+		}
+	})
+}
 
 // A run's state shows, beside awaiting, the seeds' projection of it: what
 // it waits for (a signal by name, or a person's input by its reason) and
