@@ -13,15 +13,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/flow"
 	"github.com/tollgatehq/tollgate/storage"
 	"github.com/tollgatehq/tollgate/web"
 )
 
 // withSeedTasks serves declarative workflows, as withFlows does, with the
-// task handlers the seeds' documents need:
+// task handlers the seeds' documents and waitpoints need:
 //
-//   - sendEmail answers with whom it wrote to and the template.
+//   - sendEmail answers with whom it wrote to and the template;
+//   - napFor waits on a DELAY waitpoint of config.ms milliseconds and,
+//     resumed, answers with its execution type and resume payload;
+//   - twoKinds asks for a waitpoint of type config.first, then one of
+//     config.then, in the same execution.
 func withSeedTasks(s *web.Server) {
 	db := s.Store.(*storage.DB)
 	s.Waitpoints = &flow.Waitpoints{Links: &flow.Links{Secret: bytes.Repeat([]byte("k"), 32)}, Store: db}
@@ -37,6 +42,33 @@ func withSeedTasks(s *web.Server) {
 			_ = json.Unmarshal(req.Input, &in)
 			_ = json.Unmarshal(req.Config, &cfg)
 			return map[string]string{"to": in.Email, "template": cfg.Template}, nil
+		}),
+		tasks.Register("napFor", func(ctx context.Context, req flow.TaskRequest) (any, error) {
+			if req.ExecutionType == flow.ExecutionResume {
+				return map[string]any{"executionType": req.ExecutionType, "payload": req.ResumePayload}, nil
+			}
+			var cfg struct{ Ms int }
+			_ = json.Unmarshal(req.Config, &cfg)
+			wp, err := req.CreateWaitpoint(ctx, flow.WaitpointSpec{Type: domain.WaitpointDelay, Delay: time.Duration(cfg.Ms) * time.Millisecond})
+			if err != nil {
+				return nil, err
+			}
+			return flow.WaitForWaitpoint(wp), nil
+		}),
+		tasks.Register("twoKinds", func(ctx context.Context, req flow.TaskRequest) (any, error) {
+			var cfg struct{ First, Then domain.WaitpointType }
+			_ = json.Unmarshal(req.Config, &cfg)
+			spec := func(t domain.WaitpointType) flow.WaitpointSpec {
+				return flow.WaitpointSpec{Type: t, Delay: time.Hour}
+			}
+			wp, err := req.CreateWaitpoint(ctx, spec(cfg.First))
+			if err != nil {
+				return nil, err
+			}
+			if _, err := req.CreateWaitpoint(ctx, spec(cfg.Then)); err != nil {
+				return nil, err
+			}
+			return flow.WaitForWaitpoint(wp), nil
 		}),
 	)
 	if err != nil {
@@ -164,6 +196,54 @@ func TestRunStateShowsWaitingForAndPendingApproval(t *testing.T) {
 		review, s := e.paused(t, "review", map[string]int{"amount": 1})
 		if a := e.run(t, review.ID).PendingApproval; a == nil || a.Title != "Awaiting approval" || a.ApprovalID != s.StepKey || a.SuspensionID != s.ID {
 			t.Errorf("an untitled approval: %+v", a)
+		}
+	})
+}
+
+// A DELAY waitpoint wakes its task with the resume payload every
+// waitpoint has, empty: {"body": null, "headers": {}, "queryParams": {}}.
+func TestDelayWaitpointResumesWithAnEmptyCall(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withSeedTasks, func(t *testing.T, e *apiEnv) {
+		want(t, e.call(t, "POST", "/api/v1/workflows", e.admin, `{"id": "nap-for", "version": "1", "steps": [
+			{"type": "task", "name": "nap", "handler": "napFor", "config": {"ms": 50}}]}`), http.StatusCreated)
+		run := e.startRun(t, "nap-for", nil)
+		done := e.waitRun(t, run.ID, "succeeded")
+		var out struct {
+			ExecutionType string          `json:"executionType"`
+			Payload       json.RawMessage `json:"payload"`
+		}
+		if err := json.Unmarshal(done.Output, &out); err != nil || out.ExecutionType != flow.ExecutionResume ||
+			!sameJSON(t, out.Payload, json.RawMessage(`{"body": null, "headers": {}, "queryParams": {}}`)) {
+			t.Errorf("the resumed task saw %s (%v)", done.Output, err)
+		}
+	})
+}
+
+// A step execution that asks for a second waitpoint of another type fails
+// its run at once with waitpoint_type_mismatch (every retry would meet the
+// first waitpoint again), in either order; the first waitpoint stays the
+// step's only one.
+func TestSecondWaitpointOfAnotherTypeFailsTheRun(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withSeedTasks, func(t *testing.T, e *apiEnv) {
+		for _, order := range [][2]domain.WaitpointType{{domain.WaitpointDelay, domain.WaitpointWebhook}, {domain.WaitpointWebhook, domain.WaitpointDelay}} {
+			id := strings.ToLower("first-" + string(order[0]))
+			want(t, e.call(t, "POST", "/api/v1/workflows", e.admin, `{"id": "`+id+`", "version": "1", "steps": [
+				{"type": "task", "name": "ask", "handler": "twoKinds", "config": {"first": "`+string(order[0])+`", "then": "`+string(order[1])+`"}}]}`), http.StatusCreated)
+			run := e.startRun(t, id, nil)
+			done := e.waitRun(t, run.ID, "failed")
+			if done.Error == nil || done.Error.Code != flow.CodeWaitpointTypeMismatch || !strings.Contains(done.Error.Message, string(order[1])) {
+				t.Errorf("%v: the run failed with %+v", order, done.Error)
+			}
+			events := decode[pageBody[eventBody]](t, e.call(t, "GET", "/api/v1/runs/"+run.ID+"/events", e.admin, ""), http.StatusOK).Items
+			if slices.ContainsFunc(events, func(ev eventBody) bool { return ev.Type == "STEP_RETRYING" }) {
+				t.Errorf("%v: the step was retried", order)
+			}
+			wps, err := e.db.Waitpoints(t.Context(), run.ID)
+			if err != nil || len(wps) != 1 || wps[0].Type != order[0] {
+				t.Errorf("%v: waitpoints %+v (%v); want the first alone", order, wps, err)
+			}
 		}
 	})
 }
