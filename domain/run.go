@@ -36,6 +36,32 @@ func (s RunStatus) Terminal() bool {
 // Valid reports whether s is one of the defined statuses.
 func (s RunStatus) Valid() bool { return slices.Contains(RunStatuses, s) }
 
+// runStatusAliases are the seeds' names for run statuses that mean the
+// same state: a flow run PAUSED on a waitpoint, a workflow WAITING on a
+// wait step, a replay run paused, finished or errored, a workflow
+// COMPLETED. A replay run's "aborted" is left out: it also names a run
+// stopped by its process, which is no cancellation.
+var runStatusAliases = map[string]RunStatus{
+	"paused": RunSuspended, "waiting": RunSuspended,
+	"completed": RunSucceeded, "finished": RunSucceeded,
+	"errored": RunFailed,
+}
+
+// RunStatusNames says which names ParseRunStatus takes, for error messages.
+const RunStatusNames = "use one of pending, running, suspended, succeeded, failed, cancelled, " +
+	"or the seeds' paused or waiting (suspended), completed or finished (succeeded), errored (failed)"
+
+// ParseRunStatus reads a run status by its name, or by a seed's name for
+// the same state; false for anything else. Names are lower case, as the
+// API writes them.
+func ParseRunStatus(name string) (RunStatus, bool) {
+	if s := RunStatus(name); s.Valid() {
+		return s, true
+	}
+	s, ok := runStatusAliases[name]
+	return s, ok
+}
+
 // CancelRequest asks to end a run that has not finished.
 type CancelRequest struct {
 	RunID string

@@ -62,7 +62,8 @@ type HTTPResponse struct {
 // kept as JSON, text as a string, anything else as base64 with
 // BodyEncoding "base64".
 type HTTPCall struct {
-	Method       string            `json:"method"`
+	// Method is empty for a timer's resume, which no call made.
+	Method       string            `json:"method,omitempty"`
 	Body         json.RawMessage   `json:"body"`
 	BodyEncoding string            `json:"bodyEncoding,omitempty"`
 	Headers      map[string]string `json:"headers"`

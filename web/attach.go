@@ -124,10 +124,11 @@ func sendQueued(sse *eventStream, live <-chan domain.Event) error {
 // and returns the ids reported. A notification can stand for several
 // commits: the run may have resumed and paused again since the last look.
 func (s *Server) sendPause(r *http.Request, sse *eventStream, run domain.Run, paused []string) ([]string, error) {
-	waits, err := s.pendingWaits(r.Context(), run.ID)
+	pending, err := s.pendingWaits(r.Context(), run.ID)
 	if err != nil {
 		return paused, err
 	}
+	waits, waitingFor, approval := waitsOf(pending)
 	ids := make([]string, len(waits))
 	for i, a := range waits {
 		ids[i] = a.SuspensionID
@@ -135,7 +136,17 @@ func (s *Server) sendPause(r *http.Request, sse *eventStream, run domain.Run, pa
 	if slices.Equal(ids, paused) {
 		return paused, nil
 	}
-	return ids, sse.send("RUN_PAUSED", "", map[string]any{"runId": run.ID, "status": run.Status, "awaiting": waits})
+	return ids, sse.send("RUN_PAUSED", "", pausedJSON{RunID: run.ID, Status: run.Status, Awaiting: waits, WaitingFor: waitingFor, PendingApproval: approval})
+}
+
+// pausedJSON is a RUN_PAUSED event: what the run awaits, as GET
+// /api/v1/runs/{id} shows it.
+type pausedJSON struct {
+	RunID           string               `json:"runId"`
+	Status          domain.RunStatus     `json:"status"`
+	Awaiting        []awaitJSON          `json:"awaiting"`
+	WaitingFor      *waitingForJSON      `json:"waitingFor,omitempty"`
+	PendingApproval *pendingApprovalJSON `json:"pendingApproval,omitempty"`
 }
 
 // sendLog sends the run's log entries after index after and returns the

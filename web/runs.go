@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -12,7 +13,9 @@ import (
 )
 
 type workflowJSON struct {
-	ID      string   `json:"id"`
+	ID string `json:"id"`
+	// Name is a document's display name, when it has one.
+	Name    string   `json:"name,omitempty"`
 	Version string   `json:"version"`
 	Steps   []string `json:"steps"`
 	// Source is "code" (registered in Go) or "document".
@@ -65,7 +68,7 @@ func definitionView(d flow.Definition, doc flow.Document, role domain.Role) (wor
 		steps[i] = st.Name
 	}
 	at := d.CreatedAt
-	v := workflowJSON{ID: d.WorkflowID, Version: d.Version, Steps: steps, Source: "document", CreatedBy: d.CreatedBy, CreatedAt: &at}
+	v := workflowJSON{ID: d.WorkflowID, Name: doc.Name, Version: d.Version, Steps: steps, Source: "document", CreatedBy: d.CreatedBy, CreatedAt: &at}
 	if !role.Staff() {
 		return v, nil
 	}
@@ -81,6 +84,25 @@ func definitionView(d flow.Definition, doc flow.Document, role domain.Role) (wor
 // The id and version in the path must be the document's. A version is
 // immutable: the same document again answers 200, another one 409.
 func (s *Server) registerWorkflow(w http.ResponseWriter, r *http.Request) error {
+	return s.register(w, r, func(doc json.RawMessage) error {
+		if id, version := flow.Identity(doc); id != r.PathValue("workflowId") || version != r.PathValue("version") {
+			return &domain.ValidationError{Code: flow.CodeInvalidWorkflow, Message: "the document's id and version must be the ones in the URL",
+				Fields: []domain.FieldError{{Field: "id", Message: "must be " + strconv.Quote(r.PathValue("workflowId"))}, {Field: "version", Message: "must be " + strconv.Quote(r.PathValue("version"))}}}
+		}
+		return nil
+	})
+}
+
+// createWorkflow registers a document under the id and version it states
+// (admins only), so a document registers as it is written, without its
+// author repeating them in the URL; otherwise as registerWorkflow.
+func (s *Server) createWorkflow(w http.ResponseWriter, r *http.Request) error {
+	return s.register(w, r, func(json.RawMessage) error { return nil })
+}
+
+// register registers the request's document once check accepts it, and
+// answers with the version: 201 with its Location when it is new.
+func (s *Server) register(w http.ResponseWriter, r *http.Request, check func(doc json.RawMessage) error) error {
 	p := principalFrom(r.Context())
 	if p.User.Role != domain.RoleAdmin {
 		return errForbidden
@@ -92,11 +114,8 @@ func (s *Server) registerWorkflow(w http.ResponseWriter, r *http.Request) error 
 	if err := decodeJSON(w, r, &doc, s.MaxBody); err != nil {
 		return err
 	}
-	var ids struct{ ID, Version string } // a non-string id or version is left "", which no path names
-	_ = json.Unmarshal(doc, &ids)
-	if ids.ID != r.PathValue("workflowId") || ids.Version != r.PathValue("version") {
-		return &domain.ValidationError{Code: flow.CodeInvalidWorkflow, Message: "the document's id and version must be the ones in the URL",
-			Fields: []domain.FieldError{{Field: "id", Message: "must be " + strconv.Quote(r.PathValue("workflowId"))}, {Field: "version", Message: "must be " + strconv.Quote(r.PathValue("version"))}}}
+	if err := check(doc); err != nil {
+		return err
 	}
 	reg, err := s.Catalog.Register(r.Context(), doc, p.User.Email)
 	if err != nil {
@@ -105,7 +124,7 @@ func (s *Server) registerWorkflow(w http.ResponseWriter, r *http.Request) error 
 	status := http.StatusOK
 	if reg.Created {
 		status = http.StatusCreated
-		w.Header().Set("Location", "/api/v1/workflows/"+reg.Document.ID+"/versions/"+reg.Document.Version)
+		w.Header().Set("Location", "/api/v1/workflows/"+url.PathEscape(reg.Document.ID)+"/versions/"+url.PathEscape(reg.Document.Version))
 	}
 	view, err := definitionView(reg.Definition, reg.Document, p.User.Role)
 	if err != nil {
@@ -154,11 +173,13 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case run.Status != domain.RunSuspended:
 	case len(ss) < domain.RunSuspensionsLimit: // the whole list: its pending waits are all there
-		v.Awaiting = awaiting(ss)
+		v.showWaits(ss)
 	default: // a page of a longer list may leave the pending waits out
-		if v.Awaiting, err = s.pendingWaits(r.Context(), run.ID); err != nil {
+		pending, err := s.pendingWaits(r.Context(), run.ID)
+		if err != nil {
 			return err
 		}
+		v.showWaits(pending)
 	}
 	writeJSON(w, http.StatusOK, v)
 	return nil
@@ -181,10 +202,13 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 		return errForbidden
 	}
 	q := r.URL.Query()
-	f := domain.RunFilter{Status: domain.RunStatus(q.Get("status")), WorkflowID: q.Get("workflowId")}
+	f := domain.RunFilter{WorkflowID: q.Get("workflowId")}
 	var errs []domain.FieldError
-	if f.Status != "" && !f.Status.Valid() {
-		errs = append(errs, domain.FieldError{Field: "status", Message: "must be one of pending, running, suspended, succeeded, failed, cancelled"})
+	if name := q.Get("status"); name != "" {
+		var ok bool
+		if f.Status, ok = domain.ParseRunStatus(name); !ok {
+			errs = append(errs, domain.FieldError{Field: "status", Message: strconv.Quote(name) + " is not a run status: " + domain.RunStatusNames})
+		}
 	}
 	f.Cursor, f.Limit, errs = pageQuery(q, errs)
 	if err := invalidQuery(errs); err != nil {

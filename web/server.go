@@ -178,6 +178,7 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle(pattern, s.requireKey(s.handle(boundQuery(h))))
 	}
 	api("GET /api/v1/workflows", s.listWorkflows)
+	api("POST /api/v1/workflows", s.createWorkflow)
 	api("PUT /api/v1/workflows/{workflowId}/versions/{version}", s.registerWorkflow)
 	api("POST /api/v1/workflows/{workflowId}/runs", s.startRun)
 	api("GET /api/v1/runs", s.listRuns)

@@ -388,6 +388,24 @@ type runBody struct {
 		Name         string `json:"name"`
 		SuspensionID string `json:"suspensionId"`
 	} `json:"awaiting"`
+	WaitingFor      *waitingForBody      `json:"waitingFor"`
+	PendingApproval *pendingApprovalBody `json:"pendingApproval"`
+}
+
+type waitingForBody struct {
+	SignalName   string     `json:"signalName"`
+	StepID       string     `json:"stepId"`
+	Kind         string     `json:"kind"`
+	SuspensionID string     `json:"suspensionId"`
+	Deadline     *time.Time `json:"deadline"`
+}
+
+type pendingApprovalBody struct {
+	ApprovalID   string `json:"approvalId"`
+	SuspensionID string `json:"suspensionId"`
+	StepID       string `json:"stepId"`
+	Title        string `json:"title"`
+	Description  string `json:"description"`
 }
 
 type suspensionBody struct {

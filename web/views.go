@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -26,8 +27,13 @@ type runJSON struct {
 	CreatedAt   time.Time        `json:"createdAt"`
 	UpdatedAt   time.Time        `json:"updatedAt"`
 	Suspensions []suspensionJSON `json:"suspensions,omitempty"`
-	// Awaiting lists the waits a suspended run is paused on.
-	Awaiting []awaitJSON `json:"awaiting,omitempty"`
+	// Awaiting lists the waits a suspended run is paused on. WaitingFor
+	// and PendingApproval project it as the seeds' run state does: the
+	// oldest pending wait for something other than a decision, and the
+	// oldest pending approval.
+	Awaiting        []awaitJSON          `json:"awaiting,omitempty"`
+	WaitingFor      *waitingForJSON      `json:"waitingFor,omitempty"`
+	PendingApproval *pendingApprovalJSON `json:"pendingApproval,omitempty"`
 }
 
 type starterJSON struct {
@@ -56,26 +62,77 @@ type awaitJSON struct {
 	Deadline     *time.Time            `json:"deadline,omitempty"`
 }
 
-// pendingWaits lists the waits run runID is paused on. They are read by
-// status, so a run with more earlier waits than a page holds still shows
-// them.
-func (s *Server) pendingWaits(ctx context.Context, runID string) ([]awaitJSON, error) {
-	ss, _, err := s.Store.Suspensions(ctx, domain.SuspensionFilter{RunID: runID, Status: domain.SuspensionPending, Limit: domain.RunSuspensionsLimit})
-	if err != nil {
-		return nil, err
-	}
-	return awaiting(ss), nil
+// waitingForJSON is what a suspended run waits for besides a decision: a
+// signal (by its name), a timer, a callback, a webhook or a person's input
+// (by its reason), as awaiting names them.
+type waitingForJSON struct {
+	SignalName   string                `json:"signalName"`
+	StepID       string                `json:"stepId"`
+	Kind         domain.SuspensionKind `json:"kind"`
+	SuspensionID string                `json:"suspensionId"`
+	Deadline     *time.Time            `json:"deadline,omitempty"`
 }
 
-// awaiting is the pending waits among ss.
-func awaiting(ss []domain.Suspension) []awaitJSON {
-	out := []awaitJSON{}
-	for _, sp := range ss {
-		if sp.Status == domain.SuspensionPending {
-			out = append(out, awaitJSON{StepID: sp.StepKey, Kind: sp.Kind, Name: sp.Reason, SuspensionID: sp.ID, Deadline: sp.WakeAt})
+// pendingApprovalJSON is the decision a suspended run waits for.
+// ApprovalID is the wait's step key, which a replay run's log and its
+// approval deliveries name it by; SuspensionID is what the API approves.
+type pendingApprovalJSON struct {
+	ApprovalID   string `json:"approvalId"`
+	SuspensionID string `json:"suspensionId"`
+	StepID       string `json:"stepId"`
+	// Title is the approval's title, or its reason's label when it has none.
+	Title       string `json:"title"`
+	Description string `json:"description,omitempty"`
+}
+
+// pendingWaits reads the suspensions run runID is paused on. They are read
+// by status, so a run with more earlier waits than a page holds still
+// shows them.
+func (s *Server) pendingWaits(ctx context.Context, runID string) ([]domain.Suspension, error) {
+	ss, _, err := s.Store.Suspensions(ctx, domain.SuspensionFilter{RunID: runID, Status: domain.SuspensionPending, Limit: domain.RunSuspensionsLimit})
+	return ss, err
+}
+
+// showWaits fills in what the run v waits for, from its suspensions ss
+// (those that are pending count).
+func (v *runJSON) showWaits(ss []domain.Suspension) {
+	v.Awaiting, v.WaitingFor, v.PendingApproval = waitsOf(ss)
+}
+
+// waitsOf lists the pending waits among ss, and projects them: the oldest
+// that waits for something other than a decision, and the oldest approval.
+func waitsOf(ss []domain.Suspension) ([]awaitJSON, *waitingForJSON, *pendingApprovalJSON) {
+	awaiting := []awaitJSON{}
+	var waiting, approval *domain.Suspension
+	for i, sp := range ss {
+		if sp.Status != domain.SuspensionPending {
+			continue
+		}
+		awaiting = append(awaiting, awaitJSON{StepID: sp.StepKey, Kind: sp.Kind, Name: sp.Reason, SuspensionID: sp.ID, Deadline: sp.WakeAt})
+		if sp.Kind == domain.KindApproval {
+			approval = older(approval, &ss[i])
+		} else {
+			waiting = older(waiting, &ss[i])
 		}
 	}
-	return out
+	var w *waitingForJSON
+	if waiting != nil {
+		w = &waitingForJSON{SignalName: waiting.Reason, StepID: waiting.StepKey, Kind: waiting.Kind, SuspensionID: waiting.ID, Deadline: waiting.WakeAt}
+	}
+	var a *pendingApprovalJSON
+	if approval != nil {
+		a = &pendingApprovalJSON{ApprovalID: approval.StepKey, SuspensionID: approval.ID, StepID: approval.StepKey,
+			Title: cmp.Or(approval.Title, approval.ReasonName()), Description: approval.Instructions}
+	}
+	return awaiting, w, a
+}
+
+// older is the one of a and b suspended first (by id on a tie); a may be nil.
+func older(a, b *domain.Suspension) *domain.Suspension {
+	if a == nil || b.SuspendedAt.Before(a.SuspendedAt) || (b.SuspendedAt.Equal(a.SuspendedAt) && b.ID < a.ID) {
+		return b
+	}
+	return a
 }
 
 type suspensionJSON struct {

@@ -4,11 +4,14 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"path"
 	"time"
 
+	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/flow"
 )
 
@@ -44,7 +47,8 @@ func sendEmail(log *slog.Logger) flow.TaskFunc {
 		}
 		_ = json.Unmarshal(req.Input, &in)
 		if in.Email == "" {
-			return nil, fmt.Errorf("sendEmail: the run input has no email")
+			// Fails the run at once: another attempt would have no email either.
+			return nil, &domain.ValidationError{Code: domain.CodeValidation, Message: `sendEmail: the run input has no email; start the run with {"email": "…"}`}
 		}
 		log.InfoContext(ctx, "Email written to the log (no mail transport is configured)", "run_id", req.RunID, "step", req.Step,
 			"to", in.Email, "template", cfg.Template, "idempotency_key", req.IdempotencyKey)
@@ -52,26 +56,39 @@ func sendEmail(log *slog.Logger) flow.TaskFunc {
 	}
 }
 
-// loadDocuments registers the example documents, then every *.json in
-// dir (when set). A document that does not validate stops the server:
-// it would otherwise be missing without anyone noticing.
+// loadDocuments registers every *.json in dir (when set), then the
+// example documents. A document of dir that does not validate stops the
+// server: it would otherwise be missing without anyone noticing. An
+// example yields to a document registered before under its id and
+// version, from dir or the API: examples are a convenience, and the
+// operator's document is the one that runs.
 func loadDocuments(ctx context.Context, catalog *flow.Catalog, dir string, log *slog.Logger) error {
-	examples, err := fs.Sub(exampleDocuments, "examples")
+	if dir != "" {
+		loaded, err := catalog.LoadDir(ctx, dir)
+		for _, r := range loaded {
+			log.InfoContext(ctx, "Loaded workflow document", "workflow", r.Document.ID, "version", r.Document.Version, "new", r.Created)
+		}
+		if err != nil {
+			return fmt.Errorf("loading workflows from %s: %w", dir, err)
+		}
+	}
+	names, err := fs.Glob(exampleDocuments, "examples/*.json")
 	if err != nil {
 		return err
 	}
-	if _, err := catalog.LoadFS(ctx, examples, func(string) string { return "example" }); err != nil {
-		return fmt.Errorf("example workflows: %w", err)
-	}
-	if dir == "" {
-		return nil
-	}
-	loaded, err := catalog.LoadDir(ctx, dir)
-	for _, r := range loaded {
-		log.InfoContext(ctx, "Loaded workflow document", "workflow", r.Document.ID, "version", r.Document.Version, "new", r.Created)
-	}
-	if err != nil {
-		return fmt.Errorf("loading workflows from %s: %w", dir, err)
+	for _, name := range names {
+		body, err := exampleDocuments.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		_, err = catalog.Register(ctx, body, "example")
+		if _, taken := errors.AsType[*domain.ConflictError](err); taken {
+			log.InfoContext(ctx, "Example workflow not loaded: its id and version hold another document", "file", path.Base(name), "error", err)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("example workflow %s: %w", path.Base(name), err)
+		}
 	}
 	return nil
 }

@@ -117,6 +117,30 @@ func testDocuments(t *testing.T, env map[string]string) {
 		}
 	})
 
+	// The shipped example is the seeds' drip campaign as they write it:
+	// that document registers again, by POST or by PUT, as the same
+	// version. Without an email its first step fails the run at once.
+	t.Run("the seeds' drip campaign", func(t *testing.T) {
+		seed, err := os.ReadFile("examples/drip-campaign.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.call(t, http.StatusOK, "POST", "/api/v1/workflows", json.RawMessage(seed))
+		c.call(t, http.StatusOK, "PUT", "/api/v1/workflows/drip-campaign/versions/1.0", json.RawMessage(seed))
+		run := c.startRun(t, "drip-campaign", map[string]string{"name": "no email"})
+		done := c.waitStatus(t, run.ID, "failed")
+		if done.Error == nil || done.Error.Code != "validation_failed" || !strings.Contains(done.Error.Message, "no email") {
+			t.Errorf("a drip campaign without an email failed with %+v", done.Error)
+		}
+		if n := checkLog(t, c.events(t, run.ID)); n["STEP_RETRYING(send-welcome-email)"] != 0 || n["STEP_FAILED(send-welcome-email)"] != 1 {
+			t.Errorf("the first step fails once, with no retry: %v", n)
+		}
+		started := c.startRun(t, "drip-campaign", map[string]string{"email": "ada@example.com"})
+		if paused := c.waitStatus(t, started.ID, "suspended"); len(paused.Suspensions) != 1 || paused.Suspensions[0].StepName != "wait-2-days" {
+			t.Errorf("a drip campaign pauses at its wait: %+v", paused.Suspensions)
+		}
+	})
+
 	t.Run("people supply data and decide", func(t *testing.T) {
 		c.register(t, hireDoc)
 		pending := func(runID string) apiSuspension {
@@ -202,10 +226,24 @@ func TestDocumentsAcrossServersAndFromAFolder(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "nap.json"), []byte(nap("from-folder", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The seeds' drip campaign as they write it (known by its name), with
+	// an input schema: it takes the example's id and version, and the
+	// example yields to it on every server.
+	seed, err := os.ReadFile("examples/drip-campaign.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	drip := strings.Replace(string(seed), `"version": "1.0",`, `"version": "1.0", "inputSchema": {"type": "object", "required": ["email"]},`, 1)
+	if err := os.WriteFile(filepath.Join(dir, "drip.json"), []byte(drip), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	a := startServer(t, env, "--workflows", dir).client()
 	b := startServer(t, env).client()
-	if listed := a.workflowSources(t); listed["nap@from-folder"] != "document" {
-		t.Fatalf("the folder's document is not listed as nap@from-folder: %v", listed)
+	if listed := a.workflowSources(t); listed["nap@from-folder"] != "document" || listed["drip-campaign@1.0"] != "document" {
+		t.Fatalf("the folder's documents are not listed as nap@from-folder and drip-campaign@1.0: %v", listed)
+	}
+	if r := b.call(t, http.StatusUnprocessableEntity, "POST", "/api/v1/workflows/drip-campaign/runs", map[string]any{"input": map[string]any{}}); r.code() != "validation_failed" {
+		t.Errorf("drip-campaign is not the folder's, with its input schema: %s", r.Body)
 	}
 	a.register(t, nap("2", 1))
 	started := b.startRun(t, "nap", map[string]string{"email": "grace@example.com"})
@@ -223,7 +261,7 @@ func TestDocumentsAcrossServersAndFromAFolder(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--workflows", dir}, envFunc(env), io.Discard, io.Discard)
+	err = run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--workflows", dir}, envFunc(env), io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "broken.json") || !strings.Contains(err.Error(), "steps[0]: a wait step needs one of durationMs or untilTimestamp") {
 		t.Fatalf("serve with a broken document: %v", err)
 	}

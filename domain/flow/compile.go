@@ -33,7 +33,9 @@ type TaskRequest struct {
 	Steps map[string]json.RawMessage
 	// ExecutionType is ExecutionBegin, or ExecutionResume when the handler
 	// runs again after a waitpoint it waited for completed; then
-	// ResumePayload is the resume call (nil for a DELAY waitpoint).
+	// ResumePayload is the resume call, with Headers and QueryParams never
+	// nil. A DELAY waitpoint's is a call with nothing in it: no method, a
+	// null body and no headers or query parameters.
 	ExecutionType string
 	ResumePayload *domain.HTTPCall
 
@@ -227,12 +229,11 @@ func (c *compiled) task(ctx context.Context, i int, req domain.StepRequest, s St
 		waitpoints: c.env.Waitpoints}
 	if resumed {
 		tr.ExecutionType = ExecutionResume
-		if !domain.IsNull(data) {
-			tr.ResumePayload = new(domain.HTTPCall)
-			if err := json.Unmarshal(data, tr.ResumePayload); err != nil {
-				return domain.StepResult{}, fmt.Errorf("step %s: decode resume payload: %w", st.Name, err)
-			}
+		p, err := resumePayload(data)
+		if err != nil {
+			return domain.StepResult{}, fmt.Errorf("step %s: %w", st.Name, err)
 		}
+		tr.ResumePayload = p
 		s.Waitpoint = ""
 	}
 	out, err := f(ctx, tr)
@@ -243,6 +244,30 @@ func (c *compiled) task(ctx context.Context, i int, req domain.StepRequest, s St
 		return c.waitOn(st, s, w.wp, nil), nil
 	}
 	return c.advance(i, s, out), nil
+}
+
+// resumePayload is what a task handler sees of the data its waitpoint
+// completed with: the resume call, or, for a timer (whose resume data is
+// null), an empty one. Either way it has the seed's {body, headers,
+// queryParams}, so a handler reads them without asking which kind of
+// waitpoint it woke from.
+func resumePayload(data json.RawMessage) (*domain.HTTPCall, error) {
+	p := &domain.HTTPCall{Body: json.RawMessage("null")}
+	if !domain.IsNull(data) {
+		if err := json.Unmarshal(data, p); err != nil {
+			return nil, fmt.Errorf("decode resume payload: %w", err)
+		}
+	}
+	if p.Headers == nil {
+		p.Headers = map[string]string{}
+	}
+	if p.QueryParams == nil {
+		p.QueryParams = map[string]string{}
+	}
+	if len(p.Body) == 0 {
+		p.Body = json.RawMessage("null")
+	}
+	return p, nil
 }
 
 // waitOn pauses the step on a waitpoint, shown to people as display says

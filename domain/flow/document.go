@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tollgatehq/tollgate/domain"
 )
@@ -35,7 +36,12 @@ var Types = []string{TypeTask, TypeHTTP, TypeWait, TypeWebhook, TypeApproval, Ty
 
 // Document is a declarative workflow as its author writes it.
 type Document struct {
-	ID          string          `json:"id"`
+	ID string `json:"id"`
+	// Name is a display name. A document without an id is known by its
+	// name, as the seeds' documents are written ({"name": "drip-campaign",
+	// "version": "1.0", …}); with both, the id is the workflow's and the
+	// name only how people see it.
+	Name        string          `json:"name,omitempty"`
 	Version     string          `json:"version"`
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
@@ -127,7 +133,7 @@ var fieldsOf = map[string][]string{
 
 var commonFields = []string{"type", "name", "next", "end", "retry"}
 
-var documentFields = []string{"id", "version", "description", "inputSchema", "webhookTrigger", "allowFounders", "steps"}
+var documentFields = []string{"id", "name", "version", "description", "inputSchema", "webhookTrigger", "allowFounders", "steps"}
 
 // Problem is one thing wrong with a document, at a JSON path such as
 // steps[2].durationMs.
@@ -216,6 +222,11 @@ func Parse(body []byte, env Env) (Document, error) {
 	v.unknown("", raw, documentFields)
 	var doc Document
 	v.decode("id", raw["id"], &doc.ID)
+	v.decode("name", raw["name"], &doc.Name)
+	idPath := "id"
+	if domain.IsNull(raw["id"]) && !domain.IsNull(raw["name"]) {
+		doc.ID, idPath = doc.Name, "name"
+	}
 	v.decode("version", raw["version"], &doc.Version)
 	v.decode("description", raw["description"], &doc.Description)
 	v.decode("webhookTrigger", raw["webhookTrigger"], &doc.WebhookTrigger)
@@ -254,7 +265,7 @@ func Parse(body []byte, env Env) (Document, error) {
 		st.Headers = v.headers(path+".headers", fields["headers"])
 		doc.Steps = append(doc.Steps, st)
 	}
-	v.document(doc, raw["steps"] != nil, env)
+	v.document(doc, idPath, raw["steps"] != nil, env)
 	if len(v.problems) > 0 {
 		return Document{}, &InvalidError{Problems: v.problems}
 	}
@@ -311,8 +322,19 @@ func typeOf(fields map[string]json.RawMessage) string {
 	return t
 }
 
-func (v *validator) document(doc Document, hasSteps bool, env Env) {
-	v.name("id", "workflow", doc.ID)
+// document checks what the fields mean once each has decoded; idPath is
+// where the workflow's id came from ("name" when the document has no id).
+func (v *validator) document(doc Document, idPath string, hasSteps bool, env Env) {
+	switch {
+	case v.failed[idPath]:
+	case doc.ID == "":
+		v.add("id", "a workflow id is required (a document without one is known by its name)")
+	default:
+		v.name(idPath, "workflow", doc.ID)
+	}
+	if idPath == "id" && utf8.RuneCountInString(doc.Name) > maxDisplayName {
+		v.add("name", "a display name has at most %d characters", maxDisplayName)
+	}
 	v.name("version", "version", doc.Version)
 	if len(doc.InputSchema) > 0 {
 		v.schema("inputSchema", doc.InputSchema, env)
@@ -353,6 +375,25 @@ func (v *validator) document(doc Document, hasSteps bool, env Env) {
 			v.add(fmt.Sprintf("steps[%d]", i), "step %q is never reached: no step leads to it", doc.Steps[i].Name)
 		}
 	}
+}
+
+// maxDisplayName bounds a document's display name, like the other labels
+// people read.
+const maxDisplayName = 200
+
+// Identity is the workflow id and version a document states, read without
+// validating it: its id, or its name when it has none (see Document.Name).
+// A field that is not a string reads as "".
+func Identity(body []byte) (id, version string) {
+	var fields map[string]json.RawMessage
+	_ = json.Unmarshal(body, &fields)
+	_ = json.Unmarshal(fields["version"], &version)
+	if domain.IsNull(fields["id"]) {
+		_ = json.Unmarshal(fields["name"], &id)
+	} else {
+		_ = json.Unmarshal(fields["id"], &id)
+	}
+	return id, version
 }
 
 func (v *validator) name(path, what, name string) {

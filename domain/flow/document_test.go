@@ -50,12 +50,29 @@ func problems(t *testing.T, body string) []string {
 	return out
 }
 
+// drip is the seeds' drip campaign as they write it: known by its name,
+// with no id.
 const drip = `{
-  "id": "drip-campaign", "version": "1.0",
+  "name": "drip-campaign",
+  "version": "1.0",
   "steps": [
-    {"type": "task", "name": "send-welcome-email", "handler": "sendEmail", "config": {"template": "welcome"}},
-    {"type": "wait", "name": "wait-2-days", "durationMs": 172800000},
-    {"type": "task", "name": "send-follow-up", "handler": "sendEmail", "config": {"template": "follow-up"}}
+    {
+      "type": "task",
+      "name": "send-welcome-email",
+      "handler": "sendEmail",
+      "config": { "template": "welcome" }
+    },
+    {
+      "type": "wait",
+      "name": "wait-2-days",
+      "durationMs": 172800000
+    },
+    {
+      "type": "task",
+      "name": "send-follow-up",
+      "handler": "sendEmail",
+      "config": { "template": "follow-up" }
+    }
   ]
 }`
 
@@ -65,8 +82,51 @@ func TestParseAcceptsTheSeedsDripCampaign(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if doc.ID != "drip-campaign" || len(doc.Steps) != 3 || *doc.Steps[1].DurationMs != 172800000 || string(doc.Steps[0].Config) != `{"template": "welcome"}` {
+	if doc.ID != "drip-campaign" || len(doc.Steps) != 3 || *doc.Steps[1].DurationMs != 172800000 || string(doc.Steps[0].Config) != `{ "template": "welcome" }` {
 		t.Fatalf("document = %+v", doc)
+	}
+	if id, version := flow.Identity([]byte(drip)); id != "drip-campaign" || version != "1.0" {
+		t.Errorf("Identity = %q, %q", id, version)
+	}
+}
+
+// A document is known by its id, or by its name when it has no id; with
+// both, the name is only a display name. Everything else is as strict as
+// before: the name as an id follows the rules of ids, at its own path.
+func TestParseTakesTheNameAsTheIDOnlyWithoutAnID(t *testing.T) {
+	t.Parallel()
+	const steps = `"version": "1", "steps": [{"type": "wait", "name": "w", "durationMs": 1}]`
+	for _, tt := range []struct {
+		name, fields, id, display string
+		problems                  []string
+	}{
+		{name: "id only", fields: `"id": "a"`, id: "a"},
+		{name: "name only", fields: `"name": "a"`, id: "a", display: "a"},
+		{name: "both", fields: `"id": "a", "name": "Welcome drip, v1"`, id: "a", display: "Welcome drip, v1"},
+		{name: "null id", fields: `"id": null, "name": "a"`, id: "a", display: "a"},
+		{name: "neither", fields: `"description": "x"`, problems: []string{"id: a workflow id is required (a document without one is known by its name)"}},
+		{name: "name that is no id", fields: `"name": "drip campaign"`, problems: []string{`name: workflow name "drip campaign" has ' ' at position 5; only letters, digits, '-', '_' and '.' are allowed`}},
+		{name: "name not a string", fields: `"name": 7`, problems: []string{"name: expected a string, found a JSON number"}},
+		{name: "display name too long", fields: `"id": "a", "name": "` + strings.Repeat("é", 201) + `"`, problems: []string{"name: a display name has at most 200 characters"}},
+		{name: "unknown field", fields: `"label": "a", "name": "a"`, problems: []string{"label: unknown field"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			body := "{" + tt.fields + ", " + steps + "}"
+			if got := problems(t, body); !slices.Equal(got, tt.problems) {
+				t.Fatalf("problems %q; want %q", got, tt.problems)
+			}
+			if tt.problems != nil {
+				return
+			}
+			doc, err := flow.Parse([]byte(body), testEnv(t))
+			if err != nil || doc.ID != tt.id || doc.Name != tt.display {
+				t.Fatalf("id %q, name %q (%v); want %q, %q", doc.ID, doc.Name, err, tt.id, tt.display)
+			}
+			if id, _ := flow.Identity([]byte(body)); id != tt.id {
+				t.Errorf("Identity gives %q; want %q", id, tt.id)
+			}
+		})
 	}
 }
 

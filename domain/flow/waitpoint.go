@@ -73,7 +73,16 @@ func (w *Waitpoints) now() time.Time {
 	return domain.SystemClock{}.Now()
 }
 
-// create registers a step execution's waitpoint, idempotently.
+// CodeWaitpointTypeMismatch is the error code of a step execution that
+// asks for a waitpoint of another type than the one it created: a step has
+// one waitpoint, and asking again returns it only when the type is the
+// same. As a task handler's error it fails the run at once, since every
+// retry of the execution meets the first waitpoint again.
+const CodeWaitpointTypeMismatch = "waitpoint_type_mismatch"
+
+// create registers a step execution's waitpoint, idempotently: asking
+// again for one of the same type returns the first, one of another type
+// is an error.
 func (w *Waitpoints) create(ctx context.Context, runID, step, execKey string, spec WaitpointSpec) (Waitpoint, error) {
 	if w == nil || w.Store == nil {
 		return Waitpoint{}, errors.New("this server does not offer waitpoints")
@@ -107,6 +116,11 @@ func (w *Waitpoints) create(ctx context.Context, runID, step, execKey string, sp
 	got, err := w.Store.CreateWaitpoint(ctx, row)
 	if err != nil {
 		return Waitpoint{}, fmt.Errorf("create waitpoint: %w", err)
+	}
+	if got.Type != spec.Type {
+		return Waitpoint{}, &domain.ValidationError{Code: CodeWaitpointTypeMismatch, Message: fmt.Sprintf(
+			"this execution of step %s already waits on %s waitpoint %s; a step execution has one waitpoint, so it cannot also ask for a %s one",
+			step, got.Type, got.ID, spec.Type)}
 	}
 	out := Waitpoint{ID: got.ID, Type: got.Type, ResumeAt: got.ResumeAt}
 	if got.Type == domain.WaitpointWebhook {
