@@ -90,6 +90,9 @@ type Store interface {
 	// Wakeups delivers a signal whenever a job may have become available
 	// (another process or goroutine enqueued one).
 	Wakeups() <-chan struct{}
+	// Batcher commits many transitions in one transaction; the engine
+	// sends every transition it makes through it.
+	Batcher
 }
 
 // StepCommit is everything one job's outcome writes, in one transaction:

@@ -26,37 +26,47 @@ import (
 // write in one batch (with COMMIT).
 func (db *DB) CommitStep(ctx context.Context, c domain.StepCommit) (domain.CommitResult, error) {
 	var res domain.CommitResult
-	woke := false
-	err := db.inPipelinedTx(ctx, func(ctx context.Context, tx bun.IDB) error {
-		res, woke = domain.CommitResult{}, false
-		run, err := db.endJob(ctx, tx, c)
-		if err != nil {
-			return err
-		}
-		if run.Status.Terminal() {
-			res = domain.CommitResult{Status: run.Status, Discarded: true}
-			return nil
-		}
-		if c.ExpectSeq != 0 && run.NextSeq != c.ExpectSeq {
-			return domain.ErrLogConflict
-		}
-		w := commitWriter{db: db, tx: tx, b: db.newBatch(tx), run: run, now: ts(c.Now)}
-		if err := w.apply(ctx, c, &res); err != nil {
-			return err
-		}
-		woke = w.enqueued
-		return nil
+	var after func()
+	err := db.inPipelinedTx(ctx, func(ctx context.Context, tx bun.IDB) (err error) {
+		res, after, err = db.commitStepIn(ctx, tx, c)
+		return err
 	})
 	if err != nil {
-		return domain.CommitResult{}, fmt.Errorf("commit step %s of run %s: %w", c.Step, c.RunID, translate(err))
+		return domain.CommitResult{}, describeStep(c, err)
 	}
-	if woke {
-		db.signal()
-	}
-	if !res.Discarded {
-		db.changed(c.RunID)
-	}
+	after()
 	return res, nil
+}
+
+func describeStep(c domain.StepCommit, err error) error {
+	return fmt.Errorf("commit step %s of run %s: %w", c.Step, c.RunID, translate(err))
+}
+
+// commitStepIn is CommitStep inside a transaction; after is what to do
+// once it has committed: wake workers for the jobs it queued, report the
+// run's change.
+func (db *DB) commitStepIn(ctx context.Context, tx bun.IDB, c domain.StepCommit) (domain.CommitResult, func(), error) {
+	run, err := db.endJob(ctx, tx, c)
+	if err != nil {
+		return domain.CommitResult{}, nil, err
+	}
+	if run.Status.Terminal() {
+		return domain.CommitResult{Status: run.Status, Discarded: true}, func() {}, nil
+	}
+	if c.ExpectSeq != 0 && run.NextSeq != c.ExpectSeq {
+		return domain.CommitResult{}, nil, domain.ErrLogConflict
+	}
+	var res domain.CommitResult
+	w := commitWriter{db: db, tx: tx, b: db.newBatch(tx), run: run, now: ts(c.Now)}
+	if err := w.apply(ctx, c, &res); err != nil {
+		return domain.CommitResult{}, nil, err
+	}
+	return res, func() {
+		if w.enqueued {
+			db.signal()
+		}
+		db.changed(c.RunID)
+	}, nil
 }
 
 // endJob deletes the job (or reschedules it for a retry) fenced on the
