@@ -120,6 +120,10 @@ type StepCommit struct {
 	// Output is the branch's output: the run's output if this commit leaves
 	// the run with no other work.
 	Output json.RawMessage
+	// Handoff, when set, has the first job this commit makes due at once
+	// handed to the committing worker (see Handoff). A commit that
+	// finishes the run or retries the step hands nothing off.
+	Handoff *Handoff
 	// ExpectSeq, when not zero, is the run's next event index the step's
 	// outcome was computed from: a commit that finds the log has grown
 	// since writes nothing and fails with ErrLogConflict.

@@ -385,8 +385,27 @@ func (e *Engine) start(p *pool, j domain.Job) {
 			e.free()
 			p.wg.Done()
 		}()
-		e.execute(p.steps, p.engine, j)
+		e.chain(p.steps, p.engine, j)
 	}()
+}
+
+// chainLimit bounds how many jobs a worker runs one after another through
+// handoffs before it leaves the next one to the queue, where every run
+// gets its turn.
+const chainLimit = 64
+
+// chain executes job and then each job its commit hands back, up to
+// chainLimit of them; a handed job left over (at the limit, or when the
+// engine stops) goes back to the queue, due at once.
+func (e *Engine) chain(ctx, shutdown context.Context, job domain.Job) {
+	next := &job
+	for n := 0; next != nil; n++ {
+		if n > 0 && (n == chainLimit || shutdown.Err() != nil) {
+			e.release(*next, 0, false)
+			return
+		}
+		next = e.execute(ctx, shutdown, *next)
+	}
 }
 
 // free gives a slot back and tells the claim loop.
@@ -487,32 +506,36 @@ func (e *Engine) rescue(ctx context.Context) bool {
 	return n > 0
 }
 
-// execute runs one claimed job to its commit. shutdown is the engine's
-// context: once it is done, a step that fails because it was cancelled gives
-// its job back instead of using up an attempt.
-func (e *Engine) execute(ctx, shutdown context.Context, job domain.Job) {
+// execute runs one claimed job to its commit, and returns the job the
+// commit handed back to run next, if any. shutdown is the engine's
+// context: once it is done, a step that fails because it was cancelled
+// gives its job back instead of using up an attempt.
+func (e *Engine) execute(ctx, shutdown context.Context, job domain.Job) *domain.Job {
 	ctx, stopHeartbeat := e.heartbeat(ctx, job)
 	defer stopHeartbeat()
 	commit, skip, err := e.prepare(ctx, job)
 	if err == nil && !skip {
-		err = e.commit(ctx, job, commit)
+		commit.Handoff = &domain.Handoff{Worker: e.o.WorkerID, LeaseUntil: e.o.Clock.Now().Add(e.o.Lease)}
+		if err = e.commit(ctx, job, commit); err == nil {
+			return commit.Handoff.Job
+		}
 	}
 	if err == nil || skip {
-		return
+		return nil
 	}
 	if errors.Is(err, domain.ErrStale) {
 		e.log.WarnContext(ctx, "Dropped the outcome of a job whose lease was lost or whose run was deleted", "job_id", job.ID, "run_id", job.RunID)
-		return
+		return nil
 	}
 	if errors.Is(err, domain.ErrNotFound) {
 		// The run, or the suspension the job resumes, was deleted after the
 		// claim; the job went with them, so there is nothing to give back.
 		e.log.WarnContext(ctx, "Dropped a job whose run was deleted", "job_id", job.ID, "run_id", job.RunID)
-		return
+		return nil
 	}
 	if shutdown.Err() != nil || ctx.Err() != nil {
 		e.release(job, 0, false)
-		return
+		return nil
 	}
 	if errors.Is(err, domain.ErrLogConflict) {
 		// Another invocation wrote to the run's log first: run again at
@@ -520,7 +543,7 @@ func (e *Engine) execute(ctx, shutdown context.Context, job domain.Job) {
 		// that keep colliding end the run rather than loop.
 		e.log.InfoContext(ctx, "The run's log changed under the step; it runs again", "job_id", job.ID, "run_id", job.RunID)
 		e.release(job, 0, true)
-		return
+		return nil
 	}
 	// Not due at once: a database that keeps refusing this commit would
 	// otherwise have the job claimed, run and refused again in a hot loop.
@@ -528,6 +551,7 @@ func (e *Engine) execute(ctx, shutdown context.Context, job domain.Job) {
 	// (see prepare) instead of running the step forever.
 	e.log.ErrorContext(ctx, "Job failed before commit; it will run again", "job_id", job.ID, "run_id", job.RunID, "attempt", job.Attempt, "error", err)
 	e.release(job, commitBackoff(e.o.PollInterval, job.Attempt), true)
+	return nil
 }
 
 // commitBackoff doubles from poll with each attempt, up to a minute.
