@@ -90,6 +90,9 @@ type Store interface {
 	// Wakeups delivers a signal whenever a job may have become available
 	// (another process or goroutine enqueued one).
 	Wakeups() <-chan struct{}
+	// Batcher commits many transitions in one transaction; the engine
+	// sends every transition it makes through it.
+	Batcher
 }
 
 // StepCommit is everything one job's outcome writes, in one transaction:
@@ -117,6 +120,10 @@ type StepCommit struct {
 	// Output is the branch's output: the run's output if this commit leaves
 	// the run with no other work.
 	Output json.RawMessage
+	// Handoff, when set, has the first job this commit makes due at once
+	// handed to the committing worker (see Handoff). A commit that
+	// finishes the run or retries the step hands nothing off.
+	Handoff *Handoff
 	// ExpectSeq, when not zero, is the run's next event index the step's
 	// outcome was computed from: a commit that finds the log has grown
 	// since writes nothing and fails with ErrLogConflict.

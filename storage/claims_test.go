@@ -12,15 +12,18 @@ import (
 	"github.com/tollgatehq/tollgate/storage/storagetest"
 )
 
-// claimCounter is the store with its claims and queue reads counted.
+// claimCounter is the store with its claims, the jobs they took and its
+// queue reads counted.
 type claimCounter struct {
 	*storage.DB
-	claims, nexts atomic.Int64
+	claims, claimed, nexts atomic.Int64
 }
 
 func (c *claimCounter) ClaimJobs(ctx context.Context, worker string, now time.Time, lease time.Duration, limit int) ([]domain.Job, error) {
 	c.claims.Add(1)
-	return c.DB.ClaimJobs(ctx, worker, now, lease, limit)
+	jobs, err := c.DB.ClaimJobs(ctx, worker, now, lease, limit)
+	c.claimed.Add(int64(len(jobs)))
+	return jobs, err
 }
 
 func (c *claimCounter) NextJobAt(ctx context.Context) (time.Time, bool, error) {

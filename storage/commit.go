@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -26,37 +27,48 @@ import (
 // write in one batch (with COMMIT).
 func (db *DB) CommitStep(ctx context.Context, c domain.StepCommit) (domain.CommitResult, error) {
 	var res domain.CommitResult
-	woke := false
-	err := db.inPipelinedTx(ctx, func(ctx context.Context, tx bun.IDB) error {
-		res, woke = domain.CommitResult{}, false
-		run, err := db.endJob(ctx, tx, c)
-		if err != nil {
-			return err
-		}
-		if run.Status.Terminal() {
-			res = domain.CommitResult{Status: run.Status, Discarded: true}
-			return nil
-		}
-		if c.ExpectSeq != 0 && run.NextSeq != c.ExpectSeq {
-			return domain.ErrLogConflict
-		}
-		w := commitWriter{db: db, tx: tx, b: db.newBatch(tx), run: run, now: ts(c.Now)}
-		if err := w.apply(ctx, c, &res); err != nil {
-			return err
-		}
-		woke = w.enqueued
-		return nil
+	var after func()
+	err := db.inPipelinedTx(ctx, func(ctx context.Context, tx bun.IDB) (err error) {
+		res, after, err = db.commitStepIn(ctx, tx, c)
+		return err
 	})
 	if err != nil {
-		return domain.CommitResult{}, fmt.Errorf("commit step %s of run %s: %w", c.Step, c.RunID, translate(err))
+		return domain.CommitResult{}, describeStep(c, err)
 	}
-	if woke {
-		db.signal()
-	}
-	if !res.Discarded {
-		db.changed(c.RunID)
-	}
+	after()
 	return res, nil
+}
+
+func describeStep(c domain.StepCommit, err error) error {
+	return fmt.Errorf("commit step %s of run %s: %w", c.Step, c.RunID, translate(err))
+}
+
+// commitStepIn is CommitStep inside a transaction; after is what to do
+// once it has committed: wake workers for the jobs it queued, report the
+// run's change.
+func (db *DB) commitStepIn(ctx context.Context, tx bun.IDB, c domain.StepCommit) (domain.CommitResult, func(), error) {
+	c.Handoff.Reset() // an earlier try of this transaction was rolled back
+	run, err := db.endJob(ctx, tx, c)
+	if err != nil {
+		return domain.CommitResult{}, nil, err
+	}
+	if run.Status.Terminal() {
+		return domain.CommitResult{Status: run.Status, Discarded: true}, func() {}, nil
+	}
+	if c.ExpectSeq != 0 && run.NextSeq != c.ExpectSeq {
+		return domain.CommitResult{}, nil, domain.ErrLogConflict
+	}
+	var res domain.CommitResult
+	w := commitWriter{db: db, tx: tx, b: db.newBatch(tx), run: run, now: ts(c.Now)}
+	if err := w.apply(ctx, c, &res); err != nil {
+		return domain.CommitResult{}, nil, err
+	}
+	return res, func() {
+		if w.enqueued {
+			db.signal()
+		}
+		db.changed(c.RunID)
+	}, nil
 }
 
 // endJob deletes the job (or reschedules it for a retry) fenced on the
@@ -185,10 +197,18 @@ func (w *commitWriter) apply(ctx context.Context, c domain.StepCommit, res *doma
 		}
 	}
 	out.Jobs += work
+	handed, jobs := handedOff(c, jobs, w.now)
 	if err := w.db.insertJobs(ctx, w.b, jobs); err != nil {
 		return err
 	}
 	w.enqueued = len(jobs) > 0
+	claimed := false
+	if handed != nil {
+		var err error
+		if claimed, err = w.db.insertClaimed(ctx, w.b, handed, c.Handoff); err != nil {
+			return err
+		}
+	}
 	if err := w.b.fail(ctx, "commit.after_jobs"); err != nil {
 		return err
 	}
@@ -212,7 +232,29 @@ func (w *commitWriter) apply(ctx context.Context, c domain.StepCommit, res *doma
 	if err := w.db.notifyChange(ctx, w.b, w.run.ID); err != nil {
 		return err
 	}
+	if claimed {
+		j, r := handed.toDomain(), w.run.toDomain()
+		j.Run = &r
+		if s := res.Suspension; s != nil && j.SuspensionID == s.ID {
+			j.Suspension = s // the pause resumed as it committed
+		}
+		c.Handoff.Job = &j
+	}
 	return w.b.commit(ctx)
+}
+
+// handedOff takes out of jobs the one c hands to its worker: the first
+// due at once, when c asks for a handoff and leaves the run going.
+func handedOff(c domain.StepCommit, jobs []*jobRow, now time.Time) (*jobRow, []*jobRow) {
+	if c.Handoff == nil || c.Finish != nil || c.RetryAt != nil {
+		return nil, jobs
+	}
+	for i, j := range jobs {
+		if !j.RunAt.After(now) {
+			return j, slices.Delete(slices.Clone(jobs), i, i+1)
+		}
+	}
+	return nil, jobs
 }
 
 func (w *commitWriter) addEvent(e domain.NewEvent) {

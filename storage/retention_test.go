@@ -493,20 +493,27 @@ type deletingStore struct {
 	once sync.Once
 }
 
-func (s *deletingStore) Resume(ctx context.Context, req domain.ResumeRequest) (domain.Suspension, error) {
-	if req.By == "timer" {
+func (s *deletingStore) Apply(ctx context.Context, batch []domain.Transition) []domain.Applied {
+	for _, t := range batch {
+		if t.Resume == nil || t.Resume.By != "timer" {
+			continue
+		}
 		var err error
 		s.once.Do(func() {
-			sp, gerr := s.Suspension(ctx, req.SuspensionID)
+			sp, gerr := s.Suspension(ctx, t.Resume.SuspensionID)
 			if err = gerr; err == nil {
 				err = s.DeleteRun(ctx, domain.DeleteRunRequest{RunID: sp.RunID, Reason: "deleted as its timer fires"})
 			}
 		})
 		if err != nil {
-			return domain.Suspension{}, err
+			out := make([]domain.Applied, len(batch))
+			for i := range out {
+				out[i].Err = err
+			}
+			return out
 		}
 	}
-	return s.DB.Resume(ctx, req)
+	return s.DB.Apply(ctx, batch)
 }
 
 // A timer whose run is deleted after the engine claimed it finds nothing to

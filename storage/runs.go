@@ -17,6 +17,36 @@ import (
 
 // CreateRun implements domain.Store.
 func (db *DB) CreateRun(ctx context.Context, nr domain.NewRun) (domain.Run, bool, error) {
+	row := newRunRow(nr)
+	if db.dialect == Postgres && db.fault == nil {
+		// The common case in one message, one implicit transaction. A
+		// unique violation (an idempotency key already used) rolls it all
+		// back and takes the path below, which finds the existing run.
+		err := db.insertRun(ctx, db.bun, row, nr, false)
+		if err == nil {
+			db.runCreated(row.ID)
+			return row.toDomain(), true, nil
+		}
+		if !isUniqueViolation(err) {
+			return domain.Run{}, false, describeStart(nr, err)
+		}
+	}
+	var created bool
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) (err error) {
+		created, err = db.createRunIn(ctx, tx, row, nr)
+		return err
+	})
+	if err != nil {
+		return domain.Run{}, false, describeStart(nr, err)
+	}
+	if created {
+		db.runCreated(row.ID)
+	}
+	return row.toDomain(), created, nil
+}
+
+// newRunRow is the row of the run nr starts.
+func newRunRow(nr domain.NewRun) *runRow {
 	now := ts(nr.Now)
 	row := &runRow{
 		ID: nr.ID, WorkflowID: nr.WorkflowID, WorkflowVersion: nr.WorkflowVersion, Status: domain.RunPending,
@@ -26,44 +56,34 @@ func (db *DB) CreateRun(ctx context.Context, nr domain.NewRun) (domain.Run, bool
 	if nr.IdempotencyKey != "" {
 		row.IdempotencyKey = &nr.IdempotencyKey
 	}
-	if db.dialect == Postgres && db.fault == nil {
-		// The common case in one message, one implicit transaction. A
-		// unique violation (an idempotency key already used) rolls it all
-		// back and takes the path below, which finds the existing run.
-		err := db.insertRun(ctx, db.bun, row, nr, false)
-		if err == nil {
-			db.signal()
-			db.changed(row.ID)
-			return row.toDomain(), true, nil
-		}
-		if !isUniqueViolation(err) {
-			return domain.Run{}, false, fmt.Errorf("create run of %s: %w", nr.WorkflowID, translate(err))
-		}
-	}
-	created := true
-	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		created = true
-		res, err := tx.NewInsert().Model(row).On("CONFLICT DO NOTHING").Exec(ctx)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			created = false
-			return db.existingRun(ctx, tx, row, nr)
-		}
-		if err := db.fail("create_run.after_insert"); err != nil {
-			return err
-		}
-		return db.insertRun(ctx, tx, row, nr, true)
-	})
+	return row
+}
+
+func describeStart(nr domain.NewRun, err error) error {
+	return fmt.Errorf("create run of %s: %w", nr.WorkflowID, translate(err))
+}
+
+// runCreated wakes workers for a new run's first job and reports the run.
+func (db *DB) runCreated(id string) {
+	db.signal()
+	db.changed(id)
+}
+
+// createRunIn inserts the run row holds inside a transaction, or, when its
+// idempotency key was used before, loads the existing run into row and
+// returns created=false.
+func (db *DB) createRunIn(ctx context.Context, tx bun.Tx, row *runRow, nr domain.NewRun) (created bool, err error) {
+	res, err := tx.NewInsert().Model(row).On("CONFLICT DO NOTHING").Exec(ctx)
 	if err != nil {
-		return domain.Run{}, false, fmt.Errorf("create run of %s: %w", nr.WorkflowID, translate(err))
+		return false, err
 	}
-	if created {
-		db.signal()
-		db.changed(row.ID)
+	if n, _ := res.RowsAffected(); n == 0 {
+		return false, db.existingRun(ctx, tx, row, nr)
 	}
-	return row.toDomain(), created, nil
+	if err := db.fail("create_run.after_insert"); err != nil {
+		return false, err
+	}
+	return true, db.insertRun(ctx, tx, row, nr, true)
 }
 
 // insertRun writes a new run's first event and job, and the run itself

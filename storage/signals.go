@@ -49,13 +49,23 @@ func (db *DB) SendSignal(ctx context.Context, req domain.SignalRequest) (domain.
 		return err
 	})
 	if err != nil {
-		return domain.Signal{}, fmt.Errorf("signal %s to run %s: %w", req.Name, req.RunID, translate(err))
+		return domain.Signal{}, describeSignal(req, err)
 	}
+	db.signalled(req, resumed)
+	return out, nil
+}
+
+func describeSignal(req domain.SignalRequest, err error) error {
+	return fmt.Errorf("signal %s to run %s: %w", req.Name, req.RunID, translate(err))
+}
+
+// signalled wakes workers for the job of a wait a committed signal
+// resumed, unless it was handed off, and reports the run's change.
+func (db *DB) signalled(req domain.SignalRequest, resumed bool) {
 	if resumed {
 		db.wakeUnlessHandedOff(req.Handoff)
 		db.changed(req.RunID)
 	}
-	return out, nil
 }
 
 func (db *DB) sendSignal(ctx context.Context, tx bun.Tx, req domain.SignalRequest) (domain.Signal, bool, error) {

@@ -105,9 +105,15 @@ func (db *DB) Resume(ctx context.Context, req domain.ResumeRequest) (domain.Susp
 	if err != nil {
 		return domain.Suspension{}, fmt.Errorf("resume %s: %w", describeResume(req), translate(err))
 	}
-	db.wakeUnlessHandedOff(req.Handoff)
-	db.changed(out.RunID)
+	db.resumed(req, out)
 	return out, nil
+}
+
+// resumed wakes workers for a committed resume's job, unless it was
+// handed off, and reports the run's change.
+func (db *DB) resumed(req domain.ResumeRequest, s domain.Suspension) {
+	db.wakeUnlessHandedOff(req.Handoff)
+	db.changed(s.RunID)
 }
 
 // resumeIn is Resume inside a transaction; on a pipelined one it issues
@@ -352,44 +358,53 @@ func (db *DB) precomplete(ctx context.Context, tx bun.IDB, run *runRow, req doma
 
 // CancelRun implements domain.Store.
 func (db *DB) CancelRun(ctx context.Context, req domain.CancelRequest) (domain.Run, error) {
-	runID, by, now := req.RunID, req.By, ts(req.Now)
 	var out domain.Run
-	err := db.inPipelinedTx(ctx, func(ctx context.Context, tx bun.IDB) error {
-		run, err := db.lockRun(ctx, tx, runID)
-		if err != nil {
-			return err
-		}
-		if run.Status.Terminal() {
-			return &domain.ConflictError{Code: domain.CodeRunFinished, Message: fmt.Sprintf("run %s is already %s", runID, run.Status), Detail: map[string]any{"status": run.Status}}
-		}
-		b := db.newBatch(tx)
-		if err := db.cancelOutstanding(ctx, b, run, now); err != nil {
-			return err
-		}
-		ev := newEventRow(runID, run.NextSeq, domain.NewEvent{Type: domain.EventRunCancelled, Payload: domain.MustJSON(map[string]any{"cancelledBy": by})}, now)
-		if err := b.add(ctx, tx.NewInsert().Model(ev)); err != nil {
-			return err
-		}
-		if err := b.addAudit(ctx, auditFor(req.Audit, run.ID, run.WorkflowID)); err != nil {
-			return err
-		}
-		run.NextSeq++
-		run.Status, run.UpdatedAt = domain.RunCancelled, now
-		run.Error = &domain.RunError{Code: domain.CodeCancelled, Message: "cancelled by " + by}
-		if err := b.add(ctx, tx.NewUpdate().Model(run).Column("status", "error", "next_seq", "updated_at").WherePK()); err != nil {
-			return err
-		}
-		out = run.toDomain()
-		if err := db.notifyChange(ctx, b, runID); err != nil {
-			return err
-		}
-		return b.commit(ctx)
+	err := db.inPipelinedTx(ctx, func(ctx context.Context, tx bun.IDB) (err error) {
+		out, err = db.cancelRunIn(ctx, tx, req)
+		return err
 	})
 	if err != nil {
-		return domain.Run{}, fmt.Errorf("cancel run %s: %w", runID, translate(err))
+		return domain.Run{}, describeCancel(req, err)
 	}
-	db.changed(runID)
+	db.changed(req.RunID)
 	return out, nil
+}
+
+func describeCancel(req domain.CancelRequest, err error) error {
+	return fmt.Errorf("cancel run %s: %w", req.RunID, translate(err))
+}
+
+// cancelRunIn is CancelRun inside a transaction.
+func (db *DB) cancelRunIn(ctx context.Context, tx bun.IDB, req domain.CancelRequest) (domain.Run, error) {
+	runID, by, now := req.RunID, req.By, ts(req.Now)
+	run, err := db.lockRun(ctx, tx, runID)
+	if err != nil {
+		return domain.Run{}, err
+	}
+	if run.Status.Terminal() {
+		return domain.Run{}, &domain.ConflictError{Code: domain.CodeRunFinished, Message: fmt.Sprintf("run %s is already %s", runID, run.Status), Detail: map[string]any{"status": run.Status}}
+	}
+	b := db.newBatch(tx)
+	if err := db.cancelOutstanding(ctx, b, run, now); err != nil {
+		return domain.Run{}, err
+	}
+	ev := newEventRow(runID, run.NextSeq, domain.NewEvent{Type: domain.EventRunCancelled, Payload: domain.MustJSON(map[string]any{"cancelledBy": by})}, now)
+	if err := b.add(ctx, tx.NewInsert().Model(ev)); err != nil {
+		return domain.Run{}, err
+	}
+	if err := b.addAudit(ctx, auditFor(req.Audit, run.ID, run.WorkflowID)); err != nil {
+		return domain.Run{}, err
+	}
+	run.NextSeq++
+	run.Status, run.UpdatedAt = domain.RunCancelled, now
+	run.Error = &domain.RunError{Code: domain.CodeCancelled, Message: "cancelled by " + by}
+	if err := b.add(ctx, tx.NewUpdate().Model(run).Column("status", "error", "next_seq", "updated_at").WherePK()); err != nil {
+		return domain.Run{}, err
+	}
+	if err := db.notifyChange(ctx, b, runID); err != nil {
+		return domain.Run{}, err
+	}
+	return run.toDomain(), b.commit(ctx)
 }
 
 // jsonOrNull keeps the JSON type (bun writes json.RawMessage as JSON, a

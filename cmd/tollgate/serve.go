@@ -188,11 +188,21 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 // engineOpts are the engine's options as serve configures them.
 func engineOpts(c serveConfig, log *slog.Logger) engine.Opts {
-	return engine.Opts{
+	o := engine.Opts{
 		Workers: c.workers, Lease: c.lease, PollInterval: c.poll, CheckpointLimit: c.checkpointLimit,
 		ShutdownGrace: c.shutdownTimeout, ValidateResumeData: web.ValidateResumeData, ValidateInput: web.ValidateRunInput, Log: log,
 	}
+	if c.databaseURL != "" {
+		// PostgreSQL commits several batches at once, on as many
+		// connections; SQLite has one writer, and one lane.
+		o.CommitLanes = postgresCommitLanes
+	}
+	return o
 }
+
+// postgresCommitLanes is how many batches of transitions a server commits
+// at once on PostgreSQL.
+const postgresCommitLanes = 4
 
 // parseHeaderNames reads a comma-separated list of header names.
 func parseHeaderNames(s string) ([]string, error) {

@@ -44,6 +44,14 @@ type Opts struct {
 	CommitRetries int
 	// WorkerID names this process in job claims (hostname-pid).
 	WorkerID string
+	// BatchLimit bounds how many transitions commit in one transaction
+	// (64); 1 commits each alone.
+	BatchLimit int
+	// CommitLanes is how many batches may commit at once (1). A run's
+	// transitions always take the same lane. One suits a database with a
+	// single writer; a server database gains from a few, each on its own
+	// connection.
+	CommitLanes int
 	// ValidateResumeData checks resume data against a suspension's JSON
 	// Schema; nil accepts anything.
 	ValidateResumeData func(schema, data json.RawMessage) error
@@ -78,6 +86,12 @@ func (o *Opts) defaults() {
 	if o.CheckpointLimit <= 0 {
 		o.CheckpointLimit = domain.DefaultCheckpointLimit
 	}
+	if o.BatchLimit <= 0 {
+		o.BatchLimit = 64
+	}
+	if o.CommitLanes <= 0 {
+		o.CommitLanes = 1
+	}
 	if o.WorkerID == "" {
 		host, _ := os.Hostname()
 		o.WorkerID = host + "-" + strconv.Itoa(os.Getpid())
@@ -98,6 +112,7 @@ type Engine struct {
 	log     *slog.Logger
 	freed   chan struct{}
 	slots   chan struct{} // one per job executing (or reserved for a handoff)
+	lanes   []*committer
 	Metrics *Metrics
 
 	mu   sync.Mutex
@@ -113,7 +128,8 @@ type pool struct {
 // New returns an engine; call Run to start processing jobs.
 func New(store domain.Store, reg *domain.Registry, o Opts) *Engine {
 	o.defaults()
-	return &Engine{store: store, reg: reg, o: o, log: o.Log, freed: make(chan struct{}, 1), slots: make(chan struct{}, o.Workers), Metrics: NewMetrics()}
+	return &Engine{store: store, reg: reg, o: o, log: o.Log, freed: make(chan struct{}, 1), slots: make(chan struct{}, o.Workers),
+		lanes: newLanes(store, o.CommitLanes, o.BatchLimit), Metrics: NewMetrics()}
 }
 
 // Registry returns the workflows this engine runs.
@@ -159,10 +175,11 @@ func (e *Engine) StartAs(ctx context.Context, by domain.Starter, workflowID stri
 	if len(idempotencyKey) > 255 {
 		return domain.Run{}, false, &domain.ValidationError{Code: domain.CodeValidation, Message: "Idempotency-Key is longer than 255 characters"}
 	}
-	return e.store.CreateRun(ctx, domain.NewRun{
+	a := e.apply(ctx, domain.Transition{Start: &domain.NewRun{
 		ID: newID(), WorkflowID: wf.ID, WorkflowVersion: wf.Version, Input: input,
 		IdempotencyKey: idempotencyKey, StartedBy: by, FirstStep: wf.FirstStep(), Now: e.o.Clock.Now(),
-	})
+	}})
+	return a.Run, a.Created, a.Err
 }
 
 // Resume supplies resume data to a pending suspension (by ID, or by run and
@@ -187,9 +204,9 @@ func (e *Engine) Resume(ctx context.Context, req domain.ResumeRequest) (domain.S
 		return domain.CheckNamedDocuments(req.Data, uploaded)
 	}
 	req.Handoff = e.handoff()
-	s, err := e.store.Resume(ctx, req)
-	e.dispatch(req.Handoff, err)
-	return s, err
+	a := e.apply(ctx, domain.Transition{Resume: &req})
+	e.dispatch(req.Handoff, a.Err)
+	return a.Suspension, a.Err
 }
 
 // uploadedDocuments answers, for each id the resume data names, whether
@@ -263,7 +280,8 @@ func (e *Engine) Decide(ctx context.Context, req domain.ResumeRequest, approve b
 // Cancel ends a run that has not finished.
 func (e *Engine) Cancel(ctx context.Context, req domain.CancelRequest) (domain.Run, error) {
 	req.Now = e.o.Clock.Now()
-	return e.store.CancelRun(ctx, req)
+	a := e.apply(ctx, domain.Transition{Cancel: &req})
+	return a.Run, a.Err
 }
 
 // Run claims and executes jobs until ctx is cancelled. Then it stops
@@ -367,8 +385,27 @@ func (e *Engine) start(p *pool, j domain.Job) {
 			e.free()
 			p.wg.Done()
 		}()
-		e.execute(p.steps, p.engine, j)
+		e.chain(p.steps, p.engine, j)
 	}()
+}
+
+// chainLimit bounds how many jobs a worker runs one after another through
+// handoffs before it leaves the next one to the queue, where every run
+// gets its turn.
+const chainLimit = 64
+
+// chain executes job and then each job its commit hands back, up to
+// chainLimit of them; a handed job left over (at the limit, or when the
+// engine stops) goes back to the queue, due at once.
+func (e *Engine) chain(ctx, shutdown context.Context, job domain.Job) {
+	next := &job
+	for n := 0; next != nil; n++ {
+		if n > 0 && (n == chainLimit || shutdown.Err() != nil) {
+			e.release(*next, 0, false)
+			return
+		}
+		next = e.execute(ctx, shutdown, *next)
+	}
 }
 
 // free gives a slot back and tells the claim loop.
@@ -469,32 +506,36 @@ func (e *Engine) rescue(ctx context.Context) bool {
 	return n > 0
 }
 
-// execute runs one claimed job to its commit. shutdown is the engine's
-// context: once it is done, a step that fails because it was cancelled gives
-// its job back instead of using up an attempt.
-func (e *Engine) execute(ctx, shutdown context.Context, job domain.Job) {
+// execute runs one claimed job to its commit, and returns the job the
+// commit handed back to run next, if any. shutdown is the engine's
+// context: once it is done, a step that fails because it was cancelled
+// gives its job back instead of using up an attempt.
+func (e *Engine) execute(ctx, shutdown context.Context, job domain.Job) *domain.Job {
 	ctx, stopHeartbeat := e.heartbeat(ctx, job)
 	defer stopHeartbeat()
 	commit, skip, err := e.prepare(ctx, job)
 	if err == nil && !skip {
-		err = e.commit(ctx, job, commit)
+		commit.Handoff = &domain.Handoff{Worker: e.o.WorkerID, LeaseUntil: e.o.Clock.Now().Add(e.o.Lease)}
+		if err = e.commit(ctx, job, commit); err == nil {
+			return commit.Handoff.Job
+		}
 	}
 	if err == nil || skip {
-		return
+		return nil
 	}
 	if errors.Is(err, domain.ErrStale) {
 		e.log.WarnContext(ctx, "Dropped the outcome of a job whose lease was lost or whose run was deleted", "job_id", job.ID, "run_id", job.RunID)
-		return
+		return nil
 	}
 	if errors.Is(err, domain.ErrNotFound) {
 		// The run, or the suspension the job resumes, was deleted after the
 		// claim; the job went with them, so there is nothing to give back.
 		e.log.WarnContext(ctx, "Dropped a job whose run was deleted", "job_id", job.ID, "run_id", job.RunID)
-		return
+		return nil
 	}
 	if shutdown.Err() != nil || ctx.Err() != nil {
 		e.release(job, 0, false)
-		return
+		return nil
 	}
 	if errors.Is(err, domain.ErrLogConflict) {
 		// Another invocation wrote to the run's log first: run again at
@@ -502,7 +543,7 @@ func (e *Engine) execute(ctx, shutdown context.Context, job domain.Job) {
 		// that keep colliding end the run rather than loop.
 		e.log.InfoContext(ctx, "The run's log changed under the step; it runs again", "job_id", job.ID, "run_id", job.RunID)
 		e.release(job, 0, true)
-		return
+		return nil
 	}
 	// Not due at once: a database that keeps refusing this commit would
 	// otherwise have the job claimed, run and refused again in a hot loop.
@@ -510,6 +551,7 @@ func (e *Engine) execute(ctx, shutdown context.Context, job domain.Job) {
 	// (see prepare) instead of running the step forever.
 	e.log.ErrorContext(ctx, "Job failed before commit; it will run again", "job_id", job.ID, "run_id", job.RunID, "attempt", job.Attempt, "error", err)
 	e.release(job, commitBackoff(e.o.PollInterval, job.Attempt), true)
+	return nil
 }
 
 // commitBackoff doubles from poll with each attempt, up to a minute.
@@ -528,10 +570,11 @@ func (e *Engine) release(job domain.Job, after time.Duration, keepAttempt bool) 
 
 func (e *Engine) commit(ctx context.Context, job domain.Job, c domain.StepCommit) error {
 	c.CheckEarlyResume = e.checkResume
-	res, err := e.store.CommitStep(context.WithoutCancel(ctx), c)
-	if err != nil {
-		return err
+	a := e.apply(ctx, domain.Transition{Step: &c})
+	if a.Err != nil {
+		return a.Err
 	}
+	res := a.Commit
 	e.Metrics.observeCommit(job, res, c, e.o.Clock.Now())
 	if e.o.OnCommit != nil {
 		e.o.OnCommit(c.RunID, res)

@@ -131,7 +131,8 @@ func (e *Engine) resolve(ctx context.Context, job domain.Job) (domain.Suspension
 	if s.Status != domain.SuspensionPending || s.WakeAt == nil {
 		return s, nil
 	}
-	won, err := e.store.Resume(ctx, domain.ResumeRequest{SuspensionID: s.ID, Data: json.RawMessage("null"), By: "timer", Now: e.o.Clock.Now()})
+	a := e.apply(ctx, domain.Transition{Resume: &domain.ResumeRequest{SuspensionID: s.ID, Data: json.RawMessage("null"), By: "timer", Now: e.o.Clock.Now()}})
+	won, err := a.Suspension, a.Err
 	if err == nil {
 		return won, nil
 	}

@@ -22,9 +22,9 @@ func (e *Engine) Signal(ctx context.Context, req domain.SignalRequest) (domain.S
 	}
 	req.Now = e.o.Clock.Now()
 	req.Handoff = e.handoff()
-	sig, err := e.store.SendSignal(ctx, req)
-	e.dispatch(req.Handoff, err)
-	return sig, err
+	a := e.apply(ctx, domain.Transition{Signal: &req})
+	e.dispatch(req.Handoff, a.Err)
+	return a.Signal, a.Err
 }
 
 func checkSignal(req domain.SignalRequest) error {

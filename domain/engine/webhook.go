@@ -27,7 +27,7 @@ func (e *Engine) Drive(ctx context.Context, runID string) (domain.Run, error) {
 		if len(jobs) == 0 {
 			break
 		}
-		e.execute(ctx, ctx, jobs[0])
+		e.chain(ctx, ctx, jobs[0])
 		if err := ctx.Err(); err != nil {
 			return domain.Run{}, err
 		}

@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// echoBatcher answers each transition with its own run id as the error
+// text, so that a caller can tell its answer from another's, and records
+// the size of every batch.
+type echoBatcher struct {
+	mu      sync.Mutex
+	sizes   []int
+	delay   time.Duration
+	inBatch int // batches being applied now
+	overlap bool
+}
+
+func (b *echoBatcher) Apply(_ context.Context, batch []domain.Transition) []domain.Applied {
+	b.mu.Lock()
+	b.sizes = append(b.sizes, len(batch))
+	b.inBatch++
+	b.overlap = b.overlap || b.inBatch > 1
+	b.mu.Unlock()
+	time.Sleep(b.delay)
+	out := make([]domain.Applied, len(batch))
+	for i, t := range batch {
+		out[i].Run.ID = t.RunID()
+	}
+	b.mu.Lock()
+	b.inBatch--
+	b.mu.Unlock()
+	return out
+}
+
+func cancelOf(id string) domain.Transition {
+	return domain.Transition{Cancel: &domain.CancelRequest{RunID: id}}
+}
+
+// A lone caller commits at once, in a batch of its own.
+func TestCommitterAloneWaitsForNobody(t *testing.T) {
+	b := &echoBatcher{}
+	c := newCommitter(b, 8)
+	for i := range 3 {
+		if got := c.apply(t.Context(), cancelOf(strconv.Itoa(i))); got.Run.ID != strconv.Itoa(i) {
+			t.Fatalf("answer %q for transition %d", got.Run.ID, i)
+		}
+	}
+	if len(b.sizes) != 3 || b.sizes[0] != 1 || b.sizes[1] != 1 || b.sizes[2] != 1 {
+		t.Fatalf("batch sizes %v; want three batches of one", b.sizes)
+	}
+}
+
+// Callers that arrive while a batch commits go together in the next, no
+// more than the limit at a time, one batch at a time; each hears its own
+// answer, and none is lost.
+func TestCommitterGathersWhileABatchCommits(t *testing.T) {
+	const callers, limit = 200, 16
+	b := &echoBatcher{delay: 2 * time.Millisecond}
+	c := newCommitter(b, limit)
+	var wg sync.WaitGroup
+	errs := make(chan string, callers)
+	for i := range callers {
+		wg.Go(func() {
+			id := strconv.Itoa(i)
+			if got := c.apply(t.Context(), cancelOf(id)); got.Run.ID != id {
+				errs <- "caller " + id + " got the answer for " + got.Run.ID
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	total, biggest := 0, 0
+	for _, n := range b.sizes {
+		total += n
+		biggest = max(biggest, n)
+	}
+	if total != callers {
+		t.Errorf("%d transitions applied; want %d", total, callers)
+	}
+	if biggest < 2 || biggest > limit {
+		t.Errorf("largest batch %d; want between 2 and %d (sizes %v)", biggest, limit, b.sizes)
+	}
+	if b.overlap {
+		t.Error("two batches of one lane were applied at once")
+	}
+}

@@ -1,0 +1,60 @@
+package domain
+
+import "context"
+
+// Transition is one change of a run's state on its way to the store's
+// writer: a run started, a step's outcome, a resume or decision, a signal,
+// a cancel. Exactly one field is set. The engine hands transitions from
+// many callers to the writer together (see Batcher), and each caller hears
+// only of its own.
+type Transition struct {
+	Start  *NewRun
+	Step   *StepCommit
+	Resume *ResumeRequest
+	Signal *SignalRequest
+	Cancel *CancelRequest
+}
+
+// RunID is the run the transition changes; empty for a resume by
+// suspension id, whose run the store looks up.
+func (t Transition) RunID() string {
+	switch {
+	case t.Start != nil:
+		return t.Start.ID
+	case t.Step != nil:
+		return t.Step.RunID
+	case t.Resume != nil:
+		return t.Resume.RunID
+	case t.Signal != nil:
+		return t.Signal.RunID
+	case t.Cancel != nil:
+		return t.Cancel.RunID
+	}
+	return ""
+}
+
+// Applied is what one transition did, or, with Err, why it did nothing.
+type Applied struct {
+	// Run is the started run (Start) or the cancelled one (Cancel).
+	Run Run
+	// Created is false when a start's idempotency key returned an
+	// existing run.
+	Created bool
+	// Commit is a step outcome's result (Step).
+	Commit CommitResult
+	// Suspension is the resumed suspension, or the one kept before its
+	// pause (Resume).
+	Suspension Suspension
+	// Signal is the delivered or kept signal (Signal).
+	Signal Signal
+	Err    error
+}
+
+// Batcher is a store that commits many transitions in one transaction:
+// group commit. Each transition is applied under its own savepoint, in
+// the order given, and sees the ones before it; one that fails is undone
+// and reported alone while the others commit. The results come back in
+// the order of the batch, once the transaction is durable.
+type Batcher interface {
+	Apply(ctx context.Context, batch []Transition) []Applied
+}

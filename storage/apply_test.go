@@ -1,0 +1,99 @@
+package storage_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/engine"
+	"github.com/tollgatehq/tollgate/storage"
+)
+
+// A batch commits each transition that passes and undoes each one that
+// fails, alone: a resume that loses to one earlier in the batch, one whose
+// write fails after its conditional update, one for no suspension and one
+// its check refuses change nothing, while the others in the same
+// transaction commit and their runs go on.
+func TestApplyIsolatesEachTransition(t *testing.T) {
+	t.Parallel()
+	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
+		var updates atomic.Int32
+		o.Fault = func(point string) error {
+			if point == "resume.after_update" && updates.Add(1) == 2 {
+				return errors.New("injected")
+			}
+			return nil
+		}
+		db := openDB(t, o)
+		wf := domain.NewWorkflow("ask", "1").
+			Step("ask", func(context.Context, domain.StepRequest) (domain.StepResult, error) {
+				return domain.StepResult{Commands: []domain.Command{domain.Suspend("waiting", nil, "done")}}, nil
+			}).
+			Step("done", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+				return domain.StepResult{Output: "done"}, nil
+			})
+		e := startEngine(t, db, newRegistry(t, wf), engine.Opts{})
+		var runs []domain.Run
+		var ss []domain.Suspension
+		for range 4 {
+			r := startRun(t, e, "ask", nil)
+			waitRun(t, db, r.ID, domain.RunSuspended)
+			runs, ss = append(runs, r), append(ss, pendingSuspension(t, db, r.ID))
+		}
+		now := time.Now().UTC()
+		resume := func(s domain.Suspension, by string) domain.Transition {
+			return domain.Transition{Resume: &domain.ResumeRequest{SuspensionID: s.ID, Data: raw(map[string]string{"by": by}), By: by, Now: now}}
+		}
+		refused := errors.New("refused by its check")
+		checked := resume(ss[3], "checked")
+		checked.Resume.Check = func(domain.Suspension) error { return refused }
+		got := db.Apply(t.Context(), []domain.Transition{
+			resume(ss[0], "first"),
+			resume(ss[0], "second"),
+			resume(ss[1], "faulty"),
+			{Resume: &domain.ResumeRequest{SuspensionID: "no-such-suspension", Data: raw(nil), By: "nobody", Now: now}},
+			{Cancel: &domain.CancelRequest{RunID: runs[2].ID, By: "admin", Now: now}},
+			checked,
+		})
+		if len(got) != 6 {
+			t.Fatalf("%d results for 6 transitions", len(got))
+		}
+		if got[0].Err != nil || got[0].Suspension.ResumedBy != "first" {
+			t.Errorf("first resume: %+v, %v; want it to win", got[0].Suspension, got[0].Err)
+		}
+		var ce *domain.ConflictError
+		if !errors.As(got[1].Err, &ce) || ce.Code != domain.CodeAlreadyResumed {
+			t.Errorf("second resume: %v; want %s, the first in the batch having won", got[1].Err, domain.CodeAlreadyResumed)
+		}
+		if got[2].Err == nil || !strings.Contains(got[2].Err.Error(), "injected") {
+			t.Errorf("faulty resume: %v; want the injected fault", got[2].Err)
+		}
+		if !errors.Is(got[3].Err, domain.ErrNotFound) {
+			t.Errorf("resume of no suspension: %v; want not found", got[3].Err)
+		}
+		if got[4].Err != nil || got[4].Run.Status != domain.RunCancelled {
+			t.Errorf("cancel: %+v, %v; want the run cancelled", got[4].Run, got[4].Err)
+		}
+		if !errors.Is(got[5].Err, refused) {
+			t.Errorf("checked resume: %v; want its check's refusal", got[5].Err)
+		}
+		for _, i := range []int{1, 3} {
+			if s := pendingSuspension(t, db, runs[i].ID); s.ResumedBy != "" || s.ResumedAt != nil {
+				t.Errorf("suspension %s of an undone resume was changed: %+v", s.ID, s)
+			}
+			for _, typ := range eventTypes(t, db, runs[i].ID) {
+				if typ == domain.EventRunResumed {
+					t.Errorf("run %s logged %s for an undone resume", runs[i].ID, typ)
+				}
+			}
+		}
+		waitRun(t, db, runs[0].ID, domain.RunSucceeded)
+		if r := waitRun(t, db, runs[2].ID, domain.RunCancelled); r.Error == nil || r.Error.Code != domain.CodeCancelled {
+			t.Errorf("cancelled run: %+v", r)
+		}
+	})
+}
