@@ -17,8 +17,21 @@ import (
 	"github.com/tollgatehq/tollgate/domain/mail"
 )
 
-// benchMailRuns is how many suspensions TestBenchMail creates per pass.
-const benchMailRuns = 10_000
+// benchMailRuns is how many suspensions TestBenchMail creates per pass;
+// TOLLGATE_BENCH_MAIL lowers it for a quick try.
+var benchMailRuns = benchSize("TOLLGATE_BENCH_MAIL", 10_000, 100)
+
+// mailLine is the mail part's BENCH line.
+type mailLine struct {
+	Name        string `json:"name"`
+	Dialect     string `json:"dialect"`
+	Runs        int    `json:"runs"`
+	WithoutMs   fig    `json:"withoutMailMs"`
+	WithMs      fig    `json:"withMailMs"`
+	AddedPct    fig    `json:"addedPct"`
+	DeliveredMs fig    `json:"allDeliveredMs"`
+	Mails       int    `json:"mails"`
+}
 
 // benchMailPasses is how many times each side is measured, in turns; the
 // best of each counts, as the machine's other work only ever adds time.
@@ -49,6 +62,7 @@ func registerBenchMail(reg *domain.Registry) error {
 // which queue no mail, with no dispatcher. Passes alternate, benchMailPasses each;
 // the best of each counts. Target: mail adds at most 10%.
 func TestBenchMail(t *testing.T) {
+	benchParts(t, "mail")
 	type result struct {
 		dialect       string
 		without, with time.Duration
@@ -76,6 +90,10 @@ func TestBenchMail(t *testing.T) {
 		added := float64(r.with-r.without) / float64(r.without) * 100
 		fmt.Printf("%-9s %12v %12v %+7.1f%% %14v (%d mails)  %s\n", r.dialect, r.without.Round(time.Millisecond), r.with.Round(time.Millisecond), added,
 			r.delivered.Round(time.Millisecond), r.mails, verdict(added <= 10))
+	}
+	for _, r := range results {
+		benchLine(t, mailLine{Name: "mail", Dialect: r.dialect, Runs: benchMailRuns, WithoutMs: msFig(r.without), WithMs: msFig(r.with),
+			AddedPct: fig(float64(r.with-r.without) / float64(r.without) * 100), DeliveredMs: msFig(r.delivered), Mails: r.mails})
 	}
 }
 

@@ -94,7 +94,21 @@ type replayBenchResult struct {
 	signal            durStats
 }
 
+// replayLine is the replay part's BENCH line.
+type replayLine struct {
+	Name           string `json:"name"`
+	Dialect        string `json:"dialect"`
+	Steps          int    `json:"steps"`
+	ReplayP50Ms    fig    `json:"replayP50Ms"`
+	ReplayP99Ms    fig    `json:"replayP99Ms"`
+	CPUPerRoundMs  fig    `json:"cpuPerRoundMs"`
+	WallPerRoundMs fig    `json:"wallPerRoundMs"`
+	SignalP50Ms    fig    `json:"signalP50Ms"`
+	SignalP99Ms    fig    `json:"signalP99Ms"`
+}
+
 func TestBenchReplay(t *testing.T) {
+	benchParts(t, "replay")
 	var results []replayBenchResult
 	for _, dialect := range []string{"sqlite", "postgres"} {
 		t.Run(dialect, func(t *testing.T) {
@@ -118,6 +132,10 @@ func TestBenchReplay(t *testing.T) {
 		fmt.Fprintf(&b, "  %s  %-8s signal → handler resumed p50 ≤ 5ms: %s\n", verdict(r.signal.p50 <= 5*time.Millisecond), r.dialect, ms(r.signal.p50))
 	}
 	fmt.Print(b.String())
+	for _, r := range results {
+		benchLine(t, replayLine{Name: "replay", Dialect: r.dialect, Steps: replaySteps, ReplayP50Ms: msFig(r.replay.p50), ReplayP99Ms: msFig(r.replay.p99),
+			CPUPerRoundMs: msFig(r.cpuPerInvocation), WallPerRoundMs: msFig(r.wallPerInvocation), SignalP50Ms: msFig(r.signal.p50), SignalP99Ms: msFig(r.signal.p99)})
+	}
 }
 
 func benchReplayOn(t *testing.T, dialect string) replayBenchResult {

@@ -49,7 +49,23 @@ var webSuspensions = func() int {
 	return 1_000_000
 }()
 
+// webLine is the web part's BENCH line (PostgreSQL only).
+type webLine struct {
+	Name         string `json:"name"`
+	Dialect      string `json:"dialect"`
+	Suspensions  int    `json:"suspensions"`
+	InboxP95Ms   fig    `json:"inboxP95Ms"`
+	APIListP95Ms fig    `json:"apiListP95Ms"`
+	DeepP95Ms    fig    `json:"deepP95Ms"`
+	CountsP99Ms  fig    `json:"countsP99Ms"`
+	DeltasP99Ms  fig    `json:"countsWithDeltasP99Ms"`
+	PushP99Ms    fig    `json:"pushP99Ms"`
+	PushMissed   int    `json:"pushMissed"`
+	ServerErrors int64  `json:"serverErrors"`
+}
+
 func TestBenchWeb(t *testing.T) {
+	benchParts(t, "web")
 	ctx := t.Context()
 	dsn := storagetest.NewDatabase(t)
 	start := time.Now()
@@ -117,6 +133,9 @@ func TestBenchWeb(t *testing.T) {
 		fmt.Fprintf(&b, "\nThe server logged %d errors.\n", n)
 	}
 	t.Log(b.String())
+	benchLine(t, webLine{Name: "web", Dialect: "postgres", Suspensions: webSuspensions, InboxP95Ms: msFig(first.p95), APIListP95Ms: msFig(apiFirst.p95),
+		DeepP95Ms: msFig(deep.p95), CountsP99Ms: msFig(counts.p99), DeltasP99Ms: msFig(withDeltas.p99), PushP99Ms: msFig(push.latency.p99), PushMissed: push.missed,
+		ServerErrors: errs.Load()})
 }
 
 func row(s durStats) string {
