@@ -40,6 +40,11 @@ func newCommitter(store domain.Batcher, limit int) *committer {
 // The commit is not cancelled with ctx: once a transition is in a batch it
 // is the batch's.
 func (c *committer) apply(ctx context.Context, t domain.Transition) domain.Applied {
+	if c.limit == 1 {
+		// Batches of one gather nothing: each caller commits alone, at
+		// once, as many at a time as call.
+		return c.store.Apply(context.WithoutCancel(ctx), []domain.Transition{t})[0]
+	}
 	w := &waiter{t: t, done: make(chan bool, 1)}
 	c.mu.Lock()
 	c.queue = append(c.queue, w)

@@ -93,3 +93,18 @@ func TestCommitterGathersWhileABatchCommits(t *testing.T) {
 		t.Error("two batches of one lane were applied at once")
 	}
 }
+
+// With a limit of one, callers do not queue behind each other: each
+// applies its transition at once, concurrently with the others.
+func TestCommitterOfOneDoesNotSerialize(t *testing.T) {
+	b := &echoBatcher{delay: 20 * time.Millisecond}
+	c := newCommitter(b, 1)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() { c.apply(t.Context(), cancelOf(strconv.Itoa(i))) })
+	}
+	wg.Wait()
+	if !b.overlap {
+		t.Error("transitions of a committer of one were applied one after another")
+	}
+}
