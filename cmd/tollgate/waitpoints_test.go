@@ -320,8 +320,10 @@ func TestDeclarativeWaitsSurviveSIGKILL(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := h.client(2)
+		// The nap is long enough that every run is seen paused before the
+		// kill even when starting twenty under the race detector is slow.
 		c.register(t, `{"id": "naps", "version": "1", "steps": [
-			{"type": "wait", "name": "nap", "durationMs": 1500}, {"type": "wait", "name": "done", "durationMs": 0}]}`)
+			{"type": "wait", "name": "nap", "durationMs": 5000}, {"type": "wait", "name": "done", "durationMs": 0}]}`)
 		var runs []string
 		for range 20 {
 			runs = append(runs, c.startRun(t, "naps", nil).ID)
