@@ -13,7 +13,9 @@ import (
 
 // contractFlow asks its input's assignee for a signed contract as a PDF,
 // with a title, fields, instructions and a deadline (input deadlineMs,
-// three days by default), and completes with what was sent. Its step
+// three days by default), and completes with what was sent. Its fields
+// include a link (input termSheet) and a value the input may leave empty
+// (coInvestor). Its step
 // name and checkpoint are engine words a founder must never see.
 func contractFlow() *domain.Workflow {
 	return domain.NewWorkflow("contract-flow", "1").
@@ -22,6 +24,8 @@ func contractFlow() *domain.Workflow {
 				Assignee   string  `json:"assignee"`
 				Company    string  `json:"company"`
 				Amount     float64 `json:"amount"`
+				TermSheet  string  `json:"termSheet"`
+				CoInvestor string  `json:"coInvestor"`
 				DeadlineMS int64   `json:"deadlineMs"`
 			}
 			if err := req.Bind(&in); err != nil {
@@ -34,6 +38,8 @@ func contractFlow() *domain.Workflow {
 					domain.NewField("Company", in.Company, domain.FormatText),
 					domain.NewField("Investment", in.Amount, "money:EUR"),
 					domain.NewField("Sign by", "2026-03-05", domain.FormatDate),
+					domain.NewField("Term sheet", in.TermSheet, domain.FormatURL),
+					domain.NewField("Co-investor", in.CoInvestor, domain.FormatText),
 				}}))
 			c.Delay = 72 * time.Hour
 			if in.DeadlineMS > 0 {
@@ -52,7 +58,7 @@ func contractFlow() *domain.Workflow {
 
 // contractInput is contractFlow's input for a founder.
 func contractInput(assignee, company string) map[string]any {
-	return map[string]any{"assignee": assignee, "company": company, "amount": 250000}
+	return map[string]any{"assignee": assignee, "company": company, "amount": 250000, "termSheet": "https://docs.example/term-sheets/acme"}
 }
 
 // noEngineWords fails when a founder's page shows what needs knowledge of
@@ -158,6 +164,31 @@ func TestUIFounderRequestPageSaysWhatToDoAndWhatHappensNext(t *testing.T) {
 		if strings.Contains(later.Body, "Thanks") {
 			t.Error("the thanks shows again on a later visit")
 		}
+	})
+}
+
+// A founder's request page shows its fields as the inbox and a
+// reviewer's page do: a link that tells the linked site nothing, and a
+// dash for a value that pointed nowhere rather than a blank.
+func TestUIFounderRequestFieldsReadAsEverywhereElse(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		const ada = "ada@founders.example"
+		run, s := e.paused(t, "contract-flow", contractInput(ada, "Acme Robotics"))
+		a := e.signedIn(t, ada, domain.RoleFounder)
+		p := a.get("/suspensions/" + s.ID)
+		wantPage(t, p, http.StatusOK, `<dl class="request-fields">`)
+		fields := between(p.Body, `<dl class="request-fields">`, "</dl>")
+		for _, w := range []string{
+			`<dt>Term sheet</dt><dd><a href="https://docs.example/term-sheets/acme" rel="noopener noreferrer nofollow">https://docs.example/term-sheets/acme</a></dd>`,
+			`<dt>Co-investor</dt><dd><span class="empty-value" title="no value">—</span></dd>`,
+			`<dt>Sign by</dt><dd><time datetime="2026-03-05">Mar 5, 2026</time></dd>`,
+		} {
+			if !strings.Contains(fields, w) {
+				t.Errorf("the request's fields lack %s:\n%s", w, fields)
+			}
+		}
+		noEngineWords(t, p, run.ID)
 	})
 }
 
