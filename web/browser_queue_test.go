@@ -149,6 +149,10 @@ func TestBrowserReviewerClearsThreeInARow(t *testing.T) {
 				do(t, tab, "open the expenses in the inbox", chromedp.Navigate(e.srv.URL+"/inbox?"+from), chromedp.WaitVisible(rowOf(ss[0])))
 				checkPage(t, tab, vp, "the inbox at "+vp.Name)
 				screenshot(t, tab, "inbox-queue-"+vp.Name)
+				pairs, err := chromedp.Run(tab, chromedp.Evaluate[[]string](`[...document.querySelectorAll('`+rowOf(ss[0])+` ul.field-pairs li')].map(li => li.innerText)`))
+				if err != nil || len(pairs) == 0 || !strings.HasPrefix(pairs[0], "Amount: ") {
+					t.Errorf("at the %s's size the first row's fields read %q (%v); want each label, a colon and a space before its value", vp.Name, pairs, err)
+				}
 				press(t, tab, vp, "open the first", rowOf(ss[0])+" a.title")
 				onRequest(t, tab, ss[0].ID)
 				checkPage(t, tab, vp, "a request at "+vp.Name)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -256,6 +257,32 @@ func TestUIInboxShowsRequestsInTheViewersWords(t *testing.T) {
 		main := p.Body[:strings.Index(p.Body, `<details class="technical"`)]
 		if strings.Contains(main, "awaiting_expense_approval") || strings.Contains(main, s.RunID) {
 			t.Error("the raw reason or the run id shows outside the technical details")
+		}
+	})
+}
+
+// tags matches an HTML tag, to read a fragment's text as a screen reader
+// or a copy does.
+var tags = regexp.MustCompile(`<[^>]*>`)
+
+// An inbox row's fields read "Amount: €100.00", not "Amount€100.00": the
+// label and the value are separated in the text itself, not only by a
+// margin.
+func TestUIInboxRowFieldsReadWithTheirLabels(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		b := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
+		s := e.expenses(t, 1, nil)[0]
+		p := b.get("/inbox")
+		wantPage(t, p, http.StatusOK, `<tr data-suspension="`+s.ID+`"`)
+		pairs := between(between(p.Body, `<tr data-suspension="`+s.ID+`"`, "</tr>"), `<ul class="field-pairs">`, "</ul>")
+		var got []string
+		for li := range strings.SplitSeq(strings.TrimSuffix(strings.TrimPrefix(pairs, "<li>"), "</li>"), "</li><li>") {
+			got = append(got, tags.ReplaceAllString(li, ""))
+		}
+		want := []string{"Amount: €100.00", "Requester: ada@example.com", "Spent: Nov 25, 2026, 11:30 PM UTC"}
+		if !slices.Equal(got, want) {
+			t.Errorf("the row's fields read %q; want %q", got, want)
 		}
 	})
 }
