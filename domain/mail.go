@@ -162,6 +162,26 @@ type MailOutcome struct {
 	Error   string
 }
 
+// MailRound is one round of a mail dispatcher, which the outbox does in
+// one transaction: it records the outcomes of the last round's sends,
+// turns at most FanOut queued intents into deliveries (holding digest
+// mail for the digest at NextDigest), and claims at most Limit due mails
+// for Worker until Now+Lease.
+type MailRound struct {
+	Worker          string
+	Now, NextDigest time.Time
+	Lease           time.Duration
+	Limit, FanOut   int
+	Finished        []MailOutcome
+}
+
+// MailClaim is what a MailRound claimed, and how many intents it fanned
+// out: FanOut of them means more may be queued.
+type MailClaim struct {
+	Jobs      []MailJob
+	FannedOut int
+}
+
 // MailPreferences keeps each person's mail preference.
 type MailPreferences interface {
 	// MailPreference returns the user's preference; ErrNotFound for no

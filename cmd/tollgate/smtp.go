@@ -22,6 +22,9 @@ type smtpSender struct {
 	opts []gomail.Option
 }
 
+// smtpTimeout bounds connecting, and then each message's commands.
+const smtpTimeout = 30 * time.Second
+
 // newSMTP is a sender for the server rawURL names, smtp://user:pass@host:port
 // (STARTTLS when the server offers it; port 587 by default) or
 // smtps://… (TLS from the start; port 465 by default), with From set to
@@ -34,7 +37,7 @@ func newSMTP(rawURL, from string) (*smtpSender, error) {
 	if _, err := netmail.ParseAddress(from); err != nil {
 		return nil, fmt.Errorf("--smtp-from must be an address such as \"Tollgate <tollgate@example.com>\", not %q", from)
 	}
-	s := &smtpSender{host: u.Hostname(), from: from, opts: []gomail.Option{gomail.WithTimeout(30 * time.Second)}}
+	s := &smtpSender{host: u.Hostname(), from: from, opts: []gomail.Option{gomail.WithTimeout(smtpTimeout)}}
 	if s.host == "" {
 		return nil, errors.New("--smtp-url names no host: smtp://user:password@mail.example.com:587")
 	}
@@ -69,34 +72,80 @@ func newSMTP(rawURL, from string) (*smtpSender, error) {
 func (s *smtpSender) Send(ctx context.Context, msgs []mail.Message) []error {
 	errs := make([]error, len(msgs))
 	out := make([]*gomail.Msg, len(msgs))
-	var ready []*gomail.Msg
+	ready := 0
 	for i, m := range msgs {
 		out[i], errs[i] = s.message(m)
 		if errs[i] == nil {
-			ready = append(ready, out[i])
+			ready++
 		}
 	}
-	if len(ready) == 0 {
+	if ready == 0 {
 		return errs
 	}
 	c, err := gomail.NewClient(s.host, s.opts...)
+	var conn *smtp.Client
 	if err == nil {
-		var conn *smtp.Client
-		if conn, err = c.DialToSMTPClientWithContext(ctx); err == nil {
-			_ = c.SendWithSMTPClient(conn, ready...) // each message keeps its own error
-			_ = c.CloseWithSMTPClient(conn)          // what was accepted is delivered whatever QUIT answers
+		conn, err = c.DialToSMTPClientWithContext(ctx)
+	}
+	if err != nil {
+		for i := range out {
+			if errs[i] == nil {
+				errs[i] = fmt.Errorf("connect to SMTP server %s: %w", s.host, err)
+			}
 		}
+		return errs
 	}
 	for i, m := range out {
-		switch {
-		case errs[i] != nil:
-		case err != nil:
-			errs[i] = fmt.Errorf("connect to SMTP server %s: %w", s.host, err)
-		case m.HasSendError():
-			errs[i] = fmt.Errorf("send mail to %s: %w", msgs[i].To, m.SendError())
+		if errs[i] != nil {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			errs[i] = fmt.Errorf("send mail to %s: %w", msgs[i].To, err) // the server stops: sent again later
+			continue
+		}
+		if err := deliver(conn, m); err != nil {
+			errs[i] = fmt.Errorf("send mail to %s: %w", msgs[i].To, err)
 		}
 	}
+	_ = c.CloseWithSMTPClient(conn) // what was accepted is delivered whatever QUIT answers
 	return errs
+}
+
+// deliver sends m over conn: MAIL, RCPT and DATA. A refused MAIL or RCPT
+// is followed by RSET, so that the connection serves the next message.
+// After an accepted DATA the mail transaction is over (RFC 5321,
+// 4.1.1.4), so no RSET follows it, unlike go-mail's own send: one round
+// trip less a message.
+func deliver(conn *smtp.Client, m *gomail.Msg) error {
+	if err := conn.UpdateDeadline(smtpTimeout); err != nil {
+		return err
+	}
+	from, err := m.GetSender(false)
+	if err != nil {
+		return err
+	}
+	rcpts, err := m.GetRecipients()
+	if err != nil {
+		return err
+	}
+	if err := conn.Mail(from); err != nil {
+		_ = conn.Reset()
+		return err
+	}
+	for _, r := range rcpts {
+		if err := conn.Rcpt(r); err != nil {
+			_ = conn.Reset()
+			return err
+		}
+	}
+	w, err := conn.Data()
+	if err != nil {
+		return err
+	}
+	if _, err := m.WriteTo(w); err != nil {
+		return err
+	}
+	return w.Close()
 }
 
 // message is m as go-mail builds it.
