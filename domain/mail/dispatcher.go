@@ -112,8 +112,11 @@ func (d *Dispatcher) Queue(ctx context.Context, m domain.MailMessage) error {
 	return Outbox{Store: d.o.Store, Clock: d.o.Clock}.Queue(ctx, m)
 }
 
-// Run sends mail until ctx ends. While rounds find work they follow one
-// another, each recording the last one's outcomes; then it polls.
+// Run sends mail until ctx ends. While rounds claim all they may they
+// follow one another, each recording the last one's outcomes; then the
+// next poll records them and takes what has queued meanwhile, so that a
+// steady trickle of requests is sent in batches rather than a
+// transaction a mail.
 func (d *Dispatcher) Run(ctx context.Context) {
 	t := time.NewTicker(d.o.Poll)
 	defer t.Stop()
@@ -126,7 +129,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 			if err != nil && ctx.Err() == nil {
 				d.o.Log.WarnContext(ctx, "Sending mail failed; trying again shortly", "error", err)
 			}
-			if err != nil || n == 0 {
+			if err != nil || n < d.o.Batch {
 				break
 			}
 		}
