@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -106,12 +105,12 @@ func (db *DB) MailRound(ctx context.Context, r domain.MailRound) (domain.MailCla
 		if r.FanOut <= 0 || r.Limit <= 0 {
 			return nil // only recording
 		}
-		known, err := db.fanOutMail(ctx, tx, now, ts(r.NextDigest), r.FanOut)
-		if err != nil {
+		var err error
+		if c.Jobs, err = db.claimMail(ctx, tx, r.Worker, now, r.Lease, r.Limit); err != nil {
 			return err
 		}
-		c.FannedOut = known.outboxRows
-		c.Jobs, err = db.claimMail(ctx, tx, r.Worker, now, r.Lease, r.Limit, known)
+		fanned, n, err := db.fanOutMail(ctx, tx, r, r.Limit-len(c.Jobs))
+		c.Jobs, c.FannedOut = append(c.Jobs, fanned...), n
 		return err
 	})
 	if err != nil {
@@ -132,71 +131,113 @@ func (db *DB) mailWaiting(ctx context.Context, now time.Time) (bool, error) {
 	return work, err
 }
 
-// mailSubjectsRead are the people and requests a round has read, by id.
-type mailSubjectsRead struct {
-	outboxRows int
-	users      map[string]domain.User
-	requests   map[string]domain.Suspension
-}
-
-// fanOutMail turns at most limit outbox rows into deliveries, one per
-// person told (domain.MailRecipients, each by their preference). A person
-// held for the digest gets a held row under the day of nextDigest, and
-// that day's digest is queued for them once. A suspension no longer
-// pending tells nobody. On PostgreSQL SKIP LOCKED lets several servers
-// fan out disjoint rows.
-func (db *DB) fanOutMail(ctx context.Context, tx bun.Tx, now, nextDigest time.Time, limit int) (mailSubjectsRead, error) {
-	read := mailSubjectsRead{users: map[string]domain.User{}, requests: map[string]domain.Suspension{}}
-	q := tx.NewSelect().Model((*mailOutboxRow)(nil)).Column("suspension_id").OrderExpr("created_at, suspension_id").Limit(int64(limit))
+// fanOutMail turns at most r.FanOut outbox rows into deliveries, one per
+// person told (domain.MailRecipients, each by their preference), and
+// returns the first room of those due now, inserted claimed for
+// r.Worker, with how many outbox rows it took. A person held for the
+// digest gets a held row under the day of r.NextDigest, and that day's
+// digest is queued for them once. A suspension no longer pending tells
+// nobody. On PostgreSQL SKIP LOCKED lets several servers fan out
+// disjoint rows.
+func (db *DB) fanOutMail(ctx context.Context, tx bun.Tx, r domain.MailRound, room int) ([]domain.MailJob, int, error) {
+	q := tx.NewSelect().Model((*mailOutboxRow)(nil)).Column("suspension_id").OrderExpr("created_at, suspension_id").Limit(int64(r.FanOut))
 	if db.dialect == Postgres {
 		q.For("UPDATE SKIP LOCKED")
 	}
 	var ids []string
 	if err := q.Scan(ctx, &ids); err != nil || len(ids) == 0 {
-		return read, err
+		return nil, 0, err
 	}
-	read.outboxRows = len(ids)
 	var rows []suspensionRow
 	if err := tx.NewSelect().Model(&rows).Where("id IN (?)", bun.List(ids)).Where("status = ?", domain.SuspensionPending).Scan(ctx); err != nil {
-		return read, err
+		return nil, 0, err
 	}
 	var users []mailUserRow
 	if len(rows) > 0 {
 		if err := tx.NewSelect().Model(&users).Where("NOT disabled").Where("mail_preference <> ?", domain.MailOff).Scan(ctx); err != nil {
-			return read, err
+			return nil, 0, err
 		}
 	}
-	deliveries, err := mailDeliveries(rows, users, now, nextDigest, read)
+	now := ts(r.Now)
+	f, err := mailDeliveries(rows, users, now, ts(r.NextDigest))
 	if err != nil {
-		return read, err
+		return nil, 0, err
 	}
-	if len(deliveries) > 0 {
-		if _, err := tx.NewInsert().Model(&deliveries).On("CONFLICT DO NOTHING").Exec(ctx); err != nil {
-			return read, err
+	f.claim(r.Worker, now.Add(r.Lease), room)
+	var jobs []domain.MailJob
+	if len(f.rows) > 0 {
+		var inserted []mailDeliveryRow
+		err := tx.NewInsert().Model(&f.rows).On("CONFLICT DO NOTHING").Returning("id, suspension_id, user_id, status").Scan(ctx, &inserted)
+		if err != nil && !isNoRows(err) {
+			return nil, 0, err
 		}
+		jobs = f.jobs(inserted)
 	}
 	_, err = tx.NewDelete().Model((*mailOutboxRow)(nil)).Where("suspension_id IN (?)", bun.List(ids)).Exec(ctx)
-	return read, err
+	return jobs, len(ids), err
+}
+
+// fanOut is what a fan-out makes: the delivery rows, and the requests and
+// people they are about, by id.
+type fanOut struct {
+	rows     []mailDeliveryRow
+	users    map[string]domain.User
+	requests map[string]domain.Suspension
+}
+
+// claim marks the first n request mails due now as claimed by worker
+// until leaseUntil: the round sends them without claiming them again.
+func (f *fanOut) claim(worker string, leaseUntil time.Time, n int) {
+	for i := range f.rows {
+		if n == 0 {
+			return
+		}
+		if d := &f.rows[i]; d.Kind == domain.MailKindRequest && d.Status == mailQueued {
+			d.Status, d.Attempt, d.LockedBy, d.LeaseUntil = mailSending, 1, &worker, &leaseUntil
+			n--
+		}
+	}
+}
+
+// jobs are the claimed rows among those inserted (a row the unique
+// indexes refused is not among them), ready to send.
+func (f *fanOut) jobs(inserted []mailDeliveryRow) []domain.MailJob {
+	type key struct{ suspension, user string }
+	ids := make(map[key]int64, len(inserted))
+	for _, d := range inserted {
+		if d.Status == mailSending {
+			ids[key{derefString(d.SuspensionID), derefString(d.UserID)}] = d.ID
+		}
+	}
+	var out []domain.MailJob
+	for _, d := range f.rows {
+		id, ok := ids[key{derefString(d.SuspensionID), derefString(d.UserID)}]
+		if !ok || d.Status != mailSending {
+			continue
+		}
+		s := f.requests[derefString(d.SuspensionID)]
+		out = append(out, domain.MailJob{ID: id, Attempt: d.Attempt, Kind: d.Kind, To: f.users[derefString(d.UserID)], Suspension: &s, GiveUpAt: d.GiveUpAt.UTC()})
+	}
+	return out
 }
 
 // mailDeliveries are the deliveries of the suspensions for users.
-// It notes the users and suspensions in read.
-func mailDeliveries(rows []suspensionRow, users []mailUserRow, now, nextDigest time.Time, read mailSubjectsRead) ([]mailDeliveryRow, error) {
+func mailDeliveries(rows []suspensionRow, users []mailUserRow, now, nextDigest time.Time) (fanOut, error) {
+	f := fanOut{users: make(map[string]domain.User, len(users)), requests: make(map[string]domain.Suspension, len(rows))}
 	people := make([]domain.User, len(users))
 	prefs := make(map[string]domain.MailPreference, len(users))
 	for i := range users {
 		people[i], prefs[users[i].ID] = users[i].toDomain(), users[i].Pref
-		read.users[people[i].ID] = people[i]
+		f.users[people[i].ID] = people[i]
 	}
 	day := nextDigest.Format(time.DateOnly)
-	var out []mailDeliveryRow
 	digests := map[string]bool{}
 	for i := range rows {
 		s, err := rows[i].toDomain()
 		if err != nil {
-			return nil, err
+			return f, err
 		}
-		read.requests[s.ID] = s
+		f.requests[s.ID] = s
 		for _, r := range domain.MailRecipients(s, people) {
 			d := mailDeliveryRow{Kind: domain.MailKindRequest, Status: mailQueued, SuspensionID: &rows[i].ID, UserID: &r.User.ID,
 				Recipient: r.User.Email, RunAt: now, GiveUpAt: now.Add(mailRetention), CreatedAt: now}
@@ -207,14 +248,14 @@ func mailDeliveries(rows []suspensionRow, users []mailUserRow, now, nextDigest t
 				d.Status, d.DigestDay, d.RunAt, d.GiveUpAt = mailHeld, &day, nextDigest, nextDigest.Add(mailRetention)
 				if !digests[r.User.ID] {
 					digests[r.User.ID] = true
-					out = append(out, mailDeliveryRow{Kind: domain.MailKindDigest, Status: mailQueued, UserID: &r.User.ID, Recipient: r.User.Email,
+					f.rows = append(f.rows, mailDeliveryRow{Kind: domain.MailKindDigest, Status: mailQueued, UserID: &r.User.ID, Recipient: r.User.Email,
 						DigestDay: &day, RunAt: nextDigest, GiveUpAt: nextDigest.Add(mailRetention), CreatedAt: now})
 				}
 			}
-			out = append(out, d)
+			f.rows = append(f.rows, d)
 		}
 	}
-	return out, nil
+	return f, nil
 }
 
 // QueueMail queues a one-off message, sent by the mail dispatcher with the
@@ -241,8 +282,8 @@ func (db *DB) QueueMail(ctx context.Context, m domain.MailMessage, now time.Time
 // worker until now+lease: first, mails whose sender's lease ran out (a
 // server that died mid-send) are queued again. On PostgreSQL the claim
 // skips rows other servers are claiming; SQLite's single writer makes it
-// exclusive. The people and requests in known are not read again.
-func (db *DB) claimMail(ctx context.Context, tx bun.Tx, worker string, now time.Time, lease time.Duration, limit int, known mailSubjectsRead) ([]domain.MailJob, error) {
+// exclusive.
+func (db *DB) claimMail(ctx context.Context, tx bun.Tx, worker string, now time.Time, lease time.Duration, limit int) ([]domain.MailJob, error) {
 	if _, err := tx.NewUpdate().Model((*mailDeliveryRow)(nil)).Set("status = ?", mailQueued).Set("locked_by = NULL").Set("lease_until = NULL").
 		Where("status = ? AND lease_until < ?", mailSending, now).Exec(ctx); err != nil {
 		return nil, err
@@ -260,14 +301,14 @@ func (db *DB) claimMail(ctx context.Context, tx bun.Tx, worker string, now time.
 	if err != nil && !isNoRows(err) {
 		return nil, err
 	}
-	return db.mailJobs(ctx, tx, rows, known)
+	return db.mailJobs(ctx, tx, rows)
 }
 
 // mailJobs loads what the claimed rows are about: the recipients and the
 // requests (one query each, for all the rows), a digest's pending
 // requests, a message's content.
-func (db *DB) mailJobs(ctx context.Context, tx bun.Tx, rows []mailDeliveryRow, known mailSubjectsRead) ([]domain.MailJob, error) {
-	users, requests, err := mailSubjects(ctx, tx, rows, known)
+func (db *DB) mailJobs(ctx context.Context, tx bun.Tx, rows []mailDeliveryRow) ([]domain.MailJob, error) {
+	users, requests, err := mailSubjects(ctx, tx, rows)
 	if err != nil {
 		return nil, err
 	}
@@ -303,30 +344,19 @@ func (db *DB) mailJobs(ctx context.Context, tx bun.Tx, rows []mailDeliveryRow, k
 	return jobs, nil
 }
 
-// mailSubjects reads the users and suspensions the rows name, by id,
-// unless known has them.
-func mailSubjects(ctx context.Context, tx bun.Tx, rows []mailDeliveryRow, known mailSubjectsRead) (map[string]domain.User, map[string]domain.Suspension, error) {
+// mailSubjects reads the users and suspensions the rows name, by id.
+func mailSubjects(ctx context.Context, tx bun.Tx, rows []mailDeliveryRow) (map[string]domain.User, map[string]domain.Suspension, error) {
 	var userIDs, suspensionIDs []string
 	for i := range rows {
-		if id := rows[i].UserID; id != nil {
-			if _, ok := known.users[*id]; !ok {
-				userIDs = append(userIDs, *id)
-			}
+		if rows[i].UserID != nil {
+			userIDs = append(userIDs, *rows[i].UserID)
 		}
-		if id := rows[i].SuspensionID; id != nil {
-			if _, ok := known.requests[*id]; !ok {
-				suspensionIDs = append(suspensionIDs, *id)
-			}
+		if rows[i].SuspensionID != nil {
+			suspensionIDs = append(suspensionIDs, *rows[i].SuspensionID)
 		}
 	}
-	users := maps.Clone(known.users)
-	requests := maps.Clone(known.requests)
-	if users == nil {
-		users = map[string]domain.User{}
-	}
-	if requests == nil {
-		requests = map[string]domain.Suspension{}
-	}
+	users := map[string]domain.User{}
+	requests := map[string]domain.Suspension{}
 	if len(userIDs) > 0 {
 		var us []mailUserRow
 		if err := tx.NewSelect().Model(&us).Where("id IN (?)", bun.List(userIDs)).Scan(ctx); err != nil {
