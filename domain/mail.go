@@ -164,19 +164,20 @@ type MailOutcome struct {
 
 // MailRound is one round of a mail dispatcher, which the outbox does in
 // one transaction: it records the outcomes of the last round's sends,
-// turns at most FanOut queued intents into deliveries (holding digest
-// mail for the digest at NextDigest), and claims at most Limit due mails
-// for Worker until Now+Lease.
+// claims at most Limit due mails for Worker until Now+Lease, and turns as
+// many queued intents as it has room left into deliveries (holding digest
+// mail for the digest at NextDigest), claiming those due at once. A Limit
+// of zero only records.
 type MailRound struct {
 	Worker          string
 	Now, NextDigest time.Time
 	Lease           time.Duration
-	Limit, FanOut   int
+	Limit           int
 	Finished        []MailOutcome
 }
 
 // MailClaim is what a MailRound claimed, and how many intents it fanned
-// out: FanOut of them means more may be queued.
+// out.
 type MailClaim struct {
 	Jobs      []MailJob
 	FannedOut int

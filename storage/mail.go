@@ -102,14 +102,18 @@ func (db *DB) MailRound(ctx context.Context, r domain.MailRound) (domain.MailCla
 		if err := db.finishMail(ctx, tx, r.Finished, now); err != nil {
 			return err
 		}
-		if r.FanOut <= 0 || r.Limit <= 0 {
+		if r.Limit <= 0 {
 			return nil // only recording
 		}
 		var err error
 		if c.Jobs, err = db.claimMail(ctx, tx, r.Worker, now, r.Lease, r.Limit); err != nil {
 			return err
 		}
-		fanned, n, err := db.fanOutMail(ctx, tx, r, r.Limit-len(c.Jobs))
+		room := r.Limit - len(c.Jobs)
+		if room == 0 {
+			return nil
+		}
+		fanned, n, err := db.fanOutMail(ctx, tx, r, room)
 		c.Jobs, c.FannedOut = append(c.Jobs, fanned...), n
 		return err
 	})
@@ -131,16 +135,18 @@ func (db *DB) mailWaiting(ctx context.Context, now time.Time) (bool, error) {
 	return work, err
 }
 
-// fanOutMail turns at most r.FanOut outbox rows into deliveries, one per
-// person told (domain.MailRecipients, each by their preference), and
-// returns the first room of those due now, inserted claimed for
-// r.Worker, with how many outbox rows it took. A person held for the
+// fanOutMail turns at most room outbox rows into
+// deliveries, one per person told (domain.MailRecipients, each by their
+// preference), and returns the first room of those due now, inserted
+// claimed for r.Worker, with how many outbox rows it took: taking no more
+// rows than the round can send keeps a backlog in the outbox, where
+// nothing has to be claimed and read again. A person held for the
 // digest gets a held row under the day of r.NextDigest, and that day's
 // digest is queued for them once. A suspension no longer pending tells
 // nobody. On PostgreSQL SKIP LOCKED lets several servers fan out
 // disjoint rows.
 func (db *DB) fanOutMail(ctx context.Context, tx bun.Tx, r domain.MailRound, room int) ([]domain.MailJob, int, error) {
-	q := tx.NewSelect().Model((*mailOutboxRow)(nil)).Column("suspension_id").OrderExpr("created_at, suspension_id").Limit(int64(r.FanOut))
+	q := tx.NewSelect().Model((*mailOutboxRow)(nil)).Column("suspension_id").OrderExpr("created_at, suspension_id").Limit(int64(room))
 	if db.dialect == Postgres {
 		q.For("UPDATE SKIP LOCKED")
 	}

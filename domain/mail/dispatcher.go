@@ -60,10 +60,6 @@ type Dispatcher struct {
 	sent []domain.MailOutcome
 }
 
-// fanOutPerBatch is how many outbox rows a round fans out, in batches:
-// fanning out is bookkeeping in the database alone.
-const fanOutPerBatch = 5
-
 // DefaultDigestHour is the hour of the day (UTC) when digests go out.
 const DefaultDigestHour = 8
 
@@ -143,15 +139,14 @@ func (d *Dispatcher) Run(ctx context.Context) {
 
 // Round records what became of the last round's mails, fans out the
 // outbox, and claims and sends one batch of due mail, all but the sending
-// in one transaction. It returns how many mails it claimed, or how many
-// intents it fanned out when that took all it could: zero means there was
+// in one transaction. It returns how many mails it claimed or intents it
+// fanned out, whichever is more: less than a batch means there was
 // nothing more to do. The outcomes of its own sends are recorded by the
 // next Round, or Flush.
 func (d *Dispatcher) Round(ctx context.Context) (int, error) {
 	now := d.o.Clock.Now()
-	fan := fanOutPerBatch * d.o.Batch
 	c, err := d.o.Store.MailRound(ctx, domain.MailRound{Worker: d.worker, Now: now, NextDigest: NextDigest(now, d.o.DigestHour),
-		Lease: d.o.Lease, Limit: d.o.Batch, FanOut: fan, Finished: d.sent})
+		Lease: d.o.Lease, Limit: d.o.Batch, Finished: d.sent})
 	if err != nil {
 		return 0, err // d.sent is recorded by the next round
 	}
@@ -159,10 +154,9 @@ func (d *Dispatcher) Round(ctx context.Context) (int, error) {
 	if len(c.Jobs) > 0 {
 		d.sent = d.send(ctx, c.Jobs)
 	}
-	if len(c.Jobs) == 0 && c.FannedOut == fan {
-		return c.FannedOut, nil // intents that told nobody, and maybe more queued
-	}
-	return len(c.Jobs), nil
+	// A round that fanned out a whole batch of intents telling nobody
+	// may have left more queued.
+	return max(len(c.Jobs), c.FannedOut), nil
 }
 
 // Flush records what became of the last round's mails, if that is not
