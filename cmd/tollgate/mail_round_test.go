@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -94,26 +96,54 @@ func TestMailDispatcherRecordsItsSendsAsItStops(t *testing.T) {
 	})
 }
 
-// A recipient the SMTP server refuses fails alone: the mails before and
-// after it in the same connection arrive.
-func TestSMTPRefusedRecipientFailsAlone(t *testing.T) {
+// A message the SMTP server refuses fails alone: the mails before and
+// after it in the same connection arrive, whether the server takes
+// commands pipelined or one by one. A server that refuses every message
+// fails them all, and the connection still ends cleanly.
+func TestSMTPRefusedMessageFailsAlone(t *testing.T) {
 	t.Parallel()
-	s := startSMTPServer(t)
-	s.RefuseRecipient("gone@example.com")
-	sender, err := newSMTP(s.URL, "Tollgate <tollgate@example.com>")
-	if err != nil {
-		t.Fatal(err)
+	for _, pipelining := range []bool{true, false} {
+		t.Run(fmt.Sprintf("pipelining=%v", pipelining), func(t *testing.T) {
+			t.Parallel()
+			s := startSMTPServerWith(t, pipelining)
+			s.RefuseRecipient("gone@example.com")
+			sender, err := newSMTP(s.URL, "Tollgate <tollgate@example.com>")
+			if err != nil {
+				t.Fatal(err)
+			}
+			msg := func(to string) mail.Message {
+				return mail.Message{To: to, Subject: "Upload your deck", Text: "Open the link\n.\nA line that was a dot", MessageID: to + ".1@tollgate.example.com", Date: time.Now()}
+			}
+			to := []string{"gone@example.com", "ada@example.com", "gone@example.com", "gone@example.com", "bo@example.com", "cy@example.com", "gone@example.com"}
+			var msgs []mail.Message
+			for _, addr := range to {
+				msgs = append(msgs, msg(addr))
+			}
+			errs := sender.Send(t.Context(), msgs)
+			for i, addr := range to {
+				if refused := addr == "gone@example.com"; (errs[i] != nil) != refused {
+					t.Fatalf("mail %d to %s: error %v, want one: %v", i, addr, errs[i], refused)
+				}
+			}
+			for _, m := range wantMails(t, s, "ada@example.com", "bo@example.com", "cy@example.com") {
+				if !strings.Contains(strings.ReplaceAll(m.Text, "\r\n", "\n"), "Open the link\n.\nA line that was a dot") {
+					t.Fatalf("the text arrived as %q", m.Text)
+				}
+			}
+
+			s.Refuse(true)
+			for i, err := range sender.Send(t.Context(), []mail.Message{msg("ada@example.com"), msg("bo@example.com")}) {
+				if err == nil {
+					t.Fatalf("mail %d accepted by a server refusing everything", i)
+				}
+			}
+			s.Refuse(false)
+			if errs := sender.Send(t.Context(), []mail.Message{msg("dee@example.com")}); errs[0] != nil {
+				t.Fatal(errs[0])
+			}
+			wantMails(t, s, "ada@example.com", "bo@example.com", "cy@example.com", "dee@example.com")
+		})
 	}
-	msg := func(to string) mail.Message {
-		return mail.Message{To: to, Subject: "Upload your deck", Text: "Open the link", MessageID: to + ".1@tollgate.example.com", Date: time.Now()}
-	}
-	errs := sender.Send(t.Context(), []mail.Message{msg("ada@example.com"), msg("gone@example.com"), msg("bo@example.com"), msg("cy@example.com")})
-	for i, want := range []bool{false, true, false, false} {
-		if (errs[i] != nil) != want {
-			t.Fatalf("mail %d: error %v, want an error: %v", i, errs[i], want)
-		}
-	}
-	wantMails(t, s, "ada@example.com", "bo@example.com", "cy@example.com")
 }
 
 // warnLog writes warnings and errors to the test's output.

@@ -51,7 +51,11 @@ type smtpServer struct {
 }
 
 // Start starts a server for the test; it stops when the test ends.
-func startSMTPServer(t testing.TB) *smtpServer {
+func startSMTPServer(t testing.TB) *smtpServer { return startSMTPServerWith(t, true) }
+
+// startSMTPServerWith starts a server that offers PIPELINING or, like
+// some relays, does not.
+func startSMTPServerWith(t testing.TB, pipelining bool) *smtpServer {
 	t.Helper()
 	s := &smtpServer{arrived: make(chan struct{}, 1), holding: make(chan struct{}, 16)}
 	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &session{s: s}, nil }))
@@ -63,6 +67,9 @@ func startSMTPServer(t testing.TB) *smtpServer {
 		t.Fatal(err)
 	}
 	s.URL = "smtp://" + ln.Addr().String()
+	if !pipelining {
+		ln = unpipelined{ln}
+	}
 	go srv.Serve(ln) //nolint:errcheck // ends with Close
 	t.Cleanup(func() {
 		s.Release()
@@ -178,7 +185,12 @@ type session struct {
 func (ss *session) Reset()        { ss.from, ss.to = "", nil }
 func (ss *session) Logout() error { return nil }
 
+// Mail refuses a MAIL inside a mail transaction, as Postfix does: a
+// client must end a refused message's transaction with RSET.
 func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
+	if ss.from != "" {
+		return &smtp.SMTPError{Code: 503, EnhancedCode: smtp.EnhancedCode{5, 5, 1}, Message: "nested MAIL command"}
+	}
 	ss.from = from
 	return nil
 }
@@ -272,4 +284,22 @@ func decode(encoding string, r io.Reader) (string, error) {
 	}
 	b, err := io.ReadAll(r)
 	return string(b), err
+}
+
+// unpipelined is a listener whose connections hide the PIPELINING the
+// server offers in its EHLO reply.
+type unpipelined struct{ net.Listener }
+
+func (l unpipelined) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return unpipelinedConn{c}, nil
+}
+
+type unpipelinedConn struct{ net.Conn }
+
+func (c unpipelinedConn) Write(p []byte) (int, error) {
+	return c.Conn.Write(bytes.ReplaceAll(p, []byte("PIPELINING"), []byte("XNOTHING01")))
 }
