@@ -162,6 +162,27 @@ type MailOutcome struct {
 	Error   string
 }
 
+// MailRound is one round of a mail dispatcher, which the outbox does in
+// one transaction: it records the outcomes of the last round's sends,
+// claims at most Limit due mails for Worker until Now+Lease, and turns as
+// many queued intents as it has room left into deliveries (holding digest
+// mail for the digest at NextDigest), claiming those due at once. A Limit
+// of zero only records.
+type MailRound struct {
+	Worker          string
+	Now, NextDigest time.Time
+	Lease           time.Duration
+	Limit           int
+	Finished        []MailOutcome
+}
+
+// MailClaim is what a MailRound claimed, and how many intents it fanned
+// out.
+type MailClaim struct {
+	Jobs      []MailJob
+	FannedOut int
+}
+
 // MailPreferences keeps each person's mail preference.
 type MailPreferences interface {
 	// MailPreference returns the user's preference; ErrNotFound for no

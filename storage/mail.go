@@ -83,70 +83,167 @@ func (w *commitWriter) queueMail(ctx context.Context, row *suspensionRow) error 
 	return w.b.add(ctx, w.tx.NewInsert().Model(&mailOutboxRow{SuspensionID: row.ID, CreatedAt: w.now}))
 }
 
-// FanOutMail turns at most limit outbox rows into deliveries, one per
-// person told (domain.MailRecipients, each by their preference), and
-// returns how many it took. A person held for the digest gets a held row
-// under the day of nextDigest, and that day's digest is queued for them
-// once. A suspension no longer pending tells nobody. On PostgreSQL SKIP
-// LOCKED lets several servers fan out disjoint rows.
-func (db *DB) FanOutMail(ctx context.Context, now, nextDigest time.Time, limit int) (int, error) {
-	if queued, err := db.bun.NewSelect().Model((*mailOutboxRow)(nil)).Exists(ctx); err != nil || !queued {
-		return 0, err // nothing queued: no write transaction, which on SQLite would wait for and hold up commits
+// MailRound does one round of a mail dispatcher in one transaction (see
+// domain.MailRound), so that a busy outbox costs one write a round: on
+// SQLite every write transaction waits for, and holds up, the engine's
+// commits. The suspensions and people a fan-out read are reused for the
+// mails it claims. When there is nothing to record, fan out or claim, no
+// write transaction is begun at all.
+func (db *DB) MailRound(ctx context.Context, r domain.MailRound) (domain.MailClaim, error) {
+	now := ts(r.Now)
+	if len(r.Finished) == 0 {
+		if work, err := db.mailWaiting(ctx, now); err != nil || !work {
+			return domain.MailClaim{}, err
+		}
 	}
-	n := 0
+	var c domain.MailClaim
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		q := tx.NewSelect().Model((*mailOutboxRow)(nil)).Column("suspension_id").OrderExpr("created_at, suspension_id").Limit(int64(limit))
-		if db.dialect == Postgres {
-			q.For("UPDATE SKIP LOCKED")
-		}
-		var ids []string
-		if err := q.Scan(ctx, &ids); err != nil || len(ids) == 0 {
+		c = domain.MailClaim{}
+		if err := db.finishMail(ctx, tx, r.Finished, now); err != nil {
 			return err
 		}
-		n = len(ids)
-		var rows []suspensionRow
-		if err := tx.NewSelect().Model(&rows).Where("id IN (?)", bun.List(ids)).Where("status = ?", domain.SuspensionPending).Scan(ctx); err != nil {
+		if r.Limit <= 0 {
+			return nil // only recording
+		}
+		var err error
+		if c.Jobs, err = db.claimMail(ctx, tx, r.Worker, now, r.Lease, r.Limit); err != nil {
 			return err
 		}
-		var users []mailUserRow
-		if len(rows) > 0 {
-			if err := tx.NewSelect().Model(&users).Where("NOT disabled").Where("mail_preference <> ?", domain.MailOff).Scan(ctx); err != nil {
-				return err
-			}
+		room := r.Limit - len(c.Jobs)
+		if room == 0 {
+			return nil
 		}
-		deliveries, err := mailDeliveries(rows, users, ts(now), ts(nextDigest))
-		if err != nil {
-			return err
-		}
-		if len(deliveries) > 0 {
-			if _, err := tx.NewInsert().Model(&deliveries).On("CONFLICT DO NOTHING").Exec(ctx); err != nil {
-				return err
-			}
-		}
-		_, err = tx.NewDelete().Model((*mailOutboxRow)(nil)).Where("suspension_id IN (?)", bun.List(ids)).Exec(ctx)
+		fanned, n, err := db.fanOutMail(ctx, tx, r, room)
+		c.Jobs, c.FannedOut = append(c.Jobs, fanned...), n
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("fan out mail: %w", err)
+		return domain.MailClaim{}, fmt.Errorf("mail round: %w", err)
 	}
-	return n, nil
+	return c, nil
+}
+
+// mailWaiting reports whether the outbox holds intents or mail is due
+// (or was left by a sender whose lease ran out).
+func (db *DB) mailWaiting(ctx context.Context, now time.Time) (bool, error) {
+	var work bool
+	err := db.bun.NewSelect().ColumnExpr("EXISTS (?) OR EXISTS (?)",
+		db.bun.NewSelect().Model((*mailOutboxRow)(nil)).ColumnExpr("1"),
+		db.bun.NewSelect().Model((*mailDeliveryRow)(nil)).ColumnExpr("1").
+			WhereOr("status = ? AND run_at <= ?", mailQueued, now).WhereOr("status = ? AND lease_until < ?", mailSending, now)).
+		Scan(ctx, &work)
+	return work, err
+}
+
+// fanOutMail turns at most room outbox rows into
+// deliveries, one per person told (domain.MailRecipients, each by their
+// preference), and returns the first room of those due now, inserted
+// claimed for r.Worker, with how many outbox rows it took: taking no more
+// rows than the round can send keeps a backlog in the outbox, where
+// nothing has to be claimed and read again. A person held for the
+// digest gets a held row under the day of r.NextDigest, and that day's
+// digest is queued for them once. A suspension no longer pending tells
+// nobody. On PostgreSQL SKIP LOCKED lets several servers fan out
+// disjoint rows.
+func (db *DB) fanOutMail(ctx context.Context, tx bun.Tx, r domain.MailRound, room int) ([]domain.MailJob, int, error) {
+	q := tx.NewSelect().Model((*mailOutboxRow)(nil)).Column("suspension_id").OrderExpr("created_at, suspension_id").Limit(int64(room))
+	if db.dialect == Postgres {
+		q.For("UPDATE SKIP LOCKED")
+	}
+	var ids []string
+	if err := q.Scan(ctx, &ids); err != nil || len(ids) == 0 {
+		return nil, 0, err
+	}
+	var rows []suspensionRow
+	if err := tx.NewSelect().Model(&rows).Where("id IN (?)", bun.List(ids)).Where("status = ?", domain.SuspensionPending).Scan(ctx); err != nil {
+		return nil, 0, err
+	}
+	var users []mailUserRow
+	if len(rows) > 0 {
+		if err := tx.NewSelect().Model(&users).Where("NOT disabled").Where("mail_preference <> ?", domain.MailOff).Scan(ctx); err != nil {
+			return nil, 0, err
+		}
+	}
+	now := ts(r.Now)
+	f, err := mailDeliveries(rows, users, now, ts(r.NextDigest))
+	if err != nil {
+		return nil, 0, err
+	}
+	f.claim(r.Worker, now.Add(r.Lease), room)
+	var jobs []domain.MailJob
+	if len(f.rows) > 0 {
+		var inserted []mailDeliveryRow
+		err := tx.NewInsert().Model(&f.rows).On("CONFLICT DO NOTHING").Returning("id, suspension_id, user_id, status").Scan(ctx, &inserted)
+		if err != nil && !isNoRows(err) {
+			return nil, 0, err
+		}
+		jobs = f.jobs(inserted)
+	}
+	_, err = tx.NewDelete().Model((*mailOutboxRow)(nil)).Where("suspension_id IN (?)", bun.List(ids)).Exec(ctx)
+	return jobs, len(ids), err
+}
+
+// fanOut is what a fan-out makes: the delivery rows, and the requests and
+// people they are about, by id.
+type fanOut struct {
+	rows     []mailDeliveryRow
+	users    map[string]domain.User
+	requests map[string]domain.Suspension
+}
+
+// claim marks the first n request mails due now as claimed by worker
+// until leaseUntil: the round sends them without claiming them again.
+func (f *fanOut) claim(worker string, leaseUntil time.Time, n int) {
+	for i := range f.rows {
+		if n == 0 {
+			return
+		}
+		if d := &f.rows[i]; d.Kind == domain.MailKindRequest && d.Status == mailQueued {
+			d.Status, d.Attempt, d.LockedBy, d.LeaseUntil = mailSending, 1, &worker, &leaseUntil
+			n--
+		}
+	}
+}
+
+// jobs are the claimed rows among those inserted (a row the unique
+// indexes refused is not among them), ready to send.
+func (f *fanOut) jobs(inserted []mailDeliveryRow) []domain.MailJob {
+	type key struct{ suspension, user string }
+	ids := make(map[key]int64, len(inserted))
+	for _, d := range inserted {
+		if d.Status == mailSending {
+			ids[key{derefString(d.SuspensionID), derefString(d.UserID)}] = d.ID
+		}
+	}
+	var out []domain.MailJob
+	for _, d := range f.rows {
+		id, ok := ids[key{derefString(d.SuspensionID), derefString(d.UserID)}]
+		if !ok || d.Status != mailSending {
+			continue
+		}
+		s := f.requests[derefString(d.SuspensionID)]
+		out = append(out, domain.MailJob{ID: id, Attempt: d.Attempt, Kind: d.Kind, To: f.users[derefString(d.UserID)], Suspension: &s, GiveUpAt: d.GiveUpAt.UTC()})
+	}
+	return out
 }
 
 // mailDeliveries are the deliveries of the suspensions for users.
-func mailDeliveries(rows []suspensionRow, users []mailUserRow, now, nextDigest time.Time) ([]mailDeliveryRow, error) {
+func mailDeliveries(rows []suspensionRow, users []mailUserRow, now, nextDigest time.Time) (fanOut, error) {
+	f := fanOut{users: make(map[string]domain.User, len(users)), requests: make(map[string]domain.Suspension, len(rows))}
 	people := make([]domain.User, len(users))
 	prefs := make(map[string]domain.MailPreference, len(users))
 	for i := range users {
 		people[i], prefs[users[i].ID] = users[i].toDomain(), users[i].Pref
+		f.users[people[i].ID] = people[i]
 	}
 	day := nextDigest.Format(time.DateOnly)
-	var out []mailDeliveryRow
 	digests := map[string]bool{}
 	for i := range rows {
 		s, err := rows[i].toDomain()
 		if err != nil {
-			return nil, err
+			return f, err
 		}
+		f.requests[s.ID] = s
 		for _, r := range domain.MailRecipients(s, people) {
 			d := mailDeliveryRow{Kind: domain.MailKindRequest, Status: mailQueued, SuspensionID: &rows[i].ID, UserID: &r.User.ID,
 				Recipient: r.User.Email, RunAt: now, GiveUpAt: now.Add(mailRetention), CreatedAt: now}
@@ -157,14 +254,14 @@ func mailDeliveries(rows []suspensionRow, users []mailUserRow, now, nextDigest t
 				d.Status, d.DigestDay, d.RunAt, d.GiveUpAt = mailHeld, &day, nextDigest, nextDigest.Add(mailRetention)
 				if !digests[r.User.ID] {
 					digests[r.User.ID] = true
-					out = append(out, mailDeliveryRow{Kind: domain.MailKindDigest, Status: mailQueued, UserID: &r.User.ID, Recipient: r.User.Email,
+					f.rows = append(f.rows, mailDeliveryRow{Kind: domain.MailKindDigest, Status: mailQueued, UserID: &r.User.ID, Recipient: r.User.Email,
 						DigestDay: &day, RunAt: nextDigest, GiveUpAt: nextDigest.Add(mailRetention), CreatedAt: now})
 				}
 			}
-			out = append(out, d)
+			f.rows = append(f.rows, d)
 		}
 	}
-	return out, nil
+	return f, nil
 }
 
 // QueueMail queues a one-off message, sent by the mail dispatcher with the
@@ -187,43 +284,30 @@ func (db *DB) QueueMail(ctx context.Context, m domain.MailMessage, now time.Time
 	return nil
 }
 
-// ClaimMail claims at most limit mails that are due, for worker, until
-// now+lease: first, mails whose sender's lease ran out (a server that died
-// mid-send) are queued again. On PostgreSQL the claim skips rows other
-// servers are claiming; SQLite's single writer makes it exclusive.
-func (db *DB) ClaimMail(ctx context.Context, worker string, now time.Time, lease time.Duration, limit int) ([]domain.MailJob, error) {
-	now = ts(now)
-	if due, err := db.bun.NewSelect().Model((*mailDeliveryRow)(nil)).
-		WhereOr("status = ? AND run_at <= ?", mailQueued, now).WhereOr("status = ? AND lease_until < ?", mailSending, now).Exists(ctx); err != nil || !due {
-		return nil, err // nothing due: no write transaction (see FanOutMail)
+// claimMail claims at most limit mails that are due, oldest first, for
+// worker until now+lease: first, mails whose sender's lease ran out (a
+// server that died mid-send) are queued again. On PostgreSQL the claim
+// skips rows other servers are claiming; SQLite's single writer makes it
+// exclusive.
+func (db *DB) claimMail(ctx context.Context, tx bun.Tx, worker string, now time.Time, lease time.Duration, limit int) ([]domain.MailJob, error) {
+	if _, err := tx.NewUpdate().Model((*mailDeliveryRow)(nil)).Set("status = ?", mailQueued).Set("locked_by = NULL").Set("lease_until = NULL").
+		Where("status = ? AND lease_until < ?", mailSending, now).Exec(ctx); err != nil {
+		return nil, err
 	}
-	var jobs []domain.MailJob
-	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		jobs = nil
-		if _, err := tx.NewUpdate().Model((*mailDeliveryRow)(nil)).Set("status = ?", mailQueued).Set("locked_by = NULL").Set("lease_until = NULL").
-			Where("status = ? AND lease_until < ?", mailSending, now).Exec(ctx); err != nil {
-			return err
-		}
-		due := tx.NewSelect().Model((*mailDeliveryRow)(nil)).Column("id").
-			Where("status = ? AND run_at <= ?", mailQueued, now).OrderExpr("run_at, id").Limit(int64(limit))
-		if db.dialect == Postgres {
-			due.For("UPDATE SKIP LOCKED")
-		}
-		var rows []mailDeliveryRow
-		err := tx.NewUpdate().Model((*mailDeliveryRow)(nil)).
-			Set("status = ?", mailSending).Set("attempt = attempt + 1").
-			Set("locked_by = ?", worker).Set("lease_until = ?", now.Add(lease)).
-			Where("id IN (?)", due).Returning("*").Scan(ctx, &rows)
-		if err != nil && !isNoRows(err) {
-			return err
-		}
-		jobs, err = db.mailJobs(ctx, tx, rows)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim mail: %w", err)
+	due := tx.NewSelect().Model((*mailDeliveryRow)(nil)).Column("id").
+		Where("status = ? AND run_at <= ?", mailQueued, now).OrderExpr("run_at, id").Limit(int64(limit))
+	if db.dialect == Postgres {
+		due.For("UPDATE SKIP LOCKED")
 	}
-	return jobs, nil
+	var rows []mailDeliveryRow
+	err := tx.NewUpdate().Model((*mailDeliveryRow)(nil)).
+		Set("status = ?", mailSending).Set("attempt = attempt + 1").
+		Set("locked_by = ?", worker).Set("lease_until = ?", now.Add(lease)).
+		Where("id IN (?)", due).Returning("*").Scan(ctx, &rows)
+	if err != nil && !isNoRows(err) {
+		return nil, err
+	}
+	return db.mailJobs(ctx, tx, rows)
 }
 
 // mailJobs loads what the claimed rows are about: the recipients and the
@@ -327,43 +411,32 @@ func digestItems(ctx context.Context, tx bun.Tx, userID, day string) ([]domain.S
 	return out, nil
 }
 
-// FinishMail records what became of claimed mails, each only while its
+// finishMail records what became of claimed mails, each only while its
 // claim holds (same attempt, still sending): a lease taken over by another
 // server is theirs. A sent digest takes the requests held for it off the
 // list.
 //
 // A one-off message's content (a password-reset link, say) is kept only
 // until it is sent or given up, so no capability stays in the database.
-func (db *DB) FinishMail(ctx context.Context, outcomes []domain.MailOutcome, now time.Time) error {
-	if len(outcomes) == 0 {
-		return nil
-	}
-	now = ts(now)
+func (db *DB) finishMail(ctx context.Context, tx bun.Tx, outcomes []domain.MailOutcome, now time.Time) error {
 	var sent []domain.MailOutcome
-	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		sent = sent[:0]
-		for _, o := range outcomes {
-			if o.Sent {
-				sent = append(sent, o)
-				continue
-			}
-			q := tx.NewUpdate().Model((*mailDeliveryRow)(nil)).Set("locked_by = NULL").Set("lease_until = NULL").Set("last_error = ?", o.Error).
-				Where("id = ? AND attempt = ? AND status = ?", o.ID, o.Attempt, mailSending)
-			if o.RetryAt.IsZero() {
-				q.Set("status = ?", mailFailed).Set("message = NULL")
-			} else {
-				q.Set("status = ?", mailQueued).Set("run_at = ?", ts(o.RetryAt))
-			}
-			if _, err := q.Exec(ctx); err != nil {
-				return err
-			}
+	for _, o := range outcomes {
+		if o.Sent {
+			sent = append(sent, o)
+			continue
 		}
-		return db.finishSent(ctx, tx, sent, now)
-	})
-	if err != nil {
-		return fmt.Errorf("finish mail: %w", err)
+		q := tx.NewUpdate().Model((*mailDeliveryRow)(nil)).Set("locked_by = NULL").Set("lease_until = NULL").Set("last_error = ?", o.Error).
+			Where("id = ? AND attempt = ? AND status = ?", o.ID, o.Attempt, mailSending)
+		if o.RetryAt.IsZero() {
+			q.Set("status = ?", mailFailed).Set("message = NULL")
+		} else {
+			q.Set("status = ?", mailQueued).Set("run_at = ?", ts(o.RetryAt))
+		}
+		if _, err := q.Exec(ctx); err != nil {
+			return err
+		}
 	}
-	return nil
+	return db.finishSent(ctx, tx, sent, now)
 }
 
 // finishSent marks the sent mails of one round in one statement, the

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -30,6 +31,10 @@ type receivedMail struct {
 	// message (or Text alone for a single part).
 	Text, HTML string
 	Raw        []byte
+	// parsed is set once Header, Text and HTML are read from Raw (on
+	// the first Messages, so that accepting mail stays as cheap as a
+	// real server's elsewhere: the bench measures what sending costs).
+	parsed bool
 }
 
 // smtpServer is the SMTP server; URL is smtp://127.0.0.1:<port>.
@@ -39,13 +44,18 @@ type smtpServer struct {
 	mu      sync.Mutex
 	msgs    []receivedMail
 	refuse  bool
-	hold    chan struct{} // while set, DATA waits on it
-	holding chan struct{} // signalled when a DATA starts waiting
+	refused map[string]bool // recipients RCPT refuses
+	hold    chan struct{}   // while set, DATA waits on it
+	holding chan struct{}   // signalled when a DATA starts waiting
 	arrived chan struct{}
 }
 
 // Start starts a server for the test; it stops when the test ends.
-func startSMTPServer(t testing.TB) *smtpServer {
+func startSMTPServer(t testing.TB) *smtpServer { return startSMTPServerWith(t, true) }
+
+// startSMTPServerWith starts a server that offers PIPELINING or, like
+// some relays, does not.
+func startSMTPServerWith(t testing.TB, pipelining bool) *smtpServer {
 	t.Helper()
 	s := &smtpServer{arrived: make(chan struct{}, 1), holding: make(chan struct{}, 16)}
 	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &session{s: s}, nil }))
@@ -57,6 +67,9 @@ func startSMTPServer(t testing.TB) *smtpServer {
 		t.Fatal(err)
 	}
 	s.URL = "smtp://" + ln.Addr().String()
+	if !pipelining {
+		ln = unpipelined{ln}
+	}
 	go srv.Serve(ln) //nolint:errcheck // ends with Close
 	t.Cleanup(func() {
 		s.Release()
@@ -70,6 +83,17 @@ func (s *smtpServer) Refuse(refuse bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.refuse = refuse
+}
+
+// RefuseRecipient makes RCPT refuse addr, as for a mailbox that does not
+// exist.
+func (s *smtpServer) RefuseRecipient(addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refused == nil {
+		s.refused = map[string]bool{}
+	}
+	s.refused[addr] = true
 }
 
 // Hold makes every DATA wait, unanswered, until Release: a sender caught
@@ -96,11 +120,30 @@ func (s *smtpServer) Release() {
 	}
 }
 
-// Messages returns the messages accepted so far.
+// Messages returns the messages accepted so far. One that is not a
+// well-formed MIME message panics: the sender wrote something mail
+// clients cannot read.
 func (s *smtpServer) Messages() []receivedMail {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for i := range s.msgs {
+		if m := &s.msgs[i]; !m.parsed {
+			p, err := parse(m.Raw)
+			if err != nil {
+				panic(fmt.Sprintf("mail %d to %v is not a well-formed message: %v\n%s", i, m.To, err, m.Raw))
+			}
+			p.From, p.To, p.parsed = m.From, m.To, true
+			*m = p
+		}
+	}
 	return append([]receivedMail(nil), s.msgs...)
+}
+
+// count is how many messages were accepted.
+func (s *smtpServer) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.msgs)
 }
 
 // To returns the messages accepted for addr.
@@ -122,8 +165,8 @@ func (s *smtpServer) Wait(t testing.TB, n int, d time.Duration) []receivedMail {
 	t.Helper()
 	deadline := time.After(d)
 	for {
-		if m := s.Messages(); len(m) >= n {
-			return m
+		if s.count() >= n {
+			return s.Messages()
 		}
 		select {
 		case <-s.arrived:
@@ -142,12 +185,23 @@ type session struct {
 func (ss *session) Reset()        { ss.from, ss.to = "", nil }
 func (ss *session) Logout() error { return nil }
 
+// Mail refuses a MAIL inside a mail transaction, as Postfix does: a
+// client must end a refused message's transaction with RSET.
 func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
+	if ss.from != "" {
+		return &smtp.SMTPError{Code: 503, EnhancedCode: smtp.EnhancedCode{5, 5, 1}, Message: "nested MAIL command"}
+	}
 	ss.from = from
 	return nil
 }
 
 func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	ss.s.mu.Lock()
+	refused := ss.s.refused[to]
+	ss.s.mu.Unlock()
+	if refused {
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such mailbox"}
+	}
 	ss.to = append(ss.to, to)
 	return nil
 }
@@ -171,11 +225,7 @@ func (ss *session) Data(r io.Reader) error {
 	if refuse {
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try again later"}
 	}
-	m, err := parse(raw)
-	if err != nil {
-		return err
-	}
-	m.From, m.To = ss.from, ss.to
+	m := receivedMail{From: ss.from, To: ss.to, Raw: raw}
 	ss.s.mu.Lock()
 	ss.s.msgs = append(ss.s.msgs, m)
 	ss.s.mu.Unlock()
@@ -234,4 +284,22 @@ func decode(encoding string, r io.Reader) (string, error) {
 	}
 	b, err := io.ReadAll(r)
 	return string(b), err
+}
+
+// unpipelined is a listener whose connections hide the PIPELINING the
+// server offers in its EHLO reply.
+type unpipelined struct{ net.Listener }
+
+func (l unpipelined) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return unpipelinedConn{c}, nil
+}
+
+type unpipelinedConn struct{ net.Conn }
+
+func (c unpipelinedConn) Write(p []byte) (int, error) {
+	return c.Conn.Write(bytes.ReplaceAll(p, []byte("PIPELINING"), []byte("XNOTHING01")))
 }

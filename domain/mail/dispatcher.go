@@ -16,14 +16,9 @@ import (
 
 // Store is the durable outbox the dispatcher works from (storage.DB).
 type Store interface {
-	// FanOutMail turns at most limit outbox rows into deliveries, holding
-	// digest mail for the digest at nextDigest, and returns how many rows
-	// it took.
-	FanOutMail(ctx context.Context, now, nextDigest time.Time, limit int) (int, error)
-	// ClaimMail claims at most limit due mails for worker until now+lease.
-	ClaimMail(ctx context.Context, worker string, now time.Time, lease time.Duration, limit int) ([]domain.MailJob, error)
-	// FinishMail records what became of claimed mails.
-	FinishMail(ctx context.Context, outcomes []domain.MailOutcome, now time.Time) error
+	// MailRound records the last round's outcomes, fans out queued
+	// intents and claims due mail, in one transaction (domain.MailRound).
+	MailRound(ctx context.Context, r domain.MailRound) (domain.MailClaim, error)
 	// QueueMail queues a one-off message.
 	QueueMail(ctx context.Context, m domain.MailMessage, now time.Time) error
 }
@@ -54,16 +49,16 @@ type Opts struct {
 }
 
 // Dispatcher sends the mail the outbox holds. Several servers sharing a
-// database may each run one: claims are leased.
+// database may each run one: claims are leased. A Dispatcher's rounds
+// run one at a time.
 type Dispatcher struct {
 	o      Opts
 	c      composer
 	worker string
+	// sent is what became of the last round's mails, recorded by the
+	// next round's transaction: a busy outbox costs one write a round.
+	sent []domain.MailOutcome
 }
-
-// fanOutPerBatch is how many outbox rows one fan-out transaction takes,
-// in batches.
-const fanOutPerBatch = 5
 
 // DefaultDigestHour is the hour of the day (UTC) when digests go out.
 const DefaultDigestHour = 8
@@ -113,10 +108,17 @@ func (d *Dispatcher) Queue(ctx context.Context, m domain.MailMessage) error {
 	return Outbox{Store: d.o.Store, Clock: d.o.Clock}.Queue(ctx, m)
 }
 
-// Run sends mail until ctx ends.
+// Run sends mail until ctx ends. While rounds claim all they may they
+// follow one another, each recording the last one's outcomes; then the
+// next poll records them and takes what has queued meanwhile, so that a
+// steady trickle of requests is sent in batches rather than a
+// transaction a mail.
 func (d *Dispatcher) Run(ctx context.Context) {
 	t := time.NewTicker(d.o.Poll)
 	defer t.Stop()
+	// The outcome of the last sends is recorded even as the server stops:
+	// what was sent must not be sent again.
+	defer d.Flush(context.WithoutCancel(ctx))
 	for {
 		for ctx.Err() == nil {
 			n, err := d.Round(ctx)
@@ -135,30 +137,41 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	}
 }
 
-// Round fans out the outbox, then claims and sends one batch of due mail,
-// and returns how many mails it claimed.
+// Round records what became of the last round's mails, fans out the
+// outbox, and claims and sends one batch of due mail, all but the sending
+// in one transaction. It returns how many mails it claimed or intents it
+// fanned out, whichever is more: less than a batch means there was
+// nothing more to do. The outcomes of its own sends are recorded by the
+// next Round, or Flush.
 func (d *Dispatcher) Round(ctx context.Context) (int, error) {
 	now := d.o.Clock.Now()
-	// Fanning out is bookkeeping in the database alone, so it takes more
-	// rows a transaction than a send may hold a connection for.
-	fan := fanOutPerBatch * d.o.Batch
-	for {
-		n, err := d.o.Store.FanOutMail(ctx, now, NextDigest(now, d.o.DigestHour), fan)
-		if err != nil {
-			return 0, err
-		}
-		if n < fan {
-			break
-		}
+	c, err := d.o.Store.MailRound(ctx, domain.MailRound{Worker: d.worker, Now: now, NextDigest: NextDigest(now, d.o.DigestHour),
+		Lease: d.o.Lease, Limit: d.o.Batch, Finished: d.sent})
+	if err != nil {
+		return 0, err // d.sent is recorded by the next round
 	}
-	jobs, err := d.o.Store.ClaimMail(ctx, d.worker, now, d.o.Lease, d.o.Batch)
-	if err != nil || len(jobs) == 0 {
-		return 0, err
+	d.sent = nil
+	if len(c.Jobs) > 0 {
+		d.sent = d.send(ctx, c.Jobs)
 	}
-	outcomes := d.send(ctx, jobs)
-	// The outcome is recorded even as the server stops: what was sent
-	// must not be sent again.
-	return len(jobs), d.o.Store.FinishMail(context.WithoutCancel(ctx), outcomes, d.o.Clock.Now())
+	// A round that fanned out a whole batch of intents telling nobody
+	// may have left more queued.
+	return max(len(c.Jobs), c.FannedOut), nil
+}
+
+// Flush records what became of the last round's mails, if that is not
+// recorded yet.
+func (d *Dispatcher) Flush(ctx context.Context) error {
+	if len(d.sent) == 0 {
+		return nil
+	}
+	now := d.o.Clock.Now()
+	_, err := d.o.Store.MailRound(ctx, domain.MailRound{Worker: d.worker, Now: now, NextDigest: NextDigest(now, d.o.DigestHour),
+		Lease: d.o.Lease, Finished: d.sent})
+	if err == nil {
+		d.sent = nil
+	}
+	return err
 }
 
 // send composes and sends the jobs, in one connection, and says what

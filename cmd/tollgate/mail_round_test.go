@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/mail"
+)
+
+// roundCounter is the outbox, counting the dispatcher's rounds and the
+// outcomes each recorded.
+type roundCounter struct {
+	mail.Store
+	mu       sync.Mutex
+	finished []int // outcomes recorded, by round
+}
+
+func (c *roundCounter) MailRound(ctx context.Context, r domain.MailRound) (domain.MailClaim, error) {
+	c.mu.Lock()
+	c.finished = append(c.finished, len(r.Finished))
+	c.mu.Unlock()
+	return c.Store.MailRound(ctx, r)
+}
+
+// A busy outbox costs one transaction a round: each round records the
+// last one's sends, fans out and claims together, and the round that
+// finds nothing more records the last sends. Nothing is sent twice, even
+// once every lease has run out.
+func TestMailRoundRecordsTheLastRoundsSends(t *testing.T) {
+	t.Parallel()
+	forEachMailDialect(t, func(t *testing.T, e *env) {
+		e.addUser(t, "ada@example.com", domain.RoleFounder, false, "")
+		for range 5 {
+			e.ask(t, request{Kind: domain.KindInput, Assignee: "ada@example.com", Title: "Upload your deck"})
+		}
+		sender, err := newSMTP(e.smtp.URL, "Tollgate <tollgate@example.com>")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rounds := &roundCounter{Store: e.db}
+		o := mail.Opts{Store: rounds, Sender: sender, Log: warnLog(t), Clock: e.clock, PublicURL: publicURL, Batch: 2, Lease: time.Minute}
+		d := mail.New(o)
+		for {
+			n, err := d.Round(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				break
+			}
+		}
+		if got, want := rounds.finished, []int{0, 2, 2, 1}; !slices.Equal(got, want) {
+			t.Fatalf("rounds recorded %v outcomes, want %v: one transaction a round, each recording the last one's sends", got, want)
+		}
+		wantMails(t, e.smtp, "ada@example.com", "ada@example.com", "ada@example.com", "ada@example.com", "ada@example.com")
+
+		e.clock.set(e.clock.Now().Add(2 * time.Minute)) // every lease has run out
+		o.Store = e.db
+		if n, err := mail.New(o).Round(t.Context()); err != nil || n != 0 {
+			t.Fatalf("a round after the leases ran out claimed %d mails (%v): sends were not recorded", n, err)
+		}
+		wantMails(t, e.smtp, "ada@example.com", "ada@example.com", "ada@example.com", "ada@example.com", "ada@example.com")
+	})
+}
+
+// A dispatcher that stops records what it sent before it stops.
+func TestMailDispatcherRecordsItsSendsAsItStops(t *testing.T) {
+	t.Parallel()
+	forEachMailDialect(t, func(t *testing.T, e *env) {
+		e.addUser(t, "ada@example.com", domain.RoleFounder, false, "")
+		e.ask(t, request{Kind: domain.KindInput, Assignee: "ada@example.com", Title: "Upload your deck"})
+		sender, err := newSMTP(e.smtp.URL, "Tollgate <tollgate@example.com>")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := mail.Opts{Store: e.db, Sender: sender, Log: warnLog(t), Clock: e.clock, PublicURL: publicURL, Poll: time.Hour, Lease: time.Minute}
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		wg.Go(func() { mail.New(o).Run(ctx) })
+		e.smtp.Wait(t, 1, 10*time.Second)
+		cancel()
+		wg.Wait()
+
+		e.clock.set(e.clock.Now().Add(2 * time.Minute))
+		if n, err := mail.New(o).Round(t.Context()); err != nil || n != 0 {
+			t.Fatalf("after the dispatcher stopped, a round claimed %d mails (%v): its sends were not recorded", n, err)
+		}
+		wantMails(t, e.smtp, "ada@example.com")
+	})
+}
+
+// A message the SMTP server refuses fails alone: the mails before and
+// after it in the same connection arrive, whether the server takes
+// commands pipelined or one by one. A server that refuses every message
+// fails them all, and the connection still ends cleanly.
+func TestSMTPRefusedMessageFailsAlone(t *testing.T) {
+	t.Parallel()
+	for _, pipelining := range []bool{true, false} {
+		t.Run(fmt.Sprintf("pipelining=%v", pipelining), func(t *testing.T) {
+			t.Parallel()
+			s := startSMTPServerWith(t, pipelining)
+			s.RefuseRecipient("gone@example.com")
+			sender, err := newSMTP(s.URL, "Tollgate <tollgate@example.com>")
+			if err != nil {
+				t.Fatal(err)
+			}
+			msg := func(to string) mail.Message {
+				return mail.Message{To: to, Subject: "Upload your deck", Text: "Open the link\n.\nA line that was a dot", MessageID: to + ".1@tollgate.example.com", Date: time.Now()}
+			}
+			to := []string{"gone@example.com", "ada@example.com", "gone@example.com", "gone@example.com", "bo@example.com", "cy@example.com", "gone@example.com"}
+			var msgs []mail.Message
+			for _, addr := range to {
+				msgs = append(msgs, msg(addr))
+			}
+			errs := sender.Send(t.Context(), msgs)
+			for i, addr := range to {
+				if refused := addr == "gone@example.com"; (errs[i] != nil) != refused {
+					t.Fatalf("mail %d to %s: error %v, want one: %v", i, addr, errs[i], refused)
+				}
+			}
+			for _, m := range wantMails(t, s, "ada@example.com", "bo@example.com", "cy@example.com") {
+				if !strings.Contains(strings.ReplaceAll(m.Text, "\r\n", "\n"), "Open the link\n.\nA line that was a dot") {
+					t.Fatalf("the text arrived as %q", m.Text)
+				}
+			}
+
+			s.Refuse(true)
+			for i, err := range sender.Send(t.Context(), []mail.Message{msg("ada@example.com"), msg("bo@example.com")}) {
+				if err == nil {
+					t.Fatalf("mail %d accepted by a server refusing everything", i)
+				}
+			}
+			s.Refuse(false)
+			if errs := sender.Send(t.Context(), []mail.Message{msg("dee@example.com")}); errs[0] != nil {
+				t.Fatal(errs[0])
+			}
+			wantMails(t, s, "ada@example.com", "bo@example.com", "cy@example.com", "dee@example.com")
+		})
+	}
+}
+
+// warnLog writes warnings and errors to the test's output.
+func warnLog(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
