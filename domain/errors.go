@@ -57,6 +57,9 @@ const (
 	CodeStartForbidden      = "start_forbidden"
 	CodeSeparationOfDuties  = "separation_of_duties"
 	CodeAssigneeNotAllowed  = "assignee_not_allowed"
+	// CodeVersionExists refuses a workflow document for an id and version
+	// already registered with another document: versions are immutable.
+	CodeVersionExists = "workflow_version_exists"
 	// CodeUnknownDocument refuses resume data that names a document
 	// (documentIds) not uploaded to the suspension it resumes.
 	CodeUnknownDocument = "unknown_document"

@@ -73,22 +73,39 @@ func deferred(o Outcome) []Command {
 	return o.Review.Deferred
 }
 
-// discardDeferred records that the decided review's deferred commands will
-// not run, and why: the review was rejected (or resumed without a
-// decision), or else the reason given. It adds nothing when there are none.
+// discardDeferred records that the review's deferred commands will not
+// run, and why: the review was rejected (or resumed without a decision),
+// or else the reason given (an approved review, or one still pending when
+// its run ends). It adds nothing when there are none.
 func discardDeferred(o Outcome, c StepCommit, reason string) StepCommit {
 	if o.Review == nil || len(o.Review.Deferred) == 0 {
 		return c
 	}
-	switch o.Review.Decision {
-	case DecisionApproved:
-	case DecisionRejected:
+	switch {
+	case o.Review.Decision == DecisionApproved:
+	case o.Review.Decision == DecisionRejected:
 		reason = "review rejected"
-	default:
+	case o.Review.Status == SuspensionResumed:
 		reason = "the review was resumed without a decision"
 	}
 	c.Events = append(c.Events, NewEvent{Type: EventCommandsDropped, Step: o.Review.StepName, Payload: MustJSON(map[string]any{
 		"count": len(o.Review.Deferred), "reason": reason})})
+	return c
+}
+
+// PlanKernelFailure plans the failure of a run that the engine ends
+// itself, with no step's outcome to plan: a commit that never succeeds, a
+// workflow version or step this server does not have. re ends the run.
+// When the job resumes from a review (o.Review), the review's deferred
+// commands never run, and COMMANDS_DISCARDED says so before RUN_FAILED,
+// as it does when a resume step fails the run: a history that shows an
+// approval must also show why what it approved did not happen.
+func PlanKernelFailure(o Outcome, re *RunError) StepCommit {
+	c := StepCommit{Job: o.Job.Ref(), RunID: o.Run.ID, Step: o.Job.Step, Now: o.Now}
+	c = discardDeferred(o, c, "the run failed ("+re.Code+")")
+	c.Events = append(c.Events, o.Workflow.FailEvents(o.Run.ID, o.Job.Step, re)...)
+	c.Events = append(c.Events, NewEvent{Type: EventRunFailed, Step: o.Job.Step, Payload: MustJSON(re)})
+	c.Finish = &RunFinish{Status: RunFailed, Error: re}
 	return c
 }
 

@@ -39,6 +39,34 @@ func (db *DB) SaveDefinition(ctx context.Context, d flow.Definition) (flow.Defin
 	return existing, false, err
 }
 
+// ReplaceDefinition implements flow.Store. Definitions refuse updates, so
+// the old row is deleted, on the condition that it is unchanged, and next
+// inserted in the same transaction.
+func (db *DB) ReplaceDefinition(ctx context.Context, old, next flow.Definition) (bool, error) {
+	replaced := false
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		replaced = false
+		res, err := tx.NewDelete().Model((*definitionRow)(nil)).
+			Where("workflow_id = ? AND version = ? AND body = ? AND created_by = ?", old.WorkflowID, old.Version, string(old.Body), old.CreatedBy).Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil
+		}
+		row := &definitionRow{WorkflowID: next.WorkflowID, Version: next.Version, Body: string(next.Body), CreatedBy: next.CreatedBy, CreatedAt: ts(next.CreatedAt)}
+		if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
+			return err
+		}
+		replaced = true
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("replace workflow %s version %s: %w", old.WorkflowID, old.Version, err)
+	}
+	return replaced, nil
+}
+
 // Definition implements flow.Store; an empty version means the latest
 // registered.
 func (db *DB) Definition(ctx context.Context, workflowID, version string) (flow.Definition, error) {

@@ -183,6 +183,7 @@ func TestBrowserEveryPageFitsAndIsAccessible(t *testing.T) {
 		{founder, "/suspensions/" + docs.ID, "suspension-documents", "#files"},
 		{founder, "/my", "my", `[data-suspension="` + docs.ID + `"]`},
 		{rev, "/runs", "runs", "main table"},
+		{rev, "/runs?status=" + strings.Repeat("unknown", 20), "runs-unknown-status", `main [role="alert"]`},
 		{rev, "/runs/" + running.ID, "run-working", `[data-live="run-status"]`},
 		{rev, "/runs/" + won.ID, "run-succeeded", `[data-live="run-status"]`},
 		{rev, "/runs/" + lost.ID, "run-failed", `[data-live="run-status"]`},

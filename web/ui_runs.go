@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/tollgatehq/tollgate/domain"
@@ -58,12 +59,24 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, views.RunView(p))
 }
 
-// runsPage lists runs, newest first, by status and workflow.
+// runsPage lists runs, newest first, by status and workflow. The status
+// is read as the API reads it (domain.ParseRunStatus): the seeds' names
+// show the status they mean, and a name that is no status is answered
+// with the page, saying so, rather than with an empty list.
 func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 	v := s.viewerOf(r)
 	q := r.URL.Query()
-	status, workflow := q.Get("status"), strings.TrimSpace(q.Get("workflow"))
-	runs, next, err := s.Store.Runs(r.Context(), domain.RunFilter{Status: domain.RunStatus(status), WorkflowID: workflow, Cursor: q.Get("cursor"), Limit: 50})
+	workflow := strings.TrimSpace(q.Get("workflow"))
+	var status domain.RunStatus
+	if name := q.Get("status"); name != "" {
+		var ok bool
+		if status, ok = domain.ParseRunStatus(name); !ok {
+			s.render(w, r, http.StatusBadRequest, views.Runs(views.RunsPage{Viewer: v, Workflow: workflow, Now: s.Clock.Now(),
+				Failure: strconv.Quote(name) + " is not a run status: " + domain.RunStatusNames + "."}))
+			return
+		}
+	}
+	runs, next, err := s.Store.Runs(r.Context(), domain.RunFilter{Status: status, WorkflowID: workflow, Cursor: q.Get("cursor"), Limit: 50})
 	var ve *domain.ValidationError
 	if errors.As(err, &ve) {
 		s.renderError(w, r, http.StatusBadRequest, "That page link is not valid", "The link to this page of runs is damaged or out of date. Start again from the first page.", v)
@@ -73,9 +86,9 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 		s.uiFailure(w, r, err)
 		return
 	}
-	p := views.RunsPage{Viewer: v, Status: status, Workflow: workflow, Runs: runs, Now: s.Clock.Now()}
+	p := views.RunsPage{Viewer: v, Status: string(status), Workflow: workflow, Runs: runs, Now: s.Clock.Now()}
 	if next != "" {
-		p.Next = views.RunsURL(status, workflow, next)
+		p.Next = views.RunsURL(p.Status, workflow, next)
 	}
 	s.render(w, r, http.StatusOK, views.Runs(p))
 }

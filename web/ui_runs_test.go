@@ -3,6 +3,7 @@ package web_test
 import (
 	"html"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -80,5 +81,38 @@ func TestUIRunsListShowsStatusAsWords(t *testing.T) {
 			`<span class="badge badge-suspended">suspended</span>`,
 			`data-label="Started by">`+adminEmail)
 		wantPage(t, b.get("/runs?status=cancelled"), http.StatusOK, "No run matches this filter")
+	})
+}
+
+// TestUIRunsListTakesTheAPIsStatusNames: the runs page reads ?status= as
+// the API does, so a seed's name lists the runs of the status it means,
+// with that status's filter marked; a name that is no status is a 400
+// page that says so, listing nothing.
+func TestUIRunsListTakesTheAPIsStatusNames(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		done, s := e.paused(t, "review", map[string]any{"amount": 1})
+		want(t, e.call(t, "POST", "/api/v1/suspensions/"+s.ID+"/approve", e.reviewer, `{}`), http.StatusOK)
+		e.waitRun(t, done.ID, "succeeded")
+		waiting, _ := e.paused(t, "review", map[string]any{"amount": 2})
+		b := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
+		for name, st := range map[string]string{"paused": "suspended", "waiting": "suspended", "completed": "succeeded", "finished": "succeeded", "suspended": "suspended"} {
+			shown, hidden := waiting.ID, done.ID
+			if st == "succeeded" {
+				shown, hidden = done.ID, waiting.ID
+			}
+			p := b.get("/runs?status=" + name)
+			wantPage(t, p, http.StatusOK, `data-run="`+shown+`"`, `href="/runs?status=`+st+`" aria-current`)
+			if strings.Contains(p.Body, `data-run="`+hidden+`"`) {
+				t.Errorf("status=%s lists run %s, which is not %s", name, hidden, st)
+			}
+		}
+		for _, name := range []string{"PAUSED", "bogus", "<b>x</b>"} {
+			p := b.get("/runs?status=" + url.QueryEscape(name))
+			wantPage(t, p, http.StatusBadRequest, `role="alert"`, "is not a run status", "paused or waiting", `href="/runs">Show all runs`)
+			if strings.Contains(p.Body, "data-run=") || strings.Contains(p.Body, "<b>x</b>") {
+				t.Errorf("status=%s: the refusal lists runs or echoes markup:\n%s", name, p.Body)
+			}
+		}
 	})
 }

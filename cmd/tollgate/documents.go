@@ -9,15 +9,18 @@ import (
 	"io/fs"
 	"log/slog"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/flow"
 )
 
-// exampleDocuments are the declarative workflows a new server ships with.
+// exampleDocuments are the declarative workflows a new server ships with,
+// and under examples/former/NAME/ the texts of example NAME.json that
+// older builds shipped under the same id and version.
 //
-//go:embed examples/*.json
+//go:embed examples/*.json examples/former
 var exampleDocuments embed.FS
 
 // registerTasks adds the task handlers documents may name. Tests replace
@@ -83,12 +86,42 @@ func loadDocuments(ctx context.Context, catalog *flow.Catalog, dir string, log *
 		}
 		_, err = catalog.Register(ctx, body, "example")
 		if _, taken := errors.AsType[*domain.ConflictError](err); taken {
-			log.InfoContext(ctx, "Example workflow not loaded: its id and version hold another document", "file", path.Base(name), "error", err)
-			continue
+			err = supersedeExample(ctx, catalog, name, body, log)
 		}
 		if err != nil {
 			return fmt.Errorf("example workflow %s: %w", path.Base(name), err)
 		}
 	}
+	return nil
+}
+
+// supersedeExample handles an example whose id and version hold another
+// document. When that document is this example as an older build shipped
+// it (registered by "example", so by no operator), it is replaced by this
+// build's text: otherwise the text this build documents, which the seeds
+// write, would be refused with 409 on the very database the older build
+// seeded. Anything else is an operator's document, and the example yields.
+func supersedeExample(ctx context.Context, catalog *flow.Catalog, name string, body []byte, log *slog.Logger) error {
+	former, err := fs.Glob(exampleDocuments, "examples/former/"+strings.TrimSuffix(path.Base(name), ".json")+"/*.json")
+	if err != nil {
+		return err
+	}
+	var texts [][]byte
+	for _, f := range former {
+		text, err := exampleDocuments.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		texts = append(texts, text)
+	}
+	replaced, err := catalog.Supersede(ctx, body, texts, "example")
+	if err != nil {
+		return err
+	}
+	if replaced {
+		log.InfoContext(ctx, "Example workflow updated from an older build's text to this build's; its steps are unchanged", "file", path.Base(name))
+		return nil
+	}
+	log.InfoContext(ctx, "Example workflow not loaded: its id and version hold another document", "file", path.Base(name))
 	return nil
 }

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/flow"
+	"github.com/tollgatehq/tollgate/storage"
 	"github.com/tollgatehq/tollgate/storage/storagetest"
 )
 
@@ -67,7 +70,7 @@ func testDocuments(t *testing.T, env map[string]string) {
 		}
 		// The same document, formatted differently, is the same version.
 		put(http.StatusOK, "/api/v1/workflows/nap/versions/1", strings.Join(strings.Fields(nap("1", 300)), " "))
-		if r := put(http.StatusConflict, "/api/v1/workflows/nap/versions/1", nap("1", 301)); r.code() != "conflict" {
+		if r := put(http.StatusConflict, "/api/v1/workflows/nap/versions/1", nap("1", 301)); r.code() != domain.CodeVersionExists {
 			t.Errorf("a different document for a registered version: %s", r.Body)
 		}
 		bad := put(http.StatusUnprocessableEntity, "/api/v1/workflows/bad/versions/1", `{"id": "bad", "version": "1", "steps": [
@@ -265,4 +268,95 @@ func TestDocumentsAcrossServersAndFromAFolder(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "broken.json") || !strings.Contains(err.Error(), "steps[0]: a wait step needs one of durationMs or untilTimestamp") {
 		t.Fatalf("serve with a broken document: %v", err)
 	}
+}
+
+// seedDefinition stores a workflow document as an older build would have,
+// registered by by, in the database a server with env and dataDir opens.
+func seedDefinition(t *testing.T, env map[string]string, dataDir, id, version, text, by string) {
+	t.Helper()
+	db, err := storage.Open(t.Context(), storage.Opts{URL: env["DATABASE_URL"], DataDir: dataDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	body, err := flow.Canonical([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, created, err := db.SaveDefinition(t.Context(), flow.Definition{WorkflowID: id, Version: version, Body: body, CreatedBy: by, CreatedAt: time.Now().Add(-time.Hour)}); err != nil || !created {
+		t.Fatalf("seed %s@%s: created %v, %v", id, version, created, err)
+	}
+}
+
+// A database an older build seeded holds that build's text of the drip
+// campaign example under drip-campaign@1.0. A server of this build
+// replaces it with its own text (the seeds' document; the same steps), so
+// posting the seeds' document registers as the same version instead of
+// answering 409. The same older text registered by an operator is theirs:
+// it stays, and the seeds' document is refused with
+// workflow_version_exists.
+func TestDripExampleFromAnOlderBuild(t *testing.T) {
+	t.Parallel()
+	former, err := os.ReadFile("examples/former/drip-campaign/1.0.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, err := os.ReadFile("examples/drip-campaign.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	document := func(t *testing.T, c *client) map[string]any {
+		t.Helper()
+		var list apiPage[struct {
+			ID, Version string
+			Document    map[string]any
+		}]
+		c.call(t, http.StatusOK, "GET", "/api/v1/workflows", nil).decode(t, &list)
+		for _, w := range list.Items {
+			if w.ID == "drip-campaign" && w.Version == "1.0" {
+				return w.Document
+			}
+		}
+		t.Fatal("drip-campaign@1.0 is not listed")
+		return nil
+	}
+	forEachDialect(t, func(t *testing.T, env map[string]string) {
+		t.Run("shipped by an older build", func(t *testing.T) {
+			env := cloneEnv(env)
+			if env["DATABASE_URL"] != "" {
+				env["DATABASE_URL"] = storagetest.NewDatabase(t)
+			}
+			data := t.TempDir()
+			seedDefinition(t, env, data, "drip-campaign", "1.0", string(former), "example")
+			c := startServer(t, env, "--data", data).client()
+			c.call(t, http.StatusOK, "POST", "/api/v1/workflows", json.RawMessage(seed))
+			c.call(t, http.StatusOK, "PUT", "/api/v1/workflows/drip-campaign/versions/1.0", json.RawMessage(seed))
+			if d := document(t, c); d["name"] != "drip-campaign" || d["description"] != nil || d["inputSchema"] != nil {
+				t.Errorf("drip-campaign@1.0 holds %v; want the seeds' document", d)
+			}
+			started := c.startRun(t, "drip-campaign", map[string]string{"email": "ada@example.com"})
+			if paused := c.waitStatus(t, started.ID, "suspended"); len(paused.Suspensions) != 1 || paused.Suspensions[0].StepName != "wait-2-days" {
+				t.Errorf("a drip campaign pauses at its wait: %+v", paused.Suspensions)
+			}
+		})
+		t.Run("registered by an operator", func(t *testing.T) {
+			env := cloneEnv(env)
+			if env["DATABASE_URL"] != "" {
+				env["DATABASE_URL"] = storagetest.NewDatabase(t)
+			}
+			data := t.TempDir()
+			seedDefinition(t, env, data, "drip-campaign", "1.0", string(former), "api:ops@example.com")
+			c := startServer(t, env, "--data", data).client()
+			r := c.call(t, http.StatusConflict, "POST", "/api/v1/workflows", json.RawMessage(seed))
+			if r.code() != domain.CodeVersionExists || !strings.Contains(string(r.Body), "register a new version") {
+				t.Errorf("the seeds' document over an operator's: %s", r.Body)
+			}
+			if d := document(t, c); d["id"] != "drip-campaign" || d["description"] == nil {
+				t.Errorf("drip-campaign@1.0 holds %v; want the operator's document", d)
+			}
+		})
+	})
 }

@@ -22,14 +22,16 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 	if run.Status.Terminal() {
 		return base, false, nil // the store discards it and drops the job
 	}
+	o := domain.Outcome{Job: job, Run: run, Now: now, Rand: domain.Jitter(), CheckpointLimit: e.o.CheckpointLimit, NewID: newID}
 	wf, err := e.reg.Find(ctx, run.WorkflowID, run.WorkflowVersion)
 	if errors.Is(err, domain.ErrNotFound) {
-		return e.versionMismatch(job, run), false, nil
+		c, err := e.versionMismatch(ctx, o)
+		return c, false, err
 	}
 	if err != nil {
 		return base, false, err
 	}
-	o := domain.Outcome{Job: job, Run: run, Workflow: wf, Now: now, Rand: domain.Jitter(), CheckpointLimit: e.o.CheckpointLimit, NewID: newID}
+	o.Workflow = wf
 	req := domain.StepRequest{RunID: run.ID, WorkflowID: run.WorkflowID, WorkflowVersion: run.WorkflowVersion, Attempt: job.Attempt, RunInput: run.Input}
 	switch job.Kind {
 	case domain.JobStep:
@@ -49,9 +51,11 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 		}
 		if s.Kind == domain.KindApproval && s.ResumeStep == "" {
 			if re := e.commitsExhausted(job, domain.RetryPolicy{}); re != nil {
-				return e.failWith(job, run, wf, re), false, nil
+				return e.failWith(ctx, o, re), false, nil
 			}
-			return domain.PlanDecision(o), false, nil
+			c := domain.PlanDecision(o)
+			e.logDiscarded(ctx, o, c)
+			return c, false, nil
 		}
 		payload, err := json.Marshal(domain.ResumePayload{Checkpoint: s.Checkpoint, ResumeData: s.ResumeData, ResumedBy: s.ResumedBy})
 		if err != nil {
@@ -60,14 +64,14 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 		req.Step, req.Input, req.Resumed = s.ResumeStep, payload, true
 		req.IdempotencyKey = run.ID + ":" + job.Key
 	default:
-		return e.failWith(job, run, wf, &domain.RunError{Code: domain.CodeOrchestration, Message: "unknown job kind " + string(job.Kind)}), false, nil
+		return e.failWith(ctx, o, &domain.RunError{Code: domain.CodeOrchestration, Message: "unknown job kind " + string(job.Kind)}), false, nil
 	}
 	def, ok := wf.Lookup(req.Step)
 	if !ok {
-		return e.failWith(job, run, wf, &domain.RunError{Code: domain.CodeOrchestration, Message: fmt.Sprintf("workflow %s@%s has no step %q", wf.ID, wf.Version, req.Step)}), false, nil
+		return e.failWith(ctx, o, &domain.RunError{Code: domain.CodeOrchestration, Message: fmt.Sprintf("workflow %s@%s has no step %q", wf.ID, wf.Version, req.Step)}), false, nil
 	}
 	if re := e.commitsExhausted(job, def.Retry); re != nil {
-		return e.failWith(job, run, wf, re), false, nil
+		return e.failWith(ctx, o, re), false, nil
 	}
 	o.Step, o.Retry = def.Name, def.Retry
 	o.Result, o.Err = e.call(ctx, def, req)
@@ -80,16 +84,27 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 	if o.Err != nil {
 		e.log.WarnContext(ctx, "Step attempt failed", "run_id", run.ID, "step", def.Name, "attempt", job.Attempt, "error", o.Err)
 	}
-	return domain.Plan(o), false, nil
+	c := domain.Plan(o)
+	e.logDiscarded(ctx, o, c)
+	return c, false, nil
 }
 
-// versionMismatch fails a run whose workflow version is not registered
-// here. The workflow's latest version, if any, says which FailEvent the
-// failure logs.
-func (e *Engine) versionMismatch(job domain.Job, run domain.Run) domain.StepCommit {
-	latest, _ := e.reg.Latest(run.WorkflowID)
-	return e.failWith(job, run, latest, &domain.RunError{Code: domain.CodeVersionMismatch, Message: fmt.Sprintf(
-		"workflow %s version %s is not registered on this server; the run never runs other code", run.WorkflowID, run.WorkflowVersion)})
+// versionMismatch fails the run of o.Job, whose workflow version is not
+// registered here. The workflow's latest version, if any, says which
+// FailEvent the failure logs. A resume job's suspension is read as it
+// stands, not resolved: its review's deferred commands are recorded as
+// discarded either way.
+func (e *Engine) versionMismatch(ctx context.Context, o domain.Outcome) (domain.StepCommit, error) {
+	o.Workflow, _ = e.reg.Latest(o.Run.WorkflowID)
+	if o.Job.Kind == domain.JobResume {
+		s, err := e.suspension(ctx, o.Job)
+		if err != nil {
+			return domain.StepCommit{}, err
+		}
+		o.Review = &s
+	}
+	return e.failWith(ctx, o, &domain.RunError{Code: domain.CodeVersionMismatch, Message: fmt.Sprintf(
+		"workflow %s version %s is not registered on this server; the run never runs other code", o.Run.WorkflowID, o.Run.WorkflowVersion)}), nil
 }
 
 // commitsExhausted reports a job that has been run more often than its
@@ -119,14 +134,9 @@ func (e *Engine) jobRun(ctx context.Context, job domain.Job) (domain.Run, error)
 // first, with the same conditional update a person's resume uses: if
 // someone resumed it early, theirs stands.
 func (e *Engine) resolve(ctx context.Context, job domain.Job) (domain.Suspension, error) {
-	var s domain.Suspension
-	if job.Suspension != nil {
-		s = *job.Suspension
-	} else {
-		var err error
-		if s, err = e.store.Suspension(ctx, job.SuspensionID); err != nil {
-			return s, err
-		}
+	s, err := e.suspension(ctx, job)
+	if err != nil {
+		return s, err
 	}
 	if s.Status != domain.SuspensionPending || s.WakeAt == nil {
 		return s, nil
@@ -143,15 +153,41 @@ func (e *Engine) resolve(ctx context.Context, job domain.Job) (domain.Suspension
 	return e.store.Suspension(ctx, job.SuspensionID) // someone else's resume stands: read it
 }
 
-// failWith fails the run of job with re, which the kernel found itself;
-// wf (nil when unknown) says which FailEvent comes before RUN_FAILED.
-func (e *Engine) failWith(job domain.Job, run domain.Run, wf *domain.Workflow, re *domain.RunError) domain.StepCommit {
-	e.log.Error("Run failed", "run_id", run.ID, "code", re.Code, "error", re.Message)
-	return domain.StepCommit{
-		Job: job.Ref(), RunID: run.ID, Step: job.Step, Now: e.o.Clock.Now(),
-		Events: append(wf.FailEvents(run.ID, job.Step, re), domain.NewEvent{Type: domain.EventRunFailed, Step: job.Step, Payload: domain.MustJSON(re)}),
-		Finish: &domain.RunFinish{Status: domain.RunFailed, Error: re},
+// suspension is the suspension a resume job continues from, as claimed or
+// read now.
+func (e *Engine) suspension(ctx context.Context, job domain.Job) (domain.Suspension, error) {
+	if job.Suspension != nil {
+		return *job.Suspension, nil
 	}
+	return e.store.Suspension(ctx, job.SuspensionID)
+}
+
+// failWith fails the run of o.Job with re, which the kernel found itself;
+// o.Workflow (nil when unknown) says which FailEvent comes before
+// RUN_FAILED, and o.Review, when set, is the review whose deferred
+// commands the failure discards.
+func (e *Engine) failWith(ctx context.Context, o domain.Outcome, re *domain.RunError) domain.StepCommit {
+	e.log.ErrorContext(ctx, "Run failed", "run_id", o.Run.ID, "code", re.Code, "error", re.Message)
+	c := domain.PlanKernelFailure(o, re)
+	e.logDiscarded(ctx, o, c)
+	return c
+}
+
+// logDiscarded tells the server log when a run fails with commands a
+// review deferred still to run: they never will, and an operator looking
+// at the failure should know what was approved but not done. A rejected
+// review's commands are not news: the rejection discarded them.
+func (e *Engine) logDiscarded(ctx context.Context, o domain.Outcome, c domain.StepCommit) {
+	r := o.Review
+	if r == nil || len(r.Deferred) == 0 || r.Decision == domain.DecisionRejected || c.Finish == nil || c.Finish.Status != domain.RunFailed {
+		return
+	}
+	code := ""
+	if c.Finish.Error != nil {
+		code = c.Finish.Error.Code
+	}
+	e.log.WarnContext(ctx, "The run failed; the commands its review deferred are discarded and will not run",
+		"run_id", o.Run.ID, "review_step", r.StepName, "suspension_id", r.ID, "commands", len(r.Deferred), "code", code)
 }
 
 // call runs one attempt of a step. A panic fails the attempt, never the

@@ -34,6 +34,10 @@ type Store interface {
 	Definition(ctx context.Context, workflowID, version string) (Definition, error)
 	// Definitions lists every version.
 	Definitions(ctx context.Context) ([]Definition, error)
+	// ReplaceDefinition puts next in the place of old, with old's
+	// registration time, if the stored version is still old (same body,
+	// same registrant); false when it is not.
+	ReplaceDefinition(ctx context.Context, old, next Definition) (bool, error)
 }
 
 // Catalog registers documents and resolves them into workflows for the
@@ -86,10 +90,80 @@ func (c *Catalog) Register(ctx context.Context, body []byte, by string) (Registe
 		return Registered{}, err
 	}
 	if !created && !bytes.Equal(stored.Body, canonical) {
-		return Registered{}, &domain.ConflictError{Code: domain.CodeConflict, Message: fmt.Sprintf("workflow %s version %s is already registered with a different document; versions are immutable: register a new version", doc.ID, doc.Version)}
+		return Registered{}, &domain.ConflictError{Code: domain.CodeVersionExists, Message: fmt.Sprintf("workflow %s version %s is already registered with a different document; versions are immutable: register a new version", doc.ID, doc.Version)}
 	}
 	c.keep(doc.ID+"@"+doc.Version, wf)
 	return Registered{Document: doc, Definition: stored, Created: created}, nil
+}
+
+// Supersede puts body in the place of the document stored under its id
+// and version when that document is exactly one of former, registered by
+// by, and runs the same steps as body; it reports whether it did. It is
+// for the examples a server ships: an older build registered its own
+// text of an example, no operator chose that text, and posting this
+// build's text must not meet a 409. The steps must match so that a run
+// already on the version, which keeps running it, does nothing different;
+// what may differ is how the document describes itself (its id or name,
+// description, input schema).
+func (c *Catalog) Supersede(ctx context.Context, body []byte, former [][]byte, by string) (bool, error) {
+	doc, wf, err := Load(body, c.env)
+	if err != nil {
+		return false, err
+	}
+	canonical, err := Canonical(body)
+	if err != nil {
+		return false, err
+	}
+	stored, err := c.store.Definition(ctx, doc.ID, doc.Version)
+	if err != nil || stored.CreatedBy != by || !isFormer(stored.Body, former) {
+		return false, err
+	}
+	old, _, err := Load(stored.Body, c.env)
+	if err != nil {
+		return false, nil // it no longer compiles here: not a version runs can be on
+	}
+	same, err := sameSteps(old, doc)
+	if err != nil || !same {
+		return false, err
+	}
+	next := Definition{WorkflowID: doc.ID, Version: doc.Version, Body: canonical, CreatedBy: by, CreatedAt: stored.CreatedAt}
+	replaced, err := c.store.ReplaceDefinition(ctx, stored, next)
+	if err != nil || !replaced {
+		return false, err
+	}
+	c.mu.Lock()
+	c.compiled[doc.ID+"@"+doc.Version] = wf
+	c.mu.Unlock()
+	return true, nil
+}
+
+// isFormer reports whether stored, a canonical body, is one of former.
+func isFormer(stored []byte, former [][]byte) bool {
+	for _, f := range former {
+		if canonical, err := Canonical(f); err == nil && bytes.Equal(canonical, stored) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameSteps reports whether two documents' steps are the same, field for
+// field.
+func sameSteps(a, b Document) (bool, error) {
+	ja, err := json.Marshal(a.Steps)
+	if err != nil {
+		return false, err
+	}
+	jb, err := json.Marshal(b.Steps)
+	if err != nil {
+		return false, err
+	}
+	ca, err := Canonical(ja)
+	if err != nil {
+		return false, err
+	}
+	cb, err := Canonical(jb)
+	return err == nil && bytes.Equal(ca, cb), err
 }
 
 // LoadDir registers every *.json document in dir, as LoadFS does, each
