@@ -2,13 +2,18 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	gomail "github.com/wneessen/go-mail"
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/mail"
@@ -105,7 +110,7 @@ func TestSMTPRefusedMessageFailsAlone(t *testing.T) {
 	for _, pipelining := range []bool{true, false} {
 		t.Run(fmt.Sprintf("pipelining=%v", pipelining), func(t *testing.T) {
 			t.Parallel()
-			s := startSMTPServerWith(t, pipelining)
+			s := startSMTPServerWith(t, smtpOpts{NoPipelining: !pipelining})
 			s.RefuseRecipient("gone@example.com")
 			sender, err := newSMTP(s.URL, "Tollgate <tollgate@example.com>")
 			if err != nil {
@@ -142,6 +147,46 @@ func TestSMTPRefusedMessageFailsAlone(t *testing.T) {
 				t.Fatal(errs[0])
 			}
 			wantMails(t, s, "ada@example.com", "bo@example.com", "cy@example.com", "dee@example.com")
+		})
+	}
+}
+
+// Mail to a server that offers STARTTLS goes encrypted, and so does mail
+// to an smtps:// server, which speaks TLS from the start; a server whose
+// certificate is not trusted gets nothing.
+func TestSMTPOverTLS(t *testing.T) {
+	t.Parallel()
+	cert := httptest.NewTLSServer(nil) // its certificate, for 127.0.0.1
+	t.Cleanup(cert.Close)
+	serverTLS := &tls.Config{Certificates: cert.TLS.Certificates}
+	trusted := cert.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	for _, implicit := range []bool{false, true} {
+		t.Run(fmt.Sprintf("implicit=%v", implicit), func(t *testing.T) {
+			t.Parallel()
+			s := startSMTPServerWith(t, smtpOpts{TLS: serverTLS, Implicit: implicit})
+			msg := mail.Message{To: "ada@example.com", Subject: "Upload your deck", Text: "Open the link", MessageID: "deck.1@tollgate.example.com", Date: time.Now()}
+
+			untrusting, err := newSMTP(s.URL, "Tollgate <tollgate@example.com>")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if errs := untrusting.Send(t.Context(), []mail.Message{msg}); errs[0] == nil {
+				t.Fatal("mail sent to a server whose certificate is not trusted")
+			}
+
+			sender, err := newSMTP(s.URL, "Tollgate <tollgate@example.com>")
+			if err != nil {
+				t.Fatal(err)
+			}
+			sender.opts = append(sender.opts, gomail.WithTLSConfig(&tls.Config{RootCAs: trusted, ServerName: "127.0.0.1"}))
+			if errs := sender.Send(t.Context(), []mail.Message{msg, msg}); errs[0] != nil || errs[1] != nil {
+				t.Fatal(errs)
+			}
+			for _, m := range wantMails(t, s, "ada@example.com", "ada@example.com") {
+				if !m.TLS {
+					t.Fatal("a mail went unencrypted")
+				}
+			}
 		})
 	}
 }

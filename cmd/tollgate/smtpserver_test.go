@@ -5,6 +5,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -31,6 +32,8 @@ type receivedMail struct {
 	// message (or Text alone for a single part).
 	Text, HTML string
 	Raw        []byte
+	// TLS is whether the message came over an encrypted connection.
+	TLS bool
 	// parsed is set once Header, Text and HTML are read from Raw (on
 	// the first Messages, so that accepting mail stays as cheap as a
 	// real server's elsewhere: the bench measures what sending costs).
@@ -51,14 +54,24 @@ type smtpServer struct {
 }
 
 // Start starts a server for the test; it stops when the test ends.
-func startSMTPServer(t testing.TB) *smtpServer { return startSMTPServerWith(t, true) }
+func startSMTPServer(t testing.TB) *smtpServer { return startSMTPServerWith(t, smtpOpts{}) }
 
-// startSMTPServerWith starts a server that offers PIPELINING or, like
-// some relays, does not.
-func startSMTPServerWith(t testing.TB, pipelining bool) *smtpServer {
+// smtpOpts are how a test's SMTP server differs from the plain one.
+type smtpOpts struct {
+	// NoPipelining hides the PIPELINING the server offers, like some
+	// relays.
+	NoPipelining bool
+	// TLS, when set, is the server's certificate: offered with STARTTLS,
+	// or from the start with Implicit (smtps://).
+	TLS      *tls.Config
+	Implicit bool
+}
+
+// startSMTPServerWith starts a server as o says.
+func startSMTPServerWith(t testing.TB, o smtpOpts) *smtpServer {
 	t.Helper()
 	s := &smtpServer{arrived: make(chan struct{}, 1), holding: make(chan struct{}, 16)}
-	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &session{s: s}, nil }))
+	srv := smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) { return &session{s: s, conn: c}, nil }))
 	srv.Domain = "127.0.0.1"
 	srv.AllowInsecureAuth = true
 	srv.ReadTimeout, srv.WriteTimeout = 30*time.Second, 30*time.Second
@@ -67,7 +80,14 @@ func startSMTPServerWith(t testing.TB, pipelining bool) *smtpServer {
 		t.Fatal(err)
 	}
 	s.URL = "smtp://" + ln.Addr().String()
-	if !pipelining {
+	switch {
+	case o.TLS != nil && o.Implicit:
+		s.URL = "smtps://" + ln.Addr().String()
+		ln = tls.NewListener(ln, o.TLS)
+	case o.TLS != nil:
+		srv.TLSConfig = o.TLS
+	}
+	if o.NoPipelining {
 		ln = unpipelined{ln}
 	}
 	go srv.Serve(ln) //nolint:errcheck // ends with Close
@@ -132,7 +152,7 @@ func (s *smtpServer) Messages() []receivedMail {
 			if err != nil {
 				panic(fmt.Sprintf("mail %d to %v is not a well-formed message: %v\n%s", i, m.To, err, m.Raw))
 			}
-			p.From, p.To, p.parsed = m.From, m.To, true
+			p.From, p.To, p.TLS, p.parsed = m.From, m.To, m.TLS, true
 			*m = p
 		}
 	}
@@ -178,6 +198,7 @@ func (s *smtpServer) Wait(t testing.TB, n int, d time.Duration) []receivedMail {
 
 type session struct {
 	s    *smtpServer
+	conn *smtp.Conn
 	from string
 	to   []string
 }
@@ -225,7 +246,8 @@ func (ss *session) Data(r io.Reader) error {
 	if refuse {
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try again later"}
 	}
-	m := receivedMail{From: ss.from, To: ss.to, Raw: raw}
+	_, encrypted := ss.conn.TLSConnectionState()
+	m := receivedMail{From: ss.from, To: ss.to, Raw: raw, TLS: encrypted}
 	ss.s.mu.Lock()
 	ss.s.msgs = append(ss.s.msgs, m)
 	ss.s.mu.Unlock()
