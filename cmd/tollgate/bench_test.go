@@ -91,6 +91,8 @@ type modeResult struct {
 	serverP50, serverP99        time.Duration
 	serverSamples               int
 	errors                      int64
+	// pgStats is the report of bench_pgstats_test.go, if it measured.
+	pgStats string
 }
 
 // benchMode is how many clients drive cycles and how they learn that a run
@@ -207,6 +209,11 @@ func TestBench(t *testing.T) {
 		}
 		d := r.rssLarge - r.rssSmall
 		fmt.Fprintf(&b, "  %s  %-8s RSS growth from 1k to %dk suspended runs ≤ 20 MiB: %s\n", verdict(d <= 20<<20), r.dialect, rssLarge/1000, mib(d))
+	}
+	for _, r := range results {
+		for _, m := range r.modes {
+			b.WriteString(m.pgStats)
+		}
 	}
 	fmt.Print(b.String())
 	for _, r := range results {
@@ -427,6 +434,7 @@ func benchEngine(t *testing.T, dialect string, mode benchMode) modeResult {
 	c, eng, db, stop := benchServerOn(t, o, &errs, onCommit, nil)
 	defer stop()
 	ctx := context.Background()
+	pg := startPgStats(t, dialect, mode, db.Bun().DB)
 	writes, all := countWrites(t, db.Bun().DB, sqlitePathOf(o)), countAll(t, db.Bun().DB, o)
 	writesBefore, allBefore := writes(), all()
 	start := time.Now()
@@ -523,7 +531,7 @@ func benchEngine(t *testing.T, dialect string, mode benchMode) modeResult {
 	}
 	m := modeResult{name: mode.name, clients: mode.clients, writesPerCycle: writesPerCycle, allPerCycle: allPerCycle, cycles: cycles, rate: float64(cycles) / benchMeasure.Seconds(),
 		serverP50: histQuantile(window, 0.5), serverP99: histQuantile(window, 0.99),
-		serverSamples: int(window[len(window)-1]), errors: errs.Load(), client: summarize(latencies)}
+		serverSamples: int(window[len(window)-1]), errors: errs.Load(), client: summarize(latencies), pgStats: pg.report(t, n)}
 	t.Logf("engine, %s: %d cycles in %v = %.1f/s; resume latency client p50 %s p99 %s (%d samples), server p50 %s p99 %s (%d samples); %.1f write transactions per cycle (%.1f in all); %d errors logged",
 		mode.name, cycles, benchMeasure, m.rate, ms(m.client.p50), ms(m.client.p99), m.client.n, ms(m.serverP50), ms(m.serverP99), m.serverSamples, m.writesPerCycle, m.allPerCycle, m.errors)
 	return m

@@ -209,13 +209,9 @@ func (c *cluster) start(cred *syscall.Credential, bin string) error {
 		return err
 	}
 	defer logFile.Close() // the child keeps its own descriptor
-	cmd := c.command(cred, filepath.Join(bin, "postgres"),
-		"-D", filepath.Join(c.dir, "data"), "-k", c.dir, "-p", strconv.Itoa(port),
-		"-c", "listen_addresses=127.0.0.1",
-		// Durability is pointless for a cluster deleted at exit.
-		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-		// Parallel tests each hold a database and a pool.
-		"-c", "max_connections=300", "-c", "shared_buffers=128MB")
+	args := append([]string{"-D", filepath.Join(c.dir, "data"), "-k", c.dir, "-p", strconv.Itoa(port)},
+		serverSettings(os.Getenv)...)
+	cmd := c.command(cred, filepath.Join(bin, "postgres"), args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start postgres: %w", err)
@@ -231,6 +227,25 @@ func (c *cluster) start(cred *syscall.Credential, bin string) error {
 		return fmt.Errorf("wait for postgres: %w\nserver log:\n%s", err, log)
 	}
 	return nil
+}
+
+// serverSettings returns the -c flags the throwaway server starts with.
+// When TOLLGATE_BENCH_PGSTATS is set, pg_stat_statements is loaded and
+// tracks statements run inside functions and triggers too, so that the
+// bench can say what each statement of a cycle costs; it must be loaded at
+// start, which is why the setting lives here and not in the bench.
+func serverSettings(getenv func(string) string) []string {
+	flags := []string{
+		"-c", "listen_addresses=127.0.0.1",
+		// Durability is pointless for a cluster deleted at exit.
+		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+		// Parallel tests each hold a database and a pool.
+		"-c", "max_connections=300", "-c", "shared_buffers=128MB",
+	}
+	if getenv("TOLLGATE_BENCH_PGSTATS") != "" {
+		flags = append(flags, "-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track=all")
+	}
+	return flags
 }
 
 // command runs as the postgres user when we are root, because initdb and
