@@ -114,6 +114,8 @@ func (s *Server) ui(mux *http.ServeMux) {
 	page("GET /runs/{id}", s.signedIn(domain.Role.Staff, s.runPage))
 	page("GET /runs/{id}/cancel", s.signedIn(adminOnly, s.confirmCancelRun))
 	page("POST /runs/{id}/cancel", s.signedIn(adminOnly, s.cancelFromPage))
+	page("GET /runs/{id}/delete", s.signedIn(adminOnly, s.confirmDeleteRun))
+	page("POST /runs/{id}/delete", s.signedIn(adminOnly, s.deleteFromPage))
 	page("/", func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, http.StatusNotFound, "Page not found", "There is no page at this address. It may have moved, or the link may be mistyped.", s.viewerOf(r))
 	})
