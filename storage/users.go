@@ -33,28 +33,37 @@ func (db *DB) User(ctx context.Context, id string) (domain.User, error) {
 	return row.toDomain(), nil
 }
 
-// UpdateUser sets a user's role and whether the account is disabled.
-// Disabling ends the user's browser sessions in the same transaction.
-func (db *DB) UpdateUser(ctx context.Context, id string, role domain.Role, disabled bool, now time.Time) (domain.User, error) {
-	row := new(userRow)
-	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		res, err := tx.NewUpdate().Model(row).Set("role = ?", role).Set("disabled = ?", disabled).Set("updated_at = ?", ts(now)).
-			Where("id = ?", id).Returning("*").Exec(ctx)
-		if err != nil {
+// UpdateUser sets a user's role and whether the account is disabled, and
+// returns the user as they were before and as they are now, read in the
+// same transaction so that the audit log can say what changed. Disabling
+// ends the user's browser sessions in the same transaction.
+func (db *DB) UpdateUser(ctx context.Context, id string, role domain.Role, disabled bool, now time.Time) (before, after domain.User, err error) {
+	old, row := new(userRow), new(userRow)
+	err = db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		// On PostgreSQL the row is locked until the update, so that no
+		// other update lands between what was read and what is written;
+		// SQLite has one writer at a time.
+		q := tx.NewSelect().Model(old).Where("id = ?", id)
+		if db.dialect == Postgres {
+			q.For("UPDATE")
+		}
+		if err := q.Scan(ctx); err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return domain.ErrNotFound
+		if _, err := tx.NewUpdate().Model(row).Set("role = ?", role).Set("disabled = ?", disabled).Set("updated_at = ?", ts(now)).
+			Where("id = ?", id).Returning("*").Exec(ctx); err != nil {
+			return err
 		}
 		if disabled {
-			_, err = tx.NewDelete().Model((*sessionRow)(nil)).Where("user_id = ?", id).Exec(ctx)
+			_, err := tx.NewDelete().Model((*sessionRow)(nil)).Where("user_id = ?", id).Exec(ctx)
+			return err
 		}
-		return err
+		return nil
 	})
 	if err != nil {
-		return domain.User{}, fmt.Errorf("update user %s: %w", id, translate(err))
+		return domain.User{}, domain.User{}, fmt.Errorf("update user %s: %w", id, translate(err))
 	}
-	return row.toDomain(), nil
+	return old.toDomain(), row.toDomain(), nil
 }
 
 // SetPassword replaces a user's password hash and ends every browser

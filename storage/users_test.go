@@ -10,7 +10,8 @@ import (
 )
 
 // A user and a key are read by id, a revoked key included; an id that
-// names nothing is domain.ErrNotFound, not an empty value.
+// names nothing is domain.ErrNotFound, not an empty value. An update
+// returns the user as they were and as they are.
 func TestUserAndAPIKeyByID(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
@@ -20,8 +21,15 @@ func TestUserAndAPIKeyByID(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.UpdateUser(ctx, u.ID, domain.RoleReviewer, true, now); err != nil {
+		before, after, err := db.UpdateUser(ctx, u.ID, domain.RoleAdmin, true, now)
+		if err != nil || before.Role != domain.RoleReviewer || before.Disabled || after.Role != domain.RoleAdmin || !after.Disabled {
+			t.Fatalf("UpdateUser = before %+v, after %+v, %v; want the active reviewer, then the disabled admin", before, after, err)
+		}
+		if _, _, err := db.UpdateUser(ctx, u.ID, domain.RoleReviewer, true, now); err != nil {
 			t.Fatal(err)
+		}
+		if _, _, err := db.UpdateUser(ctx, "u-2", domain.RoleReviewer, true, now); !errors.Is(err, domain.ErrNotFound) {
+			t.Fatalf("UpdateUser(u-2) = %v; want ErrNotFound", err)
 		}
 		got, err := db.User(ctx, "u-1")
 		if err != nil || got.ID != "u-1" || got.Email != "rita@example.com" || got.Name != "Rita" || got.Role != domain.RoleReviewer ||

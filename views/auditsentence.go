@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tollgatehq/tollgate/domain"
@@ -39,7 +40,13 @@ type AuditRow struct {
 	Sentence []Words
 	// Data is the entry's data as indented JSON.
 	Data string
+	// Changes are what the action changed, from its data's "changes"
+	// object; none for entries written without one.
+	Changes []Change
 }
+
+// Change is one field an action changed: "Role: reviewer → admin".
+type Change struct{ Label, From, To string }
 
 // NewAuditRow tells e as a sentence: "Rita Reviewer approved *Expense:
 // Flight Lisbon* via the web app".
@@ -47,7 +54,7 @@ func NewAuditRow(e domain.AuditEntry, n AuditNames) AuditRow {
 	var data map[string]any
 	_ = json.Unmarshal(e.Data, &data) // an entry without readable data is still told
 	t := teller{e: e, n: n, data: data}
-	row := AuditRow{Entry: e, Sentence: t.sentence(), Data: string(e.Data)}
+	row := AuditRow{Entry: e, Sentence: t.sentence(), Data: string(e.Data), Changes: t.changes()}
 	var buf bytes.Buffer
 	if json.Indent(&buf, e.Data, "", "  ") == nil {
 		row.Data = buf.String()
@@ -227,4 +234,38 @@ func (t teller) via() string {
 		return "via the web app"
 	}
 	return fmt.Sprintf("via %s", t.str("via"))
+}
+
+// changeLabels name the fields a change may name; a field not here is
+// shown by its own name.
+var changeLabels = map[string]string{"role": "Role", "disabled": "Account", "email": "Email", "name": "Name"}
+
+// changes reads the data's "changes" object, {"role": {"from": "reviewer",
+// "to": "admin"}}, as a list in the order of the labels.
+func (t teller) changes() []Change {
+	fields, _ := t.data["changes"].(map[string]any)
+	out := make([]Change, 0, len(fields))
+	for field, v := range fields {
+		ft, _ := v.(map[string]any)
+		out = append(out, Change{Label: cmp.Or(changeLabels[field], field), From: changeValue(field, ft["from"]), To: changeValue(field, ft["to"])})
+	}
+	slices.SortFunc(out, func(a, b Change) int { return cmp.Compare(a.Label, b.Label) })
+	return out
+}
+
+// changeValue says a changed value in words: an account is active or
+// disabled rather than false or true; nothing is "none".
+func changeValue(field string, v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "none"
+	case bool:
+		if field == "disabled" {
+			return map[bool]string{false: "active", true: "disabled"}[v]
+		}
+		return map[bool]string{false: "no", true: "yes"}[v]
+	case string:
+		return cmp.Or(v, "none")
+	}
+	return fmt.Sprint(v)
 }

@@ -191,6 +191,8 @@ func TestBrowserEveryPageFitsAndIsAccessible(t *testing.T) {
 		{admin, "/admin/users", "admin-users", "main table"},
 		{admin, "/admin/audit", "admin-audit", "ol.audit-log"},
 		{admin, "/runs/" + running.ID + "/cancel", "confirm-cancel", "main button"},
+		{admin, "/runs/" + won.ID, "run-admin", ".danger-zone"},
+		{admin, "/runs/" + won.ID + "/delete", "confirm-delete", "#confirm-reason"},
 		{anon, "/reset/no-such-link", "reset-invalid", "main h1"},
 		{rev, "/runs/no-such-run", "error-404", "main h1"},
 		{founder, "/inbox", "error-403", "main h1"},

@@ -221,7 +221,7 @@ func TestUIForgotPasswordMailsALink(t *testing.T) {
 		clock := e.api.Clock.(*fakeClock)
 		e.addPerson(t, "rev@example.com", domain.RoleReviewer)
 		offID, _ := e.addPerson(t, "off@example.com", domain.RoleReviewer)
-		if _, err := e.db.UpdateUser(t.Context(), offID, domain.RoleReviewer, true, time.Now()); err != nil {
+		if _, _, err := e.db.UpdateUser(t.Context(), offID, domain.RoleReviewer, true, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		b := e.browser(t)

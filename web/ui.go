@@ -35,7 +35,9 @@ type UIStore interface {
 	// User returns the user with this id; domain.ErrNotFound if there is
 	// none.
 	User(ctx context.Context, id string) (domain.User, error)
-	UpdateUser(ctx context.Context, id string, role domain.Role, disabled bool, now time.Time) (domain.User, error)
+	// UpdateUser sets a user's role and disabled flag and returns the
+	// user before and after; domain.ErrNotFound if there is none.
+	UpdateUser(ctx context.Context, id string, role domain.Role, disabled bool, now time.Time) (before, after domain.User, err error)
 	SetPassword(ctx context.Context, id, hash string, now time.Time) error
 	APIKeys(ctx context.Context, userID string) ([]domain.APIKey, error)
 	// APIKey returns the key with this id, revoked or not;
@@ -114,6 +116,8 @@ func (s *Server) ui(mux *http.ServeMux) {
 	page("GET /runs/{id}", s.signedIn(domain.Role.Staff, s.runPage))
 	page("GET /runs/{id}/cancel", s.signedIn(adminOnly, s.confirmCancelRun))
 	page("POST /runs/{id}/cancel", s.signedIn(adminOnly, s.cancelFromPage))
+	page("GET /runs/{id}/delete", s.signedIn(adminOnly, s.confirmDeleteRun))
+	page("POST /runs/{id}/delete", s.signedIn(adminOnly, s.deleteFromPage))
 	page("/", func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, http.StatusNotFound, "Page not found", "There is no page at this address. It may have moved, or the link may be mistyped.", s.viewerOf(r))
 	})

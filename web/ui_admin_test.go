@@ -58,6 +58,7 @@ func TestUIDestructiveActionsAreConfirmed(t *testing.T) {
 			"/admin/keys/" + keyID + "/revoke":    "/admin/keys/" + keyID + "/revoke",
 			"/admin/users/" + bossID + "/disable": "/admin/users/" + bossID,
 			"/runs/" + run.ID + "/cancel":         "/runs/" + run.ID + "/cancel",
+			"/runs/" + run.ID + "/delete":         "/runs/" + run.ID + "/delete",
 		}
 		for path, action := range confirms {
 			for _, b := range []*browser{rev, founder} {
@@ -101,6 +102,14 @@ func TestUIDestructiveActionsAreConfirmed(t *testing.T) {
 		e.waitRun(t, run.ID, "cancelled")
 		wantPage(t, boss.get("/runs/"+run.ID+"/cancel"), http.StatusConflict, "already finished")
 		wantPage(t, boss.get("/runs/nope/cancel"), http.StatusNotFound)
+
+		// Deleting asks why; opening the question deletes nothing.
+		wantPage(t, boss.get("/runs/"+run.ID), http.StatusOK, `href="/runs/`+run.ID+`/delete"`)
+		wantPage(t, boss.get("/runs/"+run.ID+"/delete"), http.StatusOK, "Delete this run of paperwork?", `name="reason"`, "Delete the run")
+		e.run(t, run.ID)
+		wantPage(t, boss.do("POST", "/runs/"+run.ID+"/delete", url.Values{"reason": {"cancelled test run"}}), http.StatusSeeOther)
+		problem(t, e.call(t, "GET", "/api/v1/runs/"+run.ID, e.admin, ""), http.StatusNotFound, "not_found")
+		wantPage(t, boss.get("/runs/nope/delete"), http.StatusNotFound)
 	})
 }
 

@@ -87,6 +87,9 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := views.RunsPage{Viewer: v, Status: string(status), Workflow: workflow, Runs: runs, Now: s.Clock.Now()}
+	if q.Get("done") == "deleted" {
+		p.Notice = deletedRunNotice
+	}
 	if next != "" {
 		p.Next = views.RunsURL(p.Status, workflow, next)
 	}

@@ -175,7 +175,7 @@ func (s *Server) updateUser(w http.ResponseWriter, r *http.Request) {
 		s.refuseUsers(w, r, http.StatusUnprocessableEntity, "You cannot disable your own account or give up your own admin role; ask another admin.")
 		return
 	}
-	u, err := s.UIStore.UpdateUser(r.Context(), id, role, disabled, s.Clock.Now())
+	was, u, err := s.UIStore.UpdateUser(r.Context(), id, role, disabled, s.Clock.Now())
 	if errors.Is(err, domain.ErrNotFound) {
 		s.refuseUsers(w, r, http.StatusNotFound, "That user no longer exists.")
 		return
@@ -185,8 +185,22 @@ func (s *Server) updateUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.ForgetUser(u.ID)
-	s.audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "user.update", Subject: u.ID, Data: auditData(map[string]any{"email": u.Email, "role": u.Role, "disabled": u.Disabled})})
+	s.audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "user.update", Subject: u.ID,
+		Data: auditData(map[string]any{"email": u.Email, "role": u.Role, "disabled": u.Disabled, "changes": userChanges(was, u)})})
 	s.showUsers(w, r, http.StatusOK, func(p *views.UsersPage) { p.Notice = "Saved " + u.Email + "." })
+}
+
+// userChanges is what an update changed, field by field, as from and to
+// values; empty when the form was saved as it was.
+func userChanges(was, now domain.User) map[string]any {
+	changes := map[string]any{}
+	if was.Role != now.Role {
+		changes["role"] = map[string]any{"from": was.Role, "to": now.Role}
+	}
+	if was.Disabled != now.Disabled {
+		changes["disabled"] = map[string]any{"from": was.Disabled, "to": now.Disabled}
+	}
+	return changes
 }
 
 // createKey makes an API key for a user; the secret is shown once.
