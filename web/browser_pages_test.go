@@ -268,3 +268,40 @@ const focusRing = `(() => {
 	return {Text: el.textContent.trim(), Width: cs.outlineWidth, Style: cs.outlineStyle,
 		Contrast: (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)};
 })()`
+
+// The inbox's filters fold behind a button on a phone, where they would
+// fill the first screen, and open when it is tapped; on a laptop they are
+// shown, with no button.
+func TestBrowserInboxFiltersFoldOnAPhone(t *testing.T) {
+	t.Parallel()
+	open := newBrowser(t)
+	e := newAPIEnv(t, storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")}, withUI)
+	_, pass := e.addPerson(t, "rita@example.com", domain.RoleReviewer)
+	tab := open()
+	signIn(t, tab, e.srv.URL, "rita@example.com", pass)
+	const field, button = "#f-search", "details.filters-fold > summary"
+	shown := func(sel string) bool {
+		t.Helper()
+		v, err := chromedp.Run(tab, chromedp.Evaluate[bool](`document.querySelector('`+sel+`').checkVisibility()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+
+	asDevice(t, tab, desktop)
+	do(t, tab, "open the inbox on a laptop", chromedp.Navigate(e.srv.URL+"/inbox"), chromedp.WaitVisible(field))
+	if shown(button) {
+		t.Error("on a laptop the filters have a button to unfold them")
+	}
+
+	asDevice(t, tab, phone)
+	do(t, tab, "open the inbox on a phone", chromedp.Navigate(e.srv.URL+"/inbox"), chromedp.WaitVisible(button))
+	if shown(field) {
+		t.Fatal("on a phone the filters are shown before the button is tapped")
+	}
+	press(t, tab, phone, "tap Filters", button)
+	waitTrue(t, tab, "the tapped button unfolds the filters", `document.querySelector('`+field+`').checkVisibility()`, 2*time.Second)
+	onScreen(t, tab, phone, "the unfolded filters", field)
+	fitsWidth(t, tab, phone, "the inbox with its filters unfolded")
+}
