@@ -207,12 +207,36 @@ func TestBrowserEveryPageFitsAndIsAccessible(t *testing.T) {
 		visit(t, p.tab, e.srv.URL, p.path, p.name, p.ready)
 	}
 
+	for _, vp := range sizes {
+		mailHintsUnderLabels(t, e.srv.URL, rev, vp)
+	}
+
 	// The pages a form leads to: an issued reset link, the page it opens
 	// and the one after it, and the answer to "Forgot password?". A link
 	// works once, so each size has its own.
 	for _, vp := range sizes {
 		resetPages(t, e, admin, open(), vp, "sam@example.com")
 		forgotPages(t, e.srv.URL, anon, vp, "sam@example.com")
+	}
+}
+
+// mailHintsUnderLabels fails the test when a mail choice's hint on the
+// Account page is laid over its label rather than under it.
+func mailHintsUnderLabels(t *testing.T, base string, tab context.Context, vp viewport) {
+	t.Helper()
+	atSize(t, tab, vp)
+	do(t, tab, "open the account page at "+vp.Name, chromedp.Navigate(base+"/account"), chromedp.WaitVisible(`input[name="mail"]`))
+	over, err := chromedp.Run(tab, chromedp.Evaluate[[]string](`[...document.querySelectorAll(".mail-choice")].filter(choice => {
+		const hint = choice.querySelector("small"), label = document.createRange();
+		label.setStartAfter(choice.querySelector("input"));
+		label.setEndBefore(hint);
+		return hint.getBoundingClientRect().top < label.getBoundingClientRect().bottom - 1;
+	}).map(choice => choice.textContent.trim())`))
+	if err != nil {
+		t.Fatalf("measure the mail choices at %s: %v", vp.Name, err)
+	}
+	if len(over) > 0 {
+		t.Errorf("at %s these mail choices' hints lie over their labels: %q", vp.Name, over)
 	}
 }
 
