@@ -13,7 +13,8 @@ import (
 
 // An admin revokes a key through its confirmation page, then issues a
 // password-reset link with which the person chooses a new password and
-// signs in; the admin pages fit a phone.
+// signs in; the admin pages fit a phone. Their screenshots are the
+// every-page test's, taken once rather than by each dialect here.
 func TestBrowserAdminRevokesAKeyAndResetsAPassword(t *testing.T) {
 	t.Parallel()
 	open := newBrowser(t)
@@ -25,13 +26,11 @@ func TestBrowserAdminRevokesAKeyAndResetsAPassword(t *testing.T) {
 		signIn(t, tab, e.srv.URL, "boss@example.com", bossPass)
 
 		do(t, tab, "open users", chromedp.Navigate(e.srv.URL+"/admin/users"), chromedp.WaitVisible(`a[href="/admin/keys/`+keyID+`/revoke"]`))
-		screenshot(t, tab, "admin-users-desktop")
 		do(t, tab, "ask to revoke", chromedp.Click(`a[href="/admin/keys/`+keyID+`/revoke"]`), chromedp.WaitVisible(`article.confirm button.danger`))
 		question, err := chromedp.Run(tab, chromedp.Text(`article.confirm h1`))
 		if err != nil || question != "Revoke key ‘ci-deploy’?" {
 			t.Fatalf("the confirmation asks %q (%v)", question, err)
 		}
-		screenshot(t, tab, "admin-confirm-revoke-desktop")
 		want(t, e.call(t, "GET", "/api/v1/workflows", secret, ""), http.StatusOK)
 		do(t, tab, "revoke", chromedp.Click(`article.confirm button.danger`), chromedp.WaitVisible(`p.notice`))
 		if notice, err := chromedp.Run(tab, chromedp.Text(`p.notice`)); err != nil || notice != "Revoked the key “ci-deploy”." {
@@ -41,7 +40,6 @@ func TestBrowserAdminRevokesAKeyAndResetsAPassword(t *testing.T) {
 
 		do(t, tab, "issue a reset link",
 			chromedp.Click(`tr[data-user="rev@example.com"] button[data-testid="issue-reset"]`), chromedp.WaitVisible(`.secret-value`))
-		screenshot(t, tab, "admin-reset-link-desktop")
 		link, err := chromedp.Run(tab, chromedp.Text(`.secret-value`))
 		if err != nil || !strings.HasPrefix(link, e.srv.URL+"/reset/") {
 			t.Fatalf("the reset link %q (%v)", link, err)
@@ -50,7 +48,6 @@ func TestBrowserAdminRevokesAKeyAndResetsAPassword(t *testing.T) {
 		rita := open()
 		const fresh = "tangerine orbit lantern"
 		do(t, rita, "open the reset link", chromedp.Navigate(link), chromedp.WaitVisible(`#pw-new`))
-		screenshot(t, rita, "reset-desktop")
 		do(t, rita, "choose a new password",
 			chromedp.SendKeys(`#pw-new`, fresh), chromedp.SendKeys(`#pw-confirm`, fresh),
 			chromedp.Click(`form button[type=submit]`), chromedp.WaitVisible(`form[action="/logout"]`))
@@ -73,12 +70,10 @@ func TestBrowserAdminRevokesAKeyAndResetsAPassword(t *testing.T) {
 			do(t, tab, "open "+p.name+" on a phone", chromedp.Navigate(e.srv.URL+p.path), chromedp.WaitVisible(p.ready))
 			time.Sleep(50 * time.Millisecond) // layout settles after the stylesheet
 			checkPage(t, tab, phone, p.name)
-			screenshot(t, tab, "admin-"+p.name+"-phone")
 		}
 		rita = open()
 		atSize(t, rita, phone)
 		do(t, rita, "the invalid link on a phone", chromedp.Navigate(link), chromedp.WaitVisible(`[data-testid="reset-invalid"]`))
 		checkPage(t, rita, phone, "the invalid link's page")
-		screenshot(t, rita, "reset-invalid-phone")
 	})
 }

@@ -138,16 +138,22 @@ func visit(t *testing.T, tab context.Context, base, path, name, ready string) {
 
 // TestBrowserEveryPageFitsAndIsAccessible visits every page, as the role
 // that uses it, at a laptop's and a phone's size: none may scroll
-// sideways or break a serious accessibility rule. Layout does not depend
-// on the database, so it runs on SQLite only.
+// sideways or break a serious accessibility rule. The server has mail
+// configured, so that the pages only mail brings (the Account page's mail
+// choice, "Forgot password?") are laid out too. Layout does not depend on
+// the database, so it runs on SQLite only.
 func TestBrowserEveryPageFitsAndIsAccessible(t *testing.T) {
 	t.Parallel()
 	// Each visit has a minute; the tabs last as long as all of them.
 	open := newBrowserFor(t, 15*time.Minute)
-	e := newAPIEnv(t, storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")}, withUI)
+	e := newAPIEnv(t, storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")}, withMailUI)
 	_, revPass := e.addPerson(t, "rita@example.com", domain.RoleReviewer)
 	_, adminPass := e.addPerson(t, "boss@example.com", domain.RoleAdmin)
 	_, founderPass := e.addPerson(t, "ada@founders.example", domain.RoleFounder)
+	// Sam's account is the one the admin pages act on: disabling it and
+	// resetting its password must not sign out a tab the test uses.
+	samID, _ := e.addPerson(t, "sam@example.com", domain.RoleReviewer)
+	keyID, _ := e.keyNamed(t, e.userIDs[adminEmail], "ci-deploy")
 
 	running := e.startRun(t, "early", nil)
 	<-e.entered
@@ -187,18 +193,97 @@ func TestBrowserEveryPageFitsAndIsAccessible(t *testing.T) {
 		{rev, "/runs/" + running.ID, "run-working", `[data-live="run-status"]`},
 		{rev, "/runs/" + won.ID, "run-succeeded", `[data-live="run-status"]`},
 		{rev, "/runs/" + lost.ID, "run-failed", `[data-live="run-status"]`},
-		{rev, "/account", "account", "#pw-current"},
+		{rev, "/account", "account", `input[name="mail"]`},
 		{admin, "/admin/users", "admin-users", "main table"},
 		{admin, "/admin/audit", "admin-audit", "ol.audit-log"},
 		{admin, "/runs/" + running.ID + "/cancel", "confirm-cancel", "main button"},
 		{admin, "/runs/" + won.ID, "run-admin", ".danger-zone"},
 		{admin, "/runs/" + won.ID + "/delete", "confirm-delete", "#confirm-reason"},
+		{admin, "/admin/keys/" + keyID + "/revoke", "admin-confirm-revoke", "article.confirm button.danger"},
+		{admin, "/admin/users/" + samID + "/disable", "admin-confirm-disable", "article.confirm button.danger"},
+		{anon, "/forgot", "forgot", "#forgot-email"},
 		{anon, "/reset/no-such-link", "reset-invalid", "main h1"},
 		{rev, "/runs/no-such-run", "error-404", "main h1"},
 		{founder, "/inbox", "error-403", "main h1"},
 	} {
 		visit(t, p.tab, e.srv.URL, p.path, p.name, p.ready)
 	}
+
+	for _, vp := range sizes {
+		mailHintsUnderLabels(t, e.srv.URL, rev, vp)
+	}
+
+	// The pages a form leads to: an issued reset link, the page it opens
+	// and the one after it, and the answer to "Forgot password?". A link
+	// works once, so each size has its own.
+	for _, vp := range sizes {
+		resetPages(t, e, admin, open(), vp, "sam@example.com")
+		forgotPages(t, e.srv.URL, anon, vp, "sam@example.com")
+	}
+}
+
+// mailHintsUnderLabels fails the test when a mail choice's hint on the
+// Account page is laid over its label rather than under it.
+func mailHintsUnderLabels(t *testing.T, base string, tab context.Context, vp viewport) {
+	t.Helper()
+	atSize(t, tab, vp)
+	do(t, tab, "open the account page at "+vp.Name, chromedp.Navigate(base+"/account"), chromedp.WaitVisible(`input[name="mail"]`))
+	over, err := chromedp.Run(tab, chromedp.Evaluate[[]string](`[...document.querySelectorAll(".mail-choice")].filter(choice => {
+		const hint = choice.querySelector("small"), label = document.createRange();
+		label.setStartAfter(choice.querySelector("input"));
+		label.setEndBefore(hint);
+		return hint.getBoundingClientRect().top < label.getBoundingClientRect().bottom - 1;
+	}).map(choice => choice.textContent.trim())`))
+	if err != nil {
+		t.Fatalf("measure the mail choices at %s: %v", vp.Name, err)
+	}
+	if len(over) > 0 {
+		t.Errorf("at %s these mail choices' hints lie over their labels: %q", vp.Name, over)
+	}
+}
+
+// resetPages checks, at vp's size, the admin's page showing the reset link
+// issued for email, and in person (a fresh tab) the page the link opens
+// and the one after the password is set.
+func resetPages(t *testing.T, e *apiEnv, admin, person context.Context, vp viewport, email string) {
+	t.Helper()
+	atSize(t, admin, vp)
+	do(t, admin, "issue a reset link at "+vp.Name,
+		chromedp.Navigate(e.srv.URL+"/admin/users"), chromedp.WaitVisible("main table"),
+		chromedp.Click(`tr[data-user="`+email+`"] button[data-testid="issue-reset"]`), chromedp.WaitVisible(`.secret-value`))
+	checkPage(t, admin, vp, "the issued reset link at "+vp.Name)
+	screenshot(t, admin, "admin-reset-link-"+vp.Name)
+	link, err := chromedp.Run(admin, chromedp.Text(`.secret-value`))
+	if err != nil || !strings.HasPrefix(link, publicURL+"/reset/") {
+		t.Fatalf("the reset link %q (%v)", link, err)
+	}
+
+	atSize(t, person, vp)
+	do(t, person, "open the reset link at "+vp.Name, chromedp.Navigate(e.srv.URL+strings.TrimPrefix(link, publicURL)), chromedp.WaitVisible(`#pw-new`))
+	checkPage(t, person, vp, "the reset page at "+vp.Name)
+	screenshot(t, person, "reset-"+vp.Name)
+	fresh := "tangerine orbit lantern " + vp.Name
+	do(t, person, "choose a new password at "+vp.Name,
+		chromedp.SendKeys(`#pw-new`, fresh), chromedp.SendKeys(`#pw-confirm`, fresh),
+		chromedp.Click(`form button[type=submit]`), chromedp.WaitVisible(`form[action="/logout"]`))
+	if h, err := chromedp.Run(person, chromedp.Text(`h1`)); err != nil || h != "Your password is set" {
+		t.Fatalf("at %s after the reset the page says %q (%v)", vp.Name, h, err)
+	}
+	checkPage(t, person, vp, "the password-set page at "+vp.Name)
+	screenshot(t, person, "reset-done-"+vp.Name)
+}
+
+// forgotPages asks for a reset link by mail at vp's size and checks the
+// answer's page.
+func forgotPages(t *testing.T, base string, anon context.Context, vp viewport, email string) {
+	t.Helper()
+	atSize(t, anon, vp)
+	do(t, anon, "ask for a link at "+vp.Name,
+		chromedp.Navigate(base+"/forgot"), chromedp.WaitVisible("#forgot-email"),
+		chromedp.SendKeys("#forgot-email", email), chromedp.Click(`form[action="/forgot"] button[type=submit]`),
+		chromedp.WaitVisible(`[data-testid="forgot-sent"]`))
+	checkPage(t, anon, vp, "the answer to forgot password at "+vp.Name)
+	screenshot(t, anon, "forgot-sent-"+vp.Name)
 }
 
 // TestBrowserFrameMenuSkipLinkAndFocusRing checks the frame of every
@@ -270,3 +355,40 @@ const focusRing = `(() => {
 	return {Text: el.textContent.trim(), Width: cs.outlineWidth, Style: cs.outlineStyle,
 		Contrast: (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)};
 })()`
+
+// The inbox's filters fold behind a button on a phone, where they would
+// fill the first screen, and open when it is tapped; on a laptop they are
+// shown, with no button.
+func TestBrowserInboxFiltersFoldOnAPhone(t *testing.T) {
+	t.Parallel()
+	open := newBrowser(t)
+	e := newAPIEnv(t, storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")}, withUI)
+	_, pass := e.addPerson(t, "rita@example.com", domain.RoleReviewer)
+	tab := open()
+	signIn(t, tab, e.srv.URL, "rita@example.com", pass)
+	const field, button = "#f-search", "details.filters-fold > summary"
+	shown := func(sel string) bool {
+		t.Helper()
+		v, err := chromedp.Run(tab, chromedp.Evaluate[bool](`document.querySelector('`+sel+`').checkVisibility()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+
+	asDevice(t, tab, desktop)
+	do(t, tab, "open the inbox on a laptop", chromedp.Navigate(e.srv.URL+"/inbox"), chromedp.WaitVisible(field))
+	if shown(button) {
+		t.Error("on a laptop the filters have a button to unfold them")
+	}
+
+	asDevice(t, tab, phone)
+	do(t, tab, "open the inbox on a phone", chromedp.Navigate(e.srv.URL+"/inbox"), chromedp.WaitVisible(button))
+	if shown(field) {
+		t.Fatal("on a phone the filters are shown before the button is tapped")
+	}
+	press(t, tab, phone, "tap Filters", button)
+	waitTrue(t, tab, "the tapped button unfolds the filters", `document.querySelector('`+field+`').checkVisibility()`, 2*time.Second)
+	onScreen(t, tab, phone, "the unfolded filters", field)
+	fitsWidth(t, tab, phone, "the inbox with its filters unfolded")
+}

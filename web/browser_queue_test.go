@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/storage"
 )
 
 // onRequest waits until the tab shows request id's page, fully loaded.
@@ -196,7 +198,8 @@ func TestBrowserReviewerClearsThreeInARow(t *testing.T) {
 }
 
 // A key typed into the comment is text, not a shortcut; a reject through
-// r obeys the comment the schema requires.
+// r obeys the comment the schema requires, and with the comment typed a
+// reviewer completes the rejection without leaving the keyboard.
 func TestBrowserShortcutsWaitWhileTyping(t *testing.T) {
 	t.Parallel()
 	open := newBrowserFor(t, 2*time.Minute)
@@ -217,7 +220,11 @@ func TestBrowserShortcutsWaitWhileTyping(t *testing.T) {
 				time.Sleep(300 * time.Millisecond)
 				onRequest(t, tab, ss[0].ID)
 				e.stillPending(t, ss[0])
-				press(t, tab, vp, "reject & next", `button[value="reject-next"]`)
+				// With the keyboard alone: Tab leaves the comment for the
+				// buttons, where r is a shortcut again and now rejects.
+				do(t, tab, "leave the comment", chromedp.KeyEvent("\t"))
+				waitTrue(t, tab, "the focus leaves the comment", `document.activeElement && document.activeElement.tagName === "BUTTON"`, 2*time.Second)
+				do(t, tab, "press r with a comment", chromedp.KeyEvent("r"))
 				onRequest(t, tab, ss[1].ID)
 				fitsWidth(t, tab, vp, "the next request at "+vp.Name)
 				if got := e.suspension(t, ss[0].ID); got.Decision != "rejected" || !strings.Contains(string(got.ResumeData), "a jar kept") {
@@ -292,4 +299,30 @@ func TestBrowserStaleTabKeepsItsComment(t *testing.T) {
 			})
 		}
 	})
+}
+
+// A generated form that the server refuses comes back with a summary of
+// what is wrong, which takes the focus so that a screen reader reads it
+// first and a keyboard starts from it; on a phone it is on the screen.
+func TestBrowserFormErrorSummaryTakesFocus(t *testing.T) {
+	t.Parallel()
+	open := newBrowserFor(t, 2*time.Minute)
+	e := newAPIEnv(t, storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")}, withUI)
+	_, pass := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
+	tab := open()
+	signIn(t, tab, e.srv.URL, "rev@example.com", pass)
+	for _, vp := range sizes {
+		_, s := e.paused(t, "claimform", map[string]string{"claim": "c-" + vp.Name})
+		asDevice(t, tab, vp)
+		// The amount is over the schema's maximum, which only the server
+		// checks: the browser lets the form go.
+		do(t, tab, "fill in the form at "+vp.Name,
+			chromedp.Navigate(e.srv.URL+"/suspensions/"+s.ID), chromedp.WaitVisible("form.schema-form"),
+			chromedp.SetValue("#field-verdict", "ok"), chromedp.SendKeys("#field-contact", "ada@example.com"), chromedp.SendKeys("#field-amount", "150"),
+			chromedp.Click(`form.schema-form button[type=submit]`))
+		waitAcross(t, tab, "the refused form's summary has the focus at "+vp.Name,
+			`!!document.activeElement && document.activeElement.matches("[data-error-summary]") && document.activeElement.textContent.includes("Must be 100 or less")`, 10*time.Second)
+		onScreen(t, tab, vp, "the error summary", "[data-error-summary]")
+		e.stillPending(t, s)
+	}
 }

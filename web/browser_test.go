@@ -12,12 +12,24 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/web"
 )
 
 // End-to-end tests in a real headless Chromium (installed by .ci/run from
 // Debian's chromium package). TOLLGATE_SCREENSHOTS=1 saves a screenshot of
 // each main page, at a laptop's and a phone's size, under
 // testdata/screenshots/ (see browser_pages_test.go).
+
+// withMailUI is the browser app as a server with mail configured serves
+// it: the Account page lets each person choose how they hear of requests,
+// and the login page offers "Forgot password?", whose links are mailed
+// (to a recorder) on publicURL. Without it pages that only exist with
+// mail are never laid out in a browser.
+func withMailUI(s *web.Server) {
+	withUI(s)
+	s.MailPrefs = s.Store.(domain.MailPreferences)
+	s.ResetMailer, s.PublicURL = &resetMails{links: map[string][]string{}}, publicURL+"/"
+}
 
 func chromium(t *testing.T) string {
 	t.Helper()
