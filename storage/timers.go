@@ -40,6 +40,13 @@ func (db *DB) wakeTimers(ctx context.Context, tx bun.IDB, jobs []jobRow, now tim
 	if err != nil || len(won) == 0 {
 		return nil, err
 	}
+	return db.writeWakes(ctx, tx, due, runs, won, now)
+}
+
+// writeWakes writes, after the suspensions' update, the rest of each won
+// timer's resume, ending with the commit, and gives each job its
+// suspension and run as they are after it. It returns the runs woken.
+func (db *DB) writeWakes(ctx context.Context, tx bun.IDB, due []*jobRow, runs map[string]*runRow, won map[string]*suspensionRow, now time.Time) ([]string, error) {
 	b := db.newBatch(tx)
 	var events []*eventRow
 	woken := map[string]*runRow{}
@@ -65,10 +72,10 @@ func (db *DB) wakeTimers(ctx context.Context, tx bun.IDB, jobs []jobRow, now tim
 		}
 		j.Suspension, woken[run.ID] = row, run
 	}
+	ids := slices.Sorted(maps.Keys(woken))
 	if err := b.add(ctx, tx.NewInsert().Model(&events)); err != nil {
 		return nil, err
 	}
-	ids := slices.Sorted(maps.Keys(woken))
 	if err := b.add(ctx, updateTimerRuns(tx, ids, woken, now)); err != nil {
 		return nil, err
 	}
