@@ -49,6 +49,10 @@ func (s SuspensionStatus) Valid() bool {
 	return false
 }
 
+// ResumedByTimer is who resumed a delay that woke when it was due: the
+// ResumedBy of its suspension and of its resume payload.
+const ResumedByTimer = "timer"
+
 // Suspension is the durable record of why a run is paused and how it
 // resumes. Checkpoint is immutable; ResumeData, ResumedAt and ResumedBy are
 // written once.

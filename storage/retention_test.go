@@ -486,34 +486,25 @@ func TestRetentionUsesIndex(t *testing.T) {
 	})
 }
 
-// deletingStore is the real store, except that the first timer to fire
-// finds its run deleted between the job's claim and the timer's resume.
+// deletingStore is the real store, except that the first timer claimed
+// finds its run deleted between the job's claim (which wakes the timer)
+// and the woken step's commit.
 type deletingStore struct {
 	*storage.DB
 	once sync.Once
 }
 
-func (s *deletingStore) Apply(ctx context.Context, batch []domain.Transition) []domain.Applied {
-	for _, t := range batch {
-		if t.Resume == nil || t.Resume.By != "timer" {
+func (s *deletingStore) ClaimJobs(ctx context.Context, worker string, now time.Time, lease time.Duration, limit int) ([]domain.Job, error) {
+	jobs, err := s.DB.ClaimJobs(ctx, worker, now, lease, limit)
+	for _, j := range jobs {
+		if j.Kind != domain.JobResume || err != nil {
 			continue
 		}
-		var err error
 		s.once.Do(func() {
-			sp, gerr := s.Suspension(ctx, t.Resume.SuspensionID)
-			if err = gerr; err == nil {
-				err = s.DeleteRun(ctx, domain.DeleteRunRequest{RunID: sp.RunID, Reason: "deleted as its timer fires"})
-			}
+			err = s.DeleteRun(ctx, domain.DeleteRunRequest{RunID: j.RunID, Reason: "deleted as its timer fires"})
 		})
-		if err != nil {
-			out := make([]domain.Applied, len(batch))
-			for i := range out {
-				out[i].Err = err
-			}
-			return out
-		}
 	}
-	return s.DB.Apply(ctx, batch)
+	return jobs, err
 }
 
 // A timer whose run is deleted after the engine claimed it finds nothing to

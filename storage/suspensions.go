@@ -283,18 +283,7 @@ func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s doma
 	if err := b.addAudit(ctx, audit); err != nil {
 		return err
 	}
-	payload := map[string]any{"suspensionId": s.ID, "resumedBy": s.ResumedBy}
-	if s.Decision != "" {
-		payload["decision"] = s.Decision
-	}
-	typ := domain.EventRunResumed
-	switch s.Decision {
-	case domain.DecisionApproved:
-		typ = domain.EventReviewApproved
-	case domain.DecisionRejected:
-		typ = domain.EventReviewRejected
-	}
-	ev := newEventRow(run.ID, run.NextSeq, domain.NewEvent{Type: typ, Step: s.StepName, Payload: domain.MustJSON(payload)}, now)
+	ev := resumeEvent(run.ID, run.NextSeq, s, now)
 	if err := b.add(ctx, tx.NewInsert().Model(ev)); err != nil {
 		return err
 	}
@@ -318,6 +307,23 @@ func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s doma
 		h.Job = &j
 	}
 	return b.commit(ctx)
+}
+
+// resumeEvent is the event at index seq of a run's log that records the
+// resume of s: RUN_RESUMED, or the decision of a review.
+func resumeEvent(runID string, seq int64, s domain.Suspension, now time.Time) *eventRow {
+	payload := map[string]any{"suspensionId": s.ID, "resumedBy": s.ResumedBy}
+	if s.Decision != "" {
+		payload["decision"] = s.Decision
+	}
+	typ := domain.EventRunResumed
+	switch s.Decision {
+	case domain.DecisionApproved:
+		typ = domain.EventReviewApproved
+	case domain.DecisionRejected:
+		typ = domain.EventReviewRejected
+	}
+	return newEventRow(runID, seq, domain.NewEvent{Type: typ, Step: s.StepName, Payload: domain.MustJSON(payload)}, now)
 }
 
 // precomplete keeps a resume that arrived before its pause committed. The

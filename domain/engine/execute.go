@@ -130,9 +130,10 @@ func (e *Engine) jobRun(ctx context.Context, job domain.Job) (domain.Run, error)
 }
 
 // resolve returns the suspension a resume job continues from. A timer (a
-// delay's wake-up, a callback's deadline) resolves its own suspension
-// first, with the same conditional update a person's resume uses: if
-// someone resumed it early, theirs stands.
+// delay's wake-up) is usually resolved by the claim that took its job
+// (see domain.Store.ClaimJobs); one the claim left pending resolves its
+// own suspension here, with the same conditional update a person's resume
+// uses: if someone resumed it early, theirs stands.
 func (e *Engine) resolve(ctx context.Context, job domain.Job) (domain.Suspension, error) {
 	s, err := e.suspension(ctx, job)
 	if err != nil {
@@ -141,7 +142,7 @@ func (e *Engine) resolve(ctx context.Context, job domain.Job) (domain.Suspension
 	if s.Status != domain.SuspensionPending || s.WakeAt == nil {
 		return s, nil
 	}
-	a := e.apply(ctx, domain.Transition{Resume: &domain.ResumeRequest{SuspensionID: s.ID, Data: json.RawMessage("null"), By: "timer", Now: e.o.Clock.Now()}})
+	a := e.apply(ctx, domain.Transition{Resume: &domain.ResumeRequest{SuspensionID: s.ID, Data: json.RawMessage("null"), By: domain.ResumedByTimer, Now: e.o.Clock.Now()}})
 	won, err := a.Suspension, a.Err
 	if err == nil {
 		return won, nil

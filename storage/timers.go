@@ -1,0 +1,183 @@
+package storage
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// wakeTimers wakes, inside a claim's transaction, the timers among the
+// jobs it claimed: the resume jobs whose suspension is a delay still
+// pending and due at now. It writes what each timer's Resume would (the
+// suspension resumed by the timer, its event at the run's next index, the
+// run running again, suspension.resolved for subscribers and the change
+// notice) with one statement for each kind of row, however many timers
+// there are, so that a herd of them costs their worker no transaction of
+// its own before the step it wakes. Each job is given its suspension and
+// run as they are after the wake; it returns the runs woken.
+//
+// A suspension someone resumed first stays theirs: the conditional update
+// does not return it, and its job goes on from their resume. On
+// PostgreSQL a run that another transaction holds is skipped, not waited
+// for (that transaction may be a resume waiting for the very job this
+// claim holds); its worker resolves the timer as any unresolved one.
+func (db *DB) wakeTimers(ctx context.Context, tx bun.IDB, jobs []jobRow, now time.Time) ([]string, error) {
+	due := dueTimers(jobs, now)
+	if len(due) == 0 {
+		return nil, nil
+	}
+	runs, err := db.lockTimerRuns(ctx, tx, due)
+	if err != nil || len(runs) == 0 {
+		return nil, err
+	}
+	won, err := db.resumeTimers(ctx, tx, due, runs, now)
+	if err != nil || len(won) == 0 {
+		return nil, err
+	}
+	return db.writeWakes(ctx, tx, due, runs, won, now)
+}
+
+// writeWakes writes, after the suspensions' update, the rest of each won
+// timer's resume, ending with the commit, and gives each job its
+// suspension and run as they are after it. It returns the runs woken.
+func (db *DB) writeWakes(ctx context.Context, tx bun.IDB, due []*jobRow, runs map[string]*runRow, won map[string]*suspensionRow, now time.Time) ([]string, error) {
+	b := db.newBatch(tx)
+	var events []*eventRow
+	woken := map[string]*runRow{}
+	for _, j := range due {
+		row, ok := won[j.Suspension.ID]
+		if !ok {
+			continue
+		}
+		s, err := row.toDomain()
+		if err != nil {
+			return nil, err
+		}
+		run := runs[j.RunID]
+		events = append(events, resumeEvent(run.ID, run.NextSeq, s, now))
+		run.NextSeq++
+		if run.Status == domain.RunSuspended {
+			run.Status = domain.RunRunning
+		}
+		if run.Hooked {
+			if err := db.suspensionResolved(ctx, b, s, now); err != nil {
+				return nil, err
+			}
+		}
+		j.Suspension, woken[run.ID] = row, run
+	}
+	ids := slices.Sorted(maps.Keys(woken))
+	if err := b.add(ctx, tx.NewInsert().Model(&events)); err != nil {
+		return nil, err
+	}
+	if err := b.add(ctx, updateTimerRuns(tx, ids, woken, now)); err != nil {
+		return nil, err
+	}
+	if db.dialect == Postgres {
+		notify := tx.NewRaw("SELECT pg_notify(?, r.id) FROM runs AS r WHERE r.id IN (?)", changesChannel, bun.List(ids))
+		if err := b.add(ctx, notify); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.fail(ctx, "claim.wake_timers"); err != nil {
+		return nil, err
+	}
+	for _, j := range due {
+		if run, ok := woken[j.RunID]; ok {
+			j.Run.Status, j.Run.NextSeq, j.Run.UpdatedAt = run.Status, run.NextSeq, now
+		}
+	}
+	return ids, b.commit(ctx)
+}
+
+// dueTimers returns the claimed jobs that wake a delay due at now.
+func dueTimers(jobs []jobRow, now time.Time) []*jobRow {
+	var due []*jobRow
+	for i := range jobs {
+		j := &jobs[i]
+		s := j.Suspension
+		if j.Kind != domain.JobResume || s == nil || s.ID == "" || j.Run == nil || j.Run.ID == "" {
+			continue
+		}
+		if s.Status == domain.SuspensionPending && !s.Precompleted && s.WakeAt != nil && !s.WakeAt.After(now) {
+			due = append(due, j)
+		}
+	}
+	return due
+}
+
+// lockTimerRuns reads the runs of the due timers, for update, with what
+// their resume changes and whether any subscription exists (see
+// hookedColumn). Runs are locked before their suspensions, in id order, as
+// every writer of a run locks them.
+func (db *DB) lockTimerRuns(ctx context.Context, tx bun.IDB, due []*jobRow) (map[string]*runRow, error) {
+	ids := make([]string, len(due))
+	for i, j := range due {
+		ids[i] = j.RunID
+	}
+	var rows []runRow
+	q := tx.NewSelect().Model(&rows).Column("id", "status", "next_seq").
+		ColumnExpr("EXISTS (SELECT 1 FROM subscriptions) AS hooked").
+		Where("r.id IN (?)", bun.List(slices.Compact(slices.Sorted(slices.Values(ids))))).OrderExpr("r.id")
+	if db.dialect == Postgres {
+		q.For("UPDATE SKIP LOCKED")
+	}
+	if err := q.Scan(ctx); err != nil && !isNoRows(err) {
+		return nil, err
+	}
+	runs := make(map[string]*runRow, len(rows))
+	for i := range rows {
+		runs[rows[i].ID] = &rows[i]
+	}
+	return runs, nil
+}
+
+// resumeTimers resumes the pending suspensions of the due timers whose run
+// is locked, by the same conditional update as a resume, and returns those
+// it changed, by id.
+func (db *DB) resumeTimers(ctx context.Context, tx bun.IDB, due []*jobRow, runs map[string]*runRow, now time.Time) (map[string]*suspensionRow, error) {
+	var ids []string
+	for _, j := range due {
+		if runs[j.RunID] != nil {
+			ids = append(ids, j.Suspension.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var rows []suspensionRow
+	err := tx.NewUpdate().Model(&rows).
+		Set("status = ?", domain.SuspensionResumed).Set("resume_data = ?", jsonOrNull(nil)).
+		Set("resumed_at = ?", now).Set("resumed_by = ?", domain.ResumedByTimer).
+		Set("resume_request_key = NULL").Set("decision = NULL").
+		Where("id IN (?) AND status = ? AND NOT precompleted", bun.List(ids), domain.SuspensionPending).
+		Returning("*").Scan(ctx)
+	if err != nil && !isNoRows(err) {
+		return nil, err
+	}
+	won := make(map[string]*suspensionRow, len(rows))
+	for i := range rows {
+		won[rows[i].ID] = &rows[i]
+	}
+	return won, nil
+}
+
+// updateTimerRuns sets each woken run's status and next index, and when
+// it changed, in one statement.
+func updateTimerRuns(tx bun.IDB, ids []string, runs map[string]*runRow, now time.Time) *bun.RawQuery {
+	values := make([]string, len(ids))
+	args := make([]any, 0, 3*len(ids)+1)
+	for i, id := range ids {
+		values[i] = "(?, ?, ?)"
+		args = append(args, id, runs[id].Status, runs[id].NextSeq)
+	}
+	args = append(args, now)
+	return tx.NewRaw("WITH v (id, status, next_seq) AS (VALUES "+strings.Join(values, ", ")+") "+
+		"UPDATE runs SET status = v.status, next_seq = v.next_seq, updated_at = ? FROM v WHERE runs.id = v.id", args...)
+}
