@@ -109,6 +109,9 @@
               stale();
               return;
             }
+            if (el.hasAttribute("data-hold-rows") && holdRows(el, next)) {
+              return;
+            }
             el.innerHTML = next.innerHTML;
             localTimes(el);
             dropzones(el);
@@ -117,6 +120,55 @@
         })
         .catch(function () { stale(); });
     }, 150);
+  }
+
+  // A list a person works through (data-hold-rows) holds still under
+  // their pointer: a row that is no longer in the fresh list (decided by
+  // someone else) stays where it was, marked, and rows that arrived wait
+  // behind a button floating over the page, which shows them when
+  // pressed. Rows in both are brought up to date in place. It returns
+  // false when nothing would move, and the region is simply swapped.
+  function holdRows(el, next) {
+    var ids = function (root) {
+      var out = {};
+      root.querySelectorAll("tr[data-suspension]").forEach(function (r) { out[r.getAttribute("data-suspension")] = r; });
+      return out;
+    };
+    var have = ids(el), fresh = ids(next);
+    var arrived = Object.keys(fresh).filter(function (id) { return !have[id]; });
+    var left = Object.keys(have).filter(function (id) { return !fresh[id]; });
+    if (Object.keys(have).length === 0 || (arrived.length === 0 && left.length === 0)) {
+      return false;
+    }
+    Object.keys(have).forEach(function (id) {
+      var row = have[id];
+      if (fresh[id]) {
+        if (fresh[id].innerHTML !== row.innerHTML) {
+          row.innerHTML = fresh[id].innerHTML;
+          localTimes(row);
+        }
+        return;
+      }
+      if (!row.hasAttribute("data-left")) {
+        row.setAttribute("data-left", "");
+        var action = row.querySelector('td[data-label="Action"]');
+        if (action) {
+          action.textContent = "No longer waiting";
+        }
+      }
+    });
+    var news = document.querySelector("[data-live-news]");
+    if (news) {
+      var n = arrived.length;
+      news.textContent = n === 0 ? "Refresh the list" : n + (n === 1 ? " new request" : " new requests") + " — show";
+      news.hidden = false;
+      news.onclick = function () {
+        el.innerHTML = next.innerHTML;
+        localTimes(el);
+        news.hidden = true;
+      };
+    }
+    return true;
   }
 
   // A request's form (data-pending-panel) is never swapped out under the

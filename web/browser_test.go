@@ -181,7 +181,33 @@ func TestBrowserTwoReviewersShareAnInbox(t *testing.T) {
 			chromedp.WaitVisible(`textarea[name="f/receiptIds"]`),
 			chromedp.SendKeys(`textarea[name="f/receiptIds"]`, "d-1"),
 		)
+		top := func(sel string) float64 {
+			t.Helper()
+			y, err := chromedp.Run(two, chromedp.Evaluate[float64](`document.querySelector('`+sel+`').getBoundingClientRect().top`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return y
+		}
+		before := top(row)
 		do(t, one, "submit", chromedp.Click(`form.schema-form button[type=submit]:not([name])`), chromedp.WaitVisible(`p.notice`))
-		waitTrue(t, two, "the resumed row leaves the other reviewer's inbox", `document.querySelector('`+row+`') === null`, time.Second)
+		waitTrue(t, two, "the resumed row is marked where it was in the other reviewer's inbox",
+			`document.querySelector('`+row+`[data-left]') !== null && document.querySelector('`+row+` td[data-label="Action"]').textContent === "No longer waiting"`, 2*time.Second)
+		if after := top(row); after != before {
+			t.Fatalf("the decided row moved from %v to %v under the reviewer", before, after)
+		}
+
+		_, s2 := e.paused(t, "intake", map[string]string{"claimId": "c-2", "assignee": "x@example.com"})
+		news := `button[data-live-news]`
+		waitTrue(t, two, "a button offers the new request", `!document.querySelector('`+news+`').hidden && document.querySelector('`+news+`').textContent === "1 new request — show"`, 2*time.Second)
+		if after := top(row); after != before {
+			t.Fatalf("a new request moved the rows from %v to %v under the reviewer", before, after)
+		}
+		row2 := `tr[data-suspension="` + s2.ID + `"]`
+		if n, err := chromedp.Run(two, chromedp.Evaluate[int](`document.querySelectorAll('`+row2+`').length`)); err != nil || n != 0 {
+			t.Fatalf("the new request was put in the list before it was asked for (%d, %v)", n, err)
+		}
+		do(t, two, "show the new request", chromedp.Click(news), chromedp.WaitVisible(row2))
+		waitTrue(t, two, "the decided row is gone and the button hidden", `document.querySelector('`+row+`') === null && document.querySelector('`+news+`').hidden`, time.Second)
 	})
 }
