@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -375,8 +376,8 @@ func TestMailOneOffAndLog(t *testing.T) {
 			t.Fatalf("one-off mail: %v\n%s", m.Header, m.Text)
 		}
 
-		var logged strings.Builder
-		logs := mail.New(mail.Opts{Store: e.db, Sender: mail.Log{Logger: slog.New(slog.NewTextHandler(&syncWriter{w: &logged}, nil))},
+		var logged syncBuffer
+		logs := mail.New(mail.Opts{Store: e.db, Sender: mail.Log{Logger: slog.New(slog.NewTextHandler(&logged, nil))},
 			Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: e.clock, PublicURL: publicURL})
 		e.addUser(t, "bo@example.com", domain.RoleFounder, false, "")
 		s := e.ask(t, request{Kind: domain.KindInput, Assignee: "bo@example.com", Title: "Sign the term sheet"})
@@ -391,13 +392,43 @@ func TestMailOneOffAndLog(t *testing.T) {
 	})
 }
 
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
+// While the engine is busy the dispatcher holds its rounds, at most
+// MaxDefer after the last one; a quiet engine gets its mail at once.
+func TestMailYieldsToABusyEngine(t *testing.T) {
+	t.Parallel()
+	forEachMailDialect(t, func(t *testing.T, e *env) {
+		sender, err := newSMTP(e.smtp.URL, "Tollgate <tollgate@example.com>")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var busy atomic.Bool
+		busy.Store(true)
+		d := mail.New(mail.Opts{Store: e.db, Sender: sender, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: e.clock,
+			PublicURL: publicURL, Poll: 10 * time.Millisecond, Busy: busy.Load, MaxDefer: time.Minute})
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		wg.Go(func() { d.Run(ctx) })
+		defer func() { cancel(); wg.Wait() }()
+		queue := func(key string) {
+			if err := d.Queue(t.Context(), domain.MailMessage{To: "ada@example.com", Subject: key, Text: key, Key: key}); err != nil {
+				t.Fatal(err)
+			}
+		}
 
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.w.Write(p)
+		queue("first")
+		time.Sleep(300 * time.Millisecond) // thirty polls
+		if n := len(e.smtp.Messages()); n != 0 {
+			t.Fatalf("%d mails sent while the engine was busy", n)
+		}
+		e.clock.set(e.clock.Now().Add(time.Minute))
+		e.smtp.Wait(t, 1, 10*time.Second) // busy, but deferred for MaxDefer
+
+		queue("second")
+		time.Sleep(300 * time.Millisecond)
+		if n := len(e.smtp.Messages()); n != 1 {
+			t.Fatalf("%d mails sent; the second went out although the engine was busy and the last round was just now", n)
+		}
+		busy.Store(false)
+		e.smtp.Wait(t, 2, 10*time.Second)
+	})
 }

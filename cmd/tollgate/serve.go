@@ -182,7 +182,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	printMail(c.mailConfig, stdout)
 	return listenAndServe(ctx, c, h, eng, log, stdout, func(addr net.Addr) {
 		listening(addr)
-		mails.start(c, db, sender, fl.links.PublicURL, log)
+		mails.start(c, db, eng, sender, fl.links.PublicURL, log)
 	})
 }
 

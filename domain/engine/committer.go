@@ -107,5 +107,12 @@ func (e *Engine) apply(ctx context.Context, t domain.Transition) domain.Applied 
 		}
 		lane = e.lanes[maphash.String(laneSeed, key)%uint64(n)]
 	}
+	e.committing.Add(1)
+	defer e.committing.Add(-1)
 	return lane.apply(ctx, t)
 }
+
+// Busy says whether transitions overlap in commit: several callers are
+// queued for or in a commit at this instant. Background work that shares
+// the database (sending mail) yields to the engine while it is busy.
+func (e *Engine) Busy() bool { return e.committing.Load() > 1 }

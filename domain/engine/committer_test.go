@@ -108,3 +108,44 @@ func TestCommitterOfOneDoesNotSerialize(t *testing.T) {
 		t.Error("transitions of a committer of one were applied one after another")
 	}
 }
+
+// gateBatcher holds every batch until the test opens its gate.
+type gateBatcher struct {
+	entered chan struct{}
+	gate    chan struct{}
+}
+
+func (b *gateBatcher) Apply(_ context.Context, batch []domain.Transition) []domain.Applied {
+	b.entered <- struct{}{}
+	<-b.gate
+	return make([]domain.Applied, len(batch))
+}
+
+// The engine is busy while transitions overlap in commit, and only then:
+// one commit alone is a quiet engine.
+func TestEngineBusyWhileCommitsOverlap(t *testing.T) {
+	b := &gateBatcher{entered: make(chan struct{}, 2), gate: make(chan struct{})}
+	e := &Engine{lanes: newLanes(b, 1, 8)}
+	if e.Busy() {
+		t.Fatal("an idle engine is busy")
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { e.apply(t.Context(), cancelOf("a")) })
+	<-b.entered
+	if e.Busy() {
+		t.Fatal("one commit makes the engine busy")
+	}
+	wg.Go(func() { e.apply(t.Context(), cancelOf("b")) })
+	deadline := time.Now().Add(5 * time.Second)
+	for !e.Busy() {
+		if time.Now().After(deadline) {
+			t.Fatal("a second transition queued behind a commit does not make the engine busy")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(b.gate)
+	wg.Wait()
+	if e.Busy() {
+		t.Fatal("the engine stays busy after its commits")
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -114,6 +115,8 @@ type Engine struct {
 	slots   chan struct{} // one per job executing (or reserved for a handoff)
 	lanes   []*committer
 	Metrics *Metrics
+	// committing counts transitions queued for or in a commit.
+	committing atomic.Int64
 
 	mu   sync.Mutex
 	pool *pool // while Run runs

@@ -46,6 +46,15 @@ type Opts struct {
 	// Batch is how many mails one round claims and sends through one
 	// connection (100).
 	Batch int
+	// Busy says the engine is busy committing transitions (Engine.Busy);
+	// nil means never. While it is, rounds wait for a quiet moment, at
+	// most MaxDefer after the last one, the way a database's background
+	// vacuum yields to queries: the mail of a burst goes out as the burst
+	// ends instead of slowing it, and a steady load still sends a batch
+	// every MaxDefer.
+	Busy func() bool
+	// MaxDefer bounds how long a busy engine delays a round (5s).
+	MaxDefer time.Duration
 }
 
 // Dispatcher sends the mail the outbox holds. Several servers sharing a
@@ -83,6 +92,9 @@ func New(o Opts) *Dispatcher {
 	if o.Batch <= 0 {
 		o.Batch = 100
 	}
+	if o.MaxDefer <= 0 {
+		o.MaxDefer = 5 * time.Second
+	}
 	return &Dispatcher{o: o, c: newComposer(o.PublicURL), worker: "mail-" + rand.Text()[:10]}
 }
 
@@ -112,15 +124,18 @@ func (d *Dispatcher) Queue(ctx context.Context, m domain.MailMessage) error {
 // follow one another, each recording the last one's outcomes; then the
 // next poll records them and takes what has queued meanwhile, so that a
 // steady trickle of requests is sent in batches rather than a
-// transaction a mail.
+// transaction a mail. While the engine is busy, rounds are deferred (see
+// Opts.Busy).
 func (d *Dispatcher) Run(ctx context.Context) {
 	t := time.NewTicker(d.o.Poll)
 	defer t.Stop()
 	// The outcome of the last sends is recorded even as the server stops:
 	// what was sent must not be sent again.
 	defer d.Flush(context.WithoutCancel(ctx))
+	last := d.o.Clock.Now()
 	for {
-		for ctx.Err() == nil {
+		for ctx.Err() == nil && d.due(last) {
+			last = d.o.Clock.Now()
 			n, err := d.Round(ctx)
 			if err != nil && ctx.Err() == nil {
 				d.o.Log.WarnContext(ctx, "Sending mail failed; trying again shortly", "error", err)
@@ -135,6 +150,13 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// due says whether a round may run now, the last one having begun at
+// last: at once on a quiet engine, and on a busy one once MaxDefer has
+// passed.
+func (d *Dispatcher) due(last time.Time) bool {
+	return d.o.Busy == nil || !d.o.Busy() || d.o.Clock.Now().Sub(last) >= d.o.MaxDefer
 }
 
 // Round records what became of the last round's mails, fans out the
