@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -61,13 +62,18 @@ func registerBenchMail(reg *domain.Registry) error {
 // time to create benchMailRuns suspensions that each mail one person
 // (an input assigned to them, with the mail dispatcher sending to a real
 // SMTP server in this process) against the same pauses as webhook waits,
-// which queue no mail, with no dispatcher. Passes alternate, benchMailPasses each;
-// the best of each counts. Target: mail adds at most 10%.
+// which queue no mail, with no dispatcher. Passes alternate,
+// benchMailPasses each. What mail adds is the median of the passes'
+// pairs, each pass with mail against the pass without it just before:
+// a pair shares the machine's mood, where the best of each side compares
+// two lucky moments that a noisy machine grants either side by chance.
+// The best of each side is shown too. Target: mail adds at most 10%.
 func TestBenchMail(t *testing.T) {
 	benchParts(t, "mail")
 	type result struct {
 		dialect       string
-		without, with time.Duration
+		without, with time.Duration // the best pass of each
+		added         float64       // the median pair's, in percent
 		delivered     time.Duration
 		mails         int
 	}
@@ -75,27 +81,31 @@ func TestBenchMail(t *testing.T) {
 	for _, dialect := range []string{"sqlite", "postgres"} {
 		t.Run(dialect, func(t *testing.T) {
 			r := result{dialect: dialect, without: time.Hour, with: time.Hour}
+			var pairs []float64
 			for range benchMailPasses {
-				d, _, _ := benchMailPass(t, dialect, false)
-				r.without = min(r.without, d)
-				d, delivered, n := benchMailPass(t, dialect, true)
-				if d < r.with {
-					r.with, r.delivered, r.mails = d, delivered, n
+				without, _, _ := benchMailPass(t, dialect, false)
+				with, delivered, n := benchMailPass(t, dialect, true)
+				r.without = min(r.without, without)
+				if with < r.with {
+					r.with, r.delivered, r.mails = with, delivered, n
 				}
+				pairs = append(pairs, float64(with-without)/float64(without)*100)
 			}
+			t.Logf("mail added %.1f%% in its pairs of passes, in order", pairs)
+			slices.Sort(pairs)
+			r.added = pairs[len(pairs)/2]
 			results = append(results, r)
 		})
 	}
-	fmt.Printf("\nCreating %d suspended runs through the engine from %d goroutines (best of %d passes each):\n", benchMailRuns, benchClients, benchMailPasses)
-	fmt.Printf("%-9s %12s %12s %8s %22s  %s\n", "dialect", "without mail", "with mail", "added", "all mail delivered", "target ≤ 10%")
+	fmt.Printf("\nCreating %d suspended runs through the engine from %d goroutines (%d passes each, in turns):\n", benchMailRuns, benchClients, benchMailPasses)
+	fmt.Printf("%-9s %17s %17s %18s %22s  %s\n", "dialect", "best without mail", "best with mail", "added (pair median)", "all mail delivered", "target ≤ 10%")
 	for _, r := range results {
-		added := float64(r.with-r.without) / float64(r.without) * 100
-		fmt.Printf("%-9s %12v %12v %+7.1f%% %14v (%d mails)  %s\n", r.dialect, r.without.Round(time.Millisecond), r.with.Round(time.Millisecond), added,
-			r.delivered.Round(time.Millisecond), r.mails, verdict(added <= 10))
+		fmt.Printf("%-9s %17v %17v %+17.1f%% %14v (%d mails)  %s\n", r.dialect, r.without.Round(time.Millisecond), r.with.Round(time.Millisecond), r.added,
+			r.delivered.Round(time.Millisecond), r.mails, verdict(r.added <= 10))
 	}
 	for _, r := range results {
 		benchLine(t, mailLine{Name: "mail", Dialect: r.dialect, Runs: benchMailRuns, WithoutMs: msFig(r.without), WithMs: msFig(r.with),
-			AddedPct: fig(float64(r.with-r.without) / float64(r.without) * 100), DeliveredMs: msFig(r.delivered), Mails: r.mails})
+			AddedPct: fig(r.added), DeliveredMs: msFig(r.delivered), Mails: r.mails})
 	}
 }
 
@@ -121,7 +131,7 @@ func benchMailPass(t *testing.T, dialect string, withMail bool) (created, delive
 			t.Fatal(err)
 		}
 		d := mail.New(mail.Opts{Store: db, Sender: sender, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), PublicURL: "http://127.0.0.1",
-			DigestHour: mail.DefaultDigestHour})
+			DigestHour: mail.DefaultDigestHour, Busy: eng.Busy})
 		mctx, cancel := context.WithCancel(ctx)
 		var wg sync.WaitGroup
 		wg.Go(func() { d.Run(mctx) })
