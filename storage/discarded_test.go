@@ -140,15 +140,7 @@ func TestVersionMismatchDiscardsDeferredCommands(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		var n stepCounter
-		e1, stop := runEngine(t, db, newRegistry(t, deferringReview("1", &n)), engine.Opts{})
-		run := startRun(t, e1, "payout", nil)
-		waitRun(t, db, run.ID, domain.RunSuspended)
-		stop()
-
-		log := new(lockedBuffer)
-		e2 := startEngine(t, db, newRegistry(t, deferringReview("2", &n)), engine.Opts{Log: slog.New(slog.NewTextHandler(log, nil))})
-		approveAndFail(t, e2, db, run.ID, domain.CodeVersionMismatch)
-		checkDiscarded(t, db, &n, log, run.ID, "the run failed ("+domain.CodeVersionMismatch+")")
+		decideElsewhere(t, db, &n, deferringReview("1", &n), deferringReview("2", &n), domain.CodeVersionMismatch)
 	})
 }
 
@@ -163,16 +155,25 @@ func TestMissingResumeStepDiscardsDeferredCommands(t *testing.T) {
 			Step("decided", func(context.Context, domain.StepRequest) (domain.StepResult, error) {
 				return domain.StepResult{}, nil
 			})
-		e1, stop := runEngine(t, db, newRegistry(t, withStep), engine.Opts{})
-		run := startRun(t, e1, "payout", nil)
-		waitRun(t, db, run.ID, domain.RunSuspended)
-		stop()
-
-		log := new(lockedBuffer)
-		e2 := startEngine(t, db, newRegistry(t, deferringReview("1", &n)), engine.Opts{Log: slog.New(slog.NewTextHandler(log, nil))})
-		approveAndFail(t, e2, db, run.ID, domain.CodeOrchestration)
-		checkDiscarded(t, db, &n, log, run.ID, "the run failed ("+domain.CodeOrchestration+")")
+		decideElsewhere(t, db, &n, withStep, deferringReview("1", &n), domain.CodeOrchestration)
 	})
+}
+
+// decideElsewhere starts a run of started on one server, approves its
+// review on a second server that knows the workflow as decided, and
+// checks that the run failed with code and that its approved invoke is
+// recorded as discarded.
+func decideElsewhere(t *testing.T, db *storage.DB, n *stepCounter, started, decided *domain.Workflow, code string) {
+	t.Helper()
+	e1, stop := runEngine(t, db, newRegistry(t, started), engine.Opts{})
+	run := startRun(t, e1, "payout", nil)
+	waitRun(t, db, run.ID, domain.RunSuspended)
+	stop()
+
+	log := new(lockedBuffer)
+	e2 := startEngine(t, db, newRegistry(t, decided), engine.Opts{Log: slog.New(slog.NewTextHandler(log, nil))})
+	approveAndFail(t, e2, db, run.ID, code)
+	checkDiscarded(t, db, n, log, run.ID, "the run failed ("+code+")")
 }
 
 // A resume step that panics or overruns its timeout on its last attempt
