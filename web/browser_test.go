@@ -203,6 +203,12 @@ func TestBrowserTwoReviewersShareAnInbox(t *testing.T) {
 		if after := top(row); after != before {
 			t.Fatalf("a new request moved the rows from %v to %v under the reviewer", before, after)
 		}
+		// The held list, for people reviewing pages: the decided row faded
+		// in place and the new request waiting behind its button.
+		for _, vp := range []viewport{phone, desktop} {
+			atSize(t, two, vp)
+			screenshot(t, two, "inbox-held-"+vp.Name)
+		}
 		row2 := `tr[data-suspension="` + s2.ID + `"]`
 		if n, err := chromedp.Run(two, chromedp.Evaluate[int](`document.querySelectorAll('`+row2+`').length`)); err != nil || n != 0 {
 			t.Fatalf("the new request was put in the list before it was asked for (%d, %v)", n, err)
