@@ -131,7 +131,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	defer t.Stop()
 	// The outcome of the last sends is recorded even as the server stops:
 	// what was sent must not be sent again.
-	defer d.Flush(context.WithoutCancel(ctx))
+	defer d.flush(context.WithoutCancel(ctx))
 	last := d.o.Clock.Now()
 	for {
 		for ctx.Err() == nil && d.due(last) {
@@ -164,15 +164,12 @@ func (d *Dispatcher) due(last time.Time) bool {
 // in one transaction. It returns how many mails it claimed or intents it
 // fanned out, whichever is more: less than a batch means there was
 // nothing more to do. The outcomes of its own sends are recorded by the
-// next Round, or Flush.
+// next Round, or by Run as it stops.
 func (d *Dispatcher) Round(ctx context.Context) (int, error) {
-	now := d.o.Clock.Now()
-	c, err := d.o.Store.MailRound(ctx, domain.MailRound{Worker: d.worker, Now: now, NextDigest: NextDigest(now, d.o.DigestHour),
-		Lease: d.o.Lease, Limit: d.o.Batch, Finished: d.sent})
+	c, err := d.round(ctx, d.o.Batch)
 	if err != nil {
-		return 0, err // d.sent is recorded by the next round
+		return 0, err
 	}
-	d.sent = nil
 	if len(c.Jobs) > 0 {
 		d.sent = d.send(ctx, c.Jobs)
 	}
@@ -181,19 +178,28 @@ func (d *Dispatcher) Round(ctx context.Context) (int, error) {
 	return max(len(c.Jobs), c.FannedOut), nil
 }
 
-// Flush records what became of the last round's mails, if that is not
+// flush records what became of the last round's mails, if that is not
 // recorded yet.
-func (d *Dispatcher) Flush(ctx context.Context) error {
+func (d *Dispatcher) flush(ctx context.Context) error {
 	if len(d.sent) == 0 {
 		return nil
 	}
-	now := d.o.Clock.Now()
-	_, err := d.o.Store.MailRound(ctx, domain.MailRound{Worker: d.worker, Now: now, NextDigest: NextDigest(now, d.o.DigestHour),
-		Lease: d.o.Lease, Finished: d.sent})
-	if err == nil {
-		d.sent = nil
-	}
+	_, err := d.round(ctx, 0)
 	return err
+}
+
+// round records d.sent and, unless limit is 0, fans out the outbox and
+// claims up to limit due mails, in one MailRound. d.sent is cleared only
+// once recorded.
+func (d *Dispatcher) round(ctx context.Context, limit int) (domain.MailClaim, error) {
+	now := d.o.Clock.Now()
+	c, err := d.o.Store.MailRound(ctx, domain.MailRound{Worker: d.worker, Now: now, NextDigest: NextDigest(now, d.o.DigestHour),
+		Lease: d.o.Lease, Limit: limit, Finished: d.sent})
+	if err != nil {
+		return domain.MailClaim{}, err
+	}
+	d.sent = nil
+	return c, nil
 }
 
 // send composes and sends the jobs, in one connection, and says what
