@@ -45,10 +45,7 @@ func TestMailRoundRecordsTheLastRoundsSends(t *testing.T) {
 		for range 5 {
 			e.ask(t, request{Kind: domain.KindInput, Assignee: "ada@example.com", Title: "Upload your deck"})
 		}
-		sender, err := newSMTP(e.smtp.URL, "Tollgate <tollgate@example.com>")
-		if err != nil {
-			t.Fatal(err)
-		}
+		sender := testSender(t, e.smtp.URL)
 		rounds := &roundCounter{Store: e.db}
 		o := mail.Opts{Store: rounds, Sender: sender, Log: warnLog(t), Clock: e.clock, PublicURL: publicURL, Batch: 2, Lease: time.Minute}
 		d := mail.New(o)
@@ -81,10 +78,7 @@ func TestMailDispatcherRecordsItsSendsAsItStops(t *testing.T) {
 	forEachMailDialect(t, func(t *testing.T, e *env) {
 		e.addUser(t, "ada@example.com", domain.RoleFounder, false, "")
 		e.ask(t, request{Kind: domain.KindInput, Assignee: "ada@example.com", Title: "Upload your deck"})
-		sender, err := newSMTP(e.smtp.URL, "Tollgate <tollgate@example.com>")
-		if err != nil {
-			t.Fatal(err)
-		}
+		sender := testSender(t, e.smtp.URL)
 		o := mail.Opts{Store: e.db, Sender: sender, Log: warnLog(t), Clock: e.clock, PublicURL: publicURL, Poll: time.Hour, Lease: time.Minute}
 		ctx, cancel := context.WithCancel(t.Context())
 		var wg sync.WaitGroup
@@ -112,10 +106,7 @@ func TestSMTPRefusedMessageFailsAlone(t *testing.T) {
 			t.Parallel()
 			s := startSMTPServerWith(t, smtpOpts{NoPipelining: !pipelining})
 			s.RefuseRecipient("gone@example.com")
-			sender, err := newSMTP(s.URL, "Tollgate <tollgate@example.com>")
-			if err != nil {
-				t.Fatal(err)
-			}
+			sender := testSender(t, s.URL)
 			msg := func(to string) mail.Message {
 				return mail.Message{To: to, Subject: "Upload your deck", Text: "Open the link\n.\nA line that was a dot", MessageID: to + ".1@tollgate.example.com", Date: time.Now()}
 			}
@@ -166,18 +157,12 @@ func TestSMTPOverTLS(t *testing.T) {
 			s := startSMTPServerWith(t, smtpOpts{TLS: serverTLS, Implicit: implicit})
 			msg := mail.Message{To: "ada@example.com", Subject: "Upload your deck", Text: "Open the link", MessageID: "deck.1@tollgate.example.com", Date: time.Now()}
 
-			untrusting, err := newSMTP(s.URL, "Tollgate <tollgate@example.com>")
-			if err != nil {
-				t.Fatal(err)
-			}
+			untrusting := testSender(t, s.URL)
 			if errs := untrusting.Send(t.Context(), []mail.Message{msg}); errs[0] == nil {
 				t.Fatal("mail sent to a server whose certificate is not trusted")
 			}
 
-			sender, err := newSMTP(s.URL, "Tollgate <tollgate@example.com>")
-			if err != nil {
-				t.Fatal(err)
-			}
+			sender := testSender(t, s.URL)
 			sender.opts = append(sender.opts, gomail.WithTLSConfig(&tls.Config{RootCAs: trusted, ServerName: "127.0.0.1"}))
 			if errs := sender.Send(t.Context(), []mail.Message{msg, msg}); errs[0] != nil || errs[1] != nil {
 				t.Fatal(errs)

@@ -98,6 +98,16 @@ func startSMTPServerWith(t testing.TB, o smtpOpts) *smtpServer {
 	return s
 }
 
+// testSender is a sender through the SMTP server at url, from Tollgate.
+func testSender(t testing.TB, url string) *smtpSender {
+	t.Helper()
+	s, err := newSMTP(url, "Tollgate <tollgate@example.com>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // Refuse makes the server refuse (true) or accept (false) every message.
 func (s *smtpServer) Refuse(refuse bool) {
 	s.mu.Lock()
