@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -10,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,6 +95,52 @@ func TestMailDispatcherRecordsItsSendsAsItStops(t *testing.T) {
 			t.Fatalf("after the dispatcher stopped, a round claimed %d mails (%v): its sends were not recorded", n, err)
 		}
 		wantMails(t, e.smtp, "ada@example.com")
+	})
+}
+
+// outboxGone is the outbox whose database goes away once gone is set:
+// every round then fails.
+type outboxGone struct {
+	mail.Store
+	gone atomic.Bool
+}
+
+func (o *outboxGone) MailRound(ctx context.Context, r domain.MailRound) (domain.MailClaim, error) {
+	if o.gone.Load() {
+		return domain.MailClaim{}, errors.New("database gone")
+	}
+	return o.Store.MailRound(ctx, r)
+}
+
+// A dispatcher that stops and cannot record what it sent says so as an
+// error, and the mail is sent again once its lease runs out: delivery is
+// at least once.
+func TestMailDispatcherLogsAFailedLastRecord(t *testing.T) {
+	t.Parallel()
+	forEachMailDialect(t, func(t *testing.T, e *env) {
+		e.addUser(t, "ada@example.com", domain.RoleFounder, false, "")
+		e.ask(t, request{Kind: domain.KindInput, Assignee: "ada@example.com", Title: "Upload your deck"})
+		outbox := &outboxGone{Store: e.db}
+		var logged bytes.Buffer
+		o := mail.Opts{Store: outbox, Sender: testSender(t, e.smtp.URL), Log: slog.New(slog.NewTextHandler(&logged, nil)), Clock: e.clock,
+			PublicURL: publicURL, Poll: time.Hour, Lease: time.Minute}
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		wg.Go(func() { mail.New(o).Run(ctx) })
+		e.smtp.Wait(t, 1, 10*time.Second)
+		outbox.gone.Store(true)
+		cancel()
+		wg.Wait()
+		if !strings.Contains(logged.String(), "level=ERROR msg=\"Recording the mails just sent failed") {
+			t.Fatalf("the dispatcher stopped without an error for the send it could not record; it logged:\n%s", &logged)
+		}
+
+		e.clock.set(e.clock.Now().Add(2 * time.Minute))
+		o.Store, o.Log = e.db, warnLog(t)
+		if n, err := mail.New(o).Round(t.Context()); err != nil || n != 1 {
+			t.Fatalf("after the lease ran out, a round claimed %d mails (%v), want the unrecorded one", n, err)
+		}
+		wantMails(t, e.smtp, "ada@example.com", "ada@example.com")
 	})
 }
 

@@ -66,6 +66,11 @@ type Dispatcher struct {
 	worker string
 	// sent is what became of the last round's mails, recorded by the
 	// next round's transaction: a busy outbox costs one write a round.
+	// It is kept until a round records it, however many rounds fail (one
+	// that cannot record cannot claim either, so nothing more is sent
+	// meanwhile). Delivery is at least once: were sent dropped, or the
+	// server to stop before recording it, those mails would be sent
+	// again once their lease ran out.
 	sent []domain.MailOutcome
 }
 
@@ -179,18 +184,20 @@ func (d *Dispatcher) Round(ctx context.Context) (int, error) {
 }
 
 // flush records what became of the last round's mails, if that is not
-// recorded yet.
-func (d *Dispatcher) flush(ctx context.Context) error {
+// recorded yet. A failure is logged as an error: those mails are sent
+// again once their lease runs out.
+func (d *Dispatcher) flush(ctx context.Context) {
 	if len(d.sent) == 0 {
-		return nil
+		return
 	}
-	_, err := d.round(ctx, 0)
-	return err
+	if _, err := d.round(ctx, 0); err != nil {
+		d.o.Log.ErrorContext(ctx, "Recording the mails just sent failed; they will be sent again once their lease runs out", "mails", len(d.sent), "error", err)
+	}
 }
 
 // round records d.sent and, unless limit is 0, fans out the outbox and
 // claims up to limit due mails, in one MailRound. d.sent is cleared only
-// once recorded.
+// once recorded (see Dispatcher.sent).
 func (d *Dispatcher) round(ctx context.Context, limit int) (domain.MailClaim, error) {
 	now := d.o.Clock.Now()
 	c, err := d.o.Store.MailRound(ctx, domain.MailRound{Worker: d.worker, Now: now, NextDigest: NextDigest(now, d.o.DigestHour),
