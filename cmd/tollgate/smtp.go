@@ -103,7 +103,7 @@ func (s *smtpSender) Send(ctx context.Context, msgs []mail.Message) []error {
 	} else {
 		for i, m := range out {
 			if errs[i] == nil {
-				errs[i] = stopping(ctx)
+				errs[i] = ctx.Err() // a server that stops leaves the rest to be sent later
 			}
 			if errs[i] == nil {
 				errs[i] = deliver(conn, m)
@@ -118,10 +118,6 @@ func (s *smtpSender) Send(ctx context.Context, msgs []mail.Message) []error {
 	_ = c.CloseWithSMTPClient(conn) // what was accepted is delivered whatever QUIT answers
 	return errs
 }
-
-// stopping is ctx's error: a server that stops leaves the rest of a round
-// to be sent again later.
-func stopping(ctx context.Context) error { return ctx.Err() }
 
 // pipeline sends msgs (each to one recipient; nil ones are skipped) with
 // PIPELINING (RFC 2920): a message's content, its end and the next
@@ -144,7 +140,7 @@ func pipeline(ctx context.Context, conn *smtp.Client, msgs []*gomail.Msg, errs [
 		next := i < len(msgs) && msgs[i] != nil && errs[i] == nil
 		var from, to string
 		if next {
-			if errs[i] = stopping(ctx); errs[i] == nil {
+			if errs[i] = ctx.Err(); errs[i] == nil {
 				from, to, errs[i] = envelope(msgs[i])
 			}
 			next = errs[i] == nil
@@ -259,11 +255,7 @@ func deliver(conn *smtp.Client, m *gomail.Msg) error {
 	if err := conn.UpdateDeadline(smtpTimeout); err != nil {
 		return err
 	}
-	from, err := m.GetSender(false)
-	if err != nil {
-		return err
-	}
-	rcpts, err := m.GetRecipients()
+	from, to, err := envelope(m)
 	if err != nil {
 		return err
 	}
@@ -271,11 +263,9 @@ func deliver(conn *smtp.Client, m *gomail.Msg) error {
 		_ = conn.Reset()
 		return err
 	}
-	for _, r := range rcpts {
-		if err := conn.Rcpt(r); err != nil {
-			_ = conn.Reset()
-			return err
-		}
+	if err := conn.Rcpt(to); err != nil {
+		_ = conn.Reset()
+		return err
 	}
 	w, err := conn.Data()
 	if err != nil {
