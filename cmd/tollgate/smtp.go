@@ -239,8 +239,7 @@ func envelope(m *gomail.Msg) (from, to string, err error) {
 // is the first error, a connection that failed the second.
 func reply(t *textproto.Conn, want int) (refused, broken error) {
 	_, _, err := t.ReadResponse(want)
-	var te *textproto.Error
-	if errors.As(err, &te) {
+	if _, ok := errors.AsType[*textproto.Error](err); ok {
 		return err, nil
 	}
 	return nil, err
