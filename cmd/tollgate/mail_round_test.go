@@ -191,6 +191,27 @@ func TestSMTPRefusedMessageFailsAlone(t *testing.T) {
 	}
 }
 
+// A message announces its content (BODY=8BITMIME) and, to a server that
+// offers SMTPUTF8, its addresses beyond ASCII the same way whether the
+// server takes commands pipelined or one by one.
+func TestSMTPMailParametersPipelinedOrNot(t *testing.T) {
+	t.Parallel()
+	for _, pipelining := range []bool{true, false} {
+		t.Run(fmt.Sprintf("pipelining=%v", pipelining), func(t *testing.T) {
+			t.Parallel()
+			s := startSMTPServerWith(t, smtpOpts{NoPipelining: !pipelining, SMTPUTF8: true})
+			msg := mail.Message{To: "zoë@example.com", Subject: "Upload your deck", Text: "Open the link", MessageID: "deck.1@tollgate.example.com", Date: time.Now()}
+			if errs := testSender(t, s.URL).Send(t.Context(), []mail.Message{msg}); errs[0] != nil {
+				t.Fatal(errs[0])
+			}
+			m := wantMails(t, s, "zoë@example.com")[0]
+			if m.Body != "8BITMIME" || !m.UTF8 {
+				t.Fatalf("MAIL carried BODY=%q and SMTPUTF8 %v, want BODY=8BITMIME and SMTPUTF8", m.Body, m.UTF8)
+			}
+		})
+	}
+}
+
 // Mail to a server that offers STARTTLS goes encrypted, and so does mail
 // to an smtps:// server, which speaks TLS from the start; a server whose
 // certificate is not trusted gets nothing.

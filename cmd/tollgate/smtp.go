@@ -128,10 +128,7 @@ func (s *smtpSender) Send(ctx context.Context, msgs []mail.Message) []error {
 // next group); a broken connection fails every message not yet accepted.
 func pipeline(ctx context.Context, conn *smtp.Client, msgs []*gomail.Msg, errs []error) {
 	t := conn.Text
-	mailOpts := ""
-	if ok, _ := conn.Extension("8BITMIME"); ok {
-		mailOpts = " BODY=8BITMIME"
-	}
+	params := mailParams(conn)
 	content := -1                   // the message whose content goes next, after its DATA was accepted
 	open := false                   // a refused message left a transaction to reset
 	done := make([]bool, len(msgs)) // what became of the message is known
@@ -164,7 +161,7 @@ func pipeline(ctx context.Context, conn *smtp.Client, msgs []*gomail.Msg, errs [
 			if open {
 				fmt.Fprint(t.W, "RSET\r\n")
 			}
-			fmt.Fprintf(t.W, "MAIL FROM:%s%s\r\nRCPT TO:%s\r\nDATA\r\n", from, mailOpts, to)
+			fmt.Fprintf(t.W, "MAIL FROM:%s%s\r\nRCPT TO:%s\r\nDATA\r\n", from, params, to)
 			broken = t.W.Flush()
 		}
 		if content >= 0 && broken == nil {
@@ -212,6 +209,22 @@ func pipeline(ctx context.Context, conn *smtp.Client, msgs []*gomail.Msg, errs [
 			errs[i] = broken
 		}
 	}
+}
+
+// mailParams are the parameters go-mail's Client.Mail gives MAIL on conn,
+// which deliver sends, so that a pipelined message is announced the same:
+// BODY=8BITMIME and SMTPUTF8 when the server offers them. (Client.Mail
+// adds RET only for delivery status notifications, which are never asked
+// for.)
+func mailParams(conn *smtp.Client) string {
+	params := ""
+	if ok, _ := conn.Extension("8BITMIME"); ok {
+		params += " BODY=8BITMIME"
+	}
+	if ok, _ := conn.Extension("SMTPUTF8"); ok {
+		params += " SMTPUTF8"
+	}
+	return params
 }
 
 // envelope is m's sender and its one recipient, as MAIL and RCPT take
