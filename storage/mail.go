@@ -216,15 +216,29 @@ func (f *fanOut) jobs(inserted []mailDeliveryRow) []domain.MailJob {
 		}
 	}
 	var out []domain.MailJob
-	for _, d := range f.rows {
+	for i := range f.rows {
+		d := &f.rows[i]
 		id, ok := ids[key{derefString(d.SuspensionID), derefString(d.UserID)}]
 		if !ok || d.Status != mailSending {
 			continue
 		}
+		j := mailJob(d, id, f.users)
 		s := f.requests[derefString(d.SuspensionID)]
-		out = append(out, domain.MailJob{ID: id, Attempt: d.Attempt, Kind: d.Kind, To: f.users[derefString(d.UserID)], Suspension: &s, GiveUpAt: d.GiveUpAt.UTC()})
+		j.Suspension = &s
+		out = append(out, j)
 	}
 	return out
+}
+
+// mailJob is the job of sending the claimed delivery d, whose id is id:
+// to its user among users, or to its recipient address when it is mail
+// to no user. What the mail is about is the caller's to add.
+func mailJob(d *mailDeliveryRow, id int64, users map[string]domain.User) domain.MailJob {
+	j := domain.MailJob{ID: id, Attempt: d.Attempt, Kind: d.Kind, To: domain.User{Email: d.Recipient}, GiveUpAt: d.GiveUpAt.UTC()}
+	if u, ok := users[derefString(d.UserID)]; ok {
+		j.To = u
+	}
+	return j
 }
 
 // mailDeliveries are the deliveries of the suspensions for users.
@@ -321,10 +335,7 @@ func (db *DB) mailJobs(ctx context.Context, tx bun.Tx, rows []mailDeliveryRow) (
 	jobs := make([]domain.MailJob, 0, len(rows))
 	for i := range rows {
 		r := &rows[i]
-		j := domain.MailJob{ID: r.ID, Attempt: r.Attempt, Kind: r.Kind, To: domain.User{Email: r.Recipient}, GiveUpAt: r.GiveUpAt.UTC()}
-		if u, ok := users[derefString(r.UserID)]; ok {
-			j.To = u
-		}
+		j := mailJob(r, r.ID, users)
 		switch r.Kind {
 		case domain.MailKindRequest:
 			s, ok := requests[derefString(r.SuspensionID)]
