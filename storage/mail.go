@@ -92,8 +92,12 @@ func (w *commitWriter) queueMail(ctx context.Context, row *suspensionRow) error 
 func (db *DB) MailRound(ctx context.Context, r domain.MailRound) (domain.MailClaim, error) {
 	now := ts(r.Now)
 	if len(r.Finished) == 0 {
-		if work, err := db.mailWaiting(ctx, now); err != nil || !work {
-			return domain.MailClaim{}, err
+		work, err := db.mailWaiting(ctx, now)
+		if err != nil {
+			return domain.MailClaim{}, fmt.Errorf("mail round: %w", err)
+		}
+		if !work {
+			return domain.MailClaim{}, nil
 		}
 	}
 	var c domain.MailClaim
@@ -135,16 +139,15 @@ func (db *DB) mailWaiting(ctx context.Context, now time.Time) (bool, error) {
 	return work, err
 }
 
-// fanOutMail turns at most room outbox rows into
-// deliveries, one per person told (domain.MailRecipients, each by their
-// preference), and returns the first room of those due now, inserted
-// claimed for r.Worker, with how many outbox rows it took: taking no more
-// rows than the round can send keeps a backlog in the outbox, where
-// nothing has to be claimed and read again. A person held for the
-// digest gets a held row under the day of r.NextDigest, and that day's
-// digest is queued for them once. A suspension no longer pending tells
-// nobody. On PostgreSQL SKIP LOCKED lets several servers fan out
-// disjoint rows.
+// fanOutMail turns at most room outbox rows into deliveries, one per
+// person told (domain.MailRecipients, each by their preference), and
+// returns the first room of those due now, inserted claimed for r.Worker,
+// with how many outbox rows it took: taking no more rows than the round
+// can send keeps a backlog in the outbox, where nothing has to be claimed
+// and read again. A person held for the digest gets a held row under the
+// day of r.NextDigest, and that day's digest is queued for them once. A
+// suspension no longer pending tells nobody. On PostgreSQL SKIP LOCKED
+// lets several servers fan out disjoint rows.
 func (db *DB) fanOutMail(ctx context.Context, tx bun.Tx, r domain.MailRound, room int) ([]domain.MailJob, int, error) {
 	q := tx.NewSelect().Model((*mailOutboxRow)(nil)).Column("suspension_id").OrderExpr("created_at, suspension_id").Limit(int64(room))
 	if db.dialect == Postgres {
