@@ -92,8 +92,12 @@ func (w *commitWriter) queueMail(ctx context.Context, row *suspensionRow) error 
 func (db *DB) MailRound(ctx context.Context, r domain.MailRound) (domain.MailClaim, error) {
 	now := ts(r.Now)
 	if len(r.Finished) == 0 {
-		if work, err := db.mailWaiting(ctx, now); err != nil || !work {
-			return domain.MailClaim{}, err
+		work, err := db.mailWaiting(ctx, now)
+		if err != nil {
+			return domain.MailClaim{}, fmt.Errorf("mail round: %w", err)
+		}
+		if !work {
+			return domain.MailClaim{}, nil
 		}
 	}
 	var c domain.MailClaim
@@ -135,16 +139,15 @@ func (db *DB) mailWaiting(ctx context.Context, now time.Time) (bool, error) {
 	return work, err
 }
 
-// fanOutMail turns at most room outbox rows into
-// deliveries, one per person told (domain.MailRecipients, each by their
-// preference), and returns the first room of those due now, inserted
-// claimed for r.Worker, with how many outbox rows it took: taking no more
-// rows than the round can send keeps a backlog in the outbox, where
-// nothing has to be claimed and read again. A person held for the
-// digest gets a held row under the day of r.NextDigest, and that day's
-// digest is queued for them once. A suspension no longer pending tells
-// nobody. On PostgreSQL SKIP LOCKED lets several servers fan out
-// disjoint rows.
+// fanOutMail turns at most room outbox rows into deliveries, one per
+// person told (domain.MailRecipients, each by their preference), and
+// returns the first room of those due now, inserted claimed for r.Worker,
+// with how many outbox rows it took: taking no more rows than the round
+// can send keeps a backlog in the outbox, where nothing has to be claimed
+// and read again. A person held for the digest gets a held row under the
+// day of r.NextDigest, and that day's digest is queued for them once. A
+// suspension no longer pending tells nobody. On PostgreSQL SKIP LOCKED
+// lets several servers fan out disjoint rows.
 func (db *DB) fanOutMail(ctx context.Context, tx bun.Tx, r domain.MailRound, room int) ([]domain.MailJob, int, error) {
 	q := tx.NewSelect().Model((*mailOutboxRow)(nil)).Column("suspension_id").OrderExpr("created_at, suspension_id").Limit(int64(room))
 	if db.dialect == Postgres {
@@ -216,15 +219,29 @@ func (f *fanOut) jobs(inserted []mailDeliveryRow) []domain.MailJob {
 		}
 	}
 	var out []domain.MailJob
-	for _, d := range f.rows {
+	for i := range f.rows {
+		d := &f.rows[i]
 		id, ok := ids[key{derefString(d.SuspensionID), derefString(d.UserID)}]
 		if !ok || d.Status != mailSending {
 			continue
 		}
+		j := mailJob(d, id, f.users)
 		s := f.requests[derefString(d.SuspensionID)]
-		out = append(out, domain.MailJob{ID: id, Attempt: d.Attempt, Kind: d.Kind, To: f.users[derefString(d.UserID)], Suspension: &s, GiveUpAt: d.GiveUpAt.UTC()})
+		j.Suspension = &s
+		out = append(out, j)
 	}
 	return out
+}
+
+// mailJob is the job of sending the claimed delivery d, whose id is id:
+// to its user among users, or to its recipient address when it is mail
+// to no user. What the mail is about is the caller's to add.
+func mailJob(d *mailDeliveryRow, id int64, users map[string]domain.User) domain.MailJob {
+	j := domain.MailJob{ID: id, Attempt: d.Attempt, Kind: d.Kind, To: domain.User{Email: d.Recipient}, GiveUpAt: d.GiveUpAt.UTC()}
+	if u, ok := users[derefString(d.UserID)]; ok {
+		j.To = u
+	}
+	return j
 }
 
 // mailDeliveries are the deliveries of the suspensions for users.
@@ -321,10 +338,7 @@ func (db *DB) mailJobs(ctx context.Context, tx bun.Tx, rows []mailDeliveryRow) (
 	jobs := make([]domain.MailJob, 0, len(rows))
 	for i := range rows {
 		r := &rows[i]
-		j := domain.MailJob{ID: r.ID, Attempt: r.Attempt, Kind: r.Kind, To: domain.User{Email: r.Recipient}, GiveUpAt: r.GiveUpAt.UTC()}
-		if u, ok := users[derefString(r.UserID)]; ok {
-			j.To = u
-		}
+		j := mailJob(r, r.ID, users)
 		switch r.Kind {
 		case domain.MailKindRequest:
 			s, ok := requests[derefString(r.SuspensionID)]

@@ -126,10 +126,7 @@ func benchMailPass(t *testing.T, dialect string, withMail bool) (created, delive
 	if withMail {
 		workflow = "bench-mail"
 		smtp = startSMTPServer(t)
-		sender, err := newSMTP(smtp.URL, "Tollgate <tollgate@example.com>")
-		if err != nil {
-			t.Fatal(err)
-		}
+		sender := testSender(t, smtp.URL)
 		d := mail.New(mail.Opts{Store: db, Sender: sender, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), PublicURL: "http://127.0.0.1",
 			DigestHour: mail.DefaultDigestHour, Busy: eng.Busy})
 		mctx, cancel := context.WithCancel(ctx)

@@ -107,10 +107,7 @@ func newEnv(t *testing.T, o storage.Opts) *env {
 	var wg sync.WaitGroup
 	wg.Go(func() { e.eng.Run(ctx) })
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	sender, err := newSMTP(e.smtp.URL, "Tollgate <tollgate@example.com>")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sender := testSender(t, e.smtp.URL)
 	e.clock = &fakeClock{now: time.Now().UTC()}
 	e.d = mail.New(mail.Opts{Store: e.db, Sender: sender, Log: log, Clock: e.clock, PublicURL: publicURL,
 		RetryBase: time.Minute, DigestHour: mail.DefaultDigestHour})
@@ -397,10 +394,7 @@ func TestMailOneOffAndLog(t *testing.T) {
 func TestMailYieldsToABusyEngine(t *testing.T) {
 	t.Parallel()
 	forEachMailDialect(t, func(t *testing.T, e *env) {
-		sender, err := newSMTP(e.smtp.URL, "Tollgate <tollgate@example.com>")
-		if err != nil {
-			t.Fatal(err)
-		}
+		sender := testSender(t, e.smtp.URL)
 		var busy atomic.Bool
 		busy.Store(true)
 		d := mail.New(mail.Opts{Store: e.db, Sender: sender, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: e.clock,

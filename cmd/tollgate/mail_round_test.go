@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -10,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,10 +48,7 @@ func TestMailRoundRecordsTheLastRoundsSends(t *testing.T) {
 		for range 5 {
 			e.ask(t, request{Kind: domain.KindInput, Assignee: "ada@example.com", Title: "Upload your deck"})
 		}
-		sender, err := newSMTP(e.smtp.URL, "Tollgate <tollgate@example.com>")
-		if err != nil {
-			t.Fatal(err)
-		}
+		sender := testSender(t, e.smtp.URL)
 		rounds := &roundCounter{Store: e.db}
 		o := mail.Opts{Store: rounds, Sender: sender, Log: warnLog(t), Clock: e.clock, PublicURL: publicURL, Batch: 2, Lease: time.Minute}
 		d := mail.New(o)
@@ -81,10 +81,7 @@ func TestMailDispatcherRecordsItsSendsAsItStops(t *testing.T) {
 	forEachMailDialect(t, func(t *testing.T, e *env) {
 		e.addUser(t, "ada@example.com", domain.RoleFounder, false, "")
 		e.ask(t, request{Kind: domain.KindInput, Assignee: "ada@example.com", Title: "Upload your deck"})
-		sender, err := newSMTP(e.smtp.URL, "Tollgate <tollgate@example.com>")
-		if err != nil {
-			t.Fatal(err)
-		}
+		sender := testSender(t, e.smtp.URL)
 		o := mail.Opts{Store: e.db, Sender: sender, Log: warnLog(t), Clock: e.clock, PublicURL: publicURL, Poll: time.Hour, Lease: time.Minute}
 		ctx, cancel := context.WithCancel(t.Context())
 		var wg sync.WaitGroup
@@ -101,6 +98,52 @@ func TestMailDispatcherRecordsItsSendsAsItStops(t *testing.T) {
 	})
 }
 
+// outboxGone is the outbox whose database goes away once gone is set:
+// every round then fails.
+type outboxGone struct {
+	mail.Store
+	gone atomic.Bool
+}
+
+func (o *outboxGone) MailRound(ctx context.Context, r domain.MailRound) (domain.MailClaim, error) {
+	if o.gone.Load() {
+		return domain.MailClaim{}, errors.New("database gone")
+	}
+	return o.Store.MailRound(ctx, r)
+}
+
+// A dispatcher that stops and cannot record what it sent says so as an
+// error, and the mail is sent again once its lease runs out: delivery is
+// at least once.
+func TestMailDispatcherLogsAFailedLastRecord(t *testing.T) {
+	t.Parallel()
+	forEachMailDialect(t, func(t *testing.T, e *env) {
+		e.addUser(t, "ada@example.com", domain.RoleFounder, false, "")
+		e.ask(t, request{Kind: domain.KindInput, Assignee: "ada@example.com", Title: "Upload your deck"})
+		outbox := &outboxGone{Store: e.db}
+		var logged bytes.Buffer
+		o := mail.Opts{Store: outbox, Sender: testSender(t, e.smtp.URL), Log: slog.New(slog.NewTextHandler(&logged, nil)), Clock: e.clock,
+			PublicURL: publicURL, Poll: time.Hour, Lease: time.Minute}
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		wg.Go(func() { mail.New(o).Run(ctx) })
+		e.smtp.Wait(t, 1, 10*time.Second)
+		outbox.gone.Store(true)
+		cancel()
+		wg.Wait()
+		if !strings.Contains(logged.String(), "level=ERROR msg=\"Recording the mails just sent failed") {
+			t.Fatalf("the dispatcher stopped without an error for the send it could not record; it logged:\n%s", &logged)
+		}
+
+		e.clock.set(e.clock.Now().Add(2 * time.Minute))
+		o.Store, o.Log = e.db, warnLog(t)
+		if n, err := mail.New(o).Round(t.Context()); err != nil || n != 1 {
+			t.Fatalf("after the lease ran out, a round claimed %d mails (%v), want the unrecorded one", n, err)
+		}
+		wantMails(t, e.smtp, "ada@example.com", "ada@example.com")
+	})
+}
+
 // A message the SMTP server refuses fails alone: the mails before and
 // after it in the same connection arrive, whether the server takes
 // commands pipelined or one by one. A server that refuses every message
@@ -112,10 +155,7 @@ func TestSMTPRefusedMessageFailsAlone(t *testing.T) {
 			t.Parallel()
 			s := startSMTPServerWith(t, smtpOpts{NoPipelining: !pipelining})
 			s.RefuseRecipient("gone@example.com")
-			sender, err := newSMTP(s.URL, "Tollgate <tollgate@example.com>")
-			if err != nil {
-				t.Fatal(err)
-			}
+			sender := testSender(t, s.URL)
 			msg := func(to string) mail.Message {
 				return mail.Message{To: to, Subject: "Upload your deck", Text: "Open the link\n.\nA line that was a dot", MessageID: to + ".1@tollgate.example.com", Date: time.Now()}
 			}
@@ -151,6 +191,27 @@ func TestSMTPRefusedMessageFailsAlone(t *testing.T) {
 	}
 }
 
+// A message announces its content (BODY=8BITMIME) and, to a server that
+// offers SMTPUTF8, its addresses beyond ASCII the same way whether the
+// server takes commands pipelined or one by one.
+func TestSMTPMailParametersPipelinedOrNot(t *testing.T) {
+	t.Parallel()
+	for _, pipelining := range []bool{true, false} {
+		t.Run(fmt.Sprintf("pipelining=%v", pipelining), func(t *testing.T) {
+			t.Parallel()
+			s := startSMTPServerWith(t, smtpOpts{NoPipelining: !pipelining, SMTPUTF8: true})
+			msg := mail.Message{To: "zoë@example.com", Subject: "Upload your deck", Text: "Open the link", MessageID: "deck.1@tollgate.example.com", Date: time.Now()}
+			if errs := testSender(t, s.URL).Send(t.Context(), []mail.Message{msg}); errs[0] != nil {
+				t.Fatal(errs[0])
+			}
+			m := wantMails(t, s, "zoë@example.com")[0]
+			if m.Body != "8BITMIME" || !m.UTF8 {
+				t.Fatalf("MAIL carried BODY=%q and SMTPUTF8 %v, want BODY=8BITMIME and SMTPUTF8", m.Body, m.UTF8)
+			}
+		})
+	}
+}
+
 // Mail to a server that offers STARTTLS goes encrypted, and so does mail
 // to an smtps:// server, which speaks TLS from the start; a server whose
 // certificate is not trusted gets nothing.
@@ -166,18 +227,12 @@ func TestSMTPOverTLS(t *testing.T) {
 			s := startSMTPServerWith(t, smtpOpts{TLS: serverTLS, Implicit: implicit})
 			msg := mail.Message{To: "ada@example.com", Subject: "Upload your deck", Text: "Open the link", MessageID: "deck.1@tollgate.example.com", Date: time.Now()}
 
-			untrusting, err := newSMTP(s.URL, "Tollgate <tollgate@example.com>")
-			if err != nil {
-				t.Fatal(err)
-			}
+			untrusting := testSender(t, s.URL)
 			if errs := untrusting.Send(t.Context(), []mail.Message{msg}); errs[0] == nil {
 				t.Fatal("mail sent to a server whose certificate is not trusted")
 			}
 
-			sender, err := newSMTP(s.URL, "Tollgate <tollgate@example.com>")
-			if err != nil {
-				t.Fatal(err)
-			}
+			sender := testSender(t, s.URL)
 			sender.opts = append(sender.opts, gomail.WithTLSConfig(&tls.Config{RootCAs: trusted, ServerName: "127.0.0.1"}))
 			if errs := sender.Send(t.Context(), []mail.Message{msg, msg}); errs[0] != nil || errs[1] != nil {
 				t.Fatal(errs)

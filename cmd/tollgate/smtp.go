@@ -103,7 +103,7 @@ func (s *smtpSender) Send(ctx context.Context, msgs []mail.Message) []error {
 	} else {
 		for i, m := range out {
 			if errs[i] == nil {
-				errs[i] = stopping(ctx)
+				errs[i] = ctx.Err() // a server that stops leaves the rest to be sent later
 			}
 			if errs[i] == nil {
 				errs[i] = deliver(conn, m)
@@ -119,10 +119,6 @@ func (s *smtpSender) Send(ctx context.Context, msgs []mail.Message) []error {
 	return errs
 }
 
-// stopping is ctx's error: a server that stops leaves the rest of a round
-// to be sent again later.
-func stopping(ctx context.Context) error { return ctx.Err() }
-
 // pipeline sends msgs (each to one recipient; nil ones are skipped) with
 // PIPELINING (RFC 2920): a message's content, its end and the next
 // message's MAIL, RCPT and DATA go out together, and their replies are
@@ -132,10 +128,7 @@ func stopping(ctx context.Context) error { return ctx.Err() }
 // next group); a broken connection fails every message not yet accepted.
 func pipeline(ctx context.Context, conn *smtp.Client, msgs []*gomail.Msg, errs []error) {
 	t := conn.Text
-	mailOpts := ""
-	if ok, _ := conn.Extension("8BITMIME"); ok {
-		mailOpts = " BODY=8BITMIME"
-	}
+	params := mailParams(conn)
 	content := -1                   // the message whose content goes next, after its DATA was accepted
 	open := false                   // a refused message left a transaction to reset
 	done := make([]bool, len(msgs)) // what became of the message is known
@@ -144,7 +137,7 @@ func pipeline(ctx context.Context, conn *smtp.Client, msgs []*gomail.Msg, errs [
 		next := i < len(msgs) && msgs[i] != nil && errs[i] == nil
 		var from, to string
 		if next {
-			if errs[i] = stopping(ctx); errs[i] == nil {
+			if errs[i] = ctx.Err(); errs[i] == nil {
 				from, to, errs[i] = envelope(msgs[i])
 			}
 			next = errs[i] == nil
@@ -168,7 +161,7 @@ func pipeline(ctx context.Context, conn *smtp.Client, msgs []*gomail.Msg, errs [
 			if open {
 				fmt.Fprint(t.W, "RSET\r\n")
 			}
-			fmt.Fprintf(t.W, "MAIL FROM:%s%s\r\nRCPT TO:%s\r\nDATA\r\n", from, mailOpts, to)
+			fmt.Fprintf(t.W, "MAIL FROM:%s%s\r\nRCPT TO:%s\r\nDATA\r\n", from, params, to)
 			broken = t.W.Flush()
 		}
 		if content >= 0 && broken == nil {
@@ -218,6 +211,22 @@ func pipeline(ctx context.Context, conn *smtp.Client, msgs []*gomail.Msg, errs [
 	}
 }
 
+// mailParams are the parameters go-mail's Client.Mail gives MAIL on conn,
+// which deliver sends, so that a pipelined message is announced the same:
+// BODY=8BITMIME and SMTPUTF8 when the server offers them. (Client.Mail
+// adds RET only for delivery status notifications, which are never asked
+// for.)
+func mailParams(conn *smtp.Client) string {
+	params := ""
+	if ok, _ := conn.Extension("8BITMIME"); ok {
+		params += " BODY=8BITMIME"
+	}
+	if ok, _ := conn.Extension("SMTPUTF8"); ok {
+		params += " SMTPUTF8"
+	}
+	return params
+}
+
 // envelope is m's sender and its one recipient, as MAIL and RCPT take
 // them.
 func envelope(m *gomail.Msg) (from, to string, err error) {
@@ -243,8 +252,7 @@ func envelope(m *gomail.Msg) (from, to string, err error) {
 // is the first error, a connection that failed the second.
 func reply(t *textproto.Conn, want int) (refused, broken error) {
 	_, _, err := t.ReadResponse(want)
-	var te *textproto.Error
-	if errors.As(err, &te) {
+	if _, ok := errors.AsType[*textproto.Error](err); ok {
 		return err, nil
 	}
 	return nil, err
@@ -259,11 +267,7 @@ func deliver(conn *smtp.Client, m *gomail.Msg) error {
 	if err := conn.UpdateDeadline(smtpTimeout); err != nil {
 		return err
 	}
-	from, err := m.GetSender(false)
-	if err != nil {
-		return err
-	}
-	rcpts, err := m.GetRecipients()
+	from, to, err := envelope(m)
 	if err != nil {
 		return err
 	}
@@ -271,11 +275,9 @@ func deliver(conn *smtp.Client, m *gomail.Msg) error {
 		_ = conn.Reset()
 		return err
 	}
-	for _, r := range rcpts {
-		if err := conn.Rcpt(r); err != nil {
-			_ = conn.Reset()
-			return err
-		}
+	if err := conn.Rcpt(to); err != nil {
+		_ = conn.Reset()
+		return err
 	}
 	w, err := conn.Data()
 	if err != nil {

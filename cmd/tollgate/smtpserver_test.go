@@ -34,6 +34,9 @@ type receivedMail struct {
 	Raw        []byte
 	// TLS is whether the message came over an encrypted connection.
 	TLS bool
+	// Body and UTF8 are the BODY and SMTPUTF8 parameters of its MAIL.
+	Body smtp.BodyType
+	UTF8 bool
 	// parsed is set once Header, Text and HTML are read from Raw (on
 	// the first Messages, so that accepting mail stays as cheap as a
 	// real server's elsewhere: the bench measures what sending costs).
@@ -65,6 +68,8 @@ type smtpOpts struct {
 	// or from the start with Implicit (smtps://).
 	TLS      *tls.Config
 	Implicit bool
+	// SMTPUTF8 offers SMTPUTF8 (RFC 6531): addresses beyond ASCII.
+	SMTPUTF8 bool
 }
 
 // startSMTPServerWith starts a server as o says.
@@ -74,6 +79,7 @@ func startSMTPServerWith(t testing.TB, o smtpOpts) *smtpServer {
 	srv := smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) { return &session{s: s, conn: c}, nil }))
 	srv.Domain = "127.0.0.1"
 	srv.AllowInsecureAuth = true
+	srv.EnableSMTPUTF8 = o.SMTPUTF8
 	srv.ReadTimeout, srv.WriteTimeout = 30*time.Second, 30*time.Second
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -95,6 +101,16 @@ func startSMTPServerWith(t testing.TB, o smtpOpts) *smtpServer {
 		s.Release()
 		srv.Close()
 	})
+	return s
+}
+
+// testSender is a sender through the SMTP server at url, from Tollgate.
+func testSender(t testing.TB, url string) *smtpSender {
+	t.Helper()
+	s, err := newSMTP(url, "Tollgate <tollgate@example.com>")
+	if err != nil {
+		t.Fatal(err)
+	}
 	return s
 }
 
@@ -152,7 +168,7 @@ func (s *smtpServer) Messages() []receivedMail {
 			if err != nil {
 				panic(fmt.Sprintf("mail %d to %v is not a well-formed message: %v\n%s", i, m.To, err, m.Raw))
 			}
-			p.From, p.To, p.TLS, p.parsed = m.From, m.To, m.TLS, true
+			p.From, p.To, p.TLS, p.Body, p.UTF8, p.parsed = m.From, m.To, m.TLS, m.Body, m.UTF8, true
 			*m = p
 		}
 	}
@@ -200,19 +216,23 @@ type session struct {
 	s    *smtpServer
 	conn *smtp.Conn
 	from string
+	opts smtp.MailOptions
 	to   []string
 }
 
-func (ss *session) Reset()        { ss.from, ss.to = "", nil }
+func (ss *session) Reset()        { ss.from, ss.opts, ss.to = "", smtp.MailOptions{}, nil }
 func (ss *session) Logout() error { return nil }
 
 // Mail refuses a MAIL inside a mail transaction, as Postfix does: a
 // client must end a refused message's transaction with RSET.
-func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
+func (ss *session) Mail(from string, opts *smtp.MailOptions) error {
 	if ss.from != "" {
 		return &smtp.SMTPError{Code: 503, EnhancedCode: smtp.EnhancedCode{5, 5, 1}, Message: "nested MAIL command"}
 	}
 	ss.from = from
+	if opts != nil {
+		ss.opts = *opts
+	}
 	return nil
 }
 
@@ -247,7 +267,7 @@ func (ss *session) Data(r io.Reader) error {
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try again later"}
 	}
 	_, encrypted := ss.conn.TLSConnectionState()
-	m := receivedMail{From: ss.from, To: ss.to, Raw: raw, TLS: encrypted}
+	m := receivedMail{From: ss.from, To: ss.to, Raw: raw, TLS: encrypted, Body: ss.opts.Body, UTF8: ss.opts.UTF8}
 	ss.s.mu.Lock()
 	ss.s.msgs = append(ss.s.msgs, m)
 	ss.s.mu.Unlock()

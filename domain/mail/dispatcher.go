@@ -66,6 +66,11 @@ type Dispatcher struct {
 	worker string
 	// sent is what became of the last round's mails, recorded by the
 	// next round's transaction: a busy outbox costs one write a round.
+	// It is kept until a round records it, however many rounds fail (one
+	// that cannot record cannot claim either, so nothing more is sent
+	// meanwhile). Delivery is at least once: were sent dropped, or the
+	// server to stop before recording it, those mails would be sent
+	// again once their lease ran out.
 	sent []domain.MailOutcome
 }
 
@@ -131,7 +136,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	defer t.Stop()
 	// The outcome of the last sends is recorded even as the server stops:
 	// what was sent must not be sent again.
-	defer d.Flush(context.WithoutCancel(ctx))
+	defer d.flush(context.WithoutCancel(ctx))
 	last := d.o.Clock.Now()
 	for {
 		for ctx.Err() == nil && d.due(last) {
@@ -164,15 +169,12 @@ func (d *Dispatcher) due(last time.Time) bool {
 // in one transaction. It returns how many mails it claimed or intents it
 // fanned out, whichever is more: less than a batch means there was
 // nothing more to do. The outcomes of its own sends are recorded by the
-// next Round, or Flush.
+// next Round, or by Run as it stops.
 func (d *Dispatcher) Round(ctx context.Context) (int, error) {
-	now := d.o.Clock.Now()
-	c, err := d.o.Store.MailRound(ctx, domain.MailRound{Worker: d.worker, Now: now, NextDigest: NextDigest(now, d.o.DigestHour),
-		Lease: d.o.Lease, Limit: d.o.Batch, Finished: d.sent})
+	c, err := d.round(ctx, d.o.Batch)
 	if err != nil {
-		return 0, err // d.sent is recorded by the next round
+		return 0, err
 	}
-	d.sent = nil
 	if len(c.Jobs) > 0 {
 		d.sent = d.send(ctx, c.Jobs)
 	}
@@ -181,19 +183,30 @@ func (d *Dispatcher) Round(ctx context.Context) (int, error) {
 	return max(len(c.Jobs), c.FannedOut), nil
 }
 
-// Flush records what became of the last round's mails, if that is not
-// recorded yet.
-func (d *Dispatcher) Flush(ctx context.Context) error {
+// flush records what became of the last round's mails, if that is not
+// recorded yet. A failure is logged as an error: those mails are sent
+// again once their lease runs out.
+func (d *Dispatcher) flush(ctx context.Context) {
 	if len(d.sent) == 0 {
-		return nil
+		return
 	}
+	if _, err := d.round(ctx, 0); err != nil {
+		d.o.Log.ErrorContext(ctx, "Recording the mails just sent failed; they will be sent again once their lease runs out", "mails", len(d.sent), "error", err)
+	}
+}
+
+// round records d.sent and, unless limit is 0, fans out the outbox and
+// claims up to limit due mails, in one MailRound. d.sent is cleared only
+// once recorded (see Dispatcher.sent).
+func (d *Dispatcher) round(ctx context.Context, limit int) (domain.MailClaim, error) {
 	now := d.o.Clock.Now()
-	_, err := d.o.Store.MailRound(ctx, domain.MailRound{Worker: d.worker, Now: now, NextDigest: NextDigest(now, d.o.DigestHour),
-		Lease: d.o.Lease, Finished: d.sent})
-	if err == nil {
-		d.sent = nil
+	c, err := d.o.Store.MailRound(ctx, domain.MailRound{Worker: d.worker, Now: now, NextDigest: NextDigest(now, d.o.DigestHour),
+		Lease: d.o.Lease, Limit: limit, Finished: d.sent})
+	if err != nil {
+		return domain.MailClaim{}, err
 	}
-	return err
+	d.sent = nil
+	return c, nil
 }
 
 // send composes and sends the jobs, in one connection, and says what
