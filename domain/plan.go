@@ -102,11 +102,7 @@ func discardDeferred(o Outcome, c StepCommit, reason string) StepCommit {
 // approval must also show why what it approved did not happen.
 func PlanKernelFailure(o Outcome, re *RunError) StepCommit {
 	c := StepCommit{Job: o.Job.Ref(), RunID: o.Run.ID, Step: o.Job.Step, Now: o.Now}
-	c = discardDeferred(o, c, "the run failed ("+re.Code+")")
-	c.Events = append(c.Events, o.Workflow.FailEvents(o.Run.ID, o.Job.Step, re)...)
-	c.Events = append(c.Events, NewEvent{Type: EventRunFailed, Step: o.Job.Step, Payload: MustJSON(re)})
-	c.Finish = &RunFinish{Status: RunFailed, Error: re}
-	return c
+	return endFailed(discardDeferred(o, c, "the run failed ("+re.Code+")"), o.Workflow, o.Job.Step, re)
 }
 
 // PlanDecision plans a decided review that has no resume step (o.Review,
@@ -126,9 +122,8 @@ func PlanDecision(o Outcome) StepCommit {
 	}
 	re := &RunError{Code: CodeRejected, Message: msg}
 	c := discardDeferred(o, StepCommit{Job: o.Job.Ref(), RunID: o.Run.ID, Step: s.StepName, Now: o.Now}, "")
-	c.Events = append(c.Events, NewEvent{Type: EventRunFailed, Step: s.StepName, Payload: MustJSON(re)})
-	c.Finish = &RunFinish{Status: RunFailed, Error: re}
-	return c
+	// A reviewer ends this run, not the kernel: no workflow fail event.
+	return endFailed(c, nil, s.StepName, re)
 }
 
 // planFailure retries a failed attempt while the step's policy allows,
@@ -165,8 +160,15 @@ func failureError(err error) *RunError {
 	return &RunError{Code: CodeStepFailed, Message: err.Error()}
 }
 
+// failRun fails step's attempt and, with it, the run.
 func failRun(c StepCommit, wf *Workflow, step string, re *RunError, attempt int) StepCommit {
 	c.Events = append(c.Events, NewEvent{Type: EventStepFailed, Step: step, Payload: MustJSON(map[string]any{"attempt": attempt, "error": re})})
+	return endFailed(c, wf, step, re)
+}
+
+// endFailed ends the run failed with re at step: wf's fail event (see
+// Workflow.FailEvents; none when wf is nil), then RUN_FAILED.
+func endFailed(c StepCommit, wf *Workflow, step string, re *RunError) StepCommit {
 	c.Events = append(c.Events, wf.FailEvents(c.RunID, step, re)...)
 	c.Events = append(c.Events, NewEvent{Type: EventRunFailed, Step: step, Payload: MustJSON(re)})
 	c.Finish = &RunFinish{Status: RunFailed, Error: re}

@@ -24,10 +24,14 @@ func (r definitionRow) toFlow() flow.Definition {
 	return flow.Definition{WorkflowID: r.WorkflowID, Version: r.Version, Body: []byte(r.Body), CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC()}
 }
 
+func definitionRowFrom(d flow.Definition) *definitionRow {
+	return &definitionRow{WorkflowID: d.WorkflowID, Version: d.Version, Body: string(d.Body), CreatedBy: d.CreatedBy, CreatedAt: ts(d.CreatedAt)}
+}
+
 // SaveDefinition implements flow.Store: the first registration of a
 // version wins; later ones get it back with created=false.
 func (db *DB) SaveDefinition(ctx context.Context, d flow.Definition) (flow.Definition, bool, error) {
-	row := &definitionRow{WorkflowID: d.WorkflowID, Version: d.Version, Body: string(d.Body), CreatedBy: d.CreatedBy, CreatedAt: ts(d.CreatedAt)}
+	row := definitionRowFrom(d)
 	res, err := db.bun.NewInsert().Model(row).On("CONFLICT (workflow_id, version) DO NOTHING").Exec(ctx)
 	if err != nil {
 		return flow.Definition{}, false, fmt.Errorf("save workflow %s version %s: %w", d.WorkflowID, d.Version, err)
@@ -54,8 +58,7 @@ func (db *DB) ReplaceDefinition(ctx context.Context, old, next flow.Definition) 
 		if n, _ := res.RowsAffected(); n == 0 {
 			return nil
 		}
-		row := &definitionRow{WorkflowID: next.WorkflowID, Version: next.Version, Body: string(next.Body), CreatedBy: next.CreatedBy, CreatedAt: ts(next.CreatedAt)}
-		if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
+		if _, err := tx.NewInsert().Model(definitionRowFrom(next)).Exec(ctx); err != nil {
 			return err
 		}
 		replaced = true

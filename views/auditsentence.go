@@ -236,9 +236,10 @@ func (t teller) via() string {
 	return fmt.Sprintf("via %s", t.str("via"))
 }
 
-// changeLabels name the fields a change may name; a field not here is
-// shown by its own name.
-var changeLabels = map[string]string{"role": "Role", "disabled": "Account", "email": "Email", "name": "Name"}
+// changeLabels name the fields a change may name (an account's update
+// changes its role or whether it is disabled); a field not here is shown
+// by its own name.
+var changeLabels = map[string]string{"role": "Role", "disabled": "Account"}
 
 // changes reads the data's "changes" object, {"role": {"from": "reviewer",
 // "to": "admin"}}, as a list in the order of the labels.
@@ -260,10 +261,15 @@ func changeValue(field string, v any) string {
 	case nil:
 		return "none"
 	case bool:
-		if field == "disabled" {
-			return map[bool]string{false: "active", true: "disabled"}[v]
+		switch {
+		case field == "disabled" && v:
+			return "disabled"
+		case field == "disabled":
+			return "active"
+		case v:
+			return "yes"
 		}
-		return map[bool]string{false: "no", true: "yes"}[v]
+		return "no"
 	case string:
 		return cmp.Or(v, "none")
 	}

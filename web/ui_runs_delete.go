@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/views"
@@ -16,16 +17,7 @@ const deletedRunNotice = "The run is deleted, with its history, its requests and
 // confirmDeleteRun asks before deleteFromPage, and asks why: the reason
 // is kept in the audit log, as it is for the API's deletion.
 func (s *Server) confirmDeleteRun(w http.ResponseWriter, r *http.Request) {
-	v := s.viewerOf(r)
-	run, err := s.Store.Run(r.Context(), r.PathValue("id"))
-	switch {
-	case errors.Is(err, domain.ErrNotFound):
-		s.renderError(w, r, http.StatusNotFound, "Run not found", "There is no run with this id; it may have been deleted already.", v)
-	case err != nil:
-		s.uiFailure(w, r, err)
-	default:
-		s.render(w, r, http.StatusOK, views.Confirm(deleteRunPage(v, run, "", "")))
-	}
+	s.showDeleteRun(w, r, s.viewerOf(r), r.PathValue("id"), "", "")
 }
 
 // deleteFromPage deletes a run (admins) through the same engine call and
@@ -36,12 +28,12 @@ func (s *Server) deleteFromPage(w http.ResponseWriter, r *http.Request) {
 	id, reason := r.PathValue("id"), r.PostFormValue("reason")
 	err := s.Engine.DeleteRun(r.Context(), domain.DeleteRunRequest{RunID: id, Reason: reason,
 		Audit: s.auditEntry(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "run.delete"})})
-	var ve *domain.ValidationError
+	ve, refused := errors.AsType[*domain.ValidationError](err)
 	switch {
-	case errors.As(err, &ve):
-		s.refuseDelete(w, r, v, id, reason, ve)
+	case refused:
+		s.showDeleteRun(w, r, v, id, reason, reasonProblem(reason, ve))
 	case errors.Is(err, domain.ErrNotFound):
-		s.renderError(w, r, http.StatusNotFound, "Run not found", "There is no run with this id; it may have been deleted already.", v)
+		s.runGone(w, r, v)
 	case err != nil:
 		s.uiFailure(w, r, err)
 	default:
@@ -49,25 +41,36 @@ func (s *Server) deleteFromPage(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// refuseDelete shows the confirmation again, the reason marked with what
+// showDeleteRun shows the question before deleting run id. With a
+// problem, it is a refusal: the reason typed comes back marked with what
 // was wrong with it.
-func (s *Server) refuseDelete(w http.ResponseWriter, r *http.Request, v *views.Viewer, id, reason string, ve *domain.ValidationError) {
+func (s *Server) showDeleteRun(w http.ResponseWriter, r *http.Request, v *views.Viewer, id, reason, problem string) {
 	run, err := s.Store.Run(r.Context(), id)
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
-		s.renderError(w, r, http.StatusNotFound, "Run not found", "There is no run with this id; it may have been deleted already.", v)
+		s.runGone(w, r, v)
 	case err != nil:
 		s.uiFailure(w, r, err)
+	case problem != "":
+		s.render(w, r, http.StatusUnprocessableEntity, views.Confirm(deleteRunPage(v, run, reason, problem)))
 	default:
-		s.render(w, r, http.StatusUnprocessableEntity, views.Confirm(deleteRunPage(v, run, reason, reasonProblem(ve))))
+		s.render(w, r, http.StatusOK, views.Confirm(deleteRunPage(v, run, reason, "")))
 	}
 }
 
-// reasonProblem says in plain words what was wrong with a reason.
-func reasonProblem(ve *domain.ValidationError) string {
-	for _, f := range ve.Fields {
-		if f.Field == "reason" && f.Message != "is required" {
-			return "The reason " + f.Message + "."
+// runGone says that there is no run to delete.
+func (s *Server) runGone(w http.ResponseWriter, r *http.Request, v *views.Viewer) {
+	s.renderError(w, r, http.StatusNotFound, "Run not found", "There is no run with this id; it may have been deleted already.", v)
+}
+
+// reasonProblem says in plain words what was wrong with a reason: a
+// blank one is asked for again, anything else is named by its field error.
+func reasonProblem(reason string, ve *domain.ValidationError) string {
+	if strings.TrimSpace(reason) != "" {
+		for _, f := range ve.Fields {
+			if f.Field == "reason" {
+				return "The reason " + f.Message + "."
+			}
 		}
 	}
 	return "Say why the run is deleted; the audit log keeps it."

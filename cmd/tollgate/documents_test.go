@@ -323,15 +323,21 @@ func TestDripExampleFromAnOlderBuild(t *testing.T) {
 		t.Fatal("drip-campaign@1.0 is not listed")
 		return nil
 	}
+	// serverOverOlderSeed starts a server on a fresh database that holds
+	// the older build's text of drip-campaign@1.0, registered by by.
+	serverOverOlderSeed := func(t *testing.T, env map[string]string, by string) *client {
+		t.Helper()
+		env = cloneEnv(env)
+		if env["DATABASE_URL"] != "" {
+			env["DATABASE_URL"] = storagetest.NewDatabase(t)
+		}
+		data := t.TempDir()
+		seedDefinition(t, env, data, "drip-campaign", "1.0", string(former), by)
+		return startServer(t, env, "--data", data).client()
+	}
 	forEachDialect(t, func(t *testing.T, env map[string]string) {
 		t.Run("shipped by an older build", func(t *testing.T) {
-			env := cloneEnv(env)
-			if env["DATABASE_URL"] != "" {
-				env["DATABASE_URL"] = storagetest.NewDatabase(t)
-			}
-			data := t.TempDir()
-			seedDefinition(t, env, data, "drip-campaign", "1.0", string(former), "example")
-			c := startServer(t, env, "--data", data).client()
+			c := serverOverOlderSeed(t, env, "example")
 			c.call(t, http.StatusOK, "POST", "/api/v1/workflows", json.RawMessage(seed))
 			c.call(t, http.StatusOK, "PUT", "/api/v1/workflows/drip-campaign/versions/1.0", json.RawMessage(seed))
 			if d := document(t, c); d["name"] != "drip-campaign" || d["description"] != nil || d["inputSchema"] != nil {
@@ -343,13 +349,7 @@ func TestDripExampleFromAnOlderBuild(t *testing.T) {
 			}
 		})
 		t.Run("registered by an operator", func(t *testing.T) {
-			env := cloneEnv(env)
-			if env["DATABASE_URL"] != "" {
-				env["DATABASE_URL"] = storagetest.NewDatabase(t)
-			}
-			data := t.TempDir()
-			seedDefinition(t, env, data, "drip-campaign", "1.0", string(former), "api:ops@example.com")
-			c := startServer(t, env, "--data", data).client()
+			c := serverOverOlderSeed(t, env, "api:ops@example.com")
 			r := c.call(t, http.StatusConflict, "POST", "/api/v1/workflows", json.RawMessage(seed))
 			if r.code() != domain.CodeVersionExists || !strings.Contains(string(r.Body), "register a new version") {
 				t.Errorf("the seeds' document over an operator's: %s", r.Body)

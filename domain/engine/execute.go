@@ -53,9 +53,7 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 			if re := e.commitsExhausted(job, domain.RetryPolicy{}); re != nil {
 				return e.failWith(ctx, o, re), false, nil
 			}
-			c := domain.PlanDecision(o)
-			e.logDiscarded(ctx, o, c)
-			return c, false, nil
+			return e.planned(ctx, o, domain.PlanDecision(o)), false, nil
 		}
 		payload, err := json.Marshal(domain.ResumePayload{Checkpoint: s.Checkpoint, ResumeData: s.ResumeData, ResumedBy: s.ResumedBy})
 		if err != nil {
@@ -84,9 +82,7 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 	if o.Err != nil {
 		e.log.WarnContext(ctx, "Step attempt failed", "run_id", run.ID, "step", def.Name, "attempt", job.Attempt, "error", o.Err)
 	}
-	c := domain.Plan(o)
-	e.logDiscarded(ctx, o, c)
-	return c, false, nil
+	return e.planned(ctx, o, domain.Plan(o)), false, nil
 }
 
 // versionMismatch fails the run of o.Job, whose workflow version is not
@@ -169,19 +165,18 @@ func (e *Engine) suspension(ctx context.Context, job domain.Job) (domain.Suspens
 // commands the failure discards.
 func (e *Engine) failWith(ctx context.Context, o domain.Outcome, re *domain.RunError) domain.StepCommit {
 	e.log.ErrorContext(ctx, "Run failed", "run_id", o.Run.ID, "code", re.Code, "error", re.Message)
-	c := domain.PlanKernelFailure(o, re)
-	e.logDiscarded(ctx, o, c)
-	return c
+	return e.planned(ctx, o, domain.PlanKernelFailure(o, re))
 }
 
-// logDiscarded tells the server log when a run fails with commands a
-// review deferred still to run: they never will, and an operator looking
-// at the failure should know what was approved but not done. A rejected
-// review's commands are not news: the rejection discarded them.
-func (e *Engine) logDiscarded(ctx context.Context, o domain.Outcome, c domain.StepCommit) {
+// planned returns c, the commit planned for o, once it has told the
+// server log when c fails the run with commands a review deferred still
+// to run: they never will, and an operator looking at the failure should
+// know what was approved but not done. A rejected review's commands are
+// not news: the rejection discarded them.
+func (e *Engine) planned(ctx context.Context, o domain.Outcome, c domain.StepCommit) domain.StepCommit {
 	r := o.Review
 	if r == nil || len(r.Deferred) == 0 || r.Decision == domain.DecisionRejected || c.Finish == nil || c.Finish.Status != domain.RunFailed {
-		return
+		return c
 	}
 	code := ""
 	if c.Finish.Error != nil {
@@ -189,6 +184,7 @@ func (e *Engine) logDiscarded(ctx context.Context, o domain.Outcome, c domain.St
 	}
 	e.log.WarnContext(ctx, "The run failed; the commands its review deferred are discarded and will not run",
 		"run_id", o.Run.ID, "review_step", r.StepName, "suspension_id", r.ID, "commands", len(r.Deferred), "code", code)
+	return c
 }
 
 // call runs one attempt of a step. A panic fails the attempt, never the

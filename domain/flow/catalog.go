@@ -74,16 +74,12 @@ type Registered struct {
 // version again with the same document is not an error (Created is
 // false); with another document it is a *domain.ConflictError.
 func (c *Catalog) Register(ctx context.Context, body []byte, by string) (Registered, error) {
-	doc, wf, err := Load(body, c.env)
+	doc, wf, canonical, err := c.prepare(body)
 	if err != nil {
 		return Registered{}, err
 	}
 	if _, ok := c.code.Latest(doc.ID); ok {
 		return Registered{}, &domain.ConflictError{Code: domain.CodeConflict, Message: fmt.Sprintf("workflow %s is defined in the server's code; a document cannot take its id", doc.ID)}
-	}
-	canonical, err := Canonical(body)
-	if err != nil {
-		return Registered{}, err
 	}
 	stored, created, err := c.store.SaveDefinition(ctx, Definition{WorkflowID: doc.ID, Version: doc.Version, Body: canonical, CreatedBy: by, CreatedAt: c.env.now()})
 	if err != nil {
@@ -106,11 +102,7 @@ func (c *Catalog) Register(ctx context.Context, body []byte, by string) (Registe
 // what may differ is how the document describes itself (its id or name,
 // description, input schema).
 func (c *Catalog) Supersede(ctx context.Context, body []byte, former [][]byte, by string) (bool, error) {
-	doc, wf, err := Load(body, c.env)
-	if err != nil {
-		return false, err
-	}
-	canonical, err := Canonical(body)
+	doc, wf, canonical, err := c.prepare(body)
 	if err != nil {
 		return false, err
 	}
@@ -131,10 +123,21 @@ func (c *Catalog) Supersede(ctx context.Context, body []byte, former [][]byte, b
 	if err != nil || !replaced {
 		return false, err
 	}
-	c.mu.Lock()
-	c.compiled[doc.ID+"@"+doc.Version] = wf
-	c.mu.Unlock()
+	c.replace(doc.ID+"@"+doc.Version, wf)
 	return true, nil
+}
+
+// prepare compiles body and puts it in the canonical form it is stored in.
+func (c *Catalog) prepare(body []byte) (Document, *domain.Workflow, []byte, error) {
+	doc, wf, err := Load(body, c.env)
+	if err != nil {
+		return Document{}, nil, nil, err
+	}
+	canonical, err := Canonical(body)
+	if err != nil {
+		return Document{}, nil, nil, err
+	}
+	return doc, wf, canonical, nil
 }
 
 // isFormer reports whether stored, a canonical body, is one of former.
@@ -244,6 +247,14 @@ func (c *Catalog) keep(key string, wf *domain.Workflow) *domain.Workflow {
 	}
 	c.compiled[key] = wf
 	return wf
+}
+
+// replace caches wf under key in the place of any earlier compilation:
+// the stored document changed (see Supersede), so the cached one is stale.
+func (c *Catalog) replace(key string, wf *domain.Workflow) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.compiled[key] = wf
 }
 
 // Canonical re-encodes a JSON document with sorted keys, no insignificant
