@@ -60,16 +60,11 @@ func (db *DB) writeWakes(ctx context.Context, tx bun.IDB, due []*jobRow, runs ma
 			return nil, err
 		}
 		run := runs[j.RunID]
-		events = append(events, resumeEvent(run.ID, run.NextSeq, s, now))
-		run.NextSeq++
-		if run.Status == domain.RunSuspended {
-			run.Status = domain.RunRunning
+		ev, err := db.advanceRun(ctx, b, run, s, now)
+		if err != nil {
+			return nil, err
 		}
-		if run.Hooked {
-			if err := db.suspensionResolved(ctx, b, s, now); err != nil {
-				return nil, err
-			}
-		}
+		events = append(events, ev)
 		j.Suspension, woken[run.ID] = row, run
 	}
 	ids := slices.Sorted(maps.Keys(woken))
@@ -79,11 +74,8 @@ func (db *DB) writeWakes(ctx context.Context, tx bun.IDB, due []*jobRow, runs ma
 	if err := b.add(ctx, updateTimerRuns(tx, ids, woken, now)); err != nil {
 		return nil, err
 	}
-	if db.dialect == Postgres {
-		notify := tx.NewRaw("SELECT pg_notify(?, r.id) FROM runs AS r WHERE r.id IN (?)", changesChannel, bun.List(ids))
-		if err := b.add(ctx, notify); err != nil {
-			return nil, err
-		}
+	if err := db.notifyChange(ctx, b, ids...); err != nil {
+		return nil, err
 	}
 	if err := b.fail(ctx, "claim.wake_timers"); err != nil {
 		return nil, err
