@@ -114,8 +114,7 @@ func (db *DB) lockTimerRuns(ctx context.Context, tx bun.IDB, due []*jobRow) (map
 		ids[i] = j.RunID
 	}
 	var rows []runRow
-	q := tx.NewSelect().Model(&rows).Column("id", "status", "next_seq").
-		ColumnExpr("EXISTS (SELECT 1 FROM subscriptions) AS hooked").
+	q := hookedColumn(tx.NewSelect().Model(&rows), "id", "status", "next_seq").
 		Where("r.id IN (?)", bun.List(slices.Compact(slices.Sorted(slices.Values(ids))))).OrderExpr("r.id")
 	if db.dialect == Postgres {
 		q.For("UPDATE SKIP LOCKED")
