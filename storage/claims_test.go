@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/storage"
@@ -82,4 +84,38 @@ func TestAnotherProcessesJobWakesThisOne(t *testing.T) {
 		got, err := worker.Run(t.Context(), run.ID)
 		return err == nil && got.Status == domain.RunSuspended
 	})
+}
+
+// queryCount counts the messages a bun.DB sends the database: a round trip
+// each, however many statements one holds.
+type queryCount struct{ n atomic.Int64 }
+
+func (c *queryCount) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+func (c *queryCount) AfterQuery(context.Context, *bun.QueryEvent)                        { c.n.Add(1) }
+
+// On PostgreSQL a claim that takes no due timer, whether it finds jobs or
+// nothing, is one statement that commits on its own: no transaction block
+// to open, and none to end with another round trip.
+func TestAClaimWithoutDueTimersIsOneStatement(t *testing.T) {
+	t.Parallel()
+	db := openDB(t, dialectOpts(t, storage.Postgres))
+	wf := askOnce("claimed-alone", func(domain.StepRequest) domain.Command {
+		return domain.Suspend("ask", map[string]any{}, "")
+	})
+	// Never run: the start only queues the run's first step.
+	e := engine.New(db, newRegistry(t, wf), engine.Opts{Log: testLogger(t)})
+	startRun(t, e, "claimed-alone", nil)
+	var q queryCount
+	db.Bun().AddQueryHook(&q)
+	due := time.Now().Add(time.Minute)
+	for _, want := range []int{1, 0} { // the first step, then an empty queue
+		before := q.n.Load()
+		jobs, err := db.ClaimJobs(t.Context(), "alone", due, time.Minute, 8)
+		if err != nil || len(jobs) != want {
+			t.Fatalf("claimed %d jobs (%v); want %d", len(jobs), err, want)
+		}
+		if n := q.n.Load() - before; n != 1 {
+			t.Errorf("a claim of %d jobs took %d round trips; want 1", want, n)
+		}
+	}
 }
