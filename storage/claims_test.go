@@ -14,16 +14,19 @@ import (
 	"github.com/tollgatehq/tollgate/storage/storagetest"
 )
 
-// claimCounter is the store with its claims, the jobs they took and its
-// queue reads counted.
+// claimCounter is the store with its claims, those that took jobs, the
+// jobs they took and its queue reads counted.
 type claimCounter struct {
 	*storage.DB
-	claims, claimed, nexts atomic.Int64
+	claims, takingClaims, claimed, nexts atomic.Int64
 }
 
 func (c *claimCounter) ClaimJobs(ctx context.Context, worker string, now time.Time, lease time.Duration, limit int) ([]domain.Job, error) {
 	c.claims.Add(1)
 	jobs, err := c.DB.ClaimJobs(ctx, worker, now, lease, limit)
+	if len(jobs) > 0 {
+		c.takingClaims.Add(1)
+	}
 	c.claimed.Add(int64(len(jobs)))
 	return jobs, err
 }
