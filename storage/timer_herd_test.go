@@ -73,7 +73,17 @@ func TestClaimWakesAHerdOfTimers(t *testing.T) {
 			defer mu.Unlock()
 			changed[runID] = true
 		})
-		time.Sleep(200 * time.Millisecond) // the notices of the pauses arrive first
+		// Notices arrive in the order their writes committed: once one
+		// sent now has arrived, so have those of the pauses.
+		const mark = "before-the-wake"
+		if err := db.NotifyChange(t.Context(), mark); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 10*time.Second, "the notices of the pauses", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return changed[mark]
+		})
 		mu.Lock()
 		clear(changed)
 		mu.Unlock()
@@ -186,12 +196,12 @@ func TestEarlyResumeRacingATimerClaim(t *testing.T) {
 		for i := range n {
 			wg.Go(func() {
 				<-start
-				_, resumeErrs[i] = db.Resume(context.Background(), domain.ResumeRequest{SuspensionID: ids[i], Data: raw(map[string]bool{"early": true}), By: "early", Now: due})
+				_, resumeErrs[i] = db.Resume(t.Context(), domain.ResumeRequest{SuspensionID: ids[i], Data: raw(map[string]bool{"early": true}), By: "early", Now: due})
 			})
 			if i == n/2 {
 				wg.Go(func() {
 					<-start
-					jobs, claimErr = db.ClaimJobs(context.Background(), "racer", due, time.Minute, n)
+					jobs, claimErr = db.ClaimJobs(t.Context(), "racer", due, time.Minute, n)
 				})
 			}
 		}
