@@ -109,7 +109,7 @@ func TestAClaimWithoutDueTimersIsOneStatement(t *testing.T) {
 	e := engine.New(db, newRegistry(t, wf), engine.Opts{Log: testLogger(t)})
 	startRun(t, e, "claimed-alone", nil)
 	var q queryCount
-	db.Bun().AddQueryHook(&q)
+	db.AddQueryHook(&q)
 	due := time.Now().Add(time.Minute)
 	for _, want := range []int{1, 0} { // the first step, then an empty queue
 		before := q.n.Load()

@@ -3,6 +3,8 @@ package storage
 import (
 	"context"
 	"time"
+
+	"github.com/uptrace/bun"
 )
 
 // OldestFinishedSQL is the query retention selects a batch with, for tests
@@ -21,3 +23,7 @@ func (db *DB) NotifyChange(ctx context.Context, runID string) error {
 	_, err := db.bun.ExecContext(ctx, "SELECT pg_notify(?, ?)", changesChannel, runID)
 	return err
 }
+
+// AddQueryHook has h hear every query db sends from now on. Call it
+// while nothing else uses db.
+func (db *DB) AddQueryHook(h bun.QueryHook) { db.bun = db.bun.WithQueryHook(h) }
