@@ -69,11 +69,11 @@ type Store interface {
 
 	// ClaimJobs leases up to limit due jobs to worker. On PostgreSQL
 	// concurrent claimers never receive the same job. The delays among
-	// them that are due at now are resumed by ResumedByTimer in the
-	// claim's transaction, as Resume would, and their jobs come with the
-	// suspension and run as they are after it. A suspension resumed
-	// otherwise first keeps that resume, and one whose run another
-	// transaction holds is left pending, for the job's worker to resolve.
+	// them that are due at now are resumed by ResumedByTimer right after
+	// the claim, as Resume would, and their jobs come with the suspension
+	// and run as they are after it. A suspension resumed otherwise first
+	// keeps that resume, and one whose run another transaction holds, or
+	// whose wake failed, is left pending, for the job's worker to resolve.
 	ClaimJobs(ctx context.Context, worker string, now time.Time, lease time.Duration, limit int) ([]Job, error)
 	// ClaimRunJobs is ClaimJobs for the jobs of one run.
 	ClaimRunJobs(ctx context.Context, worker, runID string, now time.Time, lease time.Duration, limit int) ([]Job, error)

@@ -1,6 +1,10 @@
 package storage
 
-import "context"
+import (
+	"context"
+
+	"github.com/uptrace/bun"
+)
 
 // changesChannel is the PostgreSQL notification channel that tells every
 // process sharing the database which run just changed (its payload is the
@@ -30,10 +34,11 @@ func (db *DB) changed(runID string) {
 	}
 }
 
-// notifyChange adds the change notification to a PostgreSQL batch.
-func (db *DB) notifyChange(ctx context.Context, b *batch, runID string) error {
-	if db.dialect != Postgres {
+// notifyChange adds the change notification of each run to a PostgreSQL
+// batch, in one statement however many runs changed.
+func (db *DB) notifyChange(ctx context.Context, b *batch, runIDs ...string) error {
+	if db.dialect != Postgres || len(runIDs) == 0 {
 		return nil
 	}
-	return b.add(ctx, b.tx.NewRaw("SELECT pg_notify(?, ?)", changesChannel, runID))
+	return b.add(ctx, b.tx.NewRaw("SELECT pg_notify(?, id) FROM unnest(ARRAY[?]::text[]) AS id", changesChannel, bun.List(runIDs)))
 }

@@ -6,22 +6,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/storage"
 	"github.com/tollgatehq/tollgate/storage/storagetest"
 )
 
-// claimCounter is the store with its claims, the jobs they took and its
-// queue reads counted.
+// claimCounter is the store with its claims, those that took jobs, the
+// jobs they took and its queue reads counted.
 type claimCounter struct {
 	*storage.DB
-	claims, claimed, nexts atomic.Int64
+	claims, takingClaims, claimed, nexts atomic.Int64
 }
 
 func (c *claimCounter) ClaimJobs(ctx context.Context, worker string, now time.Time, lease time.Duration, limit int) ([]domain.Job, error) {
 	c.claims.Add(1)
 	jobs, err := c.DB.ClaimJobs(ctx, worker, now, lease, limit)
+	if len(jobs) > 0 {
+		c.takingClaims.Add(1)
+	}
 	c.claimed.Add(int64(len(jobs)))
 	return jobs, err
 }
@@ -82,4 +87,38 @@ func TestAnotherProcessesJobWakesThisOne(t *testing.T) {
 		got, err := worker.Run(t.Context(), run.ID)
 		return err == nil && got.Status == domain.RunSuspended
 	})
+}
+
+// queryCount counts the messages a bun.DB sends the database: a round trip
+// each, however many statements one holds.
+type queryCount struct{ n atomic.Int64 }
+
+func (c *queryCount) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+func (c *queryCount) AfterQuery(context.Context, *bun.QueryEvent)                        { c.n.Add(1) }
+
+// On PostgreSQL a claim that takes no due timer, whether it finds jobs or
+// nothing, is one statement that commits on its own: no transaction block
+// to open, and none to end with another round trip.
+func TestAClaimWithoutDueTimersIsOneStatement(t *testing.T) {
+	t.Parallel()
+	db := openDB(t, dialectOpts(t, storage.Postgres))
+	wf := askOnce("claimed-alone", func(domain.StepRequest) domain.Command {
+		return domain.Suspend("ask", map[string]any{}, "")
+	})
+	// Never run: the start only queues the run's first step.
+	e := engine.New(db, newRegistry(t, wf), engine.Opts{Log: testLogger(t)})
+	startRun(t, e, "claimed-alone", nil)
+	var q queryCount
+	db.AddQueryHook(&q)
+	due := time.Now().Add(time.Minute)
+	for _, want := range []int{1, 0} { // the first step, then an empty queue
+		before := q.n.Load()
+		jobs, err := db.ClaimJobs(t.Context(), "alone", due, time.Minute, 8)
+		if err != nil || len(jobs) != want {
+			t.Fatalf("claimed %d jobs (%v); want %d", len(jobs), err, want)
+		}
+		if n := q.n.Load() - before; n != 1 {
+			t.Errorf("a claim of %d jobs took %d round trips; want 1", want, n)
+		}
+	}
 }

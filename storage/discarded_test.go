@@ -97,7 +97,10 @@ func checkDiscarded(t *testing.T, db *storage.DB, n *stepCounter, log *lockedBuf
 		}
 		t.Fatalf("%s events %q; want one for step start with reason %q (log %v)", domain.EventCommandsDropped, got, reason, eventTypes(t, db, runID))
 	}
-	time.Sleep(100 * time.Millisecond) // a wrongly queued invoke would have run by now
+	// A wrongly queued invoke is in the queue still, or has run.
+	if k := count(t, db, "SELECT count(*) FROM jobs WHERE run_id = ?", runID); k != 0 {
+		t.Errorf("%d jobs of the failed run are queued", k)
+	}
 	if got := n.get(runID + "/side"); got != 0 {
 		t.Errorf("the deferred invoke ran %d times after its run failed", got)
 	}

@@ -33,13 +33,18 @@ func (db *DB) suspensionResolved(ctx context.Context, b *batch, s domain.Suspens
 	return db.queueHookEvent(ctx, b, domain.HookSuspensionResolved, domain.SuspensionResolvedHook(s, now), now)
 }
 
-// hookedColumn adds the run's Hooked column to q, a select of the run:
-// whether any subscription exists, read in the statement that locks the
-// run, so that writers without subscribers record no hook events and pay
-// no round trip for them. A subscription committed after it is read hears
-// about later changes only.
-func hookedColumn(q *bun.SelectQuery) *bun.SelectQuery {
-	return q.ColumnExpr("?TableAlias.*").ColumnExpr("EXISTS (SELECT 1 FROM subscriptions) AS hooked")
+// hookedColumn adds the run's Hooked column to q, a select of the run's
+// columns (all of them unless named): whether any subscription exists,
+// read in the statement that locks the run, so that writers without
+// subscribers record no hook events and pay no round trip for them. A
+// subscription committed after it is read hears about later changes only.
+func hookedColumn(q *bun.SelectQuery, columns ...string) *bun.SelectQuery {
+	if len(columns) == 0 {
+		q.ColumnExpr("?TableAlias.*")
+	} else {
+		q.Column(columns...)
+	}
+	return q.ColumnExpr("EXISTS (SELECT 1 FROM subscriptions) AS hooked")
 }
 
 // pauseCreated records suspension.created for the pause p made, and

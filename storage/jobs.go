@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -82,33 +81,33 @@ func (db *DB) notifyJobs(ctx context.Context, b *batch) error {
 // ClaimJobs implements domain.Store. On PostgreSQL, FOR UPDATE SKIP LOCKED
 // lets concurrent claimers in any number of processes take disjoint jobs
 // without waiting on each other, and the claim, with each job's run and
-// suspension, is the first statement of its transaction; SQLite has one
-// writer, so the write lock already makes the claim exclusive. The timers
-// among the jobs are woken in the same transaction (see wakeTimers).
+// suspension, is one statement; SQLite has one writer, so the write lock
+// already makes the claim exclusive. The timers among the jobs are woken
+// after the claim (see wakeTimers).
 func (db *DB) ClaimJobs(ctx context.Context, worker string, now time.Time, lease time.Duration, limit int) ([]domain.Job, error) {
-	return db.claimJobs(ctx, worker, "", now, lease, limit)
+	return db.claimJobs(ctx, claim{worker: worker, now: ts(now), lease: lease, limit: limit})
 }
 
 // ClaimRunJobs implements domain.Store.
 func (db *DB) ClaimRunJobs(ctx context.Context, worker, runID string, now time.Time, lease time.Duration, limit int) ([]domain.Job, error) {
-	return db.claimJobs(ctx, worker, runID, now, lease, limit)
+	return db.claimJobs(ctx, claim{worker: worker, runID: runID, now: ts(now), lease: lease, limit: limit})
 }
 
-// claimJobs claims due jobs, of one run when runID is set, and wakes the
-// timers among them. Should waking fail, the jobs are claimed without it,
-// so that one timer that cannot be woken in a batch holds up no other
-// job: each worker then resolves its own timer, as it does one the claim
+// claimJobs claims the due jobs c asks for and wakes the timers among
+// them. The claim commits on its own, so that a poll that finds nothing,
+// or no timer, costs PostgreSQL one statement and no transaction; only
+// due timers open one, to wake them. Should waking fail, the jobs are
+// returned as claimed, so that one timer that cannot be woken holds up no
+// job: each worker then resolves its own timer, as it does one the wake
 // left pending.
-func (db *DB) claimJobs(ctx context.Context, worker, runID string, now time.Time, lease time.Duration, limit int) ([]domain.Job, error) {
-	c := claim{worker: worker, runID: runID, now: ts(now), lease: lease, limit: limit}
-	rows, woken, err := db.claimWaking(ctx, c, true)
-	var we *wakeError
-	if errors.As(err, &we) && ctx.Err() == nil {
-		db.log.WarnContext(ctx, "Waking timers in a claim failed; claiming without", "error", err)
-		rows, woken, err = db.claimWaking(ctx, c, false)
-	}
+func (db *DB) claimJobs(ctx context.Context, c claim) ([]domain.Job, error) {
+	rows, err := db.claimDue(ctx, c)
 	if err != nil && !isNoRows(err) {
 		return nil, fmt.Errorf("claim jobs: %w", err)
+	}
+	woken, err := db.wakeTimers(ctx, rows, c.now)
+	if err != nil && ctx.Err() == nil {
+		db.log.WarnContext(ctx, "Waking the claimed timers failed; their workers resume them", "error", err)
 	}
 	for _, id := range woken {
 		db.changed(id)
@@ -120,7 +119,7 @@ func (db *DB) claimJobs(ctx context.Context, worker, runID string, now time.Time
 	return jobs, nil
 }
 
-// claim is what a claim asks for.
+// claim is what a claim asks for: due jobs, of one run when runID is set.
 type claim struct {
 	worker, runID string
 	now           time.Time
@@ -128,34 +127,29 @@ type claim struct {
 	limit         int
 }
 
-// wakeError is a claim that failed in waking its timers.
-type wakeError struct{ err error }
-
-func (e *wakeError) Error() string { return "wake timers: " + e.err.Error() }
-func (e *wakeError) Unwrap() error { return e.err }
-
-// claimWaking claims in one transaction, waking the timers claimed when
-// wake is set, and returns the jobs with the runs whose timers it woke.
-func (db *DB) claimWaking(ctx context.Context, c claim, wake bool) (rows []jobRow, woken []string, err error) {
-	err = db.inPipelinedTx(ctx, func(ctx context.Context, tx bun.IDB) error {
-		rows, woken = nil, nil // a retried transaction starts again
-		var err error
-		if rows, err = db.claimIn(ctx, tx, c); err != nil || !wake || len(rows) == 0 {
+// claimDue marks the due jobs running for c.worker and reads them with
+// their runs and suspensions; on PostgreSQL in one statement.
+func (db *DB) claimDue(ctx context.Context, c claim) ([]jobRow, error) {
+	var rows []jobRow
+	if db.dialect == Postgres {
+		err := db.bun.NewSelect().With("claimed", db.claimUpdate(db.bun, c).Returning("*")).
+			Model(&rows).ModelTableExpr("claimed AS j").Relation("Run").Relation("Suspension").Scan(ctx)
+		return rows, err
+	}
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		var ids []int64
+		if err := db.claimUpdate(tx, c).Returning("id").Scan(ctx, &ids); err != nil || len(ids) == 0 {
 			return err
 		}
-		if woken, err = db.wakeTimers(ctx, tx, rows, c.now); err != nil {
-			return &wakeError{err}
-		}
-		return nil
+		return tx.NewSelect().Model(&rows).Relation("Run").Relation("Suspension").
+			Where("j.id IN (?)", bun.List(ids)).Scan(ctx)
 	})
-	return rows, woken, err
+	return rows, err
 }
 
-// claimIn marks the due jobs running for c.worker and reads them with
-// their runs and suspensions; on PostgreSQL in the transaction's first
-// statement.
-func (db *DB) claimIn(ctx context.Context, tx bun.IDB, c claim) ([]jobRow, error) {
-	due := tx.NewSelect().Model((*jobRow)(nil)).Column("id").
+// claimUpdate is the update that marks the jobs c claims running.
+func (db *DB) claimUpdate(idb bun.IDB, c claim) *bun.UpdateQuery {
+	due := idb.NewSelect().Model((*jobRow)(nil)).Column("id").
 		Where("status = ?", jobAvailable).Where("run_at <= ?", c.now).
 		OrderExpr("run_at, id").Limit(int64(c.limit))
 	if c.runID != "" {
@@ -164,25 +158,10 @@ func (db *DB) claimIn(ctx context.Context, tx bun.IDB, c claim) ([]jobRow, error
 	if db.dialect == Postgres {
 		due.For("UPDATE SKIP LOCKED")
 	}
-	update := tx.NewUpdate().Model((*jobRow)(nil)).
+	return idb.NewUpdate().Model((*jobRow)(nil)).
 		Set("status = ?", jobRunning).Set("attempt = attempt + 1").
 		Set("locked_by = ?", c.worker).Set("lease_until = ?", c.now.Add(c.lease)).
 		Where("id IN (?)", due)
-	var rows []jobRow
-	if db.dialect == Postgres {
-		q := tx.NewSelect().With("claimed", update.Returning("*")).
-			Model(&rows).ModelTableExpr("claimed AS j").Relation("Run").Relation("Suspension")
-		// The query's own model knows the relations, so that the joined
-		// columns land in each job's Run and Suspension.
-		return rows, db.first(ctx, tx, q, q.GetModel())
-	}
-	var ids []int64
-	if err := update.Returning("id").Scan(ctx, &ids); err != nil || len(ids) == 0 {
-		return nil, err
-	}
-	err := tx.NewSelect().Model(&rows).Relation("Run").Relation("Suspension").
-		Where("j.id IN (?)", bun.List(ids)).Scan(ctx)
-	return rows, err
 }
 
 // ExtendLease implements domain.Store.

@@ -178,7 +178,7 @@ func describeResume(req domain.ResumeRequest) string {
 func (db *DB) lockResumeTarget(ctx context.Context, tx bun.IDB, req domain.ResumeRequest) (*runRow, *suspensionRow, error) {
 	if req.SuspensionID != "" {
 		run := new(runRow)
-		q := tx.NewSelect().Model(run).Relation("Suspension").Where("suspension.id = ?", req.SuspensionID)
+		q := hookedColumn(tx.NewSelect().Model(run)).Relation("Suspension").Where("suspension.id = ?", req.SuspensionID)
 		if db.dialect == Postgres {
 			q.For("UPDATE OF r")
 		}
@@ -283,18 +283,13 @@ func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s doma
 	if err := b.addAudit(ctx, audit); err != nil {
 		return err
 	}
-	ev := resumeEvent(run.ID, run.NextSeq, s, now)
+	ev, err := db.advanceRun(ctx, b, run, s, now)
+	if err != nil {
+		return err
+	}
 	if err := b.add(ctx, tx.NewInsert().Model(ev)); err != nil {
 		return err
 	}
-	if err := db.suspensionResolved(ctx, b, s, now); err != nil {
-		return err
-	}
-	run.NextSeq++
-	if run.Status == domain.RunSuspended {
-		run.Status = domain.RunRunning
-	}
-	run.UpdatedAt = now
 	if err := b.add(ctx, tx.NewUpdate().Model(run).Column("status", "next_seq", "updated_at").WherePK()); err != nil {
 		return err
 	}
@@ -307,6 +302,24 @@ func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s doma
 		h.Job = &j
 	}
 	return b.commit(ctx)
+}
+
+// advanceRun moves run on past s, which has just been resumed at now:
+// its next index, its status (a suspended run runs again) and its time.
+// It queues suspension.resolved for subscribers, when there are any (see
+// hookedColumn), and returns the resume's event, at the index the run had,
+// for the caller to write with the run.
+func (db *DB) advanceRun(ctx context.Context, b *batch, run *runRow, s domain.Suspension, now time.Time) (*eventRow, error) {
+	ev := resumeEvent(run.ID, run.NextSeq, s, now)
+	run.NextSeq++
+	if run.Status == domain.RunSuspended {
+		run.Status = domain.RunRunning
+	}
+	run.UpdatedAt = now
+	if !run.Hooked {
+		return ev, nil
+	}
+	return ev, db.suspensionResolved(ctx, b, s, now)
 }
 
 // resumeEvent is the event at index seq of a run's log that records the

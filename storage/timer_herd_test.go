@@ -16,11 +16,15 @@ import (
 	"github.com/tollgatehq/tollgate/storage"
 )
 
-// resumeCounter is the store with the resume transitions its writer
-// applies, and the claims that took jobs, counted.
+// resumeCounter is the store with its claims (see claimCounter) and the
+// resume transitions its writer applies counted.
 type resumeCounter struct {
-	*storage.DB
-	resumes, takingClaims, claimed atomic.Int64
+	claimCounter
+	resumes atomic.Int64
+}
+
+func newResumeCounter(db *storage.DB) *resumeCounter {
+	return &resumeCounter{claimCounter: claimCounter{DB: db}}
 }
 
 func (c *resumeCounter) Apply(ctx context.Context, batch []domain.Transition) []domain.Applied {
@@ -30,15 +34,6 @@ func (c *resumeCounter) Apply(ctx context.Context, batch []domain.Transition) []
 		}
 	}
 	return c.DB.Apply(ctx, batch)
-}
-
-func (c *resumeCounter) ClaimJobs(ctx context.Context, worker string, now time.Time, lease time.Duration, limit int) ([]domain.Job, error) {
-	jobs, err := c.DB.ClaimJobs(ctx, worker, now, lease, limit)
-	if len(jobs) > 0 {
-		c.takingClaims.Add(1)
-		c.claimed.Add(int64(len(jobs)))
-	}
-	return jobs, err
 }
 
 // pauseHerd starts n runs of the nap workflow that sleep an hour from the
@@ -55,7 +50,7 @@ func pauseHerd(t *testing.T, db *storage.DB, e *engine.Engine, n int, wake time.
 	return runs
 }
 
-// A claim that takes a herd of due timers wakes them all in its own
+// A claim that takes a herd of due timers wakes them all, in one
 // transaction: every job comes back with its suspension resumed by the
 // timer and its run running, and the database holds what a resume writes
 // (the event at the run's next index, suspension.resolved for a
@@ -78,7 +73,17 @@ func TestClaimWakesAHerdOfTimers(t *testing.T) {
 			defer mu.Unlock()
 			changed[runID] = true
 		})
-		time.Sleep(200 * time.Millisecond) // the notices of the pauses arrive first
+		// Notices arrive in the order their writes committed: once one
+		// sent now has arrived, so have those of the pauses.
+		const mark = "before-the-wake"
+		if err := db.NotifyChange(t.Context(), mark); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 10*time.Second, "the notices of the pauses", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return changed[mark]
+		})
 		mu.Lock()
 		clear(changed)
 		mu.Unlock()
@@ -137,7 +142,7 @@ func TestTimerHerdNeedsNoResumeTransaction(t *testing.T) {
 		t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 		clock := &fakeClock{now: t0}
 		var l napLog
-		store := &resumeCounter{DB: db}
+		store := newResumeCounter(db)
 		e := startEngine(t, store, newRegistry(t, napWorkflow(&l, clock)), engine.Opts{Clock: clock, Workers: n})
 		runs := pauseHerd(t, db, e, n, t0.Add(time.Hour))
 		store.takingClaims.Store(0)
@@ -191,12 +196,12 @@ func TestEarlyResumeRacingATimerClaim(t *testing.T) {
 		for i := range n {
 			wg.Go(func() {
 				<-start
-				_, resumeErrs[i] = db.Resume(context.Background(), domain.ResumeRequest{SuspensionID: ids[i], Data: raw(map[string]bool{"early": true}), By: "early", Now: due})
+				_, resumeErrs[i] = db.Resume(t.Context(), domain.ResumeRequest{SuspensionID: ids[i], Data: raw(map[string]bool{"early": true}), By: "early", Now: due})
 			})
 			if i == n/2 {
 				wg.Go(func() {
 					<-start
-					jobs, claimErr = db.ClaimJobs(context.Background(), "racer", due, time.Minute, n)
+					jobs, claimErr = db.ClaimJobs(t.Context(), "racer", due, time.Minute, n)
 				})
 			}
 		}
@@ -261,10 +266,10 @@ func TestEarlyResumeRacingATimerClaim(t *testing.T) {
 }
 
 // A timer woken by the claim leaves the same record as one its worker
-// resolves with a resume of its own (the path a claim takes when waking
-// in it fails): the same events with the same payloads at the same
-// indexes, the same suspension, the same hook event and the same data
-// for the step it wakes.
+// resolves with a resume of its own (the path a claim takes when its wake
+// fails): the same events with the same payloads at the same indexes, the
+// same suspension, the same hook event and the same data for the step it
+// wakes.
 func TestTimerWokenInClaimWritesWhatAResumeWrites(t *testing.T) {
 	t.Parallel()
 	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
@@ -275,7 +280,7 @@ func TestTimerWokenInClaimWritesWhatAResumeWrites(t *testing.T) {
 		t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 		clock := &fakeClock{now: t0}
 		var l napLog
-		store := &resumeCounter{DB: db}
+		store := newResumeCounter(db)
 		e := startEngine(t, store, newRegistry(t, napWorkflow(&l, clock)), engine.Opts{Clock: clock})
 
 		// The old path: waking in the claim fails once, so the claim

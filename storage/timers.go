@@ -12,26 +12,49 @@ import (
 	"github.com/tollgatehq/tollgate/domain"
 )
 
-// wakeTimers wakes, inside a claim's transaction, the timers among the
-// jobs it claimed: the resume jobs whose suspension is a delay still
-// pending and due at now. It writes what each timer's Resume would (the
+// wakeTimers wakes the timers among jobs, which have just been claimed:
+// the resume jobs whose suspension is a delay still pending and due at
+// now. In one transaction it writes what each timer's Resume would (the
 // suspension resumed by the timer, its event at the run's next index, the
 // run running again, suspension.resolved for subscribers and the change
 // notice) with one statement for each kind of row, however many timers
 // there are, so that a herd of them costs their worker no transaction of
-// its own before the step it wakes. Each job is given its suspension and
-// run as they are after the wake; it returns the runs woken.
+// its own before the step it wakes. Once that has committed, each job is
+// given its suspension and run as they are after the wake; it returns the
+// runs woken. Should the wake fail, no job is changed.
 //
-// A suspension someone resumed first stays theirs: the conditional update
-// does not return it, and its job goes on from their resume. On
+// A suspension someone resumed since the claim read it stays theirs: the
+// suspension is updated only while still pending, by the same conditional
+// update as a resume, and its job, which their resume found running and
+// left alone, goes on from their resume once its worker reads it. On
 // PostgreSQL a run that another transaction holds is skipped, not waited
-// for (that transaction may be a resume waiting for the very job this
-// claim holds); its worker resolves the timer as any unresolved one.
-func (db *DB) wakeTimers(ctx context.Context, tx bun.IDB, jobs []jobRow, now time.Time) ([]string, error) {
+// for; its worker resolves the timer as any the wake left pending.
+func (db *DB) wakeTimers(ctx context.Context, jobs []jobRow, now time.Time) ([]string, error) {
 	due := dueTimers(jobs, now)
 	if len(due) == 0 {
 		return nil, nil
 	}
+	var w *wake
+	err := db.inPipelinedTx(ctx, func(ctx context.Context, tx bun.IDB) (err error) {
+		w, err = db.wakeIn(ctx, tx, due, now) // a retried transaction starts again
+		return err
+	})
+	if err != nil || w == nil {
+		return nil, err
+	}
+	return w.give(due, now), nil
+}
+
+// wake is what a wake changed, by id: the suspensions it resumed and the
+// runs it woke, as they are after it.
+type wake struct {
+	won  map[string]*suspensionRow
+	runs map[string]*runRow
+}
+
+// wakeIn wakes the due timers in tx, the first statement of which locks
+// their runs, and ends with the commit; nil if it woke none.
+func (db *DB) wakeIn(ctx context.Context, tx bun.IDB, due []*jobRow, now time.Time) (*wake, error) {
 	runs, err := db.lockTimerRuns(ctx, tx, due)
 	if err != nil || len(runs) == 0 {
 		return nil, err
@@ -40,13 +63,30 @@ func (db *DB) wakeTimers(ctx context.Context, tx bun.IDB, jobs []jobRow, now tim
 	if err != nil || len(won) == 0 {
 		return nil, err
 	}
-	return db.writeWakes(ctx, tx, due, runs, won, now)
+	woken, err := db.writeWakes(ctx, tx, due, runs, won, now)
+	if err != nil {
+		return nil, err
+	}
+	return &wake{won: won, runs: woken}, nil
+}
+
+// give gives each due job its suspension and run as the wake left them,
+// and returns the runs woken.
+func (w *wake) give(due []*jobRow, now time.Time) []string {
+	for _, j := range due {
+		if row, ok := w.won[j.Suspension.ID]; ok {
+			j.Suspension = row
+		}
+		if run, ok := w.runs[j.RunID]; ok {
+			j.Run.Status, j.Run.NextSeq, j.Run.UpdatedAt = run.Status, run.NextSeq, now
+		}
+	}
+	return slices.Sorted(maps.Keys(w.runs))
 }
 
 // writeWakes writes, after the suspensions' update, the rest of each won
-// timer's resume, ending with the commit, and gives each job its
-// suspension and run as they are after it. It returns the runs woken.
-func (db *DB) writeWakes(ctx context.Context, tx bun.IDB, due []*jobRow, runs map[string]*runRow, won map[string]*suspensionRow, now time.Time) ([]string, error) {
+// timer's resume, ending with the commit. It returns the runs woken.
+func (db *DB) writeWakes(ctx context.Context, tx bun.IDB, due []*jobRow, runs map[string]*runRow, won map[string]*suspensionRow, now time.Time) (map[string]*runRow, error) {
 	b := db.newBatch(tx)
 	var events []*eventRow
 	woken := map[string]*runRow{}
@@ -60,17 +100,12 @@ func (db *DB) writeWakes(ctx context.Context, tx bun.IDB, due []*jobRow, runs ma
 			return nil, err
 		}
 		run := runs[j.RunID]
-		events = append(events, resumeEvent(run.ID, run.NextSeq, s, now))
-		run.NextSeq++
-		if run.Status == domain.RunSuspended {
-			run.Status = domain.RunRunning
+		ev, err := db.advanceRun(ctx, b, run, s, now)
+		if err != nil {
+			return nil, err
 		}
-		if run.Hooked {
-			if err := db.suspensionResolved(ctx, b, s, now); err != nil {
-				return nil, err
-			}
-		}
-		j.Suspension, woken[run.ID] = row, run
+		events = append(events, ev)
+		woken[run.ID] = run
 	}
 	ids := slices.Sorted(maps.Keys(woken))
 	if err := b.add(ctx, tx.NewInsert().Model(&events)); err != nil {
@@ -79,21 +114,13 @@ func (db *DB) writeWakes(ctx context.Context, tx bun.IDB, due []*jobRow, runs ma
 	if err := b.add(ctx, updateTimerRuns(tx, ids, woken, now)); err != nil {
 		return nil, err
 	}
-	if db.dialect == Postgres {
-		notify := tx.NewRaw("SELECT pg_notify(?, r.id) FROM runs AS r WHERE r.id IN (?)", changesChannel, bun.List(ids))
-		if err := b.add(ctx, notify); err != nil {
-			return nil, err
-		}
+	if err := db.notifyChange(ctx, b, ids...); err != nil {
+		return nil, err
 	}
 	if err := b.fail(ctx, "claim.wake_timers"); err != nil {
 		return nil, err
 	}
-	for _, j := range due {
-		if run, ok := woken[j.RunID]; ok {
-			j.Run.Status, j.Run.NextSeq, j.Run.UpdatedAt = run.Status, run.NextSeq, now
-		}
-	}
-	return ids, b.commit(ctx)
+	return woken, b.commit(ctx)
 }
 
 // dueTimers returns the claimed jobs that wake a delay due at now.
@@ -114,21 +141,21 @@ func dueTimers(jobs []jobRow, now time.Time) []*jobRow {
 
 // lockTimerRuns reads the runs of the due timers, for update, with what
 // their resume changes and whether any subscription exists (see
-// hookedColumn). Runs are locked before their suspensions, in id order, as
-// every writer of a run locks them.
+// hookedColumn), as the first statement of the wake's transaction. Runs
+// are locked before their suspensions, in id order, as every writer of a
+// run locks them.
 func (db *DB) lockTimerRuns(ctx context.Context, tx bun.IDB, due []*jobRow) (map[string]*runRow, error) {
 	ids := make([]string, len(due))
 	for i, j := range due {
 		ids[i] = j.RunID
 	}
 	var rows []runRow
-	q := tx.NewSelect().Model(&rows).Column("id", "status", "next_seq").
-		ColumnExpr("EXISTS (SELECT 1 FROM subscriptions) AS hooked").
+	q := hookedColumn(tx.NewSelect().Model(&rows), "id", "status", "next_seq").
 		Where("r.id IN (?)", bun.List(slices.Compact(slices.Sorted(slices.Values(ids))))).OrderExpr("r.id")
 	if db.dialect == Postgres {
 		q.For("UPDATE SKIP LOCKED")
 	}
-	if err := q.Scan(ctx); err != nil && !isNoRows(err) {
+	if err := db.first(ctx, tx, q, &rows); err != nil && !isNoRows(err) {
 		return nil, err
 	}
 	runs := make(map[string]*runRow, len(rows))

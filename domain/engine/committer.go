@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"hash/maphash"
 	"sync"
 
 	"github.com/tollgatehq/tollgate/domain"
@@ -86,30 +85,11 @@ func (c *committer) apply(ctx context.Context, t domain.Transition) domain.Appli
 	return w.res
 }
 
-var laneSeed = maphash.MakeSeed()
-
-func newLanes(store domain.Batcher, lanes, limit int) []*committer {
-	out := make([]*committer, lanes)
-	for i := range out {
-		out[i] = newCommitter(store, limit)
-	}
-	return out
-}
-
-// apply commits t through the lane of its run (of its suspension, for a
-// resume by suspension id) and returns what it did.
+// apply commits t through the engine's committer and returns what it did.
 func (e *Engine) apply(ctx context.Context, t domain.Transition) domain.Applied {
-	lane := e.lanes[0]
-	if n := len(e.lanes); n > 1 {
-		key := t.RunID()
-		if key == "" && t.Resume != nil {
-			key = t.Resume.SuspensionID
-		}
-		lane = e.lanes[maphash.String(laneSeed, key)%uint64(n)]
-	}
 	e.committing.Add(1)
 	defer e.committing.Add(-1)
-	return lane.apply(ctx, t)
+	return e.commits.apply(ctx, t)
 }
 
 // Busy says whether transitions overlap in commit: several callers are

@@ -90,7 +90,7 @@ func TestCommitterGathersWhileABatchCommits(t *testing.T) {
 		t.Errorf("largest batch %d; want between 2 and %d (sizes %v)", biggest, limit, b.sizes)
 	}
 	if b.overlap {
-		t.Error("two batches of one lane were applied at once")
+		t.Error("two batches were applied at once")
 	}
 }
 
@@ -125,7 +125,7 @@ func (b *gateBatcher) Apply(_ context.Context, batch []domain.Transition) []doma
 // one commit alone is a quiet engine.
 func TestEngineBusyWhileCommitsOverlap(t *testing.T) {
 	b := &gateBatcher{entered: make(chan struct{}, 2), gate: make(chan struct{})}
-	e := &Engine{lanes: newLanes(b, 1, 8)}
+	e := &Engine{commits: newCommitter(b, 8)}
 	if e.Busy() {
 		t.Fatal("an idle engine is busy")
 	}

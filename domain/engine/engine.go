@@ -48,11 +48,6 @@ type Opts struct {
 	// BatchLimit bounds how many transitions commit in one transaction
 	// (64); 1 commits each alone.
 	BatchLimit int
-	// CommitLanes is how many batches may commit at once (1). A run's
-	// transitions always take the same lane. One suits a database with a
-	// single writer; a server database gains from a few, each on its own
-	// connection.
-	CommitLanes int
 	// ValidateResumeData checks resume data against a suspension's JSON
 	// Schema; nil accepts anything.
 	ValidateResumeData func(schema, data json.RawMessage) error
@@ -90,9 +85,6 @@ func (o *Opts) defaults() {
 	if o.BatchLimit <= 0 {
 		o.BatchLimit = 64
 	}
-	if o.CommitLanes <= 0 {
-		o.CommitLanes = 1
-	}
 	if o.WorkerID == "" {
 		host, _ := os.Hostname()
 		o.WorkerID = host + "-" + strconv.Itoa(os.Getpid())
@@ -113,7 +105,7 @@ type Engine struct {
 	log     *slog.Logger
 	freed   chan struct{}
 	slots   chan struct{} // one per job executing (or reserved for a handoff)
-	lanes   []*committer
+	commits *committer
 	Metrics *Metrics
 	// committing counts transitions queued for or in a commit.
 	committing atomic.Int64
@@ -132,7 +124,7 @@ type pool struct {
 func New(store domain.Store, reg *domain.Registry, o Opts) *Engine {
 	o.defaults()
 	return &Engine{store: store, reg: reg, o: o, log: o.Log, freed: make(chan struct{}, 1), slots: make(chan struct{}, o.Workers),
-		lanes: newLanes(store, o.CommitLanes, o.BatchLimit), Metrics: NewMetrics()}
+		commits: newCommitter(store, o.BatchLimit), Metrics: NewMetrics()}
 }
 
 // Registry returns the workflows this engine runs.
