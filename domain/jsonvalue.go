@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
 	"unicode/utf8"
 
@@ -152,4 +153,20 @@ func hex4(data []byte, at int) int {
 		return -1
 	}
 	return int(n)
+}
+
+// SameJSON compares two JSON documents by value, so that the formatting a
+// database normalises (jsonb) does not make equal documents differ.
+func SameJSON(a, b json.RawMessage) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var x, y any
+	da, db := json.NewDecoder(bytes.NewReader(a)), json.NewDecoder(bytes.NewReader(b))
+	da.UseNumber()
+	db.UseNumber()
+	if da.Decode(&x) != nil || db.Decode(&y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }

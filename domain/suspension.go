@@ -98,6 +98,9 @@ type Suspension struct {
 	ResumedBy   string
 	// Decision is "approved" or "rejected" for a decided approval.
 	Decision string
+	// ResumeRequestKey is the Idempotency-Key of the request that resumed
+	// it, if it had one: a repeat of that request gets its answer again.
+	ResumeRequestKey string
 	// Precompleted is true for a resume that arrived before its pause: the
 	// row holds resume data but no pause has been attached to it yet.
 	Precompleted bool

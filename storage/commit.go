@@ -474,7 +474,7 @@ func (w *commitWriter) vetEarly(ctx context.Context, early, pause *suspensionRow
 		cerr = s.TakesSignal(early.Reason)
 	}
 	if cerr == nil && check != nil {
-		cerr = check(s, domain.ResumeRequest{RunID: early.RunID, StepKey: early.StepKey, Data: early.ResumeData, By: derefString(early.ResumedBy), Decision: decisionOf(early)})
+		cerr = check(s, domain.ResumeRequest{RunID: early.RunID, StepKey: early.StepKey, Data: early.ResumeData, By: derefString(early.ResumedBy), Decision: derefString(early.Decision)})
 	}
 	if cerr == nil {
 		return false, nil

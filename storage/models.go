@@ -120,6 +120,9 @@ func (s *suspensionRow) toDomain() (domain.Suspension, error) {
 	if s.Decision != nil {
 		d.Decision = *s.Decision
 	}
+	if s.ResumeRequestKey != nil {
+		d.ResumeRequestKey = *s.ResumeRequestKey
+	}
 	cmds, err := domain.DecodeCommands(s.Deferred)
 	if err != nil {
 		return d, err

@@ -1,12 +1,9 @@
 package storage
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"reflect"
 	"strings"
 	"time"
 
@@ -126,7 +123,7 @@ func (db *DB) existingRun(ctx context.Context, tx bun.Tx, row *runRow, nr domain
 		Where("workflow_id = ? AND started_by = ? AND idempotency_key = ?", nr.WorkflowID, nr.StartedBy.ID, nr.IdempotencyKey).Scan(ctx); err != nil {
 		return err
 	}
-	if !sameJSON(row.Input, nr.Input) {
+	if !domain.SameJSON(row.Input, nr.Input) {
 		return &domain.ValidationError{Code: domain.CodeIdempotencyMismatch, Message: "Idempotency-Key " + nr.IdempotencyKey + " was already used to start a run with a different input"}
 	}
 	return nil
@@ -250,20 +247,4 @@ func decodeCursor(c string) (time.Time, string, error) {
 		return time.Time{}, "", bad
 	}
 	return ts(t), id, nil
-}
-
-// sameJSON compares two JSON documents by value, so that the formatting a
-// database normalises (jsonb) does not make equal documents differ.
-func sameJSON(a, b json.RawMessage) bool {
-	if bytes.Equal(a, b) {
-		return true
-	}
-	var x, y any
-	da, db := json.NewDecoder(bytes.NewReader(a)), json.NewDecoder(bytes.NewReader(b))
-	da.UseNumber()
-	db.UseNumber()
-	if da.Decode(&x) != nil || db.Decode(&y) != nil {
-		return false
-	}
-	return reflect.DeepEqual(x, y)
 }

@@ -117,23 +117,35 @@ func (db *DB) resumed(req domain.ResumeRequest, s domain.Suspension) {
 }
 
 // resumeIn is Resume inside a transaction; on a pipelined one it issues
-// the first statement and ends with the commit.
+// the first statement and ends with the commit. The rules are
+// domain.DecideResume's; this loads what it decides from and applies the
+// verdict.
 func (db *DB) resumeIn(ctx context.Context, tx bun.IDB, req domain.ResumeRequest) (domain.Suspension, error) {
 	run, target, err := db.lockResumeTarget(ctx, tx, req)
 	if err != nil {
 		return domain.Suspension{}, err
 	}
-	if target == nil {
-		return db.precomplete(ctx, tx, run, req, "")
-	}
-	if req.Check != nil && target.Status == domain.SuspensionPending && !target.Precompleted {
+	f := domain.ResumeFacts{RunStatus: run.Status}
+	if target != nil {
 		s, err := target.toDomain()
 		if err != nil {
 			return s, err
 		}
-		if err := req.Check(s); err != nil {
-			return s, err
-		}
+		f.Target = &s
+	}
+	fate, err := domain.DecideResume(req, f)
+	switch {
+	case err != nil && target == nil:
+		return domain.Suspension{}, err // the run has finished
+	case err != nil && f.Target.Status == domain.SuspensionPending && !f.Target.Precompleted:
+		return *f.Target, err // refused by the request's check
+	case err != nil, fate == domain.ResumeRepeat:
+		// A target read by id with the run's lock may be older than the
+		// lock (see lockResumeTarget): a loss is explained from the row
+		// as it is now.
+		return db.lostResume(ctx, tx, target.ID, req)
+	case fate == domain.ResumeKeep:
+		return db.precomplete(ctx, tx, run, req, "")
 	}
 	won, err := db.conditionalResume(ctx, tx, target.ID, req)
 	if err != nil {
@@ -218,10 +230,9 @@ func (db *DB) conditionalResume(ctx context.Context, tx bun.IDB, id string, req 
 	return &rows[0], nil
 }
 
-// lostResume explains why a resume changed nothing: the suspension had
-// already been resumed (by whom, when), expired or been cancelled. A repeat
-// of the winning request — same Idempotency-Key, same data — is not a loss:
-// it gets the winner's answer back.
+// lostResume reads suspension id as it is now, for a resume that cannot
+// apply to it, and answers as domain.DecideResume rules: the winner's
+// answer for a repeat of the winning request, else why it lost.
 func (db *DB) lostResume(ctx context.Context, tx bun.IDB, id string, req domain.ResumeRequest) (domain.Suspension, error) {
 	row := new(suspensionRow)
 	if err := tx.NewSelect().Model(row).Where("id = ?", id).Scan(ctx); err != nil {
@@ -231,33 +242,14 @@ func (db *DB) lostResume(ctx context.Context, tx bun.IDB, id string, req domain.
 	if err != nil {
 		return s, err
 	}
-	if s.Status == domain.SuspensionResumed && !s.Precompleted && req.RequestKey != "" && row.ResumeRequestKey != nil &&
-		*row.ResumeRequestKey == req.RequestKey && s.ResumedBy == req.By && sameJSON(row.ResumeData, jsonOrNull(req.Data)) && decisionOf(row) == req.Decision {
-		return s, nil
+	req.Check = nil // vetted already, or moot for a row no longer pending
+	switch fate, err := domain.DecideResume(req, domain.ResumeFacts{Target: &s}); {
+	case err != nil:
+		return s, err
+	case fate != domain.ResumeRepeat:
+		return s, fmt.Errorf("suspension %s is still pending after a resume of it changed nothing", s.ID)
 	}
-	if s.Status == domain.SuspensionResumed {
-		at := ""
-		if s.ResumedAt != nil {
-			at = s.ResumedAt.Format(time.RFC3339Nano)
-		}
-		return s, &domain.ConflictError{
-			Code:    domain.CodeAlreadyResumed,
-			Message: fmt.Sprintf("suspension %s was already resumed by %s at %s", s.ID, s.ResumedBy, at),
-			Detail:  map[string]any{"suspensionId": s.ID, "resumedBy": s.ResumedBy, "resumedAt": s.ResumedAt},
-		}
-	}
-	return s, &domain.ConflictError{
-		Code:    domain.CodeNotPending,
-		Message: fmt.Sprintf("suspension %s is %s and can no longer be resumed", s.ID, s.Status),
-		Detail:  map[string]any{"suspensionId": s.ID, "status": s.Status},
-	}
-}
-
-func decisionOf(row *suspensionRow) string {
-	if row.Decision == nil {
-		return ""
-	}
-	return *row.Decision
+	return s, nil
 }
 
 // enqueueResume queues the job that continues the run from s, which has
@@ -339,15 +331,13 @@ func resumeEvent(runID string, seq int64, s domain.Suspension, now time.Time) *e
 	return newEventRow(runID, seq, domain.NewEvent{Type: typ, Step: s.StepName, Payload: domain.MustJSON(payload)}, now)
 }
 
-// precomplete keeps a resume that arrived before its pause committed. The
+// precomplete keeps a resume that arrived before its pause committed, in a
+// run that has not finished (see domain.DecideResume and DecideSignal). The
 // row is unique on (run, step key), so of several early resumes one is kept
 // and the others lose as usual; the pause attaches to it when it commits.
 // A resume that carries a signal is marked with the signal's name (kind
 // signal, reason the name), so that the pause can check it takes it.
 func (db *DB) precomplete(ctx context.Context, tx bun.IDB, run *runRow, req domain.ResumeRequest, signal string) (domain.Suspension, error) {
-	if run.Status.Terminal() {
-		return domain.Suspension{}, &domain.ConflictError{Code: domain.CodeRunFinished, Message: fmt.Sprintf("run %s is %s; there is nothing left to resume", run.ID, run.Status)}
-	}
 	now := ts(req.Now)
 	row := &suspensionRow{
 		ID: uuid.Must(uuid.NewV7()).String(), RunID: run.ID, WorkflowID: run.WorkflowID, WorkflowVersion: run.WorkflowVersion,
@@ -400,8 +390,9 @@ func (db *DB) cancelRunIn(ctx context.Context, tx bun.IDB, req domain.CancelRequ
 	if err != nil {
 		return domain.Run{}, err
 	}
-	if run.Status.Terminal() {
-		return domain.Run{}, &domain.ConflictError{Code: domain.CodeRunFinished, Message: fmt.Sprintf("run %s is already %s", runID, run.Status), Detail: map[string]any{"status": run.Status}}
+	why, err := domain.DecideCancel(req, run.Status)
+	if err != nil {
+		return domain.Run{}, err
 	}
 	b := db.newBatch(tx)
 	if err := db.cancelOutstanding(ctx, b, run, now); err != nil {
@@ -416,7 +407,7 @@ func (db *DB) cancelRunIn(ctx context.Context, tx bun.IDB, req domain.CancelRequ
 	}
 	run.NextSeq++
 	run.Status, run.UpdatedAt = domain.RunCancelled, now
-	run.Error = &domain.RunError{Code: domain.CodeCancelled, Message: "cancelled by " + by}
+	run.Error = why
 	if err := b.add(ctx, tx.NewUpdate().Model(run).Column("status", "error", "next_seq", "updated_at").WherePK()); err != nil {
 		return domain.Run{}, err
 	}

@@ -1,0 +1,91 @@
+package domain
+
+import (
+	"fmt"
+	"time"
+)
+
+// ResumeFacts is what a store read for a resume, holding the run's lock.
+type ResumeFacts struct {
+	// RunStatus is the status of the run the resume is for.
+	RunStatus RunStatus
+	// Target is the suspension the request names, by id or by the run's
+	// step key; nil when no pause or earlier resume has that step key yet.
+	Target *Suspension
+}
+
+// ResumeFate is what a resume that is not refused does.
+type ResumeFate int
+
+// Resume fates.
+const (
+	// ResumeRepeat changes nothing: the request is the one that resumed
+	// the target, sent again, and the target as it is is the answer.
+	ResumeRepeat ResumeFate = iota + 1
+	// ResumeApply resumes the pending target now. The store applies it
+	// with a compare-and-set on the target still pending; one that finds
+	// it no longer pending reads it again and decides again.
+	ResumeApply
+	// ResumeKeep keeps the resume for a pause that has not committed: a
+	// pre-completed row the pause takes when it does.
+	ResumeKeep
+)
+
+// DecideResume decides what req does, given what the store read: of any
+// number of resumes of one suspension exactly one is applied; a repeat of
+// that one (same Idempotency-Key, resumer, data and decision) gets its
+// answer back; every other loses with CodeAlreadyResumed or, for an
+// expired or cancelled suspension, CodeNotPending. A resume for a pause
+// still to come is kept, unless the run has finished (CodeRunFinished).
+// req.Check vets only a resume that would be applied; its error is
+// returned as it is.
+func DecideResume(req ResumeRequest, f ResumeFacts) (ResumeFate, error) {
+	t := f.Target
+	switch {
+	case t == nil && f.RunStatus.Terminal():
+		return 0, &ConflictError{Code: CodeRunFinished, Message: fmt.Sprintf("run %s is %s; there is nothing left to resume", req.RunID, f.RunStatus)}
+	case t == nil:
+		return ResumeKeep, nil
+	case t.Status == SuspensionPending && !t.Precompleted:
+		if req.Check != nil {
+			if err := req.Check(*t); err != nil {
+				return 0, err
+			}
+		}
+		return ResumeApply, nil
+	case repeats(req, *t):
+		return ResumeRepeat, nil
+	}
+	return 0, LostResume(*t)
+}
+
+// repeats says whether req is the request that resumed s, sent again.
+func repeats(req ResumeRequest, s Suspension) bool {
+	data := req.Data
+	if len(data) == 0 {
+		data = []byte("null")
+	}
+	return s.Status == SuspensionResumed && !s.Precompleted && req.RequestKey != "" && s.ResumeRequestKey == req.RequestKey &&
+		s.ResumedBy == req.By && s.Decision == req.Decision && SameJSON(s.ResumeData, data)
+}
+
+// LostResume explains why a resume of s changed nothing: s had already
+// been resumed (by whom, when), or had expired or been cancelled.
+func LostResume(s Suspension) *ConflictError {
+	if s.Status == SuspensionResumed {
+		at := ""
+		if s.ResumedAt != nil {
+			at = s.ResumedAt.Format(time.RFC3339Nano)
+		}
+		return &ConflictError{
+			Code:    CodeAlreadyResumed,
+			Message: fmt.Sprintf("suspension %s was already resumed by %s at %s", s.ID, s.ResumedBy, at),
+			Detail:  map[string]any{"suspensionId": s.ID, "resumedBy": s.ResumedBy, "resumedAt": s.ResumedAt},
+		}
+	}
+	return &ConflictError{
+		Code:    CodeNotPending,
+		Message: fmt.Sprintf("suspension %s is %s and can no longer be resumed", s.ID, s.Status),
+		Detail:  map[string]any{"suspensionId": s.ID, "status": s.Status},
+	}
+}

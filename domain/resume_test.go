@@ -1,0 +1,88 @@
+package domain_test
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+func TestDecideResume(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	req := domain.ResumeRequest{RunID: "r1", StepKey: "approve", Data: json.RawMessage(`{"ok":true,"n":1}`), By: "api",
+		RequestKey: "key-1", Decision: domain.DecisionApproved}
+	pending := &domain.Suspension{ID: "s1", RunID: "r1", StepKey: "approve", Status: domain.SuspensionPending}
+	won := func(change func(*domain.Suspension)) *domain.Suspension {
+		s := &domain.Suspension{ID: "s1", RunID: "r1", StepKey: "approve", Status: domain.SuspensionResumed, ResumedAt: &at,
+			ResumedBy: "api", ResumeRequestKey: "key-1", Decision: domain.DecisionApproved,
+			ResumeData: json.RawMessage(`{"n": 1, "ok": true}`)} // as jsonb gives it back
+		if change != nil {
+			change(s)
+		}
+		return s
+	}
+	noKey := req
+	noKey.RequestKey = ""
+	tests := []struct {
+		name  string
+		req   domain.ResumeRequest
+		facts domain.ResumeFacts
+		fate  domain.ResumeFate
+		code  string // of the *ConflictError refusing it
+	}{
+		{"a pending suspension is resumed", req, domain.ResumeFacts{RunStatus: domain.RunSuspended, Target: pending}, domain.ResumeApply, ""},
+		{"before its pause commits, the resume is kept", req, domain.ResumeFacts{RunStatus: domain.RunRunning}, domain.ResumeKeep, ""},
+		{"a finished run keeps nothing", req, domain.ResumeFacts{RunStatus: domain.RunSucceeded}, 0, domain.CodeRunFinished},
+		{"the winning request again gets its answer", req, domain.ResumeFacts{RunStatus: domain.RunRunning, Target: won(nil)}, domain.ResumeRepeat, ""},
+		{"a repeat after the run finished still gets it", req, domain.ResumeFacts{RunStatus: domain.RunSucceeded, Target: won(nil)}, domain.ResumeRepeat, ""},
+		{"without a key there is no repeat", noKey, domain.ResumeFacts{RunStatus: domain.RunRunning, Target: won(func(s *domain.Suspension) { s.ResumeRequestKey = "" })}, 0, domain.CodeAlreadyResumed},
+		{"another key loses", req, domain.ResumeFacts{RunStatus: domain.RunRunning, Target: won(func(s *domain.Suspension) { s.ResumeRequestKey = "key-0" })}, 0, domain.CodeAlreadyResumed},
+		{"the same key with other data loses", req, domain.ResumeFacts{RunStatus: domain.RunRunning, Target: won(func(s *domain.Suspension) { s.ResumeData = json.RawMessage(`{"ok":false,"n":1}`) })}, 0, domain.CodeAlreadyResumed},
+		{"the same key by another resumer loses", req, domain.ResumeFacts{RunStatus: domain.RunRunning, Target: won(func(s *domain.Suspension) { s.ResumedBy = "web" })}, 0, domain.CodeAlreadyResumed},
+		{"the same key with the other decision loses", req, domain.ResumeFacts{RunStatus: domain.RunRunning, Target: won(func(s *domain.Suspension) { s.Decision = domain.DecisionRejected })}, 0, domain.CodeAlreadyResumed},
+		{"an early resume kept for the pause is no repeat", req, domain.ResumeFacts{RunStatus: domain.RunRunning, Target: won(func(s *domain.Suspension) { s.Precompleted = true })}, 0, domain.CodeAlreadyResumed},
+		{"an expired suspension", req, domain.ResumeFacts{RunStatus: domain.RunRunning, Target: won(func(s *domain.Suspension) { s.Status = domain.SuspensionExpired })}, 0, domain.CodeNotPending},
+		{"a cancelled suspension", req, domain.ResumeFacts{RunStatus: domain.RunCancelled, Target: won(func(s *domain.Suspension) { s.Status = domain.SuspensionCancelled })}, 0, domain.CodeNotPending},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fate, err := domain.DecideResume(tt.req, tt.facts)
+			if tt.code == "" {
+				if err != nil || fate != tt.fate {
+					t.Fatalf("DecideResume = %v, %v; want %v", fate, err, tt.fate)
+				}
+				return
+			}
+			var ce *domain.ConflictError
+			if !errors.As(err, &ce) || ce.Code != tt.code {
+				t.Fatalf("DecideResume = %v, %v; want a conflict %s", fate, err, tt.code)
+			}
+		})
+	}
+}
+
+// The request's check vets a resume about to be applied, and only that.
+func TestDecideResumeChecksOnlyWhatItApplies(t *testing.T) {
+	t.Parallel()
+	refused := errors.New("not an approver")
+	calls := 0
+	req := domain.ResumeRequest{RunID: "r1", StepKey: "approve", By: "web", Check: func(domain.Suspension) error { calls++; return refused }}
+	if _, err := domain.DecideResume(req, domain.ResumeFacts{RunStatus: domain.RunSuspended, Target: &domain.Suspension{Status: domain.SuspensionPending}}); !errors.Is(err, refused) {
+		t.Fatalf("a refused check gave %v", err)
+	}
+	for _, f := range []domain.ResumeFacts{
+		{RunStatus: domain.RunRunning},
+		{RunStatus: domain.RunRunning, Target: &domain.Suspension{Status: domain.SuspensionResumed, ResumedBy: "api"}},
+	} {
+		if _, err := domain.DecideResume(req, f); errors.Is(err, refused) {
+			t.Fatalf("the check ran for %+v", f)
+		}
+	}
+	if calls != 1 {
+		t.Fatalf("the check ran %d times; want once", calls)
+	}
+}
