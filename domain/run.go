@@ -2,6 +2,7 @@ package domain
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -71,6 +72,16 @@ type CancelRequest struct {
 	// own transaction. An empty Subject becomes the run's id, an empty
 	// WorkflowID the run's workflow.
 	Audit *AuditEntry
+}
+
+// DecideCancel decides whether req may cancel a run of status: one that
+// has not finished ends cancelled, with a CodeCancelled error saying who
+// cancelled it; a finished run refuses with CodeRunFinished.
+func DecideCancel(req CancelRequest, status RunStatus) (*RunError, error) {
+	if status.Terminal() {
+		return nil, &ConflictError{Code: CodeRunFinished, Message: fmt.Sprintf("run %s is already %s", req.RunID, status), Detail: map[string]any{"status": status}}
+	}
+	return &RunError{Code: CodeCancelled, Message: "cancelled by " + req.By}, nil
 }
 
 // DeleteRunRequest asks to delete a run, finished or not, with everything

@@ -1,6 +1,7 @@
 package domain_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/tollgatehq/tollgate/domain"
@@ -23,6 +24,25 @@ func TestParseRunStatus(t *testing.T) {
 	for _, name := range []string{"", "PAUSED", "Suspended", "aborted", "canceled", "queued"} {
 		if got, ok := domain.ParseRunStatus(name); ok {
 			t.Errorf("ParseRunStatus(%q) = %q; want no status", name, got)
+		}
+	}
+}
+
+// A run that has not finished may be cancelled, saying who cancelled it;
+// a finished one refuses.
+func TestDecideCancel(t *testing.T) {
+	t.Parallel()
+	req := domain.CancelRequest{RunID: "r1", By: "admin@example.com"}
+	for _, s := range []domain.RunStatus{domain.RunPending, domain.RunRunning, domain.RunSuspended} {
+		why, err := domain.DecideCancel(req, s)
+		if err != nil || why == nil || why.Code != domain.CodeCancelled || why.Message != "cancelled by admin@example.com" {
+			t.Errorf("cancel a %s run: %+v, %v", s, why, err)
+		}
+	}
+	for _, s := range []domain.RunStatus{domain.RunSucceeded, domain.RunFailed, domain.RunCancelled} {
+		var ce *domain.ConflictError
+		if _, err := domain.DecideCancel(req, s); !errors.As(err, &ce) || ce.Code != domain.CodeRunFinished {
+			t.Errorf("cancel a %s run: %v; want %s", s, err, domain.CodeRunFinished)
 		}
 	}
 }
