@@ -4,7 +4,7 @@ import "context"
 
 // Transition is one change of a run's state on its way to the store's
 // writer: a run started, a step's outcome, a resume or decision, a signal,
-// a cancel. Exactly one field is set. The engine hands transitions from
+// a cancel, an async step's report. Exactly one field is set. The engine hands transitions from
 // many callers to the writer together (see Batcher), and each caller hears
 // only of its own.
 type Transition struct {
@@ -13,10 +13,13 @@ type Transition struct {
 	Resume *ResumeRequest
 	Signal *SignalRequest
 	Cancel *CancelRequest
+	// Report is an async step's report on its work item, which resumes
+	// the pause waiting for it.
+	Report *WorkReport
 }
 
 // RunID is the run the transition changes; empty for a resume by
-// suspension id, whose run the store looks up.
+// suspension id and for a report, whose run the store looks up.
 func (t Transition) RunID() string {
 	switch {
 	case t.Start != nil:
@@ -47,7 +50,10 @@ type Applied struct {
 	Suspension Suspension
 	// Signal is the delivered or kept signal (Signal).
 	Signal Signal
-	Err    error
+	// WorkItem is the reported work item as the report leaves it
+	// (Report), also when Err refuses the report.
+	WorkItem WorkItem
+	Err      error
 }
 
 // Batcher is a store that commits many transitions in one transaction:

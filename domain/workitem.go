@@ -78,8 +78,9 @@ type WorkItemStore interface {
 	// given token hash and resumes the pause waiting for it, in one
 	// transaction, as the item's DecideReport decides. A refused report
 	// fails with its *WorkStateError, after the change DecideReport asks
-	// for (if any) has committed.
-	CompleteWorkItem(ctx context.Context, r WorkReport, now time.Time) (WorkItem, error)
+	// for (if any) has committed. The engine's ReportWork is the way in:
+	// this is the store's path for one report alone (see Transition).
+	CompleteWorkItem(ctx context.Context, r WorkReport) (WorkItem, error)
 }
 
 // WorkReport is an endpoint's report on a work item, as its webhook URL
@@ -89,6 +90,8 @@ type WorkReport struct {
 	StepName   string
 	TokenHash  []byte
 	Outcome    StepOutcome
+	// Now is when the report arrived; the engine sets it.
+	Now time.Time
 }
 
 // WorkStateError refuses a report a work item's state does not allow. It

@@ -103,6 +103,12 @@ func (db *DB) applyIn(ctx context.Context, tx bun.Tx, t domain.Transition) (doma
 	case t.Cancel != nil:
 		run, err := db.cancelRunIn(ctx, tx, *t.Cancel)
 		return domain.Applied{Run: run}, func() { db.changed(run.ID) }, err
+	case t.Report != nil:
+		item, refused, done, err := db.completeWorkIn(ctx, tx, *t.Report)
+		if refused != nil {
+			refused = describeReport(refused)
+		}
+		return domain.Applied{WorkItem: item, Err: refused}, done, err
 	}
 	return domain.Applied{}, nil, fmt.Errorf("a transition with nothing to apply")
 }
@@ -121,6 +127,8 @@ func (db *DB) applyAlone(ctx context.Context, t domain.Transition) domain.Applie
 		a.Signal, a.Err = db.SendSignal(ctx, *t.Signal)
 	case t.Cancel != nil:
 		a.Run, a.Err = db.CancelRun(ctx, *t.Cancel)
+	case t.Report != nil:
+		a.WorkItem, a.Err = db.CompleteWorkItem(ctx, *t.Report)
 	default:
 		a.Err = fmt.Errorf("a transition with nothing to apply")
 	}
@@ -140,6 +148,8 @@ func describe(t domain.Transition, err error) error {
 		return describeSignal(*t.Signal, err)
 	case t.Cancel != nil:
 		return describeCancel(*t.Cancel, err)
+	case t.Report != nil:
+		return describeReport(err)
 	}
 	return err
 }

@@ -102,45 +102,58 @@ func (db *DB) MoveWorkItem(ctx context.Context, id string, from []domain.WorkSta
 // timeout has already resumed is left as it is: the step reads the item's
 // state when it runs. A refused report that still changed the item (its
 // run had ended) returns its refusal after that change has committed.
-func (db *DB) CompleteWorkItem(ctx context.Context, r domain.WorkReport, now time.Time) (domain.WorkItem, error) {
-	now = ts(now)
+func (db *DB) CompleteWorkItem(ctx context.Context, r domain.WorkReport) (domain.WorkItem, error) {
 	var out domain.WorkItem
 	var refused error
-	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		refused = nil
-		item, runStatus, err := db.lockWorkItem(ctx, tx, r)
-		if err != nil {
-			return err
-		}
-		v := item.DecideReport(r.Outcome, runStatus, now)
-		if !v.Changed {
-			return v.Err
-		}
-		out = v.Item
-		row := &workItemRow{ID: out.ID, State: out.State, Result: domain.MustJSON(out.Result), UpdatedAt: out.UpdatedAt}
-		if _, err := tx.NewUpdate().Model(row).Column("state", "result", "updated_at").WherePK().Exec(ctx); err != nil {
-			return err
-		}
-		if !v.Resume {
-			refused = v.Err
-			return nil
-		}
-		_, err = db.resumeIn(ctx, tx, domain.ResumeRequest{RunID: item.RunID, StepKey: item.WaitKey, Data: domain.MustJSON(r.Outcome), By: "webhook", Now: now})
-		var ce *domain.ConflictError
-		if errors.As(err, &ce) && ce.Code == domain.CodeAlreadyResumed {
-			return nil
-		}
+	var after func()
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) (err error) {
+		out, refused, after, err = db.completeWorkIn(ctx, tx, r)
 		return err
 	})
 	if err != nil {
-		return out, fmt.Errorf("complete work item: %w", translate(err))
+		return out, describeReport(err)
 	}
-	db.changed(out.RunID)
+	after()
 	if refused != nil {
-		return out, fmt.Errorf("complete work item: %w", refused)
+		return out, describeReport(refused)
 	}
-	db.signal()
 	return out, nil
+}
+
+func describeReport(err error) error {
+	return fmt.Errorf("complete work item: %w", translate(err))
+}
+
+// completeWorkIn is CompleteWorkItem inside a transaction. A report the
+// item's state refuses still commits what DecideReport asks for (a run that
+// ended fails its item): it comes back as refused, with err nil. after is
+// what to do once the transaction has committed.
+func (db *DB) completeWorkIn(ctx context.Context, tx bun.Tx, r domain.WorkReport) (out domain.WorkItem, refused error, after func(), err error) {
+	now := ts(r.Now)
+	item, runStatus, err := db.lockWorkItem(ctx, tx, r)
+	if err != nil {
+		return out, nil, nil, err
+	}
+	v := item.DecideReport(r.Outcome, runStatus, now)
+	if !v.Changed {
+		return out, nil, nil, v.Err
+	}
+	out = v.Item
+	row := &workItemRow{ID: out.ID, State: out.State, Result: domain.MustJSON(out.Result), UpdatedAt: out.UpdatedAt}
+	if _, err := tx.NewUpdate().Model(row).Column("state", "result", "updated_at").WherePK().Exec(ctx); err != nil {
+		return out, nil, nil, err
+	}
+	if !v.Resume {
+		return out, v.Err, func() { db.changed(out.RunID) }, nil
+	}
+	_, err = db.resumeIn(ctx, tx, domain.ResumeRequest{RunID: item.RunID, StepKey: item.WaitKey, Data: domain.MustJSON(r.Outcome), By: "webhook", Now: now})
+	if ce, ok := errors.AsType[*domain.ConflictError](err); ok && ce.Code == domain.CodeAlreadyResumed {
+		err = nil
+	}
+	return out, nil, func() {
+		db.changed(out.RunID)
+		db.signal()
+	}, err
 }
 
 // lockWorkItem reads the reported work item and its run's status, locking

@@ -1,6 +1,7 @@
 package storage_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"strings"
@@ -40,7 +41,7 @@ func TestWorkItemReportLocksTheRunFirst(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := db.CompleteWorkItem(ctx, domain.WorkReport{WorkflowID: "work", StepName: "call", TokenHash: token[:], Outcome: domain.StepOutcome{Success: true}}, now)
+		_, err := db.CompleteWorkItem(ctx, domain.WorkReport{WorkflowID: "work", StepName: "call", TokenHash: token[:], Outcome: domain.StepOutcome{Success: true}, Now: now})
 		done <- err
 	}()
 	waitFor(t, 10*time.Second, "the report to wait for a lock", func() bool {
@@ -63,56 +64,74 @@ func TestWorkItemReportLocksTheRunFirst(t *testing.T) {
 // A report for a work item whose run was cancelled is refused with
 // work_item_run_ended, and the refusal still commits the item's end as
 // WorkFailed with the reason; nothing resumes. A report for an active item
-// of a live run is taken as before.
+// of a live run is taken as before. Both hold for a report applied alone
+// and for one in a batch of the engine's transitions, where a refusal is
+// answered without undoing what it committed.
 func TestWorkItemReportAfterItsRunWasCancelled(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
-		ctx, now := t.Context(), time.Now()
-		start := func(id string) (string, []byte) {
-			runID := newID()
-			if _, _, err := db.CreateRun(ctx, domain.NewRun{ID: runID, WorkflowID: "work", WorkflowVersion: "1", Input: raw(1), FirstStep: "call", Now: now}); err != nil {
-				t.Fatal(err)
-			}
-			token := sha256.Sum256([]byte(runID))
-			if _, err := db.StartWorkItem(ctx, domain.WorkItem{ID: id, RunID: runID, WorkflowID: "work", StepName: "call", ExecutionKey: "x1", TokenHash: token[:], WaitKey: "call", CreatedAt: now}); err != nil {
-				t.Fatal(err)
-			}
-			return runID, token[:]
-		}
-		report := func(token []byte) (domain.WorkItem, error) {
-			return db.CompleteWorkItem(ctx, domain.WorkReport{WorkflowID: "work", StepName: "call", TokenHash: token, Outcome: domain.StepOutcome{Success: true, Outputs: raw(map[string]int{"n": 1})}}, now.Add(time.Second))
-		}
+		t.Run("alone", func(t *testing.T) { reportAfterCancel(t, db, db.CompleteWorkItem) })
+		t.Run("in a batch", func(t *testing.T) {
+			reportAfterCancel(t, db, func(ctx context.Context, r domain.WorkReport) (domain.WorkItem, error) {
+				start := domain.NewRun{ID: newID(), WorkflowID: "work", WorkflowVersion: "1", Input: raw(1), FirstStep: "call", Now: r.Now}
+				out := db.Apply(ctx, []domain.Transition{{Start: &start}, {Report: &r}})
+				if out[0].Err != nil || !out[0].Created {
+					t.Fatalf("the start beside the report: %+v", out[0])
+				}
+				return out[1].WorkItem, out[1].Err
+			})
+		})
+	})
+}
 
-		cancelled, token := start(newID())
-		if _, err := db.CancelRun(ctx, domain.CancelRequest{RunID: cancelled, By: "admin@example.com", Now: now}); err != nil {
+// reportAfterCancel checks the reports of TestWorkItemReportAfterItsRunWasCancelled
+// made through complete.
+func reportAfterCancel(t *testing.T, db *storage.DB, complete func(context.Context, domain.WorkReport) (domain.WorkItem, error)) {
+	ctx, now := t.Context(), time.Now()
+	start := func(id string) (string, []byte) {
+		runID := newID()
+		if _, _, err := db.CreateRun(ctx, domain.NewRun{ID: runID, WorkflowID: "work", WorkflowVersion: "1", Input: raw(1), FirstStep: "call", Now: now}); err != nil {
 			t.Fatal(err)
 		}
-		seq := count(t, db, "SELECT count(*) FROM events WHERE run_id = ?", cancelled)
-		_, err := report(token)
-		var se *domain.WorkStateError
-		if !errors.As(err, &se) || se.Code != domain.CodeWorkItemRunEnded || se.RunStatus != domain.RunCancelled || se.Item.State != domain.WorkFailed {
-			t.Fatalf("a report after the run was cancelled: %v (%+v)", err, se)
+		token := sha256.Sum256([]byte(runID))
+		if _, err := db.StartWorkItem(ctx, domain.WorkItem{ID: id, RunID: runID, WorkflowID: "work", StepName: "call", ExecutionKey: "x1", TokenHash: token[:], WaitKey: "call", CreatedAt: now}); err != nil {
+			t.Fatal(err)
 		}
-		got, err := db.WorkItem(ctx, se.Item.ID)
-		if err != nil || got.State != domain.WorkFailed || got.Result == nil || got.Result.Success || !strings.Contains(got.Result.Error, "cancelled") {
-			t.Fatalf("the item after the refused report: %+v %+v, %v", got, got.Result, err)
-		}
-		if n := count(t, db, "SELECT count(*) FROM suspensions WHERE run_id = ?", cancelled); n != 0 {
-			t.Errorf("%d suspensions: the refused report resumed or kept something for the cancelled run", n)
-		}
-		if n := count(t, db, "SELECT count(*) FROM events WHERE run_id = ?", cancelled); n != seq {
-			t.Errorf("the cancelled run's log grew from %d to %d events", seq, n)
-		}
-		if r, err := db.Run(ctx, cancelled); err != nil || r.Status != domain.RunCancelled {
-			t.Errorf("the run after the report: %+v, %v", r, err)
-		}
-		if _, err := report(token); !errors.As(err, &se) || se.Code != domain.CodeWorkItemFinished {
-			t.Errorf("the same report again: %v; want %s", err, domain.CodeWorkItemFinished)
-		}
+		return runID, token[:]
+	}
+	report := func(token []byte) (domain.WorkItem, error) {
+		return complete(ctx, domain.WorkReport{WorkflowID: "work", StepName: "call", TokenHash: token, Outcome: domain.StepOutcome{Success: true, Outputs: raw(map[string]int{"n": 1})}, Now: now.Add(time.Second)})
+	}
 
-		_, live := start(newID())
-		if got, err := report(live); err != nil || got.State != domain.WorkSucceeded {
-			t.Errorf("a report for a live run: %+v, %v", got, err)
-		}
-	})
+	cancelled, token := start(newID())
+	if _, err := db.CancelRun(ctx, domain.CancelRequest{RunID: cancelled, By: "admin@example.com", Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	seq := count(t, db, "SELECT count(*) FROM events WHERE run_id = ?", cancelled)
+	_, err := report(token)
+	var se *domain.WorkStateError
+	if !errors.As(err, &se) || se.Code != domain.CodeWorkItemRunEnded || se.RunStatus != domain.RunCancelled || se.Item.State != domain.WorkFailed {
+		t.Fatalf("a report after the run was cancelled: %v (%+v)", err, se)
+	}
+	got, err := db.WorkItem(ctx, se.Item.ID)
+	if err != nil || got.State != domain.WorkFailed || got.Result == nil || got.Result.Success || !strings.Contains(got.Result.Error, "cancelled") {
+		t.Fatalf("the item after the refused report: %+v %+v, %v", got, got.Result, err)
+	}
+	if n := count(t, db, "SELECT count(*) FROM suspensions WHERE run_id = ?", cancelled); n != 0 {
+		t.Errorf("%d suspensions: the refused report resumed or kept something for the cancelled run", n)
+	}
+	if n := count(t, db, "SELECT count(*) FROM events WHERE run_id = ?", cancelled); n != seq {
+		t.Errorf("the cancelled run's log grew from %d to %d events", seq, n)
+	}
+	if r, err := db.Run(ctx, cancelled); err != nil || r.Status != domain.RunCancelled {
+		t.Errorf("the run after the report: %+v, %v", r, err)
+	}
+	if _, err := report(token); !errors.As(err, &se) || se.Code != domain.CodeWorkItemFinished {
+		t.Errorf("the same report again: %v; want %s", err, domain.CodeWorkItemFinished)
+	}
+
+	_, live := start(newID())
+	if got, err := report(live); err != nil || got.State != domain.WorkSucceeded {
+		t.Errorf("a report for a live run: %+v, %v", got, err)
+	}
 }

@@ -27,6 +27,12 @@ type Health interface {
 	Stats(ctx context.Context, now time.Time) (domain.Stats, error)
 }
 
+// WorkReporter takes async steps' reports on their work items
+// (engine.Engine's ReportWork).
+type WorkReporter interface {
+	ReportWork(ctx context.Context, r domain.WorkReport) (domain.WorkItem, error)
+}
+
 // Server serves the API. Every field is required unless noted.
 type Server struct {
 	Engine *engine.Engine
@@ -75,9 +81,9 @@ type Server struct {
 	// SyncTimeout bounds how long a sync resume or a webhook trigger waits
 	// for its run before answering 202 (30s).
 	SyncTimeout time.Duration
-	// WorkItems, when set, takes async http steps' reports at
-	// /webhook/{flowId}/{stepId}/{token}.
-	WorkItems domain.WorkItemStore
+	// WorkReports, when set, takes async http steps' reports at
+	// /webhook/{flowId}/{stepId}/{token} (the Engine, in serve).
+	WorkReports WorkReporter
 	// Feed, when set, carries replay workflows' observability events to
 	// clients attached to their runs.
 	Feed *replay.Feed

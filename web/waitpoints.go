@@ -281,15 +281,15 @@ func (rw *runWatch) notify(runID string) { rw.fanout.Publish(runID, struct{}{}) 
 // changes nothing either, as is one the JSON API would refuse (see
 // readReport). The receipt token in the URL is checked by its hash.
 func (s *Server) reportWork(w http.ResponseWriter, r *http.Request) error {
-	if s.WorkItems == nil {
+	if s.WorkReports == nil {
 		return domain.ErrNotFound
 	}
 	o, err := s.readReport(w, r)
 	if err != nil {
 		return err
 	}
-	item, err := s.WorkItems.CompleteWorkItem(r.Context(), domain.WorkReport{
-		WorkflowID: r.PathValue("flowId"), StepName: r.PathValue("stepId"), TokenHash: sha256Bytes(r.PathValue("token")), Outcome: o}, s.Clock.Now())
+	item, err := s.WorkReports.ReportWork(r.Context(), domain.WorkReport{
+		WorkflowID: r.PathValue("flowId"), StepName: r.PathValue("stepId"), TokenHash: sha256Bytes(r.PathValue("token")), Outcome: o})
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
 )
@@ -22,14 +21,13 @@ func (brokenBody) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
 func (brokenBody) Close() error             { return nil }
 
 // unreachableWork fails the test if a report that could not be read gets
-// as far as the store.
+// as far as the engine.
 type unreachableWork struct {
-	domain.WorkItemStore
 	t *testing.T
 }
 
-func (u unreachableWork) CompleteWorkItem(context.Context, domain.WorkReport, time.Time) (domain.WorkItem, error) {
-	u.t.Error("a report that could not be read reached the store")
+func (u unreachableWork) ReportWork(context.Context, domain.WorkReport) (domain.WorkItem, error) {
+	u.t.Error("a report that could not be read reached the engine")
 	return domain.WorkItem{}, errors.New("unreachable")
 }
 
@@ -37,7 +35,7 @@ func (u unreachableWork) CompleteWorkItem(context.Context, domain.WorkReport, ti
 // fault (4xx), like any other request body the server reads.
 func TestReportWorkBodyErrors(t *testing.T) {
 	t.Parallel()
-	s := &Server{WorkItems: unreachableWork{t: t}, MaxBody: 64, Log: slog.New(slog.DiscardHandler), Clock: domain.SystemClock{}}
+	s := &Server{WorkReports: unreachableWork{t: t}, MaxBody: 64, Log: slog.New(slog.DiscardHandler), Clock: domain.SystemClock{}}
 	for _, tt := range []struct {
 		name   string
 		body   io.ReadCloser

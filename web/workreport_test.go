@@ -17,7 +17,7 @@ import (
 // both, and the work item is left as it was.
 func TestReportWorkRefusesUnstorableText(t *testing.T) {
 	t.Parallel()
-	withWork := func(s *web.Server) { s.WorkItems = s.Store.(domain.WorkItemStore) }
+	withWork := func(s *web.Server) { s.WorkReports = s.Engine }
 	forEachDialectWith(t, withWork, func(t *testing.T, e *apiEnv) {
 		run, _ := e.paused(t, "intake", map[string]string{"claimId": "c-1"})
 		hash := sha256.Sum256([]byte("receipt"))
@@ -45,7 +45,7 @@ func TestReportWorkRefusesUnstorableText(t *testing.T) {
 // item.
 func TestReportWorkForACancelledRun(t *testing.T) {
 	t.Parallel()
-	withWork := func(s *web.Server) { s.WorkItems = s.Store.(domain.WorkItemStore) }
+	withWork := func(s *web.Server) { s.WorkReports = s.Engine }
 	forEachDialectWith(t, withWork, func(t *testing.T, e *apiEnv) {
 		run, _ := e.paused(t, "intake", map[string]string{"claimId": "c-1"})
 		hash := sha256.Sum256([]byte("receipt"))

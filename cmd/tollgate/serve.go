@@ -276,7 +276,7 @@ func newServer(c serveConfig, eng *engine.Engine, db *storage.DB, f *flows, feed
 	return &web.Server{Engine: eng, Store: db, Auth: db, Health: db, Log: log, MaxBody: int64(c.maxBody), KeyCacheTTL: c.keyCacheTTL,
 		UIStore: db, SessionIdle: c.sessionIdle, SessionAbsolute: c.sessionMax, TrustProxy: c.trustProxy, UploadLimit: int64(c.uploadLimit),
 		UploadRequestLimit: int64(c.uploadRequest), UploadsPerUser: c.uploadsPerUser, UploadsInFlight: c.uploadsInFlight,
-		SyncTimeout: c.syncTimeout, RedactHeaders: c.redactHeaders, Feed: feed, Catalog: f.catalog, Waitpoints: f.waitpoints, WorkItems: db,
+		SyncTimeout: c.syncTimeout, RedactHeaders: c.redactHeaders, Feed: feed, Catalog: f.catalog, Waitpoints: f.waitpoints, WorkReports: eng,
 		DeviceKey: subKey(f.links.Secret, "tollgate device cookie"), MetricsToken: c.metricsToken, MetricsElsewhere: c.metricsAddr != "",
 		PublicURL: c.publicURL}
 }

@@ -149,3 +149,36 @@ func TestEngineBusyWhileCommitsOverlap(t *testing.T) {
 		t.Fatal("the engine stays busy after its commits")
 	}
 }
+
+// reportBatcher answers a report with its work item ended as reported.
+type reportBatcher struct{ seen []domain.Transition }
+
+func (b *reportBatcher) Apply(_ context.Context, batch []domain.Transition) []domain.Applied {
+	b.seen = append(b.seen, batch...)
+	out := make([]domain.Applied, len(batch))
+	for i, t := range batch {
+		if t.Report != nil {
+			out[i].WorkItem = domain.WorkItem{ID: "w1", State: t.Report.Outcome.State(), UpdatedAt: t.Report.Now}
+		}
+	}
+	return out
+}
+
+// An async step's report goes through the engine's one door, stamped with
+// the engine's time, and its caller hears the item as the commit left it.
+func TestReportWorkGoesThroughTheCommitter(t *testing.T) {
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	b := &reportBatcher{}
+	e := &Engine{commits: newCommitter(b, 8), o: Opts{Clock: stoppedClock{at}}}
+	item, err := e.ReportWork(t.Context(), domain.WorkReport{WorkflowID: "work", StepName: "call", Outcome: domain.StepOutcome{Success: true}})
+	if err != nil || item.ID != "w1" || item.State != domain.WorkSucceeded {
+		t.Fatalf("ReportWork = %+v, %v", item, err)
+	}
+	if len(b.seen) != 1 || b.seen[0].Report == nil || !b.seen[0].Report.Now.Equal(at) || b.seen[0].Report.StepName != "call" {
+		t.Fatalf("the writer saw %+v; want the report, at the engine's time", b.seen)
+	}
+}
+
+type stoppedClock struct{ t time.Time }
+
+func (c stoppedClock) Now() time.Time { return c.t }

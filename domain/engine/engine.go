@@ -279,6 +279,16 @@ func (e *Engine) Cancel(ctx context.Context, req domain.CancelRequest) (domain.R
 	return a.Run, a.Err
 }
 
+// ReportWork takes an async step's report on its work item: the item ends
+// as the report says and the pause waiting for it resumes, in one commit
+// with whatever else is committing (see domain.WorkItemStore's
+// CompleteWorkItem for the rules).
+func (e *Engine) ReportWork(ctx context.Context, r domain.WorkReport) (domain.WorkItem, error) {
+	r.Now = e.o.Clock.Now()
+	a := e.apply(ctx, domain.Transition{Report: &r})
+	return a.WorkItem, a.Err
+}
+
 // Run claims and executes jobs until ctx is cancelled. Then it stops
 // claiming, lets in-flight steps finish for ShutdownGrace, cancels the rest
 // and gives their jobs back to the queue.
