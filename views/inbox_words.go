@@ -26,6 +26,26 @@ func ActionOf(s domain.Suspension) string {
 	return "Awaits a callback"
 }
 
+// KindName is what a kind of wait asks for, as a group of requests reads
+// in the inbox: "Approvals", "Forms and uploads", …
+func KindName(k domain.SuspensionKind) string {
+	switch k {
+	case domain.KindApproval:
+		return "Approvals"
+	case domain.KindInput:
+		return "Forms and uploads"
+	case domain.KindSignal:
+		return "Signals"
+	case domain.KindDelay:
+		return "Timers"
+	case domain.KindWebhook:
+		return "Webhooks"
+	case domain.KindCallback:
+		return "Callbacks"
+	}
+	return string(k)
+}
+
 // ForWhom names who may act on a suspension: its approvers and role, its
 // assignee, or any reviewer.
 func ForWhom(s domain.Suspension) string {

@@ -364,7 +364,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		p.Total += c.N
 	}
 	for _, c := range kinds {
-		p.Kinds = append(p.Kinds, views.Count{Name: c.Name, N: c.N})
+		p.Kinds = append(p.Kinds, views.Count{Name: c.Name, Label: views.KindName(domain.SuspensionKind(c.Name)), N: c.N})
 	}
 	if next != "" {
 		p.Next = f.Query(next)
