@@ -37,8 +37,18 @@ func loopWorkflow(t *testing.T, retry domain.RetryPolicy, steps map[string]domai
 // stamp is a step that tells ran when it runs, and succeeds.
 func stamp(ran chan<- time.Time) domain.StepFunc {
 	return func(context.Context, domain.StepRequest) (domain.StepResult, error) {
-		ran <- time.Now()
+		tell(ran, time.Now())
 		return domain.StepResult{Output: "done"}, nil
+	}
+}
+
+// tell sends v on ch unless ch is full. A step never blocks on the test:
+// one the engine runs more often than the test expects would otherwise
+// hold its slot, and shutdown, forever.
+func tell[T any](ch chan<- T, v T) {
+	select {
+	case ch <- v:
+	default:
 	}
 }
 
@@ -170,18 +180,13 @@ func TestLoopCommitFailureBacksOffThenFailsTheRun(t *testing.T) {
 		ended := make(chan struct{}, 1)
 		e := New(s, loopWorkflow(t, domain.RetryPolicy{MaxAttempts: 2}, map[string]domain.StepFunc{"work": stamp(ran)}),
 			Opts{PollInterval: poll, Lease: time.Hour, CommitRetries: 3,
-				OnCommit: func(string, domain.CommitResult) { ended <- struct{}{} }})
+				OnCommit: func(string, domain.CommitResult) { tell(ended, struct{}{}) }})
 		start := time.Now()
 		id := s.enqueue("loop", "work", start, false)
 		runLoop(t, e)
 
 		within(t, ended, time.Hour, "the run's end")
-		close(ran)
-		runs := 0
-		for range ran {
-			runs++
-		}
-		if runs != 5 {
+		if runs := len(ran); runs != 5 {
 			t.Errorf("the step ran %d times; want 5: 2 attempts of its policy and 3 commit retries", runs)
 		}
 		j, _ := s.jobState(id)
@@ -216,7 +221,7 @@ func TestLoopShutdownGraceCancelsAStepAndGivesItsJobBack(t *testing.T) {
 		cancelledAt := make(chan time.Time, 1)
 		steps := map[string]domain.StepFunc{
 			"quick": func(ctx context.Context, _ domain.StepRequest) (domain.StepResult, error) {
-				started <- struct{}{}
+				tell(started, struct{}{})
 				select {
 				case <-time.After(2 * time.Second):
 					return domain.StepResult{Output: "done"}, nil
@@ -225,9 +230,9 @@ func TestLoopShutdownGraceCancelsAStepAndGivesItsJobBack(t *testing.T) {
 				}
 			},
 			"stuck": func(ctx context.Context, _ domain.StepRequest) (domain.StepResult, error) {
-				started <- struct{}{}
+				tell(started, struct{}{})
 				<-ctx.Done()
-				cancelledAt <- time.Now()
+				tell(cancelledAt, time.Now())
 				return domain.StepResult{}, ctx.Err()
 			},
 		}
@@ -295,14 +300,14 @@ func TestLoopHeartbeatKeepsALongStepsLease(t *testing.T) {
 		s := newLoopStore()
 		runs := make(chan time.Time, 4)
 		slow := func(context.Context, domain.StepRequest) (domain.StepResult, error) {
-			runs <- time.Now()
+			tell(runs, time.Now())
 			time.Sleep(4 * lease)
 			return domain.StepResult{Output: "done"}, nil
 		}
 		reg := loopWorkflow(t, domain.DefaultRetry, map[string]domain.StepFunc{"work": slow})
 		committed := make(chan struct{}, 1)
 		a := New(s, reg, Opts{PollInterval: time.Second, Lease: lease, WorkerID: "a",
-			OnCommit: func(string, domain.CommitResult) { committed <- struct{}{} }})
+			OnCommit: func(string, domain.CommitResult) { tell(committed, struct{}{}) }})
 		id := s.enqueue("loop", "work", time.Now(), false)
 		runLoop(t, a)
 		within(t, runs, time.Minute, "the slow step")
