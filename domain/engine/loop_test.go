@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -320,6 +321,49 @@ func TestLoopHeartbeatKeepsALongStepsLease(t *testing.T) {
 		}
 		if j, _ := s.jobState(id); !j.done || len(j.claimedBy) != 1 {
 			t.Errorf("job done=%v, claimed by %v; want committed after a's one claim", j.done, j.claimedBy)
+		}
+	})
+}
+
+// No more steps run at once than there are Workers; a due job left over
+// is claimed the instant a slot frees, not at the next poll.
+func TestLoopRunsNoMoreThanItsSlotsAndClaimsWhenOneFrees(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newLoopStore()
+		var mu sync.Mutex
+		running, most := 0, 0
+		starts := make(chan time.Time, 8)
+		step := func(context.Context, domain.StepRequest) (domain.StepResult, error) {
+			mu.Lock()
+			running++
+			most = max(most, running)
+			mu.Unlock()
+			tell(starts, time.Now())
+			time.Sleep(10 * time.Second)
+			mu.Lock()
+			running--
+			mu.Unlock()
+			return domain.StepResult{Output: "done"}, nil
+		}
+		e := New(s, loopWorkflow(t, domain.DefaultRetry, map[string]domain.StepFunc{"work": step}),
+			Opts{Workers: 2, PollInterval: time.Hour, Lease: 2 * time.Hour})
+		start := time.Now()
+		for range 3 {
+			s.enqueue("loop", "work", start, false)
+		}
+		runLoop(t, e)
+
+		var at []time.Duration
+		for range 3 {
+			at = append(at, within(t, starts, time.Hour, "a step's start").Sub(start))
+		}
+		if !slices.Equal(at, []time.Duration{0, 0, 10 * time.Second}) {
+			t.Errorf("steps started at %v; want two at once and the third when a slot freed, at 10s", at)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if most != 2 {
+			t.Errorf("%d steps ran at once; want the 2 Workers", most)
 		}
 	})
 }
