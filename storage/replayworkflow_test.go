@@ -41,6 +41,12 @@ func replayLog(t *testing.T, db *storage.DB, runID string) []string {
 	return out
 }
 
+// sendSignal delivers signal name to a run's wait stepID ("" for the
+// run's wait of that name, or to keep it), sent by "billing".
+func sendSignal(ctx context.Context, e *engine.Engine, runID, name, stepID, signalID string, payload any) (domain.Signal, error) {
+	return e.Signal(ctx, domain.SignalRequest{RunID: runID, Name: name, StepKey: stepID, SignalID: signalID, Payload: raw(payload), By: "billing"})
+}
+
 // replayRegistry registers defs on env, or fails the test.
 func replayRegistry(t testing.TB, env *replay.Env, defs ...*replay.Definition) *domain.Registry {
 	t.Helper()

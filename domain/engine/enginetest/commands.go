@@ -1,0 +1,298 @@
+package enginetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/engine"
+)
+
+// commandTests are the rules a step's commands follow: one blocking
+// command, what happens to its siblings, and what a checkpoint may be.
+var commandTests = []test{
+	{"OneBlockingCommand", testOneBlockingCommand},
+	{"SiblingCommands", testSiblingCommands},
+	{"ReviewWithResumeStepDefersSiblings", testReviewWithResumeStepDefersSiblings},
+	{"CheckpointRules", testCheckpointRules},
+}
+
+// blockingWorkflow's start returns cmds.
+func blockingWorkflow(id string, n *stepCounter, cmds ...domain.Command) *domain.Workflow {
+	return domain.NewWorkflow(id, "1").
+		Step("start", func(context.Context, domain.StepRequest) (domain.StepResult, error) {
+			n.inc(id)
+			return domain.StepResult{Commands: cmds}, nil
+		}).
+		Step("next", func(context.Context, domain.StepRequest) (domain.StepResult, error) {
+			n.inc(id + "/next")
+			return domain.StepResult{}, nil
+		})
+}
+
+// Two blocking commands in one result fail the run with an orchestration
+// error, once (no retry), and pause nothing.
+func testOneBlockingCommand(t *testing.T, open Open) {
+	cases := map[string][]domain.Command{
+		"two-suspends":       {domain.Suspend("a", nil, "next"), domain.Suspend("b", nil, "next")},
+		"two-reviews":        {domain.Review("a", nil), domain.Review("b", nil)},
+		"suspend-and-review": {domain.Suspend("a", nil, "next"), domain.Invoke("next", nil), domain.Review("b", nil)},
+		"two-sleeps":         {domain.Sleep(time.Hour, nil, "next"), domain.Sleep(time.Minute, nil, "next")},
+	}
+	db := open(t)
+	var n stepCounter
+	reg := domain.NewRegistry()
+	for name, cmds := range cases {
+		if err := reg.Register(blockingWorkflow(name, &n, cmds...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := startEngine(t, db, reg, engine.Opts{})
+	for name := range cases {
+		run := startRun(t, e, name, nil)
+		done := waitRun(t, db, run.ID, domain.RunSucceeded, domain.RunFailed, domain.RunSuspended)
+		if done.Status != domain.RunFailed || done.Error == nil || done.Error.Code != domain.CodeOrchestration {
+			t.Fatalf("%s: run = %s %+v; want failed with %s", name, done.Status, done.Error, domain.CodeOrchestration)
+		}
+		if !strings.Contains(done.Error.Message, "blocking") {
+			t.Fatalf("%s: message %q does not name the rule", name, done.Error.Message)
+		}
+		if k := len(suspensions(t, db, run.ID, domain.SuspensionFilter{})); k != 0 {
+			t.Fatalf("%s: %d suspension rows", name, k)
+		}
+		if k := len(runJobs(t, db, run.ID)); k != 0 {
+			t.Fatalf("%s: %d jobs left", name, k)
+		}
+		if got := eventTypes(t, db, run.ID); slices.Contains(got, domain.EventWorkflowPaused) || !slices.Contains(got, domain.EventStepFailed) {
+			t.Fatalf("%s: events %v", name, got)
+		}
+		if n.get(name) != 1 || n.get(name+"/next") != 0 {
+			t.Fatalf("%s: start ran %d times, next %d", name, n.get(name), n.get(name+"/next"))
+		}
+	}
+}
+
+// siblingWorkflows: "discard" suspends beside an invoke; "review" asks for a
+// review beside an invoke. side counts its runs and returns its input.
+func siblingWorkflows(n *stepCounter) []*domain.Workflow {
+	side := func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+		n.inc(req.WorkflowID + "/side")
+		return domain.StepResult{Output: req.Input}, nil
+	}
+	discard := domain.NewWorkflow("discard", "1").
+		Step("start", func(context.Context, domain.StepRequest) (domain.StepResult, error) {
+			return domain.StepResult{Commands: []domain.Command{
+				domain.Invoke("side", map[string]string{"from": "start"}),
+				domain.Suspend("need_data", map[string]int{"n": 1}, "after"),
+			}}, nil
+		}).
+		Step("after", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+			n.inc("discard/after")
+			return domain.StepResult{Output: map[string]string{"done": "after"}}, nil
+		}).
+		Step("side", side)
+	review := domain.NewWorkflow("review", "1").
+		Step("start", func(context.Context, domain.StepRequest) (domain.StepResult, error) {
+			return domain.StepResult{Commands: []domain.Command{
+				domain.Invoke("side", map[string]string{"from": "review"}),
+				domain.Review("approve_payout", map[string]int{"amount": 10}),
+			}}, nil
+		}).
+		Step("side", side)
+	return []*domain.Workflow{discard, review}
+}
+
+// Suspend discards its siblings; review defers them until approval and
+// drops them on rejection.
+func testSiblingCommands(t *testing.T, open Open) {
+	db := open(t)
+	ctx := t.Context()
+	var n stepCounter
+	e := startEngine(t, db, newRegistry(t, siblingWorkflows(&n)...), engine.Opts{})
+
+	run := startRun(t, e, "discard", nil)
+	waitRun(t, db, run.ID, domain.RunSuspended)
+	s := pendingSuspension(t, db, run.ID)
+	if _, err := e.Resume(ctx, domain.ResumeRequest{SuspensionID: s.ID, By: "tester"}); err != nil {
+		t.Fatal(err)
+	}
+	if done := waitRun(t, db, run.ID, domain.RunSucceeded, domain.RunFailed); done.Status != domain.RunSucceeded || !sameJSONText(done.Output, `{"done":"after"}`) {
+		t.Fatalf("discard run = %s %s", done.Status, done.Output)
+	}
+	if got := eventTypes(t, db, run.ID); !slices.Contains(got, domain.EventCommandsDropped) {
+		t.Fatalf("discard events %v lack %s", got, domain.EventCommandsDropped)
+	}
+
+	approved := startRun(t, e, "review", nil)
+	rejected := startRun(t, e, "review", nil)
+	waitRun(t, db, approved.ID, domain.RunSuspended)
+	waitRun(t, db, rejected.ID, domain.RunSuspended)
+	if n.get("review/side") != 0 {
+		t.Fatal("a deferred invoke ran before the review was decided")
+	}
+	sa, sr := pendingSuspension(t, db, approved.ID), pendingSuspension(t, db, rejected.ID)
+	if sa.Kind != domain.KindApproval || len(sa.Deferred) != 1 || sa.Deferred[0].Type != domain.CmdInvoke {
+		t.Fatalf("review suspension = %+v", sa)
+	}
+	if _, err := e.Decide(ctx, domain.ResumeRequest{SuspensionID: sa.ID, By: "reviewer"}, true, "fine"); err != nil {
+		t.Fatal(err)
+	}
+	if done := waitRun(t, db, approved.ID, domain.RunSucceeded, domain.RunFailed); done.Status != domain.RunSucceeded || !sameJSONText(done.Output, `{"from":"review"}`) {
+		t.Fatalf("approved run = %s %s %+v", done.Status, done.Output, done.Error)
+	}
+	if n.get("review/side") != 1 {
+		t.Fatalf("deferred invoke ran %d times after approval; want 1", n.get("review/side"))
+	}
+	if _, err := e.Decide(ctx, domain.ResumeRequest{SuspensionID: sr.ID, By: "reviewer"}, false, "no receipts"); err != nil {
+		t.Fatal(err)
+	}
+	done := waitRun(t, db, rejected.ID, domain.RunSucceeded, domain.RunFailed)
+	if done.Status != domain.RunFailed || done.Error == nil || done.Error.Code != domain.CodeRejected || !strings.Contains(done.Error.Message, "no receipts") {
+		t.Fatalf("rejected run = %s %+v", done.Status, done.Error)
+	}
+	if got := eventTypes(t, db, rejected.ID); !slices.Contains(got, domain.EventReviewRejected) || !slices.Contains(got, domain.EventCommandsDropped) {
+		t.Fatalf("rejected events %v", got)
+	}
+	time.Sleep(100 * time.Millisecond) // a wrongly queued invoke would have run by now
+	if n.get("discard/side") != 0 || n.get("review/side") != 1 || n.get("discard/after") != 1 {
+		t.Fatalf("side ran %d (discard) and %d (review) times, after %d", n.get("discard/side"), n.get("review/side"), n.get("discard/after"))
+	}
+}
+
+// A review with a resume step defers its siblings as any review does:
+// approved, they run beside the resume step (which learns the decision);
+// rejected, the resume step runs alone and the log says the deferred
+// commands were discarded, how many and why.
+func testReviewWithResumeStepDefersSiblings(t *testing.T, open Open) {
+	db := open(t)
+	ctx := t.Context()
+	var n stepCounter
+	wf := domain.NewWorkflow("payout", "1").
+		Step("start", func(context.Context, domain.StepRequest) (domain.StepResult, error) {
+			return domain.StepResult{Commands: []domain.Command{
+				domain.Invoke("pay", map[string]int{"amount": 10}),
+				domain.Review("approve_payout", map[string]int{"amount": 10}, domain.WithResumeStep("decided")),
+			}}, nil
+		}).
+		Step("decided", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+			var p struct {
+				ResumeData domain.ApprovalData `json:"resumeData"`
+			}
+			if err := json.Unmarshal(req.Input, &p); err != nil {
+				return domain.StepResult{}, err
+			}
+			n.inc(req.RunID + "/decided/" + strconv.FormatBool(p.ResumeData.Approved))
+			return domain.StepResult{Output: p.ResumeData}, nil
+		}).
+		Step("pay", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+			n.inc(req.RunID + "/pay")
+			return domain.StepResult{Output: req.Input}, nil
+		})
+	e := startEngine(t, db, newRegistry(t, wf), engine.Opts{})
+	approved, rejected := startRun(t, e, "payout", nil), startRun(t, e, "payout", nil)
+	waitRun(t, db, approved.ID, domain.RunSuspended)
+	waitRun(t, db, rejected.ID, domain.RunSuspended)
+	sa, sr := pendingSuspension(t, db, approved.ID), pendingSuspension(t, db, rejected.ID)
+	if sa.ResumeStep != "decided" || len(sa.Deferred) != 1 {
+		t.Fatalf("review suspension = %+v", sa)
+	}
+	if _, err := e.Decide(ctx, domain.ResumeRequest{SuspensionID: sa.ID, By: "reviewer"}, true, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Decide(ctx, domain.ResumeRequest{SuspensionID: sr.ID, By: "reviewer"}, false, "no receipt"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the approved run's payment and decision step", func() bool {
+		return n.get(approved.ID+"/pay") == 1 && n.get(approved.ID+"/decided/true") == 1
+	})
+	if done := waitRun(t, db, approved.ID, domain.RunSucceeded, domain.RunFailed); done.Status != domain.RunSucceeded {
+		t.Fatalf("approved run = %s %+v", done.Status, done.Error)
+	}
+	if got := eventTypes(t, db, approved.ID); slices.Contains(got, domain.EventCommandsDropped) || !slices.Contains(got, domain.EventStepInvoked) {
+		t.Errorf("approved run's events %v: want pay invoked, nothing discarded", got)
+	}
+
+	if done := waitRun(t, db, rejected.ID, domain.RunSucceeded, domain.RunFailed); done.Status != domain.RunSucceeded || n.get(rejected.ID+"/decided/false") != 1 {
+		t.Fatalf("rejected run = %s %+v, its resume step ran %d times", done.Status, done.Error, n.get(rejected.ID+"/decided/false"))
+	}
+	var dropped []domain.Event
+	for _, ev := range runEvents(t, db, rejected.ID) {
+		if ev.Type == domain.EventCommandsDropped {
+			dropped = append(dropped, ev)
+		}
+	}
+	if len(dropped) != 1 || dropped[0].Step != "start" || !sameJSONText(dropped[0].Payload, `{"count":1,"reason":"review rejected"}`) {
+		t.Errorf("rejected run's %s events: %+v", domain.EventCommandsDropped, dropped)
+	}
+	time.Sleep(100 * time.Millisecond) // a wrongly queued payment would have run by now
+	if n.get(rejected.ID+"/pay") != 0 || n.get(approved.ID+"/pay") != 1 {
+		t.Errorf("pay ran %d times in the rejected run and %d in the approved one; want 0 and 1", n.get(rejected.ID+"/pay"), n.get(approved.ID+"/pay"))
+	}
+}
+
+// Checkpoints must be JSON within the size limit; otherwise the run fails
+// with a stable code and a message that says why, and nothing is paused.
+func testCheckpointRules(t *testing.T, open Open) {
+	cycle := map[string]any{}
+	cycle["self"] = cycle
+	cases := []struct {
+		name, code, says string
+		checkpoint       any
+	}{
+		{"func", domain.CodeCheckpointInvalid, "func", map[string]any{"f": func() {}}},
+		{"chan", domain.CodeCheckpointInvalid, "chan", map[string]any{"c": make(chan int)}},
+		{"nan", domain.CodeCheckpointInvalid, "NaN", map[string]any{"x": math.NaN()}},
+		{"cycle", domain.CodeCheckpointInvalid, "cycle", cycle},
+		{"nul", domain.CodeCheckpointInvalid, "NUL", map[string]string{"s": "a\x00b"}},
+		{"surrogate", domain.CodeCheckpointInvalid, "surrogate", json.RawMessage(`{"s":"\ud800"}`)},
+		{"too-large", domain.CodeCheckpointTooLarge, "limit is 1024", map[string]string{"blob": strings.Repeat("x", 1100)}},
+	}
+	db := open(t)
+	var n stepCounter
+	wf := domain.NewWorkflow("cp", "1").
+		Step("start", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+			var name string
+			if err := req.Bind(&name); err != nil {
+				return domain.StepResult{}, err
+			}
+			n.inc(name)
+			for _, c := range cases {
+				if c.name == name {
+					return domain.StepResult{Commands: []domain.Command{domain.Suspend("need_data", c.checkpoint, "")}}, nil
+				}
+			}
+			return domain.StepResult{}, errors.New("unknown case")
+		})
+	e := startEngine(t, db, newRegistry(t, wf), engine.Opts{CheckpointLimit: 1024})
+	for _, c := range cases {
+		run := startRun(t, e, "cp", c.name)
+		done := waitRun(t, db, run.ID, domain.RunSucceeded, domain.RunFailed, domain.RunSuspended)
+		if done.Status != domain.RunFailed || done.Error == nil || done.Error.Code != c.code {
+			t.Fatalf("%s: run = %s %+v; want failed with %s", c.name, done.Status, done.Error, c.code)
+		}
+		if !strings.Contains(done.Error.Message, "checkpoint") || !strings.Contains(done.Error.Message, c.says) {
+			t.Fatalf("%s: message %q should name the checkpoint and %q", c.name, done.Error.Message, c.says)
+		}
+		if k := len(suspensions(t, db, run.ID, domain.SuspensionFilter{})); k != 0 {
+			t.Fatalf("%s: %d suspension rows", c.name, k)
+		}
+		if n.get(c.name) != 1 {
+			t.Fatalf("%s: step ran %d times; a bad checkpoint is not retried", c.name, n.get(c.name))
+		}
+	}
+	// Just under the limit is fine.
+	ok := domain.NewWorkflow("cp-ok", "1").Step("start", func(context.Context, domain.StepRequest) (domain.StepResult, error) {
+		return domain.StepResult{Commands: []domain.Command{domain.Suspend("need_data", map[string]string{"blob": strings.Repeat("x", 1000)}, "")}}, nil
+	})
+	if err := e.Registry().Register(ok); err != nil {
+		t.Fatal(err)
+	}
+	waitRun(t, db, startRun(t, e, "cp-ok", nil).ID, domain.RunSuspended)
+}
