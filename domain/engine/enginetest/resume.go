@@ -232,9 +232,10 @@ func testResumeBeforePause(t *testing.T, open Open) {
 			db := open(t)
 			var gates, seen sync.Map
 			var n stepCounter
-			// A long poll: the run must continue because the commit
-			// enqueues its resume, not because a poll finds it later.
-			e := startEngine(t, db, newRegistry(t, earlyWorkflow(&gates, &n, &seen)), engine.Opts{PollInterval: 10 * time.Second})
+			// A poll longer than the whole test: the run must continue
+			// because the commit enqueues its resume, not because a poll
+			// finds it later.
+			e := startEngine(t, db, newRegistry(t, earlyWorkflow(&gates, &n, &seen)), engine.Opts{PollInterval: time.Hour})
 			const iterations, parallel = 50, 5
 			sem := make(chan struct{}, parallel)
 			var wg sync.WaitGroup
@@ -298,7 +299,8 @@ func resumeBeforePause(t *testing.T, e *engine.Engine, db domain.Store, gates *s
 		}
 		close(g.release)
 	}
-	deadline := time.Now().Add(3 * time.Second)
+	// Well inside the poll, with room for a machine busy with other tests.
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		r, err := db.Run(context.Background(), run.ID)
 		if err != nil {
