@@ -390,7 +390,9 @@ func TestMailOneOffAndLog(t *testing.T) {
 }
 
 // While the engine is busy the dispatcher holds its rounds, at most
-// MaxDefer after the last one; a quiet engine gets its mail at once.
+// MaxDefer after the last one; an engine busy for MaxYield is no burst, and
+// mail stops yielding to it until it is quiet again. A quiet engine gets
+// its mail at once.
 func TestMailYieldsToABusyEngine(t *testing.T) {
 	t.Parallel()
 	forEachMailDialect(t, func(t *testing.T, e *env) {
@@ -398,7 +400,7 @@ func TestMailYieldsToABusyEngine(t *testing.T) {
 		var busy atomic.Bool
 		busy.Store(true)
 		d := mail.New(mail.Opts{Store: e.db, Sender: sender, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: e.clock,
-			PublicURL: publicURL, Poll: 10 * time.Millisecond, Busy: busy.Load, MaxDefer: time.Minute})
+			PublicURL: publicURL, Poll: 10 * time.Millisecond, Busy: busy.Load, MaxDefer: time.Minute, MaxYield: 80 * time.Second})
 		ctx, cancel := context.WithCancel(t.Context())
 		var wg sync.WaitGroup
 		wg.Go(func() { d.Run(ctx) })
@@ -408,21 +410,33 @@ func TestMailYieldsToABusyEngine(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		held := func(want int, why string) {
+			t.Helper()
+			time.Sleep(300 * time.Millisecond) // thirty polls
+			if n := len(e.smtp.Messages()); n != want {
+				t.Fatalf("%d mails sent; want %d: %s", n, want, why)
+			}
+		}
+		advance := func(by time.Duration) { e.clock.set(e.clock.Now().Add(by)) }
 
 		queue("first")
-		time.Sleep(300 * time.Millisecond) // thirty polls
-		if n := len(e.smtp.Messages()); n != 0 {
-			t.Fatalf("%d mails sent while the engine was busy", n)
-		}
-		e.clock.set(e.clock.Now().Add(time.Minute))
+		held(0, "the engine is busy")
+		advance(time.Minute)
 		e.smtp.Wait(t, 1, 10*time.Second) // busy, but deferred for MaxDefer
 
 		queue("second")
-		time.Sleep(300 * time.Millisecond)
-		if n := len(e.smtp.Messages()); n != 1 {
-			t.Fatalf("%d mails sent; the second went out although the engine was busy and the last round was just now", n)
-		}
-		busy.Store(false)
+		held(1, "the engine is busy and the last round was just now")
+		advance(30 * time.Second) // busy for 90 s: past MaxYield, within MaxDefer
 		e.smtp.Wait(t, 2, 10*time.Second)
+		queue("third")
+		e.smtp.Wait(t, 3, 10*time.Second) // no more yielding to a load that does not end
+
+		busy.Store(false)
+		held(3, "nothing more was queued")
+		busy.Store(true) // a new burst: yielding again
+		queue("fourth")
+		held(3, "a new burst began just now")
+		busy.Store(false)
+		e.smtp.Wait(t, 4, 10*time.Second)
 	})
 }

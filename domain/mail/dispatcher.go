@@ -50,11 +50,15 @@ type Opts struct {
 	// nil means never. While it is, rounds wait for a quiet moment, at
 	// most MaxDefer after the last one, the way a database's background
 	// vacuum yields to queries: the mail of a burst goes out as the burst
-	// ends instead of slowing it, and a steady load still sends a batch
-	// every MaxDefer.
+	// ends instead of slowing it. An engine busy for longer than MaxYield
+	// is not a burst: the dispatcher stops yielding until it is quiet
+	// again, so that mail keeps up with a load that never ends.
 	Busy func() bool
 	// MaxDefer bounds how long a busy engine delays a round (5s).
 	MaxDefer time.Duration
+	// MaxYield bounds how long the dispatcher yields to an engine that
+	// stays busy (1m).
+	MaxYield time.Duration
 }
 
 // Dispatcher sends the mail the outbox holds. Several servers sharing a
@@ -72,6 +76,9 @@ type Dispatcher struct {
 	// server to stop before recording it, those mails would be sent
 	// again once their lease ran out.
 	sent []domain.MailOutcome
+	// busySince is when the engine was first seen busy without a quiet
+	// moment since; zero while it is quiet.
+	busySince time.Time
 }
 
 // DefaultDigestHour is the hour of the day (UTC) when digests go out.
@@ -99,6 +106,9 @@ func New(o Opts) *Dispatcher {
 	}
 	if o.MaxDefer <= 0 {
 		o.MaxDefer = 5 * time.Second
+	}
+	if o.MaxYield <= 0 {
+		o.MaxYield = time.Minute
 	}
 	return &Dispatcher{o: o, c: newComposer(o.PublicURL), worker: "mail-" + rand.Text()[:10]}
 }
@@ -158,10 +168,18 @@ func (d *Dispatcher) Run(ctx context.Context) {
 }
 
 // due says whether a round may run now, the last one having begun at
-// last: at once on a quiet engine, and on a busy one once MaxDefer has
-// passed.
+// last: at once on a quiet engine; on a busy one once MaxDefer has
+// passed, or at once when it has been busy for MaxYield.
 func (d *Dispatcher) due(last time.Time) bool {
-	return d.o.Busy == nil || !d.o.Busy() || d.o.Clock.Now().Sub(last) >= d.o.MaxDefer
+	if d.o.Busy == nil || !d.o.Busy() {
+		d.busySince = time.Time{}
+		return true
+	}
+	now := d.o.Clock.Now()
+	if d.busySince.IsZero() {
+		d.busySince = now
+	}
+	return now.Sub(last) >= d.o.MaxDefer || now.Sub(d.busySince) >= d.o.MaxYield
 }
 
 // Round records what became of the last round's mails, fans out the
