@@ -307,6 +307,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	// does not ask the database again each time a step ends. next is the
 	// earliest run-at the queue held when a claim emptied it of due jobs.
 	due, next := true, time.Time{}
+	// poll is when the loop asks the database again without being told
+	// to: PollInterval after its last claim, however often slots free
+	// meanwhile.
+	poll := e.o.Clock.Now().Add(e.o.PollInterval)
 	for ctx.Err() == nil {
 		select {
 		case <-rescue.C: // also under constant load, when wait is never reached
@@ -317,6 +321,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		if due && len(e.slots) < cap(e.slots) {
 			claimed, asked := e.claim(ctx, p)
+			poll = e.o.Clock.Now().Add(e.o.PollInterval)
 			if claimed == asked {
 				// Every slot asked for is filled, and due jobs may be left:
 				// claim again at once if more slots are free, else when
@@ -325,7 +330,10 @@ func (e *Engine) Run(ctx context.Context) error {
 			}
 			due, next = false, e.nextJobAt(ctx)
 		}
-		wake := next
+		wake := poll
+		if !next.IsZero() && next.Before(poll) {
+			wake = next
+		}
 		if len(e.slots) == cap(e.slots) {
 			wake = time.Time{} // nothing can be claimed before a slot frees
 		}
@@ -472,27 +480,30 @@ func (e *Engine) nextJobAt(ctx context.Context) time.Time {
 	return at
 }
 
-// wait sleeps until a notification, a freed worker slot, the next job's
-// run-at or the poll interval, whichever comes first, and reports whether
-// jobs may have become due: all but a freed slot say so. The poll bounds
-// the sleep, so a wall clock that jumps forward makes a timer fire early
-// rather than late, and one that jumps back only delays it.
-func (e *Engine) wait(ctx context.Context, rescue <-chan time.Time, next time.Time) bool {
-	d := e.o.PollInterval
-	if !next.IsZero() {
-		d = min(d, max(next.Sub(e.o.Clock.Now()), 0))
+// wait blocks until the loop should claim again, and reports whether it
+// should: at (a job comes due, or the poll; zero: only when told), a
+// wake-up, a rescue that returned jobs, or the end of ctx. A slot that
+// frees returns false: the loop claims then only if jobs are due anyway.
+// No sleep is longer than the poll interval, so a wall clock that jumps
+// forward makes a timer fire early rather than late, and one that jumps
+// back only delays it.
+func (e *Engine) wait(ctx context.Context, rescue <-chan time.Time, at time.Time) bool {
+	var timer <-chan time.Time
+	if !at.IsZero() {
+		d := min(at.Sub(e.o.Clock.Now()), e.o.PollInterval)
+		if d <= 0 {
+			return true
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timer = t.C
 	}
-	if d == 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
 	case <-ctx.Done():
 	case <-e.store.Wakeups():
 	case <-e.freed:
 		return false
-	case <-t.C:
+	case <-timer:
 	case <-rescue:
 		return e.rescue(ctx)
 	}

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -364,6 +365,37 @@ func TestLoopRunsNoMoreThanItsSlotsAndClaimsWhenOneFrees(t *testing.T) {
 		defer mu.Unlock()
 		if most != 2 {
 			t.Errorf("%d steps ran at once; want the 2 Workers", most)
+		}
+	})
+}
+
+// Slots that free more often than the poll interval do not put the poll
+// off: a job no one was told of is claimed within a poll interval of the
+// last claim while steps keep ending around it.
+func TestLoopPollsWhileStepsKeepEnding(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const poll = 10 * time.Second
+		s := newLoopStore()
+		var naps atomic.Int64
+		nap := func(context.Context, domain.StepRequest) (domain.StepResult, error) {
+			time.Sleep(time.Duration(naps.Add(1)) * poll / 2) // one ends every half poll
+			return domain.StepResult{Output: "rested"}, nil
+		}
+		ran := make(chan time.Time, 1)
+		for range 9 {
+			s.enqueue("loop", "nap", time.Now(), false)
+		}
+		e := New(s, loopWorkflow(t, domain.DefaultRetry, map[string]domain.StepFunc{"nap": nap, "work": stamp(ran)}),
+			Opts{PollInterval: poll, Lease: time.Hour, Workers: 10})
+		start := time.Now()
+		runLoop(t, e)
+
+		time.Sleep(poll + 2*time.Second) // after the claim at a half poll, with a step ending every half poll
+		inserted := time.Now()
+		s.enqueue("loop", "work", inserted, false)
+		at := within(t, ran, time.Hour, "the unnotified job")
+		if late := at.Sub(start); late > 2*poll {
+			t.Errorf("the job inserted at %v was claimed at %v; want by %v, a poll interval after the last claim", inserted.Sub(start), late, 2*poll)
 		}
 	})
 }
