@@ -2,15 +2,13 @@ package storage_test
 
 import (
 	"context"
-	"encoding/json"
-	"log/slog"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
-	"github.com/tollgatehq/tollgate/domain/engine"
+	"github.com/tollgatehq/tollgate/domain/engine/enginetest"
 	"github.com/tollgatehq/tollgate/storage"
 	"github.com/tollgatehq/tollgate/storage/storagetest"
 )
@@ -29,38 +27,6 @@ func forEachDialect(t *testing.T, f func(t *testing.T, db *storage.DB)) {
 // openDB opens and migrates the database o names until the test ends.
 var openDB = storagetest.Open
 
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-// startEngine runs an engine on db until the test ends.
-func startEngine(t testing.TB, db domain.Store, reg *domain.Registry, o engine.Opts) *engine.Engine {
-	t.Helper()
-	e, _ := runEngine(t, db, reg, o)
-	return e
-}
-
-// waitRun polls until the run reaches a status in want, or fails the test.
-func waitRun(t testing.TB, db domain.Store, id string, want ...domain.RunStatus) domain.Run {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		r, err := db.Run(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, w := range want {
-			if r.Status == w {
-				return r
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s is %s; want %v", id, r.Status, want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func pendingSuspension(t testing.TB, db domain.Store, runID string) domain.Suspension {
 	t.Helper()
 	ss, _, err := db.Suspensions(context.Background(), domain.SuspensionFilter{RunID: runID, Status: domain.SuspensionPending})
@@ -71,14 +37,6 @@ func pendingSuspension(t testing.TB, db domain.Store, runID string) domain.Suspe
 		t.Fatalf("run %s has %d pending suspensions; want 1", runID, len(ss))
 	}
 	return ss[0]
-}
-
-func raw(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
 }
 
 // forEachDialectOpts is forEachDialect for tests that open the database
@@ -94,26 +52,6 @@ func forEachDialectOpts(t *testing.T, f func(t *testing.T, o storage.Opts)) {
 	}
 }
 
-// runEngine is startEngine with a stop function, for tests that stop an
-// engine before the test ends. stop waits for the engine to return and may
-// be called more than once.
-func runEngine(t testing.TB, db domain.Store, reg *domain.Registry, o engine.Opts) (*engine.Engine, func()) {
-	t.Helper()
-	if o.PollInterval == 0 {
-		o.PollInterval = 20 * time.Millisecond
-	}
-	if o.Log == nil {
-		o.Log = testLogger(t)
-	}
-	e := engine.New(db, reg, o)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { e.Run(ctx) })
-	stop := func() { cancel(); wg.Wait() }
-	t.Cleanup(stop)
-	return e, stop
-}
-
 // askOnce is a one-step workflow (its step is "ask") that pauses with the
 // command pause makes of its request, and completes with its resume
 // payload when resumed.
@@ -126,28 +64,6 @@ func askOnce(id string, pause func(domain.StepRequest) domain.Command) *domain.W
 	})
 }
 
-// newRegistry registers wfs or fails the test.
-func newRegistry(t testing.TB, wfs ...*domain.Workflow) *domain.Registry {
-	t.Helper()
-	reg := domain.NewRegistry()
-	for _, wf := range wfs {
-		if err := reg.Register(wf); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return reg
-}
-
-// startRun starts a run of workflowID with input, or fails the test.
-func startRun(t testing.TB, e *engine.Engine, workflowID string, input any) domain.Run {
-	t.Helper()
-	run, created, err := e.Start(context.Background(), workflowID, raw(input), "")
-	if err != nil || !created {
-		t.Fatalf("start %s: created=%v err=%v", workflowID, created, err)
-	}
-	return run
-}
-
 // count runs a SELECT count(*) query (bun placeholders) and returns the
 // count.
 func count(t testing.TB, db *storage.DB, query string, args ...any) int {
@@ -157,39 +73,6 @@ func count(t testing.TB, db *storage.DB, query string, args ...any) int {
 		t.Fatalf("%s: %v", query, err)
 	}
 	return n
-}
-
-// eventTypes lists a run's event types in order.
-func eventTypes(t testing.TB, db domain.Store, runID string) []string {
-	t.Helper()
-	events := runEvents(t, db, runID)
-	types := make([]string, len(events))
-	for i, ev := range events {
-		types[i] = ev.Type
-	}
-	return types
-}
-
-// runEvents is the run's log, or fails the test.
-func runEvents(t testing.TB, db domain.Store, runID string) []domain.Event {
-	t.Helper()
-	events, err := db.Events(context.Background(), runID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return events
-}
-
-// waitFor polls cond until it holds, or fails the test after timeout.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // fakeClock is a domain.Clock that tests set by hand.
@@ -218,3 +101,18 @@ func dialectOpts(t testing.TB, dialect storage.Dialect) storage.Opts {
 	}
 	return storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")}
 }
+
+// The helpers that drive an engine are the conformance suite's
+// (domain/engine/enginetest); storage's own tests use them too.
+var (
+	testLogger  = enginetest.TestLogger
+	startEngine = enginetest.StartEngine
+	runEngine   = enginetest.RunEngine
+	newRegistry = enginetest.NewRegistry
+	startRun    = enginetest.StartRun
+	waitRun     = enginetest.WaitRun
+	waitFor     = enginetest.WaitFor
+	runEvents   = enginetest.RunEvents
+	eventTypes  = enginetest.EventTypes
+	raw         = enginetest.Raw
+)

@@ -272,3 +272,18 @@ func (c *fakeClock) Set(t time.Time) {
 	defer c.mu.Unlock()
 	c.now = t
 }
+
+// The harness's helpers, for other tests of the engine on a store
+// (storage's own).
+var (
+	TestLogger  = testLogger
+	StartEngine = startEngine
+	RunEngine   = runEngine
+	NewRegistry = newRegistry
+	StartRun    = startRun
+	WaitRun     = waitRun
+	WaitFor     = waitFor
+	RunEvents   = runEvents
+	EventTypes  = eventTypes
+	Raw         = raw
+)
