@@ -10,8 +10,11 @@ import (
 )
 
 // Apply implements domain.Batcher: the transitions commit in one
-// transaction, each under a savepoint of its own. A transition that fails
-// is rolled back to its savepoint and reported alone; one that failed
+// transaction. On PostgreSQL the step commits and resumes go first, set
+// based (see applySet); the others, and all of them on SQLite, whose
+// writer is in this process, follow one by one, each under a savepoint of
+// its own. A transition that fails is rolled back to its savepoint and
+// reported alone; one that failed
 // only because of contention (a deadlock, a busy database) is applied
 // again alone after the batch, with the retries of a lone transaction.
 // What each transition does once committed (waking workers, reporting the
@@ -30,7 +33,15 @@ func (db *DB) Apply(ctx context.Context, batch []domain.Transition) []domain.App
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		after, again = after[:0], again[:0]
 		clear(out)
-		for i, t := range batch {
+		rest := restAll(batch)
+		if db.dialect == Postgres {
+			var err error
+			if rest, after, err = db.applySet(ctx, tx, batch, out); err != nil {
+				return err
+			}
+		}
+		for _, i := range rest {
+			t := batch[i]
 			if _, err := tx.ExecContext(ctx, "SAVEPOINT transition"); err != nil {
 				return err
 			}

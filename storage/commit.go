@@ -52,14 +52,19 @@ func (db *DB) commitStepIn(ctx context.Context, tx bun.IDB, c domain.StepCommit)
 	if err != nil {
 		return domain.CommitResult{}, nil, err
 	}
-	if run.Status.Terminal() {
-		return domain.CommitResult{Status: run.Status, Discarded: true}, func() {}, nil
+	return db.commitEnded(ctx, &commitWriter{db: db, tx: tx, b: db.newBatch(tx), run: run, now: ts(c.Now)}, c)
+}
+
+// commitEnded is the rest of a commit once its job has ended and its run
+// is locked, in w.run.
+func (db *DB) commitEnded(ctx context.Context, w *commitWriter, c domain.StepCommit) (domain.CommitResult, func(), error) {
+	if w.run.Status.Terminal() {
+		return domain.CommitResult{Status: w.run.Status, Discarded: true}, func() {}, nil
 	}
-	if c.ExpectSeq != 0 && run.NextSeq != c.ExpectSeq {
+	if c.ExpectSeq != 0 && w.run.NextSeq != c.ExpectSeq {
 		return domain.CommitResult{}, nil, domain.ErrLogConflict
 	}
 	var res domain.CommitResult
-	w := commitWriter{db: db, tx: tx, b: db.newBatch(tx), run: run, now: ts(c.Now)}
 	if err := w.apply(ctx, c, &res); err != nil {
 		return domain.CommitResult{}, nil, err
 	}
@@ -147,6 +152,14 @@ type commitWriter struct {
 	now      time.Time
 	events   []*eventRow
 	enqueued bool
+	// set, when not nil, is the set writer of the batch this commit is
+	// applied in: the writes it gathers across transitions (events, the
+	// run's row, the change notice, the handoff's claim) go to it, and it
+	// ends the batch.
+	set *setWriter
+	// loaded is this commit's pause insert and outstanding count, done by
+	// the set writer for the whole batch; nil to do them here.
+	loaded *loadedPause
 }
 
 // outstanding is a run's work besides the committing job, counted under the
@@ -171,7 +184,7 @@ func (w *commitWriter) apply(ctx context.Context, c domain.StepCommit, res *doma
 	var out outstanding
 	work := len(jobs)
 	if c.Suspension != nil {
-		p, err := w.insertSuspension(ctx, c.Step, c.Suspension, count, c.CheckEarlyResume)
+		p, err := w.pause(ctx, c, count)
 		if err != nil {
 			return err
 		}
@@ -192,7 +205,9 @@ func (w *commitWriter) apply(ctx context.Context, c domain.StepCommit, res *doma
 			return err
 		}
 	} else if count {
-		if err := w.count(w.tx.NewSelect()).Scan(ctx, &out); err != nil {
+		if w.loaded != nil {
+			out = w.loaded.before
+		} else if err := w.count(w.tx.NewSelect()).Scan(ctx, &out); err != nil {
 			return err
 		}
 	}
@@ -202,11 +217,25 @@ func (w *commitWriter) apply(ctx context.Context, c domain.StepCommit, res *doma
 		return err
 	}
 	w.enqueued = len(jobs) > 0
+	// handOver gives the claimed job to the committing worker, with the
+	// run as this commit leaves it.
+	handOver := func() {
+		j, r := handed.toDomain(), w.run.toDomain()
+		j.Run = &r
+		if s := res.Suspension; s != nil && j.SuspensionID == s.ID {
+			j.Suspension = s // the pause resumed as it committed
+		}
+		c.Handoff.Job = &j
+	}
 	claimed := false
 	if handed != nil {
-		var err error
-		if claimed, err = w.db.insertClaimed(ctx, w.b, handed, c.Handoff); err != nil {
-			return err
+		if w.set != nil {
+			w.set.claim(handed, c.Handoff, handOver)
+		} else {
+			var err error
+			if claimed, err = w.db.insertClaimed(ctx, w.b, handed, c.Handoff); err != nil {
+				return err
+			}
 		}
 	}
 	if err := w.b.fail(ctx, "commit.after_jobs"); err != nil {
@@ -229,16 +258,15 @@ func (w *commitWriter) apply(ctx context.Context, c domain.StepCommit, res *doma
 	if err := w.runFinished(ctx); err != nil {
 		return err
 	}
+	if w.set != nil {
+		w.set.changed = append(w.set.changed, w.run.ID)
+		return nil // the set writer ends the batch
+	}
 	if err := w.db.notifyChange(ctx, w.b, w.run.ID); err != nil {
 		return err
 	}
 	if claimed {
-		j, r := handed.toDomain(), w.run.toDomain()
-		j.Run = &r
-		if s := res.Suspension; s != nil && j.SuspensionID == s.ID {
-			j.Suspension = s // the pause resumed as it committed
-		}
-		c.Handoff.Job = &j
+		handOver()
 	}
 	return w.b.commit(ctx)
 }
@@ -274,6 +302,10 @@ func newEventRow(runID string, seq int64, e domain.NewEvent, now time.Time) *eve
 
 func (w *commitWriter) flushEvents(ctx context.Context) error {
 	if len(w.events) == 0 {
+		return nil
+	}
+	if w.set != nil {
+		w.set.events = append(w.set.events, w.events...)
 		return nil
 	}
 	return w.b.add(ctx, w.tx.NewInsert().Model(&w.events))
@@ -361,6 +393,10 @@ func (db *DB) cancelReported(ctx context.Context, b *batch, cancel *bun.UpdateQu
 
 func (w *commitWriter) updateRun(ctx context.Context, status domain.RunStatus) error {
 	w.run.Status, w.run.UpdatedAt = status, w.now
+	if w.set != nil {
+		w.set.runs = append(w.set.runs, setRun{row: w.run, result: true})
+		return nil
+	}
 	return w.b.add(ctx, w.tx.NewUpdate().Model(w.run).Column("status", "output", "error", "next_seq", "updated_at").WherePK())
 }
 
@@ -423,15 +459,7 @@ func (w *commitWriter) insertSuspension(ctx context.Context, step string, ns *do
 			inserted = k == 1
 		}
 		if inserted {
-			if row.Kind == domain.KindSignal {
-				if taken, ok, err := w.takeKeptSignal(ctx, row, p); ok || err != nil {
-					return taken, err
-				}
-			}
-			if err := w.queueMail(ctx, row); err != nil {
-				return p, err
-			}
-			return w.created(row, p)
+			return w.inserted(ctx, row, p)
 		}
 		existing := new(suspensionRow)
 		if err := w.tx.NewSelect().Model(existing).Where("run_id = ? AND step_key = ?", w.run.ID, key).Scan(ctx); err != nil {
@@ -452,6 +480,29 @@ func (w *commitWriter) insertSuspension(ctx context.Context, step string, ns *do
 		}
 		n-- // the key is free again: the pause takes it
 	}
+}
+
+// pause creates c's pause: inserted already by the set writer when it
+// could (w.loaded), else here.
+func (w *commitWriter) pause(ctx context.Context, c domain.StepCommit, count bool) (pause, error) {
+	if l := w.loaded; l != nil && l.inserted {
+		return w.inserted(ctx, l.row, pause{before: l.before})
+	}
+	return w.insertSuspension(ctx, c.Step, c.Suspension, count, c.CheckEarlyResume)
+}
+
+// inserted goes on from a pause whose row has just been inserted pending:
+// a signal kept for it resumes it at once; a wait for a person is mailed.
+func (w *commitWriter) inserted(ctx context.Context, row *suspensionRow, p pause) (pause, error) {
+	if row.Kind == domain.KindSignal {
+		if taken, ok, err := w.takeKeptSignal(ctx, row, p); ok || err != nil {
+			return taken, err
+		}
+	}
+	if err := w.queueMail(ctx, row); err != nil {
+		return p, err
+	}
+	return w.created(row, p)
 }
 
 // vetEarly checks a pre-completed resume against the pause that has now

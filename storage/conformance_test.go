@@ -2,10 +2,14 @@ package storage_test
 
 import (
 	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/domain/engine/enginetest"
 	"github.com/tollgatehq/tollgate/storage"
 )
@@ -79,4 +83,117 @@ func orEmpty(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// The suite again, with every batch held a moment before it applies, so
+// that the transitions of concurrent callers gather into batches: on
+// PostgreSQL their step commits and resumes go through the set writer, on
+// SQLite through savepoints.
+func TestEngineConformanceInBatches(t *testing.T) {
+	t.Parallel()
+	for _, d := range dialects {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			enginetest.Run(t, func(t *testing.T) enginetest.Store {
+				return heldStore{conformanceStore: conformanceStore{openDB(t, dialectOpts(t, d))}}
+			})
+		})
+	}
+}
+
+// heldStore holds each batch for a moment before applying it, and counts
+// the batches that held several step commits, and several resumes.
+type heldStore struct {
+	conformanceStore
+	seen *batchKinds
+}
+
+type batchKinds struct{ steps, resumes atomic.Int32 }
+
+func (s heldStore) Apply(ctx context.Context, batch []domain.Transition) []domain.Applied {
+	time.Sleep(2 * time.Millisecond)
+	if s.seen != nil {
+		steps, resumes := 0, 0
+		for _, t := range batch {
+			if t.Step != nil {
+				steps++
+			}
+			if t.Resume != nil {
+				resumes++
+			}
+		}
+		if steps > 1 {
+			s.seen.steps.Add(1)
+		}
+		if resumes > 1 {
+			s.seen.resumes.Add(1)
+		}
+	}
+	return s.DB.Apply(ctx, batch)
+}
+
+// Runs driven at once through pause, resume and end commit in batches of
+// many step commits and many resumes, each handing its next step to its
+// worker, and each run's log comes out whole and in order, as it would
+// one transition at a time.
+func TestBatchedCyclesKeepEachRunsLog(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
+		wf := domain.NewWorkflow("cycle", "1").
+			Step("wait", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+				return domain.StepResult{Commands: []domain.Command{domain.Suspend("bench", nil, "finish")}}, nil
+			}).
+			Step("finish", func(context.Context, domain.StepRequest) (domain.StepResult, error) {
+				return domain.StepResult{Output: map[string]bool{"done": true}}, nil
+			})
+		seen := &batchKinds{}
+		store := heldStore{conformanceStore: conformanceStore{db}, seen: seen}
+		e := startEngine(t, store, newRegistry(t, wf), engine.Opts{Workers: 16})
+		const n = 24
+		var wg sync.WaitGroup
+		ids := make([]string, n)
+		for i := range n {
+			wg.Go(func() {
+				r := startRun(t, e, "cycle", nil)
+				ids[i] = r.ID
+				waitRun(t, db, r.ID, domain.RunSuspended)
+				s := pendingSuspension(t, db, r.ID)
+				if _, err := e.Resume(t.Context(), domain.ResumeRequest{SuspensionID: s.ID, Data: raw(map[string]int{"n": i}), By: "tester"}); err != nil {
+					t.Errorf("resume %s: %v", s.ID, err)
+				}
+			})
+		}
+		wg.Wait()
+		var first []string
+		for _, id := range ids {
+			r := waitRun(t, db, id, domain.RunSucceeded)
+			if string(r.Output) != `{"done": true}` && string(r.Output) != `{"done":true}` {
+				t.Errorf("run %s output %s", id, r.Output)
+			}
+			var types []string
+			for k, ev := range runEvents(t, db, id) {
+				if ev.Seq != int64(k+1) {
+					t.Errorf("run %s: event %d has index %d", id, k+1, ev.Seq)
+				}
+				types = append(types, ev.Type)
+			}
+			var order []string
+			for _, typ := range types {
+				if typ == domain.EventWorkflowPaused || typ == domain.EventRunResumed || typ == domain.EventRunSucceeded {
+					order = append(order, typ)
+				}
+			}
+			if !slices.Equal(order, []string{domain.EventWorkflowPaused, domain.EventRunResumed, domain.EventRunSucceeded}) || types[len(types)-1] != domain.EventRunSucceeded {
+				t.Errorf("run %s logged %v", id, types)
+			}
+			if first == nil {
+				first = types
+			} else if !slices.Equal(types, first) {
+				t.Errorf("run %s logged %v, another %v", id, types, first)
+			}
+		}
+		if seen.steps.Load() == 0 || seen.resumes.Load() == 0 {
+			t.Errorf("batches with several step commits: %d, with several resumes: %d; want some of each", seen.steps.Load(), seen.resumes.Load())
+		}
+	})
 }

@@ -111,7 +111,7 @@ func (db *DB) sendSignal(ctx context.Context, tx bun.Tx, req domain.SignalReques
 	if err := db.insertSignal(ctx, tx, sig); err != nil {
 		return domain.Signal{}, false, err
 	}
-	return sig.toDomain(), true, db.enqueueResume(ctx, tx, run, wait, now, auditFor(req.Audit, run.ID, run.WorkflowID), req.Handoff)
+	return sig.toDomain(), true, db.enqueueResume(ctx, db.newBatch(tx), nil, run, wait, now, auditFor(req.Audit, run.ID, run.WorkflowID), req.Handoff)
 }
 
 // signalFacts reads what domain.DecideSignal needs, and no more: a repeat

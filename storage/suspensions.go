@@ -164,7 +164,7 @@ func (db *DB) resumeIn(ctx context.Context, tx bun.IDB, req domain.ResumeRequest
 	if err != nil {
 		return out, err
 	}
-	return out, db.enqueueResume(ctx, tx, run, out, ts(req.Now), auditFor(req.Audit, won.ID, won.WorkflowID), req.Handoff)
+	return out, db.enqueueResume(ctx, db.newBatch(tx), nil, run, out, ts(req.Now), auditFor(req.Audit, won.ID, won.WorkflowID), req.Handoff)
 }
 
 func describeResume(req domain.ResumeRequest) string {
@@ -254,23 +254,35 @@ func (db *DB) lostResume(ctx context.Context, tx bun.IDB, id string, req domain.
 
 // enqueueResume queues the job that continues the run from s, which has
 // just been resumed, and records the resume in the run's log (and the
-// audit log, when audit is set), in one batch. With a handoff the job is
-// inserted claimed by its worker, and handed over with the run and
-// suspension as they are after the resume; when the claim finds the job
-// running already, a plain insert would change nothing either, so there is
-// none. The claim, whose RETURNING is read on its own, comes first in the
-// batch, so it costs no extra round trip.
-func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s domain.Suspension, now time.Time, audit *auditRow, h *domain.Handoff) error {
-	b := db.newBatch(tx)
+// audit log, when audit is set), in one batch, b, which it commits. With a
+// handoff the job is inserted claimed by its worker, and handed over with
+// the run and suspension as they are after the resume; when the claim
+// finds the job running already, a plain insert would change nothing
+// either, so there is none. The claim, whose RETURNING is read on its own,
+// comes first in the batch, so it costs no extra round trip.
+//
+// With a set writer, the claim, the event, the run's row and the change
+// notice go to it instead, and it ends the batch.
+func (db *DB) enqueueResume(ctx context.Context, b *batch, set *setWriter, run *runRow, s domain.Suspension, now time.Time, audit *auditRow, h *domain.Handoff) error {
 	job := resumeJobRow(run.ID, s.StepKey, s.ID, now, now)
+	handOver := func() {
+		j, r := job.toDomain(), run.toDomain()
+		j.Run, j.Suspension = &r, &s
+		h.Job = &j
+	}
 	claimed := false
-	if h != nil {
+	switch {
+	case h != nil && set != nil:
+		set.claim(job, h, handOver)
+	case h != nil:
 		var err error
 		if claimed, err = db.insertClaimed(ctx, b, job, h); err != nil {
 			return err
 		}
-	} else if err := db.insertJobs(ctx, b, []*jobRow{job}); err != nil {
-		return err
+	default:
+		if err := db.insertJobs(ctx, b, []*jobRow{job}); err != nil {
+			return err
+		}
 	}
 	if err := b.addAudit(ctx, audit); err != nil {
 		return err
@@ -279,19 +291,23 @@ func (db *DB) enqueueResume(ctx context.Context, tx bun.IDB, run *runRow, s doma
 	if err != nil {
 		return err
 	}
-	if err := b.add(ctx, tx.NewInsert().Model(ev)); err != nil {
+	if set != nil {
+		set.events = append(set.events, ev)
+		set.runs = append(set.runs, setRun{row: run})
+		set.changed = append(set.changed, run.ID)
+		return nil
+	}
+	if err := b.add(ctx, b.tx.NewInsert().Model(ev)); err != nil {
 		return err
 	}
-	if err := b.add(ctx, tx.NewUpdate().Model(run).Column("status", "next_seq", "updated_at").WherePK()); err != nil {
+	if err := b.add(ctx, b.tx.NewUpdate().Model(run).Column("status", "next_seq", "updated_at").WherePK()); err != nil {
 		return err
 	}
 	if err := db.notifyChange(ctx, b, run.ID); err != nil {
 		return err
 	}
 	if claimed {
-		j, r := job.toDomain(), run.toDomain()
-		j.Run, j.Suspension = &r, &s
-		h.Job = &j
+		handOver()
 	}
 	return b.commit(ctx)
 }

@@ -186,6 +186,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	})
 }
 
+// commitLanesPG is how many batches of transitions commit at once on
+// PostgreSQL.
+var commitLanesPG = 2
+
 // engineOpts are the engine's options as serve configures them.
 func engineOpts(c serveConfig, log *slog.Logger) engine.Opts {
 	o := engine.Opts{
@@ -193,12 +197,7 @@ func engineOpts(c serveConfig, log *slog.Logger) engine.Opts {
 		ShutdownGrace: c.shutdownTimeout, ValidateResumeData: web.ValidateResumeData, ValidateInput: web.ValidateRunInput, Log: log,
 	}
 	if c.databaseURL != "" {
-		// On PostgreSQL each transition commits alone, on its pipelined
-		// path, as many at once as there are callers: a batch applied one
-		// transition after another behind savepoints, on one connection,
-		// measured slower there than sixteen connections in parallel.
-		// SQLite has one writer, which batches only relieve.
-		o.BatchLimit = 1
+		o.CommitLanes = commitLanesPG
 	}
 	return o
 }

@@ -8,31 +8,38 @@ import (
 )
 
 // committer gathers the transitions of many goroutines and hands them to
-// the store's writer together: group commit. Whoever finds no batch in
-// flight commits at once, so a lone caller waits for nobody; while a batch
-// commits, the transitions that arrive queue, and the oldest of them leads
-// the next batch as soon as it has committed. Each caller returns when
-// its own transition is durable, as it would alone.
+// the store's writer together: group commit. Whoever finds a lane free
+// commits at once, so a lone caller waits for nobody; while every lane
+// commits a batch, the transitions that arrive queue, and the oldest of
+// them leads the next batch as soon as a lane is free. Each caller
+// returns when its own transition is durable, as it would alone.
+//
+// Lanes are batches in flight at once. SQLite has one writer, and one
+// lane. A database that runs transactions in parallel (PostgreSQL) gets
+// more, so that one batch's round trips and statements do not leave its
+// other cores idle.
 type committer struct {
 	store domain.Batcher
 	limit int // most transitions in one batch
+	lanes int // most batches in flight
 
 	mu      sync.Mutex
 	queue   []*waiter
-	leading bool // a batch is being committed
+	leading int // batches being committed
 }
 
 // waiter is one caller's transition, waiting for its batch.
 type waiter struct {
 	t   domain.Transition
 	res domain.Applied
-	// done says the transition was applied (false), or that its caller
-	// leads the next batch (true).
-	done chan bool
+	// lead, when set as done is signalled, is the batch this waiter
+	// commits: a lane was handed on to it.
+	lead []*waiter
+	done chan struct{}
 }
 
-func newCommitter(store domain.Batcher, limit int) *committer {
-	return &committer{store: store, limit: max(limit, 1)}
+func newCommitter(store domain.Batcher, limit, lanes int) *committer {
+	return &committer{store: store, limit: max(limit, 1), lanes: max(lanes, 1)}
 }
 
 // apply commits t, with whatever else is waiting, and returns what it did.
@@ -44,45 +51,60 @@ func (c *committer) apply(ctx context.Context, t domain.Transition) domain.Appli
 		// once, as many at a time as call.
 		return c.store.Apply(context.WithoutCancel(ctx), []domain.Transition{t})[0]
 	}
-	w := &waiter{t: t, done: make(chan bool, 1)}
+	w := &waiter{t: t, done: make(chan struct{}, 1)}
 	c.mu.Lock()
 	c.queue = append(c.queue, w)
-	if c.leading {
+	var batch []*waiter
+	if c.leading < c.lanes {
+		// A lane is free, so nothing was queued before w: it commits
+		// alone, at once.
+		c.leading++
+		batch = c.take()
 		c.mu.Unlock()
-		if lead := <-w.done; !lead {
+	} else {
+		c.mu.Unlock()
+		<-w.done
+		if w.lead == nil {
 			return w.res
 		}
-		c.mu.Lock()
+		batch = w.lead
 	}
-	// This caller leads, and its transition is the oldest queued: it is in
-	// the batch.
-	c.leading = true
+	c.commit(ctx, batch)
+	c.mu.Lock()
+	if len(c.queue) > 0 {
+		// The lane goes on to the oldest queued, with the batch it leads.
+		next := c.take()
+		next[0].lead = next
+		next[0].done <- struct{}{}
+	} else {
+		c.leading--
+	}
+	c.mu.Unlock()
+	return w.res
+}
+
+// take removes the next batch from the head of the queue; c.mu is held.
+func (c *committer) take() []*waiter {
 	n := min(len(c.queue), c.limit)
 	batch := make([]*waiter, n)
 	copy(batch, c.queue)
 	c.queue = c.queue[n:]
-	c.mu.Unlock()
+	return batch
+}
 
-	ts := make([]domain.Transition, n)
+// commit applies batch and hands each waiter but its leader its result.
+func (c *committer) commit(ctx context.Context, batch []*waiter) {
+	ts := make([]domain.Transition, len(batch))
 	for i, b := range batch {
 		ts[i] = b.t
 	}
 	results := c.store.Apply(context.WithoutCancel(ctx), ts)
 	for i, b := range batch {
 		b.res = results[i]
-		if b != w {
-			b.done <- false
+		if i > 0 {
+			b.done <- struct{}{}
 		}
 	}
-
-	c.mu.Lock()
-	if len(c.queue) > 0 {
-		c.queue[0].done <- true
-	} else {
-		c.leading = false
-	}
-	c.mu.Unlock()
-	return w.res
 }
 
 // apply commits t through the engine's committer and returns what it did.

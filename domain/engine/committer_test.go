@@ -45,7 +45,7 @@ func cancelOf(id string) domain.Transition {
 // A lone caller commits at once, in a batch of its own.
 func TestCommitterAloneWaitsForNobody(t *testing.T) {
 	b := &echoBatcher{}
-	c := newCommitter(b, 8)
+	c := newCommitter(b, 8, 1)
 	for i := range 3 {
 		if got := c.apply(t.Context(), cancelOf(strconv.Itoa(i))); got.Run.ID != strconv.Itoa(i) {
 			t.Fatalf("answer %q for transition %d", got.Run.ID, i)
@@ -62,7 +62,7 @@ func TestCommitterAloneWaitsForNobody(t *testing.T) {
 func TestCommitterGathersWhileABatchCommits(t *testing.T) {
 	const callers, limit = 200, 16
 	b := &echoBatcher{delay: 2 * time.Millisecond}
-	c := newCommitter(b, limit)
+	c := newCommitter(b, limit, 1)
 	var wg sync.WaitGroup
 	errs := make(chan string, callers)
 	for i := range callers {
@@ -98,7 +98,7 @@ func TestCommitterGathersWhileABatchCommits(t *testing.T) {
 // applies its transition at once, concurrently with the others.
 func TestCommitterOfOneDoesNotSerialize(t *testing.T) {
 	b := &echoBatcher{delay: 20 * time.Millisecond}
-	c := newCommitter(b, 1)
+	c := newCommitter(b, 1, 1)
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() { c.apply(t.Context(), cancelOf(strconv.Itoa(i))) })
@@ -125,7 +125,7 @@ func (b *gateBatcher) Apply(_ context.Context, batch []domain.Transition) []doma
 // one commit alone is a quiet engine.
 func TestEngineBusyWhileCommitsOverlap(t *testing.T) {
 	b := &gateBatcher{entered: make(chan struct{}, 2), gate: make(chan struct{})}
-	e := &Engine{commits: newCommitter(b, 8)}
+	e := &Engine{commits: newCommitter(b, 8, 1)}
 	if e.Busy() {
 		t.Fatal("an idle engine is busy")
 	}
@@ -169,7 +169,7 @@ func (b *reportBatcher) Apply(_ context.Context, batch []domain.Transition) []do
 func TestReportWorkGoesThroughTheCommitter(t *testing.T) {
 	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	b := &reportBatcher{}
-	e := &Engine{commits: newCommitter(b, 8), o: Opts{Clock: stoppedClock{at}}}
+	e := &Engine{commits: newCommitter(b, 8, 1), o: Opts{Clock: stoppedClock{at}}}
 	item, err := e.ReportWork(t.Context(), domain.WorkReport{WorkflowID: "work", StepName: "call", Outcome: domain.StepOutcome{Success: true}})
 	if err != nil || item.ID != "w1" || item.State != domain.WorkSucceeded {
 		t.Fatalf("ReportWork = %+v, %v", item, err)

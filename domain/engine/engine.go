@@ -48,6 +48,9 @@ type Opts struct {
 	// BatchLimit bounds how many transitions commit in one transaction
 	// (64); 1 commits each alone.
 	BatchLimit int
+	// CommitLanes is how many batches commit at once (1). A database that
+	// runs transactions in parallel gains from more.
+	CommitLanes int
 	// ValidateResumeData checks resume data against a suspension's JSON
 	// Schema; nil accepts anything.
 	ValidateResumeData func(schema, data json.RawMessage) error
@@ -124,7 +127,7 @@ type pool struct {
 func New(store domain.Store, reg *domain.Registry, o Opts) *Engine {
 	o.defaults()
 	return &Engine{store: store, reg: reg, o: o, log: o.Log, freed: make(chan struct{}, 1), slots: make(chan struct{}, o.Workers),
-		commits: newCommitter(store, o.BatchLimit), Metrics: NewMetrics()}
+		commits: newCommitter(store, o.BatchLimit, o.CommitLanes), Metrics: NewMetrics()}
 }
 
 // Registry returns the workflows this engine runs.
