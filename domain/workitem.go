@@ -74,13 +74,6 @@ type WorkItemStore interface {
 	// its state is one of from; it returns the item as it is afterwards and
 	// whether it changed.
 	MoveWorkItem(ctx context.Context, id string, from []WorkState, to WorkState, dispatch int, waitKey string, result *StepOutcome, now time.Time) (WorkItem, bool, error)
-	// CompleteWorkItem records an endpoint's report for the item with the
-	// given token hash and resumes the pause waiting for it, in one
-	// transaction, as the item's DecideReport decides. A refused report
-	// fails with its *WorkStateError, after the change DecideReport asks
-	// for (if any) has committed. The engine's ReportWork is the way in:
-	// this is the store's path for one report alone (see Transition).
-	CompleteWorkItem(ctx context.Context, r WorkReport) (WorkItem, error)
 }
 
 // WorkReport is an endpoint's report on a work item, as its webhook URL

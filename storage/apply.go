@@ -139,7 +139,7 @@ func (db *DB) applyAlone(ctx context.Context, t domain.Transition) domain.Applie
 	case t.Cancel != nil:
 		a.Run, a.Err = db.CancelRun(ctx, *t.Cancel)
 	case t.Report != nil:
-		a.WorkItem, a.Err = db.CompleteWorkItem(ctx, *t.Report)
+		a.WorkItem, a.Err = db.completeWorkItem(ctx, *t.Report)
 	default:
 		a.Err = fmt.Errorf("a transition with nothing to apply")
 	}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/tollgatehq/tollgate/domain"
 )
 
 // OldestFinishedSQL is the query retention selects a batch with, for tests
@@ -27,3 +29,9 @@ func (db *DB) NotifyChange(ctx context.Context, runID string) error {
 // AddQueryHook has h hear every query db sends from now on. Call it
 // while nothing else uses db.
 func (db *DB) AddQueryHook(h bun.QueryHook) { db.bun = db.bun.WithQueryHook(h) }
+
+// CompleteWorkItem applies a work-item report alone, as a batch of one
+// does, for tests of the store's rules without an engine.
+func (db *DB) CompleteWorkItem(ctx context.Context, r domain.WorkReport) (domain.WorkItem, error) {
+	return db.completeWorkItem(ctx, r)
+}

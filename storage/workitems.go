@@ -91,7 +91,12 @@ func (db *DB) MoveWorkItem(ctx context.Context, id string, from []domain.WorkSta
 	return w, false, err
 }
 
-// CompleteWorkItem implements domain.WorkItemStore. The item's run is
+// completeWorkItem applies a report (domain.Transition's Report) alone: it
+// records an endpoint's report for the item with the given token hash and
+// resumes the pause waiting for it, in one transaction, as the item's
+// DecideReport decides. A refused report fails with its
+// *WorkStateError, after the change DecideReport asks for (if any) has
+// committed. The engine's ReportWork is the only way in. The item's run is
 // locked, then the item, in the order of every writer (job, run, then what
 // the run holds), so a report racing a deletion waits instead of
 // deadlocking. domain.WorkItem.DecideReport decides (under the locks, so
@@ -102,7 +107,7 @@ func (db *DB) MoveWorkItem(ctx context.Context, id string, from []domain.WorkSta
 // timeout has already resumed is left as it is: the step reads the item's
 // state when it runs. A refused report that still changed the item (its
 // run had ended) returns its refusal after that change has committed.
-func (db *DB) CompleteWorkItem(ctx context.Context, r domain.WorkReport) (domain.WorkItem, error) {
+func (db *DB) completeWorkItem(ctx context.Context, r domain.WorkReport) (domain.WorkItem, error) {
 	var out domain.WorkItem
 	var refused error
 	var after func()
@@ -124,7 +129,7 @@ func describeReport(err error) error {
 	return fmt.Errorf("complete work item: %w", translate(err))
 }
 
-// completeWorkIn is CompleteWorkItem inside a transaction. A report the
+// completeWorkIn is completeWorkItem inside a transaction. A report the
 // item's state refuses still commits what DecideReport asks for (a run that
 // ended fails its item): it comes back as refused, with err nil. after is
 // what to do once the transaction has committed.

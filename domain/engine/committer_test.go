@@ -19,6 +19,7 @@ type echoBatcher struct {
 	delay   time.Duration
 	inBatch int // batches being applied now
 	overlap bool
+	most    int // most batches applied at once
 }
 
 func (b *echoBatcher) Apply(_ context.Context, batch []domain.Transition) []domain.Applied {
@@ -26,6 +27,7 @@ func (b *echoBatcher) Apply(_ context.Context, batch []domain.Transition) []doma
 	b.sizes = append(b.sizes, len(batch))
 	b.inBatch++
 	b.overlap = b.overlap || b.inBatch > 1
+	b.most = max(b.most, b.inBatch)
 	b.mu.Unlock()
 	time.Sleep(b.delay)
 	out := make([]domain.Applied, len(batch))
@@ -91,6 +93,47 @@ func TestCommitterGathersWhileABatchCommits(t *testing.T) {
 	}
 	if b.overlap {
 		t.Error("two batches were applied at once")
+	}
+}
+
+// With two lanes, two batches commit at once, never three, and callers
+// still gather into batches while both are busy; each hears its own
+// answer, and none is lost.
+func TestCommitterLanesCommitBatchesAtOnce(t *testing.T) {
+	const callers, limit = 200, 16
+	b := &echoBatcher{delay: 2 * time.Millisecond}
+	c := newCommitter(b, limit, 2)
+	var wg sync.WaitGroup
+	errs := make(chan string, callers)
+	for i := range callers {
+		wg.Go(func() {
+			id := strconv.Itoa(i)
+			if got := c.apply(t.Context(), cancelOf(id)); got.Run.ID != id {
+				errs <- "caller " + id + " got the answer for " + got.Run.ID
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	total, biggest := 0, 0
+	for _, n := range b.sizes {
+		total += n
+		biggest = max(biggest, n)
+	}
+	if total != callers {
+		t.Errorf("%d transitions applied; want %d", total, callers)
+	}
+	if biggest < 2 {
+		t.Errorf("largest batch %d; want callers gathered (sizes %v)", biggest, b.sizes)
+	}
+	if b.most != 2 {
+		t.Errorf("at most %d batches applied at once; want 2", b.most)
+	}
+	if c.leading != 0 || len(c.queue) != 0 {
+		t.Errorf("after all callers: %d lanes leading, %d queued; want none", c.leading, len(c.queue))
 	}
 }
 

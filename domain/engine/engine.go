@@ -284,8 +284,9 @@ func (e *Engine) Cancel(ctx context.Context, req domain.CancelRequest) (domain.R
 
 // ReportWork takes an async step's report on its work item: the item ends
 // as the report says and the pause waiting for it resumes, in one commit
-// with whatever else is committing (see domain.WorkItemStore's
-// CompleteWorkItem for the rules).
+// with whatever else is committing, as the item's DecideReport decides. A
+// refused report fails with its *WorkStateError, after the change
+// DecideReport asks for (if any) has committed.
 func (e *Engine) ReportWork(ctx context.Context, r domain.WorkReport) (domain.WorkItem, error) {
 	r.Now = e.o.Clock.Now()
 	a := e.apply(ctx, domain.Transition{Report: &r})
