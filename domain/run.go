@@ -161,4 +161,7 @@ type NewRun struct {
 	// FirstStep is the step that the run's first job executes.
 	FirstStep string
 	Now       time.Time
+	// Handoff, when set, has the run's first job handed to the starting
+	// process's worker (see Handoff): the first step starts with no claim.
+	Handoff *Handoff
 }

@@ -10,8 +10,8 @@ import (
 )
 
 // Apply implements domain.Batcher: the transitions commit in one
-// transaction. On PostgreSQL the step commits and resumes go first, set
-// based (see applySet); the others, and all of them on SQLite, whose
+// transaction. On PostgreSQL the starts, step commits and resumes go first,
+// set based (see applySet); the others, and all of them on SQLite, whose
 // writer is in this process, follow one by one, each under a savepoint of
 // its own. A transition that fails is rolled back to its savepoint and
 // reported alone; one that failed
@@ -88,6 +88,7 @@ func (db *DB) Apply(ctx context.Context, batch []domain.Transition) []domain.App
 func (db *DB) applyIn(ctx context.Context, tx bun.Tx, t domain.Transition) (domain.Applied, func(), error) {
 	switch {
 	case t.Start != nil:
+		t.Start.Handoff.Reset() // an earlier try of this batch was rolled back
 		row := newRunRow(*t.Start)
 		created, err := db.createRunIn(ctx, tx, row, *t.Start)
 		if err != nil {
@@ -95,7 +96,7 @@ func (db *DB) applyIn(ctx context.Context, tx bun.Tx, t domain.Transition) (doma
 		}
 		done := func() {}
 		if created {
-			done = func() { db.runCreated(row.ID) }
+			done = func() { db.runCreated(row.ID, t.Start.Handoff) }
 		}
 		return domain.Applied{Run: row.toDomain(), Created: created}, done, nil
 	case t.Step != nil:

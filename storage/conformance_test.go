@@ -102,25 +102,32 @@ func TestEngineConformanceInBatches(t *testing.T) {
 }
 
 // heldStore holds each batch for a moment before applying it, and counts
-// the batches that held several step commits, and several resumes.
+// the batches that held several starts, several step commits, and several
+// resumes.
 type heldStore struct {
 	conformanceStore
 	seen *batchKinds
 }
 
-type batchKinds struct{ steps, resumes atomic.Int32 }
+type batchKinds struct{ starts, steps, resumes atomic.Int32 }
 
 func (s heldStore) Apply(ctx context.Context, batch []domain.Transition) []domain.Applied {
 	time.Sleep(2 * time.Millisecond)
 	if s.seen != nil {
-		steps, resumes := 0, 0
+		starts, steps, resumes := 0, 0, 0
 		for _, t := range batch {
+			if t.Start != nil {
+				starts++
+			}
 			if t.Step != nil {
 				steps++
 			}
 			if t.Resume != nil {
 				resumes++
 			}
+		}
+		if starts > 1 {
+			s.seen.starts.Add(1)
 		}
 		if steps > 1 {
 			s.seen.steps.Add(1)
@@ -132,8 +139,8 @@ func (s heldStore) Apply(ctx context.Context, batch []domain.Transition) []domai
 	return s.DB.Apply(ctx, batch)
 }
 
-// Runs driven at once through pause, resume and end commit in batches of
-// many step commits and many resumes, each handing its next step to its
+// Runs driven at once through start, pause, resume and end commit in
+// batches of many starts, many step commits and many resumes, each handing its next step to its
 // worker, and each run's log comes out whole and in order, as it would
 // one transition at a time.
 func TestBatchedCyclesKeepEachRunsLog(t *testing.T) {
@@ -192,8 +199,8 @@ func TestBatchedCyclesKeepEachRunsLog(t *testing.T) {
 				t.Errorf("run %s logged %v, another %v", id, types, first)
 			}
 		}
-		if seen.steps.Load() == 0 || seen.resumes.Load() == 0 {
-			t.Errorf("batches with several step commits: %d, with several resumes: %d; want some of each", seen.steps.Load(), seen.resumes.Load())
+		if seen.starts.Load() == 0 || seen.steps.Load() == 0 || seen.resumes.Load() == 0 {
+			t.Errorf("batches with several starts: %d, step commits: %d, resumes: %d; want some of each", seen.starts.Load(), seen.steps.Load(), seen.resumes.Load())
 		}
 	})
 }

@@ -48,8 +48,7 @@ func (db *DB) insertClaimed(ctx context.Context, b *batch, job *jobRow, h *domai
 	if err := b.flush(ctx); err != nil { // the claim's RETURNING is read on its own
 		return false, err
 	}
-	until := ts(h.LeaseUntil)
-	job.Status, job.Attempt, job.LockedBy, job.LeaseUntil = jobRunning, 1, &h.Worker, &until
+	claimedBy(job, h)
 	err = b.tx.NewInsert().Model(job).
 		On("CONFLICT (key) DO UPDATE").
 		Set("run_at = EXCLUDED.run_at, status = EXCLUDED.status, attempt = j.attempt + 1").
@@ -64,6 +63,13 @@ func (db *DB) insertClaimed(ctx context.Context, b *batch, job *jobRow, h *domai
 		return false, fmt.Errorf("enqueue job %s, claimed: %w", job.Key, err)
 	}
 	return true, nil
+}
+
+// claimedBy sets job as a claim by the handoff's worker leaves it:
+// running, attempt 1, leased.
+func claimedBy(job *jobRow, h *domain.Handoff) {
+	until := ts(h.LeaseUntil)
+	job.Status, job.Attempt, job.LockedBy, job.LeaseUntil = jobRunning, 1, &h.Worker, &until
 }
 
 // notifyJobs wakes other processes' workers when the batch's transaction

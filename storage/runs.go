@@ -21,7 +21,7 @@ func (db *DB) CreateRun(ctx context.Context, nr domain.NewRun) (domain.Run, bool
 		// back and takes the path below, which finds the existing run.
 		err := db.insertRun(ctx, db.bun, row, nr, false)
 		if err == nil {
-			db.runCreated(row.ID)
+			db.runCreated(row.ID, nr.Handoff)
 			return row.toDomain(), true, nil
 		}
 		if !isUniqueViolation(err) {
@@ -30,6 +30,7 @@ func (db *DB) CreateRun(ctx context.Context, nr domain.NewRun) (domain.Run, bool
 	}
 	var created bool
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) (err error) {
+		nr.Handoff.Reset() // a retried transaction starts again
 		created, err = db.createRunIn(ctx, tx, row, nr)
 		return err
 	})
@@ -37,7 +38,7 @@ func (db *DB) CreateRun(ctx context.Context, nr domain.NewRun) (domain.Run, bool
 		return domain.Run{}, false, describeStart(nr, err)
 	}
 	if created {
-		db.runCreated(row.ID)
+		db.runCreated(row.ID, nr.Handoff)
 	}
 	return row.toDomain(), created, nil
 }
@@ -60,9 +61,10 @@ func describeStart(nr domain.NewRun, err error) error {
 	return fmt.Errorf("create run of %s: %w", nr.WorkflowID, translate(err))
 }
 
-// runCreated wakes workers for a new run's first job and reports the run.
-func (db *DB) runCreated(id string) {
-	db.signal()
+// runCreated wakes workers for a new run's first job, unless it was
+// handed off, and reports the run.
+func (db *DB) runCreated(id string, h *domain.Handoff) {
+	db.wakeUnlessHandedOff(h)
 	db.changed(id)
 }
 
@@ -84,31 +86,68 @@ func (db *DB) createRunIn(ctx context.Context, tx bun.Tx, row *runRow, nr domain
 }
 
 // insertRun writes a new run's first event and job, and the run itself
-// unless it is already inserted, in one batch.
+// unless it is already inserted, in one batch. With a handoff the job is
+// inserted claimed by its worker and handed over. On PostgreSQL, outside
+// a transaction, the run, its event and its claimed job are one statement
+// that returns the job's id, sent in one message with the notice.
 func (db *DB) insertRun(ctx context.Context, idb bun.IDB, row *runRow, nr domain.NewRun, runInserted bool) error {
 	b := db.newBatch(idb)
+	ev, job := runStartRows(row, nr)
+	if h := nr.Handoff; h != nil && !runInserted && db.dialect == Postgres {
+		claimedBy(job, h)
+		q := idb.NewSelect().With("r", idb.NewInsert().Model(row)).With("e", idb.NewInsert().Model(ev)).
+			With("j", idb.NewInsert().Model(job).Returning("id")).TableExpr("j").Column("id")
+		if err := db.notifyChange(ctx, b, row.ID); err != nil {
+			return err
+		}
+		if err := idb.NewRaw("?;\n?", q, bun.Safe(string(b.sql))).Scan(ctx, &job.ID); err != nil {
+			return err
+		}
+		handOverStart(h, job, row)
+		return nil
+	}
 	if !runInserted {
 		if err := b.add(ctx, idb.NewInsert().Model(row)); err != nil {
 			return err
 		}
 	}
-	now := row.CreatedAt
-	created := map[string]any{"workflowId": nr.WorkflowID, "workflowVersion": nr.WorkflowVersion}
-	if by := nr.StartedBy; !by.System() {
-		created["startedBy"] = map[string]string{"id": by.ID, "email": by.Email, "role": string(by.Role)}
-	}
-	ev := newEventRow(row.ID, 1, domain.NewEvent{Type: domain.EventRunCreated, Payload: domain.MustJSON(created)}, now)
 	if err := b.add(ctx, idb.NewInsert().Model(ev)); err != nil {
 		return err
 	}
-	job := jobRowFrom(domain.NewJob{Key: domain.StartJobKey(row.ID), Kind: domain.JobStep, RunID: row.ID, Step: nr.FirstStep, Input: nr.Input, RunAt: now}, now)
-	if err := db.insertJobs(ctx, b, []*jobRow{job}); err != nil {
+	if h := nr.Handoff; h != nil {
+		claimed, err := db.insertClaimed(ctx, b, job, h)
+		if err != nil {
+			return err
+		}
+		if claimed {
+			handOverStart(h, job, row)
+		}
+	} else if err := db.insertJobs(ctx, b, []*jobRow{job}); err != nil {
 		return err
 	}
 	if err := db.notifyChange(ctx, b, row.ID); err != nil {
 		return err
 	}
 	return b.flush(ctx)
+}
+
+// runStartRows are a new run's first event and first job.
+func runStartRows(row *runRow, nr domain.NewRun) (*eventRow, *jobRow) {
+	now := row.CreatedAt
+	created := map[string]any{"workflowId": nr.WorkflowID, "workflowVersion": nr.WorkflowVersion}
+	if by := nr.StartedBy; !by.System() {
+		created["startedBy"] = map[string]string{"id": by.ID, "email": by.Email, "role": string(by.Role)}
+	}
+	ev := newEventRow(row.ID, 1, domain.NewEvent{Type: domain.EventRunCreated, Payload: domain.MustJSON(created)}, now)
+	job := jobRowFrom(domain.NewJob{Key: domain.StartJobKey(row.ID), Kind: domain.JobStep, RunID: row.ID, Step: nr.FirstStep, Input: nr.Input, RunAt: now}, now)
+	return ev, job
+}
+
+// handOverStart gives a new run's claimed first job to the worker of h.
+func handOverStart(h *domain.Handoff, job *jobRow, row *runRow) {
+	j, r := job.toDomain(), row.toDomain()
+	j.Run = &r
+	h.Job = &j
 }
 
 // existingRun loads the run an idempotency key already started for the same

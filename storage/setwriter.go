@@ -11,9 +11,9 @@ import (
 	"github.com/tollgatehq/tollgate/domain"
 )
 
-// The set writer applies a batch's step commits and resumes on PostgreSQL
-// with one statement for each kind of row, whatever the batch's size: it
-// loads what they decide from (every job ended and run locked in one
+// The set writer applies a batch's starts, step commits and resumes on
+// PostgreSQL with one statement for each kind of row, whatever the batch's
+// size: it inserts every new run, loads what the others decide from (every job ended and run locked in one
 // statement, every resumed suspension and its run in another), inserts
 // every pause and counts every run's outstanding work in a third, resumes
 // every suspension in a fourth, decides each transition in Go with the
@@ -31,6 +31,7 @@ type setWriter struct {
 	// audit, mail, hook events); it is flushed with the rest.
 	b       *batch
 	events  []*eventRow
+	jobs    []*jobRow // new runs' first jobs
 	runs    []setRun
 	changed []string
 	claims  []setClaim
@@ -72,8 +73,8 @@ func setStep(c domain.StepCommit) bool {
 	return c.RetryAt == nil && c.ExpectSeq == 0
 }
 
-// applySet applies, in tx, the step commits and resumes of batch that the
-// set path can, and returns the indexes of the others, in batch order, for
+// applySet applies, in tx, the starts, step commits and resumes of batch
+// that the set path can, and returns the indexes of the others, in batch order, for
 // the savepoint path. out is filled for the transitions applied; after
 // gets what each does once committed. An error means the batch's
 // transaction cannot commit.
@@ -93,9 +94,11 @@ func (db *DB) applySet(ctx context.Context, tx bun.Tx, batch []domain.Transition
 			}
 		}
 	}
-	var steps, resumes []int
+	var starts, steps, resumes []int
 	for i, t := range batch {
 		switch {
+		case t.Start != nil:
+			starts = append(starts, i)
 		case t.Step != nil && named[t.Step.RunID] == i && setStep(*t.Step):
 			steps = append(steps, i)
 		case t.Resume != nil && t.Resume.SuspensionID != "":
@@ -104,9 +107,14 @@ func (db *DB) applySet(ctx context.Context, tx bun.Tx, batch []domain.Transition
 			rest = append(rest, i)
 		}
 	}
-	if len(steps)+len(resumes) < 2 {
+	if len(starts)+len(steps)+len(resumes) < 2 {
 		return restAll(batch), nil, nil // nothing to gain
 	}
+	existing, err := s.insertRuns(ctx, batch, starts, out)
+	if err != nil {
+		return nil, nil, err
+	}
+	rest = append(rest, existing...)
 	runs, err := s.endJobs(ctx, batch, steps)
 	if err != nil {
 		return nil, nil, err
@@ -175,6 +183,48 @@ func restAll(batch []domain.Transition) []int {
 		rest[i] = i
 	}
 	return rest
+}
+
+// insertRuns inserts the runs the starts begin, with their first events
+// and jobs, and returns the starts whose run it did not insert: their
+// idempotency key was used before (or earlier in the batch), which the
+// savepoint path answers with the existing run.
+func (s *setWriter) insertRuns(ctx context.Context, batch []domain.Transition, starts []int, out []domain.Applied) ([]int, error) {
+	if len(starts) == 0 {
+		return nil, nil
+	}
+	rows := make([]*runRow, len(starts))
+	for k, i := range starts {
+		rows[k] = newRunRow(*batch[i].Start)
+	}
+	var ids []string
+	if err := s.tx.NewInsert().Model(&rows).On("CONFLICT DO NOTHING").Returning("id").Scan(ctx, &ids); err != nil && !isNoRows(err) {
+		return nil, err
+	}
+	inserted := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		inserted[id] = true
+	}
+	var existing []int
+	for k, i := range starts {
+		row, nr := rows[k], *batch[i].Start
+		if !inserted[row.ID] {
+			existing = append(existing, i)
+			continue
+		}
+		nr.Handoff.Reset()
+		ev, job := runStartRows(row, nr)
+		s.events = append(s.events, ev)
+		if h := nr.Handoff; h != nil {
+			s.claim(job, h, func() { handOverStart(h, job, row) })
+		} else {
+			s.jobs = append(s.jobs, job)
+		}
+		s.changed = append(s.changed, row.ID)
+		out[i] = domain.Applied{Run: row.toDomain(), Created: true}
+		s.after = append(s.after, func() { s.db.runCreated(row.ID, nr.Handoff) })
+	}
+	return existing, nil
 }
 
 // endJobs ends the jobs of the step commits, fenced on their claims as
@@ -400,6 +450,14 @@ func (s *setWriter) finish(ctx context.Context) error {
 			return err
 		}
 	}
+	if len(s.jobs) > 0 {
+		if err := s.b.add(ctx, s.tx.NewInsert().Model(&s.jobs).On("CONFLICT (key) DO NOTHING")); err != nil {
+			return err
+		}
+		if err := s.db.notifyJobs(ctx, s.b); err != nil {
+			return err
+		}
+	}
 	if len(s.runs) > 0 {
 		if err := s.b.add(ctx, updateRuns(s.tx, s.runs)); err != nil {
 			return err
@@ -419,8 +477,7 @@ func (s *setWriter) claimAll(ctx context.Context) error {
 	}
 	jobs := make([]*jobRow, len(s.claims))
 	for k, c := range s.claims {
-		until := ts(c.h.LeaseUntil)
-		c.job.Status, c.job.Attempt, c.job.LockedBy, c.job.LeaseUntil = jobRunning, 1, &c.h.Worker, &until
+		claimedBy(c.job, c.h)
 		jobs[k] = c.job
 	}
 	var got []struct {

@@ -173,10 +173,13 @@ func (e *Engine) StartAs(ctx context.Context, by domain.Starter, workflowID stri
 	if len(idempotencyKey) > 255 {
 		return domain.Run{}, false, &domain.ValidationError{Code: domain.CodeValidation, Message: "Idempotency-Key is longer than 255 characters"}
 	}
+	h := e.handoff()
 	a := e.apply(ctx, domain.Transition{Start: &domain.NewRun{
 		ID: newID(), WorkflowID: wf.ID, WorkflowVersion: wf.Version, Input: input,
 		IdempotencyKey: idempotencyKey, StartedBy: by, FirstStep: wf.FirstStep(), Now: e.o.Clock.Now(),
+		Handoff: h,
 	}})
+	e.dispatch(h, a.Err)
 	return a.Run, a.Created, a.Err
 }
 
@@ -434,7 +437,7 @@ func (e *Engine) free() {
 	}
 }
 
-// handoff reserves a slot for the job a resume is about to enqueue, so
+// handoff reserves a slot for the job a start or resume is about to enqueue, so
 // the store can hand it over claimed (see domain.Handoff): the resumed step
 // starts at once, with no claim and no wake-up. It is nil when this engine
 // is not running or all its slots are busy; the job then goes through the
