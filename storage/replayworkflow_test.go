@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/clocktest"
 	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/domain/replay"
 	"github.com/tollgatehq/tollgate/storage"
@@ -68,7 +69,7 @@ func TestReplayWorkflow(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx := t.Context()
 		t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-		clock := &fakeClock{now: t0}
+		clock := clocktest.New(t0)
 		var fetches, finals atomic.Int32
 		var nows []time.Time
 		pipeline := replay.Workflow("payment-pipeline", "1", func(c *replay.Context, in struct{ UserID string }) (map[string]any, error) {
@@ -157,7 +158,7 @@ func TestReplayTimersAndNondeterminism(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-		clock := &fakeClock{now: t0}
+		clock := clocktest.New(t0)
 		var invocations, charges atomic.Int32
 		defs := []*replay.Definition{
 			replay.Workflow("nap", "1", func(c *replay.Context, _ any) (string, error) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/clocktest"
 	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/storage"
 )
@@ -60,7 +61,7 @@ func TestClaimWakesAHerdOfTimers(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		const n = 40
 		t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-		clock := &fakeClock{now: t0}
+		clock := clocktest.New(t0)
 		var l napLog
 		e, stop := runEngine(t, db, newRegistry(t, napWorkflow(&l, clock)), engine.Opts{Clock: clock})
 		runs := pauseHerd(t, db, e, n, t0.Add(time.Hour))
@@ -140,7 +141,7 @@ func TestTimerHerdNeedsNoResumeTransaction(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		const n = 30
 		t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-		clock := &fakeClock{now: t0}
+		clock := clocktest.New(t0)
 		var l napLog
 		store := newResumeCounter(db)
 		e := startEngine(t, store, newRegistry(t, napWorkflow(&l, clock)), engine.Opts{Clock: clock, Workers: n})
@@ -176,7 +177,7 @@ func TestEarlyResumeRacingATimerClaim(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		const n = 24
 		t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-		clock := &fakeClock{now: t0}
+		clock := clocktest.New(t0)
 		var l napLog
 		reg := newRegistry(t, napWorkflow(&l, clock))
 		e, stop := runEngine(t, db, reg, engine.Opts{Clock: clock})
@@ -278,7 +279,7 @@ func TestTimerWokenInClaimWritesWhatAResumeWrites(t *testing.T) {
 		db := openDB(t, o)
 		subscribe(t, db, "resolved", domain.HookSuspensionResolved)
 		t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-		clock := &fakeClock{now: t0}
+		clock := clocktest.New(t0)
 		var l napLog
 		store := newResumeCounter(db)
 		e := startEngine(t, store, newRegistry(t, napWorkflow(&l, clock)), engine.Opts{Clock: clock})

@@ -255,24 +255,6 @@ func pauseWorkflow(id string, n *stepCounter) *domain.Workflow {
 		})
 }
 
-// fakeClock is a domain.Clock that tests set by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
-
 // The harness's helpers, for other tests of the engine on a store
 // (storage's own).
 var (

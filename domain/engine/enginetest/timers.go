@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/clocktest"
 	"github.com/tollgatehq/tollgate/domain/engine"
 )
 
@@ -91,7 +92,7 @@ func waitDelay(t *testing.T, db Store, runID string, wantWake time.Time) domain.
 func testTimerClockJumps(t *testing.T, open Open) {
 	db := open(t)
 	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-	clock := &fakeClock{now: t0}
+	clock := clocktest.New(t0)
 	var l napLog
 	e := startEngine(t, db, newRegistry(t, napWorkflow(&l, clock)), engine.Opts{Clock: clock})
 	run := startRun(t, e, "nap", time.Hour)
@@ -130,7 +131,7 @@ func testTimerClockJumps(t *testing.T, open Open) {
 func testEarlyResumeOfDelay(t *testing.T, open Open) {
 	db := open(t)
 	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-	clock := &fakeClock{now: t0}
+	clock := clocktest.New(t0)
 	var l napLog
 	e := startEngine(t, db, newRegistry(t, napWorkflow(&l, clock)), engine.Opts{Clock: clock})
 	run := startRun(t, e, "nap", time.Hour)
