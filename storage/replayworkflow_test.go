@@ -48,18 +48,6 @@ func sendSignal(ctx context.Context, e *engine.Engine, runID, name, stepID, sign
 	return e.Signal(ctx, domain.SignalRequest{RunID: runID, Name: name, StepKey: stepID, SignalID: signalID, Payload: raw(payload), By: "billing"})
 }
 
-// replayRegistry registers defs on env, or fails the test.
-func replayRegistry(t testing.TB, env *replay.Env, defs ...*replay.Definition) *domain.Registry {
-	t.Helper()
-	reg := domain.NewRegistry()
-	for _, d := range defs {
-		if err := d.Register(reg, env); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return reg
-}
-
 // A replay workflow end to end on both databases: completed steps are not
 // run again, Now is recorded once, a signal and an approval pause and
 // resume the run, the log holds the seed's events in order, and the same

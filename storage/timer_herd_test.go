@@ -160,7 +160,7 @@ func TestTimerHerdNeedsNoResumeTransaction(t *testing.T) {
 			t.Errorf("%d claims took %d jobs; want one claim of the %d timers", claims, claimed, n)
 		}
 		for _, r := range runs {
-			if w := l.wakes(r.ID); w != 1 {
+			if w := l.Wakes(r.ID); w != 1 {
 				t.Errorf("run %s woke %d times; want 1", r.ID, w)
 			}
 		}
@@ -259,8 +259,8 @@ func TestEarlyResumeRacingATimerClaim(t *testing.T) {
 			if resumeErrs[i] == nil {
 				want = `{"early":true}`
 			}
-			if _, data := l.at(r.ID); !sameJSONText(data, want) || l.wakes(r.ID) != 1 {
-				t.Errorf("run %s woke %d times, with %s; want once, with %s", r.ID, l.wakes(r.ID), data, want)
+			if _, data := l.At(r.ID); !sameJSONText(data, want) || l.Wakes(r.ID) != 1 {
+				t.Errorf("run %s woke %d times, with %s; want once, with %s", r.ID, l.Wakes(r.ID), data, want)
 			}
 		}
 	})
@@ -305,8 +305,8 @@ func TestTimerWokenInClaimWritesWhatAResumeWrites(t *testing.T) {
 		if a, b := runRecord(t, db, old), runRecord(t, db, batched); a != b {
 			t.Errorf("the timer its worker resumed left\n%s\nthe timer its claim woke left\n%s", a, b)
 		}
-		_, oldData := l.at(old.ID)
-		_, batchedData := l.at(batched.ID)
+		_, oldData := l.At(old.ID)
+		_, batchedData := l.At(batched.ID)
 		if string(oldData) != string(batchedData) {
 			t.Errorf("the woken step saw %s after a resume, %s after a claim's wake", oldData, batchedData)
 		}
