@@ -358,30 +358,15 @@ func (s *setWriter) resumed(ctx context.Context, r *domain.ResumeRequest, tg tar
 	}
 	req := *r
 	db := s.db
-	row, ok := won[req.SuspensionID]
-	if !ok {
-		d, err := db.lostResume(ctx, s.tx, req.SuspensionID, req)
-		if err != nil {
-			out.Err = describe(domain.Transition{Resume: r}, err)
-			return nil
+	var d domain.Suspension
+	var err error
+	if row, ok := won[req.SuspensionID]; ok {
+		if d, err = db.resumeWon(ctx, s.b, s, tg.run, row, req); err != nil {
+			return err // the batch cannot commit
 		}
-		out.Suspension = d
-		s.after = append(s.after, func() { db.resumed(req, d) })
+	} else if d, err = db.lostResume(ctx, s.tx, req.SuspensionID, req); err != nil {
+		out.Err = describe(domain.Transition{Resume: r}, err) // this resume's answer
 		return nil
-	}
-	if err := db.fail("resume.after_update"); err != nil {
-		return err
-	}
-	now := ts(req.Now)
-	if err := db.completeDocuments(ctx, s.tx, row.ID, req.Documents, now); err != nil {
-		return err
-	}
-	d, err := row.toDomain()
-	if err != nil {
-		return err
-	}
-	if err := db.enqueueResume(ctx, s.b, s, tg.run, d, now, auditFor(req.Audit, row.ID, row.WorkflowID), req.Handoff); err != nil {
-		return err
 	}
 	out.Suspension = d
 	s.after = append(s.after, func() { db.resumed(req, d) })
