@@ -404,8 +404,7 @@ func (s *setWriter) claimAll(ctx context.Context) error {
 	}
 	jobs := make([]*jobRow, len(s.claims))
 	for k, c := range s.claims {
-		until := ts(c.h.LeaseUntil)
-		c.job.Status, c.job.Attempt, c.job.LockedBy, c.job.LeaseUntil = jobRunning, 1, &c.h.Worker, &until
+		c.job.claimFor(c.h)
 		jobs[k] = c.job
 	}
 	var got []struct {
@@ -413,12 +412,7 @@ func (s *setWriter) claimAll(ctx context.Context) error {
 		Key     string `bun:"key"`
 		Attempt int    `bun:"attempt"`
 	}
-	err := s.tx.NewInsert().Model(&jobs).
-		On("CONFLICT (key) DO UPDATE").
-		Set("run_at = EXCLUDED.run_at, status = EXCLUDED.status, attempt = j.attempt + 1").
-		Set("locked_by = EXCLUDED.locked_by, lease_until = EXCLUDED.lease_until").
-		Where("j.status = ?", jobAvailable).
-		Returning("id, key, attempt").Scan(ctx, &got)
+	err := insertClaimedQuery(s.tx, &jobs).Returning("id, key, attempt").Scan(ctx, &got)
 	if err != nil && !isNoRows(err) {
 		return err
 	}
@@ -429,7 +423,7 @@ func (s *setWriter) claimAll(ctx context.Context) error {
 	for _, c := range s.claims {
 		k, ok := byKey[c.job.Key]
 		if !ok {
-			c.job.Status, c.job.Attempt, c.job.LockedBy, c.job.LeaseUntil = jobAvailable, 0, nil, nil
+			c.job.unclaim()
 			continue
 		}
 		c.job.ID, c.job.Attempt = got[k].ID, got[k].Attempt
