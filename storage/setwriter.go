@@ -287,10 +287,8 @@ func (s *setWriter) insertPauses(ctx context.Context, batch []domain.Transition,
 		Pending  int    `bun:"pending"`
 	}
 	q := s.tx.NewSelect().TableExpr("(VALUES "+strings.Join(values, ", ")+") AS v (run_id, id)", args...).
-		ColumnExpr("v.run_id").
-		ColumnExpr(`(SELECT count(*) FROM jobs AS j WHERE j.run_id = v.run_id AND NOT EXISTS (
-			SELECT 1 FROM suspensions AS t WHERE t.id = j.suspension_id AND t.status = ?)) AS jobs`, domain.SuspensionPending).
-		ColumnExpr(`(SELECT count(*) FROM suspensions AS p WHERE p.run_id = v.run_id AND p.status = ?) AS pending`, domain.SuspensionPending)
+		ColumnExpr("v.run_id")
+	q = countOutstanding(q, bun.Safe("v.run_id"))
 	if len(rows) > 0 {
 		q.With("ins", s.tx.NewInsert().Model(&rows).On("CONFLICT (run_id, step_key) DO NOTHING").Returning("id")).
 			ColumnExpr("COALESCE(v.id IN (SELECT id FROM ins), false) AS inserted")
