@@ -207,7 +207,7 @@ func (w *commitWriter) apply(ctx context.Context, c domain.StepCommit, res *doma
 	} else if count {
 		if w.loaded != nil {
 			out = w.loaded.before
-		} else if err := w.count(w.tx.NewSelect()).Scan(ctx, &out); err != nil {
+		} else if err := countOutstanding(w.tx.NewSelect(), w.run.ID).Scan(ctx, &out); err != nil {
 			return err
 		}
 	}
@@ -327,14 +327,15 @@ func (w *commitWriter) settle(ctx context.Context, c domain.StepCommit, out outs
 	return status, nil
 }
 
-// count adds the outstanding-work columns to q. The committing job is
-// already gone. A delay's timer is a job too, but it is part of its pending
-// suspension, not work in progress: a run whose only branch sleeps is
-// suspended, not running.
-func (w *commitWriter) count(q *bun.SelectQuery) *bun.SelectQuery {
+// countOutstanding adds the outstanding-work columns (jobs, pending) of a
+// run to q: runID is the run's id, or a column of q's rows as bun.Safe.
+// The committing job is already gone. A delay's timer is a job too, but it
+// is part of its pending suspension, not work in progress: a run whose
+// only branch sleeps is suspended, not running.
+func countOutstanding(q *bun.SelectQuery, runID any) *bun.SelectQuery {
 	return q.ColumnExpr(`(SELECT count(*) FROM jobs AS j WHERE j.run_id = ? AND NOT EXISTS (
-			SELECT 1 FROM suspensions AS t WHERE t.id = j.suspension_id AND t.status = ?)) AS jobs`, w.run.ID, domain.SuspensionPending).
-		ColumnExpr(`(SELECT count(*) FROM suspensions WHERE run_id = ? AND status = ?) AS pending`, w.run.ID, domain.SuspensionPending)
+			SELECT 1 FROM suspensions AS t WHERE t.id = j.suspension_id AND t.status = ?)) AS jobs`, runID, domain.SuspensionPending).
+		ColumnExpr(`(SELECT count(*) FROM suspensions WHERE run_id = ? AND status = ?) AS pending`, runID, domain.SuspensionPending)
 }
 
 // finishRun ends the run: its other waits are cancelled and its other work
@@ -441,13 +442,13 @@ func (w *commitWriter) insertSuspension(ctx context.Context, step string, ns *do
 				Inserted int `bun:"inserted"`
 			}
 			q := w.tx.NewSelect().With("ins", ins.Returning("id")).ColumnExpr("(SELECT count(*) FROM ins) AS inserted")
-			if err := w.count(q).Scan(ctx, &r); err != nil {
+			if err := countOutstanding(q, w.run.ID).Scan(ctx, &r); err != nil {
 				return p, err
 			}
 			p.before, inserted = outstanding{Jobs: r.Jobs, Pending: r.Pending}, r.Inserted == 1
 		default:
 			if count && n == 1 {
-				if err := w.count(w.tx.NewSelect()).Scan(ctx, &p.before); err != nil {
+				if err := countOutstanding(w.tx.NewSelect(), w.run.ID).Scan(ctx, &p.before); err != nil {
 					return p, err
 				}
 			}

@@ -18,11 +18,18 @@ import (
 // test.
 func TestEngineConformance(t *testing.T) {
 	t.Parallel()
+	runConformance(t, func(s conformanceStore) enginetest.Store { return s })
+}
+
+// runConformance runs the suite on each dialect, giving each of its tests
+// a fresh database, as the store wrap makes of it.
+func runConformance(t *testing.T, wrap func(conformanceStore) enginetest.Store) {
+	t.Helper()
 	for _, d := range dialects {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			enginetest.Run(t, func(t *testing.T) enginetest.Store {
-				return conformanceStore{openDB(t, dialectOpts(t, d))}
+				return wrap(conformanceStore{openDB(t, dialectOpts(t, d))})
 			})
 		})
 	}
@@ -91,14 +98,7 @@ func orEmpty(s *string) string {
 // SQLite through savepoints.
 func TestEngineConformanceInBatches(t *testing.T) {
 	t.Parallel()
-	for _, d := range dialects {
-		t.Run(string(d), func(t *testing.T) {
-			t.Parallel()
-			enginetest.Run(t, func(t *testing.T) enginetest.Store {
-				return heldStore{conformanceStore: conformanceStore{openDB(t, dialectOpts(t, d))}}
-			})
-		})
-	}
+	runConformance(t, func(s conformanceStore) enginetest.Store { return heldStore{conformanceStore: s} })
 }
 
 // heldStore holds each batch for a moment before applying it, and counts

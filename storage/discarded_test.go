@@ -31,7 +31,7 @@ func deferringReview(version string, n *stepCounter, opts ...domain.SuspendOptio
 			}}, nil
 		}).
 		Step("side", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
-			n.inc(req.RunID + "/side")
+			n.Inc(req.RunID + "/side")
 			return domain.StepResult{Output: req.Input}, nil
 		})
 }
@@ -101,7 +101,7 @@ func checkDiscarded(t *testing.T, db *storage.DB, n *stepCounter, log *lockedBuf
 	if k := count(t, db, "SELECT count(*) FROM jobs WHERE run_id = ?", runID); k != 0 {
 		t.Errorf("%d jobs of the failed run are queued", k)
 	}
-	if got := n.get(runID + "/side"); got != 0 {
+	if got := n.Get(runID + "/side"); got != 0 {
 		t.Errorf("the deferred invoke ran %d times after its run failed", got)
 	}
 	if l := log.String(); !strings.Contains(l, "deferred are discarded") || !strings.Contains(l, "run_id="+runID) {

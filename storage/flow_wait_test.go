@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/clocktest"
 	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/domain/flow"
 	"github.com/tollgatehq/tollgate/storage"
@@ -18,7 +19,7 @@ func TestDeclarativeWaitWithAControllableClock(t *testing.T) {
 	t.Parallel()
 	forEachDialectOpts(t, func(t *testing.T, o storage.Opts) {
 		t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-		clock := &fakeClock{now: t0}
+		clock := clocktest.New(t0)
 		var f faultOnce
 		o.Fault = f.hook
 		db := openDB(t, o)

@@ -3,7 +3,6 @@ package storage_test
 import (
 	"context"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,18 +25,6 @@ func forEachDialect(t *testing.T, f func(t *testing.T, db *storage.DB)) {
 
 // openDB opens and migrates the database o names until the test ends.
 var openDB = storagetest.Open
-
-func pendingSuspension(t testing.TB, db domain.Store, runID string) domain.Suspension {
-	t.Helper()
-	ss, _, err := db.Suspensions(context.Background(), domain.SuspensionFilter{RunID: runID, Status: domain.SuspensionPending})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ss) != 1 {
-		t.Fatalf("run %s has %d pending suspensions; want 1", runID, len(ss))
-	}
-	return ss[0]
-}
 
 // forEachDialectOpts is forEachDialect for tests that open the database
 // themselves: o names a fresh, unmigrated database (SQLitePath or URL), and
@@ -75,24 +62,6 @@ func count(t testing.TB, db *storage.DB, query string, args ...any) int {
 	return n
 }
 
-// fakeClock is a domain.Clock that tests set by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
-
 // dialectOpts names a fresh, unmigrated database of one dialect.
 func dialectOpts(t testing.TB, dialect storage.Dialect) storage.Opts {
 	t.Helper()
@@ -105,14 +74,35 @@ func dialectOpts(t testing.TB, dialect storage.Dialect) storage.Opts {
 // The helpers that drive an engine are the conformance suite's
 // (domain/engine/enginetest); storage's own tests use them too.
 var (
-	testLogger  = enginetest.TestLogger
-	startEngine = enginetest.StartEngine
-	runEngine   = enginetest.RunEngine
-	newRegistry = enginetest.NewRegistry
-	startRun    = enginetest.StartRun
-	waitRun     = enginetest.WaitRun
-	waitFor     = enginetest.WaitFor
-	runEvents   = enginetest.RunEvents
-	eventTypes  = enginetest.EventTypes
-	raw         = enginetest.Raw
+	testLogger        = enginetest.TestLogger
+	startEngine       = enginetest.StartEngine
+	runEngine         = enginetest.RunEngine
+	newRegistry       = enginetest.NewRegistry
+	replayRegistry    = enginetest.ReplayRegistry
+	startRun          = enginetest.StartRun
+	waitRun           = enginetest.WaitRun
+	waitFor           = enginetest.WaitFor
+	pendingSuspension = enginetest.PendingSuspension
+	runEvents         = enginetest.RunEvents
+	eventTypes        = enginetest.EventTypes
+	raw               = enginetest.Raw
+	newID             = enginetest.NewID
+	countOf           = enginetest.CountOf
+	sameJSONText      = enginetest.SameJSONText
+	pauseWorkflow     = enginetest.PauseWorkflow
+	napWorkflow       = enginetest.NapWorkflow
 )
+
+// stepCounter counts executions per key, and napLog records the wakes of
+// napWorkflow's runs.
+type (
+	stepCounter = enginetest.StepCounter
+	napLog      = enginetest.NapLog
+)
+
+// waitDelay waits for the run's delay suspension and checks its timer: a
+// resume job due at the wake time.
+func waitDelay(t *testing.T, db *storage.DB, runID string, wantWake time.Time) domain.Suspension {
+	t.Helper()
+	return enginetest.WaitDelay(t, conformanceStore{db}, runID, wantWake)
+}

@@ -9,52 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/storage"
 )
-
-// stepCounter counts executions per key (a step name, or run and step).
-type stepCounter struct{ m sync.Map }
-
-func (c *stepCounter) inc(key string) int64 {
-	v, _ := c.m.LoadOrStore(key, new(atomic.Int64))
-	return v.(*atomic.Int64).Add(1)
-}
-
-func (c *stepCounter) get(key string) int64 {
-	v, ok := c.m.Load(key)
-	if !ok {
-		return 0
-	}
-	return v.(*atomic.Int64).Load()
-}
-
-// pauseWorkflow is start → suspend (input) → finish. start emits an event
-// and a checkpoint; finish returns its resume payload.
-func pauseWorkflow(id string, n *stepCounter) *domain.Workflow {
-	return domain.NewWorkflow(id, "1").
-		Step("start", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
-			n.inc("start")
-			return domain.StepResult{
-				Output:   map[string]string{"status": "waiting"},
-				Events:   []domain.StepEvent{{Type: "asked", Payload: map[string]string{"run": req.RunID}}},
-				Commands: []domain.Command{domain.Suspend("need_data", map[string]string{"run": req.RunID}, "finish")},
-			}, nil
-		}).
-		Step("finish", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
-			n.inc("finish")
-			return domain.StepResult{Output: req.Input}, nil
-		})
-}
-
-func newID() string { return uuid.Must(uuid.NewV7()).String() }
 
 var errInjected = errors.New("injected fault")
 
@@ -161,11 +122,11 @@ func sleepResult() domain.StepResult {
 func sleepWorkflow(n *stepCounter) *domain.Workflow {
 	return domain.NewWorkflow("atomic", "1").
 		Step("start", func(context.Context, domain.StepRequest) (domain.StepResult, error) {
-			n.inc("start")
+			n.Inc("start")
 			return sleepResult(), nil
 		}).
 		Step("finish", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
-			n.inc("finish")
+			n.Inc("finish")
 			return domain.StepResult{Output: req.Input}, nil
 		})
 }
@@ -233,8 +194,8 @@ func TestAtomicCommitUnderFault(t *testing.T) {
 				if done := waitRun(t, db, run.ID, domain.RunSucceeded, domain.RunFailed); done.Status != domain.RunSucceeded {
 					t.Fatalf("run = %+v", done)
 				}
-				if n.get("start") != 1 || n.get("finish") != 1 {
-					t.Fatalf("start ran %d times, finish %d; want 1 and 1", n.get("start"), n.get("finish"))
+				if n.Get("start") != 1 || n.Get("finish") != 1 {
+					t.Fatalf("start ran %d times, finish %d; want 1 and 1", n.Get("start"), n.Get("finish"))
 				}
 				if k := count(t, db, "SELECT count(*) FROM suspensions WHERE run_id = ?", run.ID); k != 1 {
 					t.Fatalf("run has %d suspensions; want 1", k)
@@ -255,14 +216,14 @@ func TestEngineRetriesFailedCommit(t *testing.T) {
 		var n stepCounter
 		e := startEngine(t, db, newRegistry(t, sleepWorkflow(&n)), engine.Opts{Lease: 300 * time.Millisecond})
 		for _, point := range []string{"commit.after_job", "commit.after_suspension", "commit.after_jobs", "commit.after_events"} {
-			before := n.get("start")
+			before := n.Get("start")
 			fault.arm(point)
 			run := startRun(t, e, "atomic", map[string]string{"point": point})
 			waitFor(t, 10*time.Second, "the pause after a failed commit at "+point, func() bool {
 				return count(t, db, "SELECT count(*) FROM suspensions WHERE run_id = ?", run.ID) == 1
 			})
-			if fault.count() != 1 || n.get("start")-before != 2 {
-				t.Fatalf("%s: fault fired %d times, start ran %d times; want 1 and 2", point, fault.count(), n.get("start")-before)
+			if fault.count() != 1 || n.Get("start")-before != 2 {
+				t.Fatalf("%s: fault fired %d times, start ran %d times; want 1 and 2", point, fault.count(), n.Get("start")-before)
 			}
 			s := pendingSuspension(t, db, run.ID)
 			if _, err := e.Resume(t.Context(), domain.ResumeRequest{SuspensionID: s.ID, By: "tester"}); err != nil {
@@ -312,7 +273,7 @@ func TestAtomicCreateAndResumeUnderFault(t *testing.T) {
 			t.Fatalf("aborted resume left state behind:\nbefore %+v\nafter  %+v", before, after)
 		}
 		time.Sleep(100 * time.Millisecond) // an enqueued resume would have run by now
-		if n.get("finish") != 0 {
+		if n.Get("finish") != 0 {
 			t.Fatal("the aborted resume ran the resume step")
 		}
 		if _, err := e.Resume(ctx, domain.ResumeRequest{SuspensionID: s.ID, Data: raw(map[string]int{"v": 2}), By: "bob"}); err != nil {
@@ -324,24 +285,6 @@ func TestAtomicCreateAndResumeUnderFault(t *testing.T) {
 			t.Fatalf("output = %s (%v)", done.Output, err)
 		}
 	})
-}
-
-func countOf(list []string, s string) int {
-	n := 0
-	for _, x := range list {
-		if x == s {
-			n++
-		}
-	}
-	return n
-}
-
-func sameJSONText(a json.RawMessage, b string) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
-		return false
-	}
-	return string(raw(x)) == string(raw(y))
 }
 
 // No code path changes a checkpoint, and resume data is written once: the

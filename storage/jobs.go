@@ -48,15 +48,10 @@ func (db *DB) insertClaimed(ctx context.Context, b *batch, job *jobRow, h *domai
 	if err := b.flush(ctx); err != nil { // the claim's RETURNING is read on its own
 		return false, err
 	}
-	claimedBy(job, h)
-	err = b.tx.NewInsert().Model(job).
-		On("CONFLICT (key) DO UPDATE").
-		Set("run_at = EXCLUDED.run_at, status = EXCLUDED.status, attempt = j.attempt + 1").
-		Set("locked_by = EXCLUDED.locked_by, lease_until = EXCLUDED.lease_until").
-		Where("j.status = ?", jobAvailable).
-		Returning("id, attempt").Scan(ctx, &job.ID, &job.Attempt)
+	job.claimFor(h)
+	err = insertClaimedQuery(b.tx, job).Returning("id, attempt").Scan(ctx, &job.ID, &job.Attempt)
 	if isNoRows(err) {
-		job.Status, job.Attempt, job.LockedBy, job.LeaseUntil = jobAvailable, 0, nil, nil
+		job.unclaim()
 		return false, nil
 	}
 	if err != nil {
@@ -65,11 +60,28 @@ func (db *DB) insertClaimed(ctx context.Context, b *batch, job *jobRow, h *domai
 	return true, nil
 }
 
-// claimedBy sets job as a claim by the handoff's worker leaves it:
-// running, attempt 1, leased.
-func claimedBy(job *jobRow, h *domain.Handoff) {
+// insertClaimedQuery inserts model's jobs (one or a slice), made claimed
+// by claimFor, or claims an available job of the same key in their place;
+// a job of that key that is running already is left as it is, and the
+// query returns no row for it.
+func insertClaimedQuery(tx bun.IDB, model any) *bun.InsertQuery {
+	return tx.NewInsert().Model(model).
+		On("CONFLICT (key) DO UPDATE").
+		Set("run_at = EXCLUDED.run_at, status = EXCLUDED.status, attempt = j.attempt + 1").
+		Set("locked_by = EXCLUDED.locked_by, lease_until = EXCLUDED.lease_until").
+		Where("j.status = ?", jobAvailable)
+}
+
+// claimFor makes j as a claim by the handoff's worker leaves it: running,
+// attempt 1, leased.
+func (j *jobRow) claimFor(h *domain.Handoff) {
 	until := ts(h.LeaseUntil)
-	job.Status, job.Attempt, job.LockedBy, job.LeaseUntil = jobRunning, 1, &h.Worker, &until
+	j.Status, j.Attempt, j.LockedBy, j.LeaseUntil = jobRunning, 1, &h.Worker, &until
+}
+
+// unclaim undoes claimFor, for a claim that did not take the job.
+func (j *jobRow) unclaim() {
+	j.Status, j.Attempt, j.LockedBy, j.LeaseUntil = jobAvailable, 0, nil, nil
 }
 
 // notifyJobs wakes other processes' workers when the batch's transaction

@@ -55,7 +55,7 @@ func TestFailingCommitIsNotHotLooped(t *testing.T) {
 		e := startEngine(t, db, newRegistry(t, pauseWorkflow("pause", &n)), engine.Opts{PollInterval: poll, Log: slog.New(slog.DiscardHandler)})
 		run := startRun(t, e, "pause", nil)
 		time.Sleep(time.Second)
-		if got := n.get("start"); got < 2 || got > int64(time.Second/poll)+2 {
+		if got := n.Get("start"); got < 2 || got > int64(time.Second/poll)+2 {
 			t.Fatalf("step ran %d times in a second of refused commits; want 2–%d", got, time.Second/poll+2)
 		}
 		refusing.Store(false)
@@ -85,7 +85,7 @@ func TestCommitThatNeverSucceedsEndsTheRun(t *testing.T) {
 			t.Fatalf("run error = %+v; want code %s", got.Error, domain.CodeCommitFailed)
 		}
 		// The default policy allows 3 attempts, plus 2 commit retries.
-		if runs := n.get("start"); runs != 5 {
+		if runs := n.Get("start"); runs != 5 {
 			t.Fatalf("step ran %d times; want 5", runs)
 		}
 	})

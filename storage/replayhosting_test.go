@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/clocktest"
 	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/domain/replay"
 	"github.com/tollgatehq/tollgate/storage"
@@ -114,7 +115,7 @@ func TestReplayTwoWorkersOneRun(t *testing.T) {
 		<-stalled
 		// The second worker's clock is an hour on: the first's lease has
 		// expired for it.
-		later := &fakeClock{now: time.Now().Add(time.Hour)}
+		later := clocktest.New(time.Now().Add(time.Hour))
 		second := startEngine(t, db, reg, engine.Opts{Clock: later, Lease: 200 * time.Millisecond, WorkerID: "second"})
 		waitRun(t, db, run.ID, domain.RunSuspended)
 		close(release)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/clocktest"
 	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/domain/replay"
 	"github.com/tollgatehq/tollgate/storage"
@@ -47,18 +48,6 @@ func sendSignal(ctx context.Context, e *engine.Engine, runID, name, stepID, sign
 	return e.Signal(ctx, domain.SignalRequest{RunID: runID, Name: name, StepKey: stepID, SignalID: signalID, Payload: raw(payload), By: "billing"})
 }
 
-// replayRegistry registers defs on env, or fails the test.
-func replayRegistry(t testing.TB, env *replay.Env, defs ...*replay.Definition) *domain.Registry {
-	t.Helper()
-	reg := domain.NewRegistry()
-	for _, d := range defs {
-		if err := d.Register(reg, env); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return reg
-}
-
 // A replay workflow end to end on both databases: completed steps are not
 // run again, Now is recorded once, a signal and an approval pause and
 // resume the run, the log holds the seed's events in order, and the same
@@ -68,7 +57,7 @@ func TestReplayWorkflow(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx := t.Context()
 		t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-		clock := &fakeClock{now: t0}
+		clock := clocktest.New(t0)
 		var fetches, finals atomic.Int32
 		var nows []time.Time
 		pipeline := replay.Workflow("payment-pipeline", "1", func(c *replay.Context, in struct{ UserID string }) (map[string]any, error) {
@@ -157,7 +146,7 @@ func TestReplayTimersAndNondeterminism(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-		clock := &fakeClock{now: t0}
+		clock := clocktest.New(t0)
 		var invocations, charges atomic.Int32
 		defs := []*replay.Definition{
 			replay.Workflow("nap", "1", func(c *replay.Context, _ any) (string, error) {

@@ -94,7 +94,7 @@ func (db *DB) insertRun(ctx context.Context, idb bun.IDB, row *runRow, nr domain
 	b := db.newBatch(idb)
 	ev, job := runStartRows(row, nr)
 	if h := nr.Handoff; h != nil && !runInserted && db.dialect == Postgres {
-		claimedBy(job, h)
+		job.claimFor(h)
 		q := idb.NewSelect().With("r", idb.NewInsert().Model(row)).With("e", idb.NewInsert().Model(ev)).
 			With("j", idb.NewInsert().Model(job).Returning("id")).TableExpr("j").Column("id")
 		if err := db.notifyChange(ctx, b, row.ID); err != nil {

@@ -337,10 +337,8 @@ func (s *setWriter) insertPauses(ctx context.Context, batch []domain.Transition,
 		Pending  int    `bun:"pending"`
 	}
 	q := s.tx.NewSelect().TableExpr("(VALUES "+strings.Join(values, ", ")+") AS v (run_id, id)", args...).
-		ColumnExpr("v.run_id").
-		ColumnExpr(`(SELECT count(*) FROM jobs AS j WHERE j.run_id = v.run_id AND NOT EXISTS (
-			SELECT 1 FROM suspensions AS t WHERE t.id = j.suspension_id AND t.status = ?)) AS jobs`, domain.SuspensionPending).
-		ColumnExpr(`(SELECT count(*) FROM suspensions AS p WHERE p.run_id = v.run_id AND p.status = ?) AS pending`, domain.SuspensionPending)
+		ColumnExpr("v.run_id")
+	q = countOutstanding(q, bun.Safe("v.run_id"))
 	if len(rows) > 0 {
 		q.With("ins", s.tx.NewInsert().Model(&rows).On("CONFLICT (run_id, step_key) DO NOTHING").Returning("id")).
 			ColumnExpr("COALESCE(v.id IN (SELECT id FROM ins), false) AS inserted")
@@ -408,30 +406,15 @@ func (s *setWriter) resumed(ctx context.Context, r *domain.ResumeRequest, tg tar
 	}
 	req := *r
 	db := s.db
-	row, ok := won[req.SuspensionID]
-	if !ok {
-		d, err := db.lostResume(ctx, s.tx, req.SuspensionID, req)
-		if err != nil {
-			out.Err = describe(domain.Transition{Resume: r}, err)
-			return nil
+	var d domain.Suspension
+	var err error
+	if row, ok := won[req.SuspensionID]; ok {
+		if d, err = db.resumeWon(ctx, s.b, s, tg.run, row, req); err != nil {
+			return err // the batch cannot commit
 		}
-		out.Suspension = d
-		s.after = append(s.after, func() { db.resumed(req, d) })
+	} else if d, err = db.lostResume(ctx, s.tx, req.SuspensionID, req); err != nil {
+		out.Err = describe(domain.Transition{Resume: r}, err) // this resume's answer
 		return nil
-	}
-	if err := db.fail("resume.after_update"); err != nil {
-		return err
-	}
-	now := ts(req.Now)
-	if err := db.completeDocuments(ctx, s.tx, row.ID, req.Documents, now); err != nil {
-		return err
-	}
-	d, err := row.toDomain()
-	if err != nil {
-		return err
-	}
-	if err := db.enqueueResume(ctx, s.b, s, tg.run, d, now, auditFor(req.Audit, row.ID, row.WorkflowID), req.Handoff); err != nil {
-		return err
 	}
 	out.Suspension = d
 	s.after = append(s.after, func() { db.resumed(req, d) })
@@ -477,7 +460,7 @@ func (s *setWriter) claimAll(ctx context.Context) error {
 	}
 	jobs := make([]*jobRow, len(s.claims))
 	for k, c := range s.claims {
-		claimedBy(c.job, c.h)
+		c.job.claimFor(c.h)
 		jobs[k] = c.job
 	}
 	var got []struct {
@@ -485,12 +468,7 @@ func (s *setWriter) claimAll(ctx context.Context) error {
 		Key     string `bun:"key"`
 		Attempt int    `bun:"attempt"`
 	}
-	err := s.tx.NewInsert().Model(&jobs).
-		On("CONFLICT (key) DO UPDATE").
-		Set("run_at = EXCLUDED.run_at, status = EXCLUDED.status, attempt = j.attempt + 1").
-		Set("locked_by = EXCLUDED.locked_by, lease_until = EXCLUDED.lease_until").
-		Where("j.status = ?", jobAvailable).
-		Returning("id, key, attempt").Scan(ctx, &got)
+	err := insertClaimedQuery(s.tx, &jobs).Returning("id, key, attempt").Scan(ctx, &got)
 	if err != nil && !isNoRows(err) {
 		return err
 	}
@@ -501,7 +479,7 @@ func (s *setWriter) claimAll(ctx context.Context) error {
 	for _, c := range s.claims {
 		k, ok := byKey[c.job.Key]
 		if !ok {
-			c.job.Status, c.job.Attempt, c.job.LockedBy, c.job.LeaseUntil = jobAvailable, 0, nil, nil
+			c.job.unclaim()
 			continue
 		}
 		c.job.ID, c.job.Attempt = got[k].ID, got[k].Attempt

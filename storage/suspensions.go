@@ -154,17 +154,26 @@ func (db *DB) resumeIn(ctx context.Context, tx bun.IDB, req domain.ResumeRequest
 	if won == nil {
 		return db.lostResume(ctx, tx, target.ID, req)
 	}
+	return db.resumeWon(ctx, db.newBatch(tx), nil, run, won, req)
+}
+
+// resumeWon goes on from a resume whose conditional update changed row:
+// it completes the resume's documents and queues the job that continues
+// run, in b, as enqueueResume does (with set, the set writer ends the
+// batch).
+func (db *DB) resumeWon(ctx context.Context, b *batch, set *setWriter, run *runRow, row *suspensionRow, req domain.ResumeRequest) (domain.Suspension, error) {
 	if err := db.fail("resume.after_update"); err != nil {
 		return domain.Suspension{}, err
 	}
-	if err := db.completeDocuments(ctx, tx, won.ID, req.Documents, ts(req.Now)); err != nil {
+	now := ts(req.Now)
+	if err := db.completeDocuments(ctx, b.tx, row.ID, req.Documents, now); err != nil {
 		return domain.Suspension{}, err
 	}
-	out, err := won.toDomain()
+	s, err := row.toDomain()
 	if err != nil {
-		return out, err
+		return s, err
 	}
-	return out, db.enqueueResume(ctx, db.newBatch(tx), nil, run, out, ts(req.Now), auditFor(req.Audit, won.ID, won.WorkflowID), req.Handoff)
+	return s, db.enqueueResume(ctx, b, set, run, s, now, auditFor(req.Audit, row.ID, row.WorkflowID), req.Handoff)
 }
 
 func describeResume(req domain.ResumeRequest) string {

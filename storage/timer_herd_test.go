@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/clocktest"
 	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/storage"
 )
@@ -36,10 +37,27 @@ func (c *resumeCounter) Apply(ctx context.Context, batch []domain.Transition) []
 	return c.DB.Apply(ctx, batch)
 }
 
-// pauseHerd starts n runs of the nap workflow that sleep an hour from the
+// napHerd is the nap workflow registered on a clock standing at t0, and
+// the log of its runs' wakes.
+type napHerd struct {
+	t0    time.Time
+	clock *clocktest.Clock
+	naps  napLog
+	reg   *domain.Registry
+}
+
+func newNapHerd(t *testing.T) *napHerd {
+	h := &napHerd{t0: time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)}
+	h.clock = clocktest.New(h.t0)
+	h.reg = newRegistry(t, napWorkflow(&h.naps, h.clock))
+	return h
+}
+
+// pause starts n runs of the nap workflow on e that sleep an hour from the
 // clock's time, and waits until each is paused on its timer.
-func pauseHerd(t *testing.T, db *storage.DB, e *engine.Engine, n int, wake time.Time) []domain.Run {
+func (h *napHerd) pause(t *testing.T, db *storage.DB, e *engine.Engine, n int) []domain.Run {
 	t.Helper()
+	wake := h.clock.Now().Add(time.Hour)
 	runs := make([]domain.Run, n)
 	for i := range runs {
 		runs[i] = startRun(t, e, "nap", time.Hour)
@@ -59,11 +77,9 @@ func TestClaimWakesAHerdOfTimers(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		const n = 40
-		t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-		clock := &fakeClock{now: t0}
-		var l napLog
-		e, stop := runEngine(t, db, newRegistry(t, napWorkflow(&l, clock)), engine.Opts{Clock: clock})
-		runs := pauseHerd(t, db, e, n, t0.Add(time.Hour))
+		h := newNapHerd(t)
+		e, stop := runEngine(t, db, h.reg, engine.Opts{Clock: h.clock})
+		runs := h.pause(t, db, e, n)
 		stop()
 		subscribe(t, db, "resolved", domain.HookSuspensionResolved)
 		var mu sync.Mutex
@@ -92,7 +108,7 @@ func TestClaimWakesAHerdOfTimers(t *testing.T) {
 			seqs[r.ID] = len(runEvents(t, db, r.ID))
 		}
 
-		due := t0.Add(2 * time.Hour)
+		due := h.t0.Add(2 * time.Hour)
 		jobs, err := db.ClaimJobs(t.Context(), "herder", due, time.Minute, n+5)
 		if err != nil {
 			t.Fatal(err)
@@ -139,16 +155,14 @@ func TestTimerHerdNeedsNoResumeTransaction(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		const n = 30
-		t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-		clock := &fakeClock{now: t0}
-		var l napLog
+		h := newNapHerd(t)
 		store := newResumeCounter(db)
-		e := startEngine(t, store, newRegistry(t, napWorkflow(&l, clock)), engine.Opts{Clock: clock, Workers: n})
-		runs := pauseHerd(t, db, e, n, t0.Add(time.Hour))
+		e := startEngine(t, store, h.reg, engine.Opts{Clock: h.clock, Workers: n})
+		runs := h.pause(t, db, e, n)
 		store.takingClaims.Store(0)
 		store.claimed.Store(0)
 
-		clock.Set(t0.Add(2 * time.Hour))
+		h.clock.Set(h.t0.Add(2 * time.Hour))
 		for _, r := range runs {
 			waitRun(t, db, r.ID, domain.RunSucceeded)
 		}
@@ -159,7 +173,7 @@ func TestTimerHerdNeedsNoResumeTransaction(t *testing.T) {
 			t.Errorf("%d claims took %d jobs; want one claim of the %d timers", claims, claimed, n)
 		}
 		for _, r := range runs {
-			if w := l.wakes(r.ID); w != 1 {
+			if w := h.naps.Wakes(r.ID); w != 1 {
 				t.Errorf("run %s woke %d times; want 1", r.ID, w)
 			}
 		}
@@ -175,19 +189,16 @@ func TestEarlyResumeRacingATimerClaim(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		const n = 24
-		t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-		clock := &fakeClock{now: t0}
-		var l napLog
-		reg := newRegistry(t, napWorkflow(&l, clock))
-		e, stop := runEngine(t, db, reg, engine.Opts{Clock: clock})
-		runs := pauseHerd(t, db, e, n, t0.Add(time.Hour))
+		h := newNapHerd(t)
+		e, stop := runEngine(t, db, h.reg, engine.Opts{Clock: h.clock})
+		runs := h.pause(t, db, e, n)
 		stop()
 		ids := make([]string, n)
 		for i, r := range runs {
 			ids[i] = pendingSuspension(t, db, r.ID).ID
 		}
 
-		due := t0.Add(2 * time.Hour)
+		due := h.t0.Add(2 * time.Hour)
 		start := make(chan struct{})
 		var wg sync.WaitGroup
 		var jobs []domain.Job
@@ -250,16 +261,16 @@ func TestEarlyResumeRacingATimerClaim(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		clock.Set(due)
-		startEngine(t, db, reg, engine.Opts{Clock: clock})
+		h.clock.Set(due)
+		startEngine(t, db, h.reg, engine.Opts{Clock: h.clock})
 		for i, r := range runs {
 			waitRun(t, db, r.ID, domain.RunSucceeded)
 			want := "null"
 			if resumeErrs[i] == nil {
 				want = `{"early":true}`
 			}
-			if _, data := l.at(r.ID); !sameJSONText(data, want) || l.wakes(r.ID) != 1 {
-				t.Errorf("run %s woke %d times, with %s; want once, with %s", r.ID, l.wakes(r.ID), data, want)
+			if _, data := h.naps.At(r.ID); !sameJSONText(data, want) || h.naps.Wakes(r.ID) != 1 {
+				t.Errorf("run %s woke %d times, with %s; want once, with %s", r.ID, h.naps.Wakes(r.ID), data, want)
 			}
 		}
 	})
@@ -277,25 +288,23 @@ func TestTimerWokenInClaimWritesWhatAResumeWrites(t *testing.T) {
 		o.Fault = f.hook
 		db := openDB(t, o)
 		subscribe(t, db, "resolved", domain.HookSuspensionResolved)
-		t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-		clock := &fakeClock{now: t0}
-		var l napLog
+		h := newNapHerd(t)
 		store := newResumeCounter(db)
-		e := startEngine(t, store, newRegistry(t, napWorkflow(&l, clock)), engine.Opts{Clock: clock})
+		e := startEngine(t, store, h.reg, engine.Opts{Clock: h.clock})
 
 		// The old path: waking in the claim fails once, so the claim
 		// takes the job unresolved and its worker resumes the timer.
-		old := pauseHerd(t, db, e, 1, t0.Add(time.Hour))[0]
+		old := h.pause(t, db, e, 1)[0]
 		f.arm("claim.wake_timers")
-		clock.Set(t0.Add(2 * time.Hour))
+		h.clock.Set(h.t0.Add(2 * time.Hour))
 		waitRun(t, db, old.ID, domain.RunSucceeded)
 		if f.count() != 1 || store.resumes.Load() != 1 {
 			t.Fatalf("fault fired %d times, %d resumes applied; want the claim's wake to fail once and the worker to resume", f.count(), store.resumes.Load())
 		}
 
 		// The batched path, an hour later by the same clock.
-		batched := pauseHerd(t, db, e, 1, t0.Add(3*time.Hour))[0]
-		clock.Set(t0.Add(4 * time.Hour))
+		batched := h.pause(t, db, e, 1)[0]
+		h.clock.Set(h.t0.Add(4 * time.Hour))
 		waitRun(t, db, batched.ID, domain.RunSucceeded)
 		if store.resumes.Load() != 1 {
 			t.Fatalf("%d resumes applied; want the second timer woken by its claim", store.resumes.Load())
@@ -304,8 +313,8 @@ func TestTimerWokenInClaimWritesWhatAResumeWrites(t *testing.T) {
 		if a, b := runRecord(t, db, old), runRecord(t, db, batched); a != b {
 			t.Errorf("the timer its worker resumed left\n%s\nthe timer its claim woke left\n%s", a, b)
 		}
-		_, oldData := l.at(old.ID)
-		_, batchedData := l.at(batched.ID)
+		_, oldData := h.naps.At(old.ID)
+		_, batchedData := h.naps.At(batched.ID)
 		if string(oldData) != string(batchedData) {
 			t.Errorf("the woken step saw %s after a resume, %s after a claim's wake", oldData, batchedData)
 		}

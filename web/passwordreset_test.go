@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/clocktest"
 	"github.com/tollgatehq/tollgate/web"
 )
 
@@ -97,7 +98,7 @@ func TestUIPasswordResetLinkWorksOnce(t *testing.T) {
 func TestUIPasswordResetLinkRefusals(t *testing.T) {
 	t.Parallel()
 	forEachDialectWith(t, withLoginClock, func(t *testing.T, e *apiEnv) {
-		clock := e.api.Clock.(*fakeClock)
+		clock := e.api.Clock.(*clocktest.Clock)
 		boss := e.signedIn(t, "boss@example.com", domain.RoleAdmin)
 		revID, _ := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
 		founderID, _ := e.addPerson(t, "founder@example.com", domain.RoleFounder)
@@ -148,15 +149,15 @@ func TestUIPasswordResetLinkRefusals(t *testing.T) {
 			t.Error("no Retry-After on a throttled link")
 		}
 		wantPage(t, anon.do("GET", newer, nil, from("192.0.2.6")...), http.StatusOK)
-		clock.advance(15*time.Minute + time.Second)
+		clock.Advance(15*time.Minute + time.Second)
 		wantPage(t, anon.do("GET", newer, nil, from("192.0.2.5")...), http.StatusOK)
 
 		// Expired (sessions are signed out after so long; the link is not
 		// about sessions).
 		expiring := issueReset(t, boss, revID, "rev@example.com")
-		clock.advance(domain.PasswordResetTTL - time.Second)
+		clock.Advance(domain.PasswordResetTTL - time.Second)
 		wantPage(t, anon.do("GET", expiring, nil, from("192.0.2.1")...), http.StatusOK, "Choose a new password")
-		clock.advance(2 * time.Second)
+		clock.Advance(2 * time.Second)
 		invalid(expiring, "192.0.2.1")
 	})
 }
@@ -218,7 +219,7 @@ func TestUIForgotPasswordMailsALink(t *testing.T) {
 	t.Parallel()
 	forEachDialectWith(t, withResetMail, func(t *testing.T, e *apiEnv) {
 		mails := e.api.ResetMailer.(*resetMails)
-		clock := e.api.Clock.(*fakeClock)
+		clock := e.api.Clock.(*clocktest.Clock)
 		e.addPerson(t, "rev@example.com", domain.RoleReviewer)
 		offID, _ := e.addPerson(t, "off@example.com", domain.RoleReviewer)
 		if _, _, err := e.db.UpdateUser(t.Context(), offID, domain.RoleReviewer, true, time.Now()); err != nil {
@@ -271,7 +272,7 @@ func TestUIForgotPasswordMailsALink(t *testing.T) {
 			wantPage(t, ask(fmt.Sprintf("u%d@example.com", i), "198.51.100.99"), http.StatusOK)
 		}
 		wantPage(t, ask("u99@example.com", "198.51.100.99"), http.StatusTooManyRequests)
-		clock.advance(15*time.Minute + time.Second)
+		clock.Advance(15*time.Minute + time.Second)
 		wantPage(t, ask("u99@example.com", "198.51.100.99"), http.StatusOK)
 
 		// Every request answered is audited: 3 + 4 + 20 + 1.

@@ -4,37 +4,19 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/clocktest"
 	"github.com/tollgatehq/tollgate/web"
 )
-
-// fakeClock is a clock the test moves.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // withLoginClock enables the browser app with a fake clock and client
 // addresses taken from X-Forwarded-For.
 func withLoginClock(s *web.Server) {
 	withUI(s)
-	s.Clock, s.TrustProxy = &fakeClock{now: time.Now().UTC()}, true
+	s.Clock, s.TrustProxy = clocktest.New(time.Now().UTC()), true
 }
 
 func (b *browser) loginFrom(addr, email, password string) page {
@@ -50,7 +32,7 @@ func (b *browser) loginFrom(addr, email, password string) page {
 func TestUILoginThrottlesStrangersNotTheOwner(t *testing.T) {
 	t.Parallel()
 	forEachDialectWith(t, withLoginClock, func(t *testing.T, e *apiEnv) {
-		clock := e.api.Clock.(*fakeClock)
+		clock := e.api.Clock.(*clocktest.Clock)
 		_, password := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
 		laptop, phone := e.browser(t), e.browser(t)
 		wantPage(t, laptop.loginFrom("10.0.0.1", "rev@example.com", password), http.StatusSeeOther)
@@ -73,7 +55,7 @@ func TestUILoginThrottlesStrangersNotTheOwner(t *testing.T) {
 
 		wantPage(t, attacker.loginFrom("203.0.113.9", "rev@example.com", "guess"), http.StatusTooManyRequests)
 		wantPage(t, e.browser(t).loginFrom("203.0.113.10", "rev@example.com", fresh), http.StatusTooManyRequests)
-		clock.advance(15*time.Minute + time.Second)
+		clock.Advance(15*time.Minute + time.Second)
 		wantPage(t, attacker.loginFrom("203.0.113.9", "rev@example.com", "guess"), http.StatusUnauthorized)
 	})
 }

@@ -13,29 +13,12 @@ import (
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/clocktest"
 	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/domain/mail"
 	"github.com/tollgatehq/tollgate/storage"
 	"github.com/tollgatehq/tollgate/storage/storagetest"
 )
-
-// fakeClock is the dispatcher's clock, moved by the test.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
 
 // env is a database, an engine running the request workflow, a real SMTP
 // server and a dispatcher sending to it, driven round by round.
@@ -43,7 +26,7 @@ type env struct {
 	db    *storage.DB
 	eng   *engine.Engine
 	smtp  *smtpServer
-	clock *fakeClock
+	clock *clocktest.Clock
 	d     *mail.Dispatcher
 	users map[string]string // id by email
 }
@@ -108,7 +91,7 @@ func newEnv(t *testing.T, o storage.Opts) *env {
 	wg.Go(func() { e.eng.Run(ctx) })
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	sender := testSender(t, e.smtp.URL)
-	e.clock = &fakeClock{now: time.Now().UTC()}
+	e.clock = clocktest.New(time.Now().UTC())
 	e.d = mail.New(mail.Opts{Store: e.db, Sender: sender, Log: log, Clock: e.clock, PublicURL: publicURL,
 		RetryBase: time.Minute, DigestHour: mail.DefaultDigestHour})
 	return e
@@ -261,7 +244,7 @@ func TestMailRoleWideDigest(t *testing.T) {
 		if _, err := e.eng.Resume(t.Context(), domain.ResumeRequest{SuspensionID: second.ID, Decision: domain.DecisionApproved, By: "now@example.com"}); err != nil {
 			t.Fatal(err)
 		}
-		e.clock.set(mail.NextDigest(e.clock.Now(), mail.DefaultDigestHour).Add(time.Minute))
+		e.clock.Set(mail.NextDigest(e.clock.Now(), mail.DefaultDigestHour).Add(time.Minute))
 		e.round(t)
 		wantMails(t, e.smtp, "now@example.com", "now@example.com", "rev@example.com")
 		digest := e.smtp.To("rev@example.com")[0]
@@ -279,7 +262,7 @@ func TestMailRoleWideDigest(t *testing.T) {
 		if _, err := e.eng.Resume(t.Context(), domain.ResumeRequest{SuspensionID: third.ID, Decision: domain.DecisionApproved, By: "now@example.com"}); err != nil {
 			t.Fatal(err)
 		}
-		e.clock.set(mail.NextDigest(e.clock.Now(), mail.DefaultDigestHour).Add(time.Minute))
+		e.clock.Set(mail.NextDigest(e.clock.Now(), mail.DefaultDigestHour).Add(time.Minute))
 		e.round(t)
 		wantMails(t, e.smtp, "now@example.com", "now@example.com", "rev@example.com", "now@example.com")
 	})
@@ -307,9 +290,9 @@ func TestMailRetriedUntilDelivered(t *testing.T) {
 		if n := len(e.smtp.Messages()); n != 0 {
 			t.Fatalf("retried before its backoff: %d mails", n)
 		}
-		e.clock.set(e.clock.Now().Add(time.Minute))
+		e.clock.Advance(time.Minute)
 		e.round(t)
-		e.clock.set(e.clock.Now().Add(time.Hour))
+		e.clock.Advance(time.Hour)
 		e.round(t)
 		if m := wantMails(t, e.smtp, "ada@example.com")[0]; m.Header.Get("Subject") != "Upload your deck" {
 			t.Fatalf("mailed %q", m.Header.Get("Subject"))
@@ -348,7 +331,7 @@ func TestMailOfDeletedRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.smtp.Refuse(false)
-		e.clock.set(e.clock.Now().Add(2 * time.Hour))
+		e.clock.Advance(2 * time.Hour)
 		e.round(t)
 		kept := e.ask(t, request{Kind: domain.KindInput, Assignee: "ada@example.com", Title: "Kept"})
 		e.round(t)
@@ -417,7 +400,7 @@ func TestMailYieldsToABusyEngine(t *testing.T) {
 				t.Fatalf("%d mails sent; want %d: %s", n, want, why)
 			}
 		}
-		advance := func(by time.Duration) { e.clock.set(e.clock.Now().Add(by)) }
+		advance := e.clock.Advance
 
 		queue("first")
 		held(0, "the engine is busy")

@@ -66,7 +66,7 @@ func TestMailRoundRecordsTheLastRoundsSends(t *testing.T) {
 		}
 		wantMails(t, e.smtp, "ada@example.com", "ada@example.com", "ada@example.com", "ada@example.com", "ada@example.com")
 
-		e.clock.set(e.clock.Now().Add(2 * time.Minute)) // every lease has run out
+		e.clock.Advance(2 * time.Minute) // every lease has run out
 		o.Store = e.db
 		if n, err := mail.New(o).Round(t.Context()); err != nil || n != 0 {
 			t.Fatalf("a round after the leases ran out claimed %d mails (%v): sends were not recorded", n, err)
@@ -90,7 +90,7 @@ func TestMailDispatcherRecordsItsSendsAsItStops(t *testing.T) {
 		cancel()
 		wg.Wait()
 
-		e.clock.set(e.clock.Now().Add(2 * time.Minute))
+		e.clock.Advance(2 * time.Minute)
 		if n, err := mail.New(o).Round(t.Context()); err != nil || n != 0 {
 			t.Fatalf("after the dispatcher stopped, a round claimed %d mails (%v): its sends were not recorded", n, err)
 		}
@@ -135,7 +135,7 @@ func TestMailDispatcherLogsAFailedLastRecord(t *testing.T) {
 			t.Fatalf("the dispatcher stopped without an error for the send it could not record; it logged:\n%s", &logged)
 		}
 
-		e.clock.set(e.clock.Now().Add(2 * time.Minute))
+		e.clock.Advance(2 * time.Minute)
 		o.Store, o.Log = e.db, warnLog(t)
 		if n, err := mail.New(o).Round(t.Context()); err != nil || n != 1 {
 			t.Fatalf("after the lease ran out, a round claimed %d mails (%v), want the unrecorded one", n, err)

@@ -44,6 +44,37 @@ func cancelOf(id string) domain.Transition {
 	return domain.Transition{Cancel: &domain.CancelRequest{RunID: id}}
 }
 
+// applyAtOnce has callers each apply a transition of its own on c at
+// once, and checks that each hears its own answer and that b applied them
+// all; it returns b's largest batch.
+func applyAtOnce(t *testing.T, c *committer, b *echoBatcher, callers int) (biggest int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan string, callers)
+	for i := range callers {
+		wg.Go(func() {
+			id := strconv.Itoa(i)
+			if got := c.apply(t.Context(), cancelOf(id)); got.Run.ID != id {
+				errs <- "caller " + id + " got the answer for " + got.Run.ID
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	total := 0
+	for _, n := range b.sizes {
+		total += n
+		biggest = max(biggest, n)
+	}
+	if total != callers {
+		t.Errorf("%d transitions applied; want %d", total, callers)
+	}
+	return biggest
+}
+
 // A lone caller commits at once, in a batch of its own.
 func TestCommitterAloneWaitsForNobody(t *testing.T) {
 	b := &echoBatcher{}
@@ -65,29 +96,7 @@ func TestCommitterGathersWhileABatchCommits(t *testing.T) {
 	const callers, limit = 200, 16
 	b := &echoBatcher{delay: 2 * time.Millisecond}
 	c := newCommitter(b, limit, 1)
-	var wg sync.WaitGroup
-	errs := make(chan string, callers)
-	for i := range callers {
-		wg.Go(func() {
-			id := strconv.Itoa(i)
-			if got := c.apply(t.Context(), cancelOf(id)); got.Run.ID != id {
-				errs <- "caller " + id + " got the answer for " + got.Run.ID
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for e := range errs {
-		t.Error(e)
-	}
-	total, biggest := 0, 0
-	for _, n := range b.sizes {
-		total += n
-		biggest = max(biggest, n)
-	}
-	if total != callers {
-		t.Errorf("%d transitions applied; want %d", total, callers)
-	}
+	biggest := applyAtOnce(t, c, b, callers)
 	if biggest < 2 || biggest > limit {
 		t.Errorf("largest batch %d; want between 2 and %d (sizes %v)", biggest, limit, b.sizes)
 	}
@@ -103,29 +112,7 @@ func TestCommitterLanesCommitBatchesAtOnce(t *testing.T) {
 	const callers, limit = 200, 16
 	b := &echoBatcher{delay: 2 * time.Millisecond}
 	c := newCommitter(b, limit, 2)
-	var wg sync.WaitGroup
-	errs := make(chan string, callers)
-	for i := range callers {
-		wg.Go(func() {
-			id := strconv.Itoa(i)
-			if got := c.apply(t.Context(), cancelOf(id)); got.Run.ID != id {
-				errs <- "caller " + id + " got the answer for " + got.Run.ID
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for e := range errs {
-		t.Error(e)
-	}
-	total, biggest := 0, 0
-	for _, n := range b.sizes {
-		total += n
-		biggest = max(biggest, n)
-	}
-	if total != callers {
-		t.Errorf("%d transitions applied; want %d", total, callers)
-	}
+	biggest := applyAtOnce(t, c, b, callers)
 	if biggest < 2 {
 		t.Errorf("largest batch %d; want callers gathered (sizes %v)", biggest, b.sizes)
 	}

@@ -28,11 +28,11 @@ var commandTests = []test{
 func blockingWorkflow(id string, n *stepCounter, cmds ...domain.Command) *domain.Workflow {
 	return domain.NewWorkflow(id, "1").
 		Step("start", func(context.Context, domain.StepRequest) (domain.StepResult, error) {
-			n.inc(id)
+			n.Inc(id)
 			return domain.StepResult{Commands: cmds}, nil
 		}).
 		Step("next", func(context.Context, domain.StepRequest) (domain.StepResult, error) {
-			n.inc(id + "/next")
+			n.Inc(id + "/next")
 			return domain.StepResult{}, nil
 		})
 }
@@ -73,8 +73,8 @@ func testOneBlockingCommand(t *testing.T, open Open) {
 		if got := eventTypes(t, db, run.ID); slices.Contains(got, domain.EventWorkflowPaused) || !slices.Contains(got, domain.EventStepFailed) {
 			t.Fatalf("%s: events %v", name, got)
 		}
-		if n.get(name) != 1 || n.get(name+"/next") != 0 {
-			t.Fatalf("%s: start ran %d times, next %d", name, n.get(name), n.get(name+"/next"))
+		if n.Get(name) != 1 || n.Get(name+"/next") != 0 {
+			t.Fatalf("%s: start ran %d times, next %d", name, n.Get(name), n.Get(name+"/next"))
 		}
 	}
 }
@@ -83,7 +83,7 @@ func testOneBlockingCommand(t *testing.T, open Open) {
 // review beside an invoke. side counts its runs and returns its input.
 func siblingWorkflows(n *stepCounter) []*domain.Workflow {
 	side := func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
-		n.inc(req.WorkflowID + "/side")
+		n.Inc(req.WorkflowID + "/side")
 		return domain.StepResult{Output: req.Input}, nil
 	}
 	discard := domain.NewWorkflow("discard", "1").
@@ -94,7 +94,7 @@ func siblingWorkflows(n *stepCounter) []*domain.Workflow {
 			}}, nil
 		}).
 		Step("after", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
-			n.inc("discard/after")
+			n.Inc("discard/after")
 			return domain.StepResult{Output: map[string]string{"done": "after"}}, nil
 		}).
 		Step("side", side)
@@ -134,7 +134,7 @@ func testSiblingCommands(t *testing.T, open Open) {
 	rejected := startRun(t, e, "review", nil)
 	waitRun(t, db, approved.ID, domain.RunSuspended)
 	waitRun(t, db, rejected.ID, domain.RunSuspended)
-	if n.get("review/side") != 0 {
+	if n.Get("review/side") != 0 {
 		t.Fatal("a deferred invoke ran before the review was decided")
 	}
 	sa, sr := pendingSuspension(t, db, approved.ID), pendingSuspension(t, db, rejected.ID)
@@ -147,8 +147,8 @@ func testSiblingCommands(t *testing.T, open Open) {
 	if done := waitRun(t, db, approved.ID, domain.RunSucceeded, domain.RunFailed); done.Status != domain.RunSucceeded || !sameJSONText(done.Output, `{"from":"review"}`) {
 		t.Fatalf("approved run = %s %s %+v", done.Status, done.Output, done.Error)
 	}
-	if n.get("review/side") != 1 {
-		t.Fatalf("deferred invoke ran %d times after approval; want 1", n.get("review/side"))
+	if n.Get("review/side") != 1 {
+		t.Fatalf("deferred invoke ran %d times after approval; want 1", n.Get("review/side"))
 	}
 	if _, err := e.Decide(ctx, domain.ResumeRequest{SuspensionID: sr.ID, By: "reviewer"}, false, "no receipts"); err != nil {
 		t.Fatal(err)
@@ -161,8 +161,8 @@ func testSiblingCommands(t *testing.T, open Open) {
 		t.Fatalf("rejected events %v", got)
 	}
 	time.Sleep(100 * time.Millisecond) // a wrongly queued invoke would have run by now
-	if n.get("discard/side") != 0 || n.get("review/side") != 1 || n.get("discard/after") != 1 {
-		t.Fatalf("side ran %d (discard) and %d (review) times, after %d", n.get("discard/side"), n.get("review/side"), n.get("discard/after"))
+	if n.Get("discard/side") != 0 || n.Get("review/side") != 1 || n.Get("discard/after") != 1 {
+		t.Fatalf("side ran %d (discard) and %d (review) times, after %d", n.Get("discard/side"), n.Get("review/side"), n.Get("discard/after"))
 	}
 }
 
@@ -188,11 +188,11 @@ func testReviewWithResumeStepDefersSiblings(t *testing.T, open Open) {
 			if err := json.Unmarshal(req.Input, &p); err != nil {
 				return domain.StepResult{}, err
 			}
-			n.inc(req.RunID + "/decided/" + strconv.FormatBool(p.ResumeData.Approved))
+			n.Inc(req.RunID + "/decided/" + strconv.FormatBool(p.ResumeData.Approved))
 			return domain.StepResult{Output: p.ResumeData}, nil
 		}).
 		Step("pay", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
-			n.inc(req.RunID + "/pay")
+			n.Inc(req.RunID + "/pay")
 			return domain.StepResult{Output: req.Input}, nil
 		})
 	e := startEngine(t, db, newRegistry(t, wf), engine.Opts{})
@@ -210,7 +210,7 @@ func testReviewWithResumeStepDefersSiblings(t *testing.T, open Open) {
 		t.Fatal(err)
 	}
 	waitFor(t, 20*time.Second, "the approved run's payment and decision step", func() bool {
-		return n.get(approved.ID+"/pay") == 1 && n.get(approved.ID+"/decided/true") == 1
+		return n.Get(approved.ID+"/pay") == 1 && n.Get(approved.ID+"/decided/true") == 1
 	})
 	if done := waitRun(t, db, approved.ID, domain.RunSucceeded, domain.RunFailed); done.Status != domain.RunSucceeded {
 		t.Fatalf("approved run = %s %+v", done.Status, done.Error)
@@ -219,8 +219,8 @@ func testReviewWithResumeStepDefersSiblings(t *testing.T, open Open) {
 		t.Errorf("approved run's events %v: want pay invoked, nothing discarded", got)
 	}
 
-	if done := waitRun(t, db, rejected.ID, domain.RunSucceeded, domain.RunFailed); done.Status != domain.RunSucceeded || n.get(rejected.ID+"/decided/false") != 1 {
-		t.Fatalf("rejected run = %s %+v, its resume step ran %d times", done.Status, done.Error, n.get(rejected.ID+"/decided/false"))
+	if done := waitRun(t, db, rejected.ID, domain.RunSucceeded, domain.RunFailed); done.Status != domain.RunSucceeded || n.Get(rejected.ID+"/decided/false") != 1 {
+		t.Fatalf("rejected run = %s %+v, its resume step ran %d times", done.Status, done.Error, n.Get(rejected.ID+"/decided/false"))
 	}
 	var dropped []domain.Event
 	for _, ev := range runEvents(t, db, rejected.ID) {
@@ -232,8 +232,8 @@ func testReviewWithResumeStepDefersSiblings(t *testing.T, open Open) {
 		t.Errorf("rejected run's %s events: %+v", domain.EventCommandsDropped, dropped)
 	}
 	time.Sleep(100 * time.Millisecond) // a wrongly queued payment would have run by now
-	if n.get(rejected.ID+"/pay") != 0 || n.get(approved.ID+"/pay") != 1 {
-		t.Errorf("pay ran %d times in the rejected run and %d in the approved one; want 0 and 1", n.get(rejected.ID+"/pay"), n.get(approved.ID+"/pay"))
+	if n.Get(rejected.ID+"/pay") != 0 || n.Get(approved.ID+"/pay") != 1 {
+		t.Errorf("pay ran %d times in the rejected run and %d in the approved one; want 0 and 1", n.Get(rejected.ID+"/pay"), n.Get(approved.ID+"/pay"))
 	}
 }
 
@@ -262,7 +262,7 @@ func testCheckpointRules(t *testing.T, open Open) {
 			if err := req.Bind(&name); err != nil {
 				return domain.StepResult{}, err
 			}
-			n.inc(name)
+			n.Inc(name)
 			for _, c := range cases {
 				if c.name == name {
 					return domain.StepResult{Commands: []domain.Command{domain.Suspend("need_data", c.checkpoint, "")}}, nil
@@ -283,8 +283,8 @@ func testCheckpointRules(t *testing.T, open Open) {
 		if k := len(suspensions(t, db, run.ID, domain.SuspensionFilter{})); k != 0 {
 			t.Fatalf("%s: %d suspension rows", c.name, k)
 		}
-		if n.get(c.name) != 1 {
-			t.Fatalf("%s: step ran %d times; a bad checkpoint is not retried", c.name, n.get(c.name))
+		if n.Get(c.name) != 1 {
+			t.Fatalf("%s: step ran %d times; a bad checkpoint is not retried", c.name, n.Get(c.name))
 		}
 	}
 	// Just under the limit is fine.

@@ -224,12 +224,14 @@ func sameJSONText(a json.RawMessage, b string) bool {
 // stepCounter counts executions per key (a step name, or run and step).
 type stepCounter struct{ m sync.Map }
 
-func (c *stepCounter) inc(key string) int64 {
+// Inc counts one more execution of key and returns its count.
+func (c *stepCounter) Inc(key string) int64 {
 	v, _ := c.m.LoadOrStore(key, new(atomic.Int64))
 	return v.(*atomic.Int64).Add(1)
 }
 
-func (c *stepCounter) get(key string) int64 {
+// Get is key's count so far.
+func (c *stepCounter) Get(key string) int64 {
 	v, ok := c.m.Load(key)
 	if !ok {
 		return 0
@@ -242,7 +244,7 @@ func (c *stepCounter) get(key string) int64 {
 func pauseWorkflow(id string, n *stepCounter) *domain.Workflow {
 	return domain.NewWorkflow(id, "1").
 		Step("start", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
-			n.inc("start")
+			n.Inc("start")
 			return domain.StepResult{
 				Output:   map[string]string{"status": "waiting"},
 				Events:   []domain.StepEvent{{Type: "asked", Payload: map[string]string{"run": req.RunID}}},
@@ -250,40 +252,36 @@ func pauseWorkflow(id string, n *stepCounter) *domain.Workflow {
 			}, nil
 		}).
 		Step("finish", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
-			n.inc("finish")
+			n.Inc("finish")
 			return domain.StepResult{Output: req.Input}, nil
 		})
-}
-
-// fakeClock is a domain.Clock that tests set by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
 }
 
 // The harness's helpers, for other tests of the engine on a store
 // (storage's own).
 var (
-	TestLogger  = testLogger
-	StartEngine = startEngine
-	RunEngine   = runEngine
-	NewRegistry = newRegistry
-	StartRun    = startRun
-	WaitRun     = waitRun
-	WaitFor     = waitFor
-	RunEvents   = runEvents
-	EventTypes  = eventTypes
-	Raw         = raw
+	TestLogger        = testLogger
+	StartEngine       = startEngine
+	RunEngine         = runEngine
+	NewRegistry       = newRegistry
+	ReplayRegistry    = replayRegistry
+	StartRun          = startRun
+	WaitRun           = waitRun
+	WaitFor           = waitFor
+	WaitDelay         = waitDelay
+	PendingSuspension = pendingSuspension
+	RunEvents         = runEvents
+	EventTypes        = eventTypes
+	Raw               = raw
+	NewID             = newID
+	CountOf           = countOf
+	SameJSONText      = sameJSONText
+	PauseWorkflow     = pauseWorkflow
+	NapWorkflow       = napWorkflow
+)
+
+// The harness's test doubles, for the same tests.
+type (
+	StepCounter = stepCounter
+	NapLog      = napLog
 )

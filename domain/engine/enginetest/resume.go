@@ -176,8 +176,8 @@ func testConcurrentResumeOneWinner(t *testing.T, open Open) {
 		}
 	}
 	time.Sleep(100 * time.Millisecond) // a replay that enqueued would have run by now
-	if n.get("finish") != rounds {
-		t.Fatalf("resume step ran %d times over %d rounds; want once per round", n.get("finish"), rounds)
+	if n.Get("finish") != rounds {
+		t.Fatalf("resume step ran %d times over %d rounds; want once per round", n.Get("finish"), rounds)
 	}
 }
 
@@ -198,7 +198,7 @@ func earlyWorkflow(gates *sync.Map, n *stepCounter, seen *sync.Map) *domain.Work
 			if err := req.Bind(&in); err != nil {
 				return domain.StepResult{}, err
 			}
-			n.inc(in.Token + "/ask")
+			n.Inc(in.Token + "/ask")
 			g, _ := gates.Load(in.Token)
 			close(g.(*gate).entered)
 			<-g.(*gate).release
@@ -214,7 +214,7 @@ func earlyWorkflow(gates *sync.Map, n *stepCounter, seen *sync.Map) *domain.Work
 			if err := req.Bind(&p); err != nil {
 				return domain.StepResult{}, err
 			}
-			n.inc(p.Checkpoint.Token + "/use")
+			n.Inc(p.Checkpoint.Token + "/use")
 			seen.Store(p.Checkpoint.Token, string(p.ResumeData))
 			return domain.StepResult{Output: p.ResumeData}, nil
 		})
@@ -252,8 +252,8 @@ func testResumeBeforePause(t *testing.T, open Open) {
 			}
 			for i := range iterations {
 				token := fmt.Sprintf("%s-%d", variant, i)
-				if n.get(token+"/ask") != 1 || n.get(token+"/use") != 1 {
-					t.Fatalf("%s: ask ran %d times, use %d; want 1 and 1", token, n.get(token+"/ask"), n.get(token+"/use"))
+				if n.Get(token+"/ask") != 1 || n.Get(token+"/use") != 1 {
+					t.Fatalf("%s: ask ran %d times, use %d; want 1 and 1", token, n.Get(token+"/ask"), n.Get(token+"/use"))
 				}
 				if v, _ := seen.Load(token); !sameJSONText(json.RawMessage(v.(string)), fmt.Sprintf(`{"token":%q}`, token)) {
 					t.Fatalf("%s: use saw %v", token, v)
@@ -442,7 +442,7 @@ func testResumeWriteOnce(t *testing.T, open Open) {
 		t.Fatalf("suspension after the lost resume = %+v (%v)", got, err)
 	}
 	var out domain.ResumePayload
-	if err := json.Unmarshal(done.Output, &out); err != nil || !sameJSONText(out.ResumeData, `{"doc":"first"}`) || n.get("finish") != 1 {
-		t.Fatalf("resume step saw %s and ran %d times", done.Output, n.get("finish"))
+	if err := json.Unmarshal(done.Output, &out); err != nil || !sameJSONText(out.ResumeData, `{"doc":"first"}`) || n.Get("finish") != 1 {
+		t.Fatalf("resume step saw %s and ran %d times", done.Output, n.Get("finish"))
 	}
 }

@@ -126,7 +126,7 @@ func testCancelSuspendedRun(t *testing.T, open Open) {
 		t.Fatalf("events %v", got)
 	}
 	time.Sleep(100 * time.Millisecond)
-	if n.get("finish") != 0 {
+	if n.Get("finish") != 0 {
 		t.Fatal("the resume step of a cancelled run ran")
 	}
 }
@@ -156,8 +156,8 @@ func testVersionRouting(t *testing.T, open Open) {
 	if done.Status != domain.RunFailed || done.Error == nil || done.Error.Code != domain.CodeVersionMismatch {
 		t.Fatalf("run = %s %+v; want failed with %s", done.Status, done.Error, domain.CodeVersionMismatch)
 	}
-	if v1.get("finish") != 0 || v2.get("finish") != 0 || v2.get("start") != 0 {
-		t.Fatalf("steps ran: v1 finish %d, v2 start %d finish %d", v1.get("finish"), v2.get("start"), v2.get("finish"))
+	if v1.Get("finish") != 0 || v2.Get("finish") != 0 || v2.Get("start") != 0 {
+		t.Fatalf("steps ran: v1 finish %d, v2 start %d finish %d", v1.Get("finish"), v2.Get("start"), v2.Get("finish"))
 	}
 	if r := startRun(t, e2, "claim", nil); r.WorkflowVersion != "2" {
 		t.Fatalf("new run started on version %q", r.WorkflowVersion)

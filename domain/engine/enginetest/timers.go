@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/clocktest"
 	"github.com/tollgatehq/tollgate/domain/engine"
 )
 
@@ -26,13 +27,16 @@ type napLog struct {
 	data map[string]json.RawMessage
 }
 
-func (l *napLog) wakes(runID string) int {
+// Wakes is how many times the run's wake step ran.
+func (l *napLog) Wakes(runID string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.runs[runID])
 }
 
-func (l *napLog) at(runID string) (time.Time, json.RawMessage) {
+// At is when the run's wake step first ran, by the engine's clock, and
+// the resume data it received; zero if it has not run.
+func (l *napLog) At(runID string) (time.Time, json.RawMessage) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.runs[runID]) == 0 {
@@ -91,7 +95,7 @@ func waitDelay(t *testing.T, db Store, runID string, wantWake time.Time) domain.
 func testTimerClockJumps(t *testing.T, open Open) {
 	db := open(t)
 	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-	clock := &fakeClock{now: t0}
+	clock := clocktest.New(t0)
 	var l napLog
 	e := startEngine(t, db, newRegistry(t, napWorkflow(&l, clock)), engine.Opts{Clock: clock})
 	run := startRun(t, e, "nap", time.Hour)
@@ -100,7 +104,7 @@ func testTimerClockJumps(t *testing.T, open Open) {
 	idle := func(why string) {
 		t.Helper()
 		time.Sleep(250 * time.Millisecond) // five polls
-		if l.wakes(run.ID) != 0 {
+		if l.Wakes(run.ID) != 0 {
 			t.Fatalf("timer fired %s", why)
 		}
 		waitDelay(t, db, run.ID, t0.Add(time.Hour)) // still pending, timer job intact
@@ -114,10 +118,10 @@ func testTimerClockJumps(t *testing.T, open Open) {
 	waitRun(t, db, run.ID, domain.RunSucceeded)
 	clock.Set(t0.Add(5 * time.Hour))
 	time.Sleep(250 * time.Millisecond)
-	if l.wakes(run.ID) != 1 {
-		t.Fatalf("timer fired %d times; want 1", l.wakes(run.ID))
+	if l.Wakes(run.ID) != 1 {
+		t.Fatalf("timer fired %d times; want 1", l.Wakes(run.ID))
 	}
-	if at, _ := l.at(run.ID); at.Before(*s.WakeAt) {
+	if at, _ := l.At(run.ID); at.Before(*s.WakeAt) {
 		t.Fatalf("fired at %v, before %v", at, s.WakeAt)
 	}
 	if got, _ := db.Suspension(t.Context(), s.ID); got.Status != domain.SuspensionResumed || got.ResumedBy != "timer" {
@@ -130,7 +134,7 @@ func testTimerClockJumps(t *testing.T, open Open) {
 func testEarlyResumeOfDelay(t *testing.T, open Open) {
 	db := open(t)
 	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-	clock := &fakeClock{now: t0}
+	clock := clocktest.New(t0)
 	var l napLog
 	e := startEngine(t, db, newRegistry(t, napWorkflow(&l, clock)), engine.Opts{Clock: clock})
 	run := startRun(t, e, "nap", time.Hour)
@@ -139,7 +143,7 @@ func testEarlyResumeOfDelay(t *testing.T, open Open) {
 		t.Fatal(err)
 	}
 	waitRun(t, db, run.ID, domain.RunSucceeded)
-	if _, data := l.at(run.ID); !sameJSONText(data, `{"early":true}`) {
+	if _, data := l.At(run.ID); !sameJSONText(data, `{"early":true}`) {
 		t.Fatalf("wake saw %s", data)
 	}
 	if k := len(runJobs(t, db, run.ID)); k != 0 {
@@ -147,8 +151,8 @@ func testEarlyResumeOfDelay(t *testing.T, open Open) {
 	}
 	clock.Set(t0.Add(2 * time.Hour))
 	time.Sleep(250 * time.Millisecond)
-	if l.wakes(run.ID) != 1 {
-		t.Fatalf("wake ran %d times; want 1", l.wakes(run.ID))
+	if l.Wakes(run.ID) != 1 {
+		t.Fatalf("wake ran %d times; want 1", l.Wakes(run.ID))
 	}
 	if got, _ := db.Suspension(t.Context(), s.ID); got.ResumedBy != "impatient" {
 		t.Fatalf("suspension resumed by %q", got.ResumedBy)
