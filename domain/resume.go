@@ -59,6 +59,16 @@ func DecideResume(req ResumeRequest, f ResumeFacts) (ResumeFate, error) {
 	return 0, LostResume(*t)
 }
 
+// DecideWake says whether a delay's timer, come due, wakes s at now: s is
+// a pause still pending whose wake time has come. A pause that someone
+// resumed, or that expired or was cancelled, before its timer fired keeps
+// that end; a resume kept for a pause still to come is no timer's. A wake
+// is a resume by ResumedByTimer, applied as any resume, with a
+// compare-and-set on the suspension still pending.
+func DecideWake(s Suspension, now time.Time) bool {
+	return s.Status == SuspensionPending && !s.Precompleted && s.WakeAt != nil && !s.WakeAt.After(now)
+}
+
 // repeats says whether req is the request that resumed s, sent again.
 func repeats(req ResumeRequest, s Suspension) bool {
 	data := req.Data
