@@ -43,7 +43,9 @@ func TestDecideResume(t *testing.T) {
 		{"the same key with other data loses", req, domain.ResumeFacts{RunStatus: domain.RunRunning, Target: won(func(s *domain.Suspension) { s.ResumeData = json.RawMessage(`{"ok":false,"n":1}`) })}, 0, domain.CodeAlreadyResumed},
 		{"the same key by another resumer loses", req, domain.ResumeFacts{RunStatus: domain.RunRunning, Target: won(func(s *domain.Suspension) { s.ResumedBy = "web" })}, 0, domain.CodeAlreadyResumed},
 		{"the same key with the other decision loses", req, domain.ResumeFacts{RunStatus: domain.RunRunning, Target: won(func(s *domain.Suspension) { s.Decision = domain.DecisionRejected })}, 0, domain.CodeAlreadyResumed},
-		{"an early resume kept for the pause is no repeat", req, domain.ResumeFacts{RunStatus: domain.RunRunning, Target: won(func(s *domain.Suspension) { s.Precompleted = true })}, 0, domain.CodeAlreadyResumed},
+		{"the request kept for its pause, sent again, gets its answer", req, domain.ResumeFacts{RunStatus: domain.RunRunning, Target: won(func(s *domain.Suspension) { s.Precompleted = true })}, domain.ResumeRepeat, ""},
+		{"another key loses to a resume kept for the pause", req, domain.ResumeFacts{RunStatus: domain.RunRunning, Target: won(func(s *domain.Suspension) { s.Precompleted, s.ResumeRequestKey = true, "key-0" })}, 0, domain.CodeAlreadyResumed},
+		{"the same key with other data loses to a resume kept for the pause", req, domain.ResumeFacts{RunStatus: domain.RunRunning, Target: won(func(s *domain.Suspension) { s.Precompleted, s.ResumeData = true, json.RawMessage(`{"ok":false,"n":1}`) })}, 0, domain.CodeAlreadyResumed},
 		{"an expired suspension", req, domain.ResumeFacts{RunStatus: domain.RunRunning, Target: won(func(s *domain.Suspension) { s.Status = domain.SuspensionExpired })}, 0, domain.CodeNotPending},
 		{"a cancelled suspension", req, domain.ResumeFacts{RunStatus: domain.RunCancelled, Target: won(func(s *domain.Suspension) { s.Status = domain.SuspensionCancelled })}, 0, domain.CodeNotPending},
 	}
