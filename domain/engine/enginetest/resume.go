@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -105,7 +106,13 @@ func testSuspendResumeCycle(t *testing.T, open Open) {
 		}
 		types = append(types, ev.Type)
 	}
-	t.Logf("events: %v", types)
+	// The step's own event comes after its completion, then the invoke the
+	// suspend discarded, then the pause; the resume step completes the run.
+	want := []string{domain.EventRunCreated, domain.EventStepCompleted, "verification_suspended", domain.EventCommandsDropped,
+		domain.EventWorkflowPaused, domain.EventRunResumed, domain.EventStepCompleted, domain.EventRunSucceeded}
+	if !slices.Equal(types, want) {
+		t.Fatalf("events:\n got %v\nwant %v", types, want)
+	}
 	if resumed.Load() != 1 {
 		t.Fatalf("resume step ran %d times", resumed.Load())
 	}
@@ -121,8 +128,10 @@ func testConcurrentResumeOneWinner(t *testing.T, open Open) {
 	var n stepCounter
 	e := startEngine(t, db, newRegistry(t, pauseWorkflow("pause", &n)), engine.Opts{})
 	const rounds, callers = 3, 100
+	var runs []string
 	for round := range rounds {
 		run := startRun(t, e, "pause", round)
+		runs = append(runs, run.ID)
 		waitRun(t, db, run.ID, domain.RunSuspended)
 		s := pendingSuspension(t, db, run.ID)
 		errs := make([]error, callers)
@@ -176,7 +185,7 @@ func testConcurrentResumeOneWinner(t *testing.T, open Open) {
 			t.Fatalf("round %d: same key, other data = %v; want %s", round, err, domain.CodeAlreadyResumed)
 		}
 	}
-	time.Sleep(100 * time.Millisecond) // a replay that enqueued would have run by now
+	noJobsLeft(t, db, runs...) // a replay that enqueued would have a job, or have run it
 	if n.get("finish") != rounds {
 		t.Fatalf("resume step ran %d times over %d rounds; want once per round", n.get("finish"), rounds)
 	}
