@@ -34,7 +34,9 @@ const (
 // DecideResume decides what req does, given what the store read: of any
 // number of resumes of one suspension exactly one is applied; a repeat of
 // that one (same Idempotency-Key, resumer, data and decision) gets its
-// answer back; every other loses with CodeAlreadyResumed or, for an
+// answer back, also while it is kept for a pause still to come, so that a
+// retry is answered alike before and after the pause commits; every
+// other loses with CodeAlreadyResumed or, for an
 // expired or cancelled suspension, CodeNotPending. A resume for a pause
 // still to come is kept, unless the run has finished (CodeRunFinished).
 // req.Check vets only a resume that would be applied; its error is
@@ -59,13 +61,24 @@ func DecideResume(req ResumeRequest, f ResumeFacts) (ResumeFate, error) {
 	return 0, LostResume(*t)
 }
 
-// repeats says whether req is the request that resumed s, sent again.
+// DecideWake says whether a delay's timer, come due, wakes s at now: s is
+// a pause still pending whose wake time has come. A pause that someone
+// resumed, or that expired or was cancelled, before its timer fired keeps
+// that end; a resume kept for a pause still to come is no timer's. A wake
+// is a resume by ResumedByTimer, applied as any resume, with a
+// compare-and-set on the suspension still pending.
+func DecideWake(s Suspension, now time.Time) bool {
+	return s.Status == SuspensionPending && !s.Precompleted && s.WakeAt != nil && !s.WakeAt.After(now)
+}
+
+// repeats says whether req is the request that resumed s, sent again: s
+// resumed by it, or kept for its pause (pre-completed) on its behalf.
 func repeats(req ResumeRequest, s Suspension) bool {
 	data := req.Data
 	if len(data) == 0 {
 		data = []byte("null")
 	}
-	return s.Status == SuspensionResumed && !s.Precompleted && req.RequestKey != "" && s.ResumeRequestKey == req.RequestKey &&
+	return s.Status == SuspensionResumed && req.RequestKey != "" && s.ResumeRequestKey == req.RequestKey &&
 		s.ResumedBy == req.By && s.Decision == req.Decision && SameJSON(s.ResumeData, data)
 }
 

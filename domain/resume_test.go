@@ -43,7 +43,9 @@ func TestDecideResume(t *testing.T) {
 		{"the same key with other data loses", req, domain.ResumeFacts{RunStatus: domain.RunRunning, Target: won(func(s *domain.Suspension) { s.ResumeData = json.RawMessage(`{"ok":false,"n":1}`) })}, 0, domain.CodeAlreadyResumed},
 		{"the same key by another resumer loses", req, domain.ResumeFacts{RunStatus: domain.RunRunning, Target: won(func(s *domain.Suspension) { s.ResumedBy = "web" })}, 0, domain.CodeAlreadyResumed},
 		{"the same key with the other decision loses", req, domain.ResumeFacts{RunStatus: domain.RunRunning, Target: won(func(s *domain.Suspension) { s.Decision = domain.DecisionRejected })}, 0, domain.CodeAlreadyResumed},
-		{"an early resume kept for the pause is no repeat", req, domain.ResumeFacts{RunStatus: domain.RunRunning, Target: won(func(s *domain.Suspension) { s.Precompleted = true })}, 0, domain.CodeAlreadyResumed},
+		{"the request kept for its pause, sent again, gets its answer", req, domain.ResumeFacts{RunStatus: domain.RunRunning, Target: won(func(s *domain.Suspension) { s.Precompleted = true })}, domain.ResumeRepeat, ""},
+		{"another key loses to a resume kept for the pause", req, domain.ResumeFacts{RunStatus: domain.RunRunning, Target: won(func(s *domain.Suspension) { s.Precompleted, s.ResumeRequestKey = true, "key-0" })}, 0, domain.CodeAlreadyResumed},
+		{"the same key with other data loses to a resume kept for the pause", req, domain.ResumeFacts{RunStatus: domain.RunRunning, Target: won(func(s *domain.Suspension) { s.Precompleted, s.ResumeData = true, json.RawMessage(`{"ok":false,"n":1}`) })}, 0, domain.CodeAlreadyResumed},
 		{"an expired suspension", req, domain.ResumeFacts{RunStatus: domain.RunRunning, Target: won(func(s *domain.Suspension) { s.Status = domain.SuspensionExpired })}, 0, domain.CodeNotPending},
 		{"a cancelled suspension", req, domain.ResumeFacts{RunStatus: domain.RunCancelled, Target: won(func(s *domain.Suspension) { s.Status = domain.SuspensionCancelled })}, 0, domain.CodeNotPending},
 	}
@@ -84,5 +86,37 @@ func TestDecideResumeChecksOnlyWhatItApplies(t *testing.T) {
 	}
 	if calls != 1 {
 		t.Fatalf("the check ran %d times; want once", calls)
+	}
+}
+
+// A timer wakes a pause still pending once its wake time has come, and
+// nothing else: not before, not a pause someone resumed (or that expired
+// or was cancelled) first, not a resume kept for a pause still to come.
+func TestDecideWake(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(d time.Duration) *time.Time { w := now.Add(d); return &w }
+	tests := []struct {
+		name string
+		s    domain.Suspension
+		want bool
+	}{
+		{"due", domain.Suspension{Status: domain.SuspensionPending, WakeAt: at(-time.Second)}, true},
+		{"due this instant", domain.Suspension{Status: domain.SuspensionPending, WakeAt: at(0)}, true},
+		{"not due yet", domain.Suspension{Status: domain.SuspensionPending, WakeAt: at(time.Millisecond)}, false},
+		{"no timer", domain.Suspension{Status: domain.SuspensionPending}, false},
+		{"resumed already", domain.Suspension{Status: domain.SuspensionResumed, ResumedBy: "api", WakeAt: at(-time.Second)}, false},
+		{"expired", domain.Suspension{Status: domain.SuspensionExpired, WakeAt: at(-time.Second)}, false},
+		{"cancelled", domain.Suspension{Status: domain.SuspensionCancelled, WakeAt: at(-time.Second)}, false},
+		{"pre-completed", domain.Suspension{Status: domain.SuspensionPending, Precompleted: true, WakeAt: at(-time.Second)}, false},
+		{"pre-completed and resumed", domain.Suspension{Status: domain.SuspensionResumed, Precompleted: true, WakeAt: at(-time.Second)}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := domain.DecideWake(tt.s, now); got != tt.want {
+				t.Fatalf("DecideWake = %v; want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -85,6 +85,9 @@ type WorkReport struct {
 	Outcome    StepOutcome
 	// Now is when the report arrived; the engine sets it.
 	Now time.Time
+	// Handoff, when set, has the job of the pause the report resumes
+	// handed to the engine that took the report (see Handoff).
+	Handoff *Handoff
 }
 
 // WorkStateError refuses a report a work item's state does not allow. It

@@ -1,6 +1,7 @@
 package storage_test
 
 import (
+	"crypto/sha256"
 	"testing"
 	"time"
 
@@ -54,11 +55,12 @@ func TestResumeHandsOffItsJob(t *testing.T) {
 	})
 }
 
-// quietStore never wakes the engine: only a handoff or the poll can start
-// a job.
-type quietStore struct{ *storage.DB }
+// quietCounter never wakes the engine: only a handoff or the poll can
+// start a job. It counts claims, and the engine's reads of when the next
+// job is due.
+type quietCounter struct{ *claimCounter }
 
-func (quietStore) Wakeups() <-chan struct{} { return nil }
+func (quietCounter) Wakeups() <-chan struct{} { return nil }
 
 // The engine hands a resume's job to itself: with no wake-up and an hour
 // between polls, the resumed step still runs at once.
@@ -72,8 +74,9 @@ func TestEngineRunsHandedOffResumesAtOnce(t *testing.T) {
 		waitRun(t, db, run.ID, domain.RunSuspended)
 		stop()
 		s := pendingSuspension(t, db, run.ID)
-		quiet := startEngine(t, quietStore{db}, reg, engine.Opts{PollInterval: time.Hour, WorkerID: "quiet"})
-		time.Sleep(50 * time.Millisecond) // its first claim has found nothing
+		store := quietCounter{&claimCounter{DB: db}}
+		quiet := startEngine(t, store, reg, engine.Opts{PollInterval: time.Hour, WorkerID: "quiet"})
+		waitFor(t, 10*time.Second, "the engine's first claim to end", func() bool { return store.nexts.Load() > 0 })
 		sent := time.Now()
 		if _, err := quiet.Resume(t.Context(), domain.ResumeRequest{SuspensionID: s.ID, Data: raw("x"), By: "t"}); err != nil {
 			t.Fatal(err)
@@ -84,6 +87,46 @@ func TestEngineRunsHandedOffResumesAtOnce(t *testing.T) {
 		}
 		if n := count(t, db, "SELECT count(*) FROM events WHERE run_id = ? AND type = ?", run.ID, domain.EventRunSucceeded); n != 1 {
 			t.Fatalf("%d RUN_SUCCEEDED events", n)
+		}
+	})
+}
+
+// An async step's report is handed off as a resume is: the engine that
+// takes it runs the step it resumes at once, with no wake-up, no poll and
+// no claim.
+func TestEngineRunsHandedOffReportsAtOnce(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
+		ctx := t.Context()
+		wf := askOnce("report", func(domain.StepRequest) domain.Command { return domain.Suspend("awaiting_callback", nil, "") })
+		reg := newRegistry(t, wf)
+		e, stop := runEngine(t, db, reg, engine.Opts{})
+		run := startRun(t, e, "report", nil)
+		waitRun(t, db, run.ID, domain.RunSuspended)
+		stop()
+		s := pendingSuspension(t, db, run.ID)
+		token := sha256.Sum256([]byte(run.ID))
+		if _, err := db.StartWorkItem(ctx, domain.WorkItem{ID: newID(), RunID: run.ID, WorkflowID: "report", StepName: "ask",
+			ExecutionKey: "x1", TokenHash: token[:], WaitKey: s.StepKey, CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		store := quietCounter{&claimCounter{DB: db}}
+		quiet := startEngine(t, store, reg, engine.Opts{PollInterval: time.Hour, WorkerID: "quiet"})
+		// The claim holds every free slot while it runs; it has given them
+		// back once the engine asks when the next job is due.
+		waitFor(t, 10*time.Second, "the engine's first claim to end", func() bool { return store.nexts.Load() > 0 })
+		sent := time.Now()
+		item, err := quiet.ReportWork(ctx, domain.WorkReport{WorkflowID: "report", StepName: "ask", TokenHash: token[:],
+			Outcome: domain.StepOutcome{Success: true, Outputs: raw(map[string]int{"n": 1})}})
+		if err != nil || item.State != domain.WorkSucceeded {
+			t.Fatalf("ReportWork = %+v, %v", item, err)
+		}
+		waitRun(t, db, run.ID, domain.RunSucceeded)
+		if d := time.Since(sent); d > 5*time.Second {
+			t.Fatalf("the resumed step ran %v after the report: it waited for the poll or a rescue", d)
+		}
+		if n := store.claimed.Load(); n != 0 {
+			t.Fatalf("the engine claimed %d jobs; want the report's handed to it", n)
 		}
 	})
 }

@@ -123,7 +123,8 @@ func (db *DB) writeWakes(ctx context.Context, tx bun.IDB, due []*jobRow, runs ma
 	return woken, b.commit(ctx)
 }
 
-// dueTimers returns the claimed jobs that wake a delay due at now.
+// dueTimers returns the claimed jobs that wake a delay due at now, as
+// domain.DecideWake decides.
 func dueTimers(jobs []jobRow, now time.Time) []*jobRow {
 	var due []*jobRow
 	for i := range jobs {
@@ -132,7 +133,7 @@ func dueTimers(jobs []jobRow, now time.Time) []*jobRow {
 		if j.Kind != domain.JobResume || s == nil || s.ID == "" || j.Run == nil || j.Run.ID == "" {
 			continue
 		}
-		if s.Status == domain.SuspensionPending && !s.Precompleted && s.WakeAt != nil && !s.WakeAt.After(now) {
+		if domain.DecideWake(s.wakeFacts(), now) {
 			due = append(due, j)
 		}
 	}
@@ -207,4 +208,10 @@ func updateTimerRuns(tx bun.IDB, ids []string, runs map[string]*runRow, now time
 	args = append(args, now)
 	return tx.NewRaw("WITH v (id, status, next_seq) AS (VALUES "+strings.Join(values, ", ")+") "+
 		"UPDATE runs SET status = v.status, next_seq = v.next_seq, updated_at = ? FROM v WHERE runs.id = v.id", args...)
+}
+
+// wakeFacts is the part of s that domain.DecideWake reads. A herd's wake
+// decides thousands of them at a time: it copies no more than it needs.
+func (s *suspensionRow) wakeFacts() domain.Suspension {
+	return domain.Suspension{ID: s.ID, Status: s.Status, Precompleted: s.Precompleted, WakeAt: s.WakeAt}
 }

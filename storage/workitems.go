@@ -134,6 +134,7 @@ func describeReport(err error) error {
 // ended fails its item): it comes back as refused, with err nil. after is
 // what to do once the transaction has committed.
 func (db *DB) completeWorkIn(ctx context.Context, tx bun.Tx, r domain.WorkReport) (out domain.WorkItem, refused error, after func(), err error) {
+	r.Handoff.Reset() // an earlier try of this transaction was rolled back
 	now := ts(r.Now)
 	item, runStatus, err := db.lockWorkItem(ctx, tx, r)
 	if err != nil {
@@ -151,13 +152,13 @@ func (db *DB) completeWorkIn(ctx context.Context, tx bun.Tx, r domain.WorkReport
 	if !v.Resume {
 		return out, v.Err, func() { db.changed(out.RunID) }, nil
 	}
-	_, err = db.resumeIn(ctx, tx, domain.ResumeRequest{RunID: item.RunID, StepKey: item.WaitKey, Data: domain.MustJSON(r.Outcome), By: "webhook", Now: now})
+	_, err = db.resumeIn(ctx, tx, domain.ResumeRequest{RunID: item.RunID, StepKey: item.WaitKey, Data: domain.MustJSON(r.Outcome), By: "webhook", Now: now, Handoff: r.Handoff})
 	if ce, ok := errors.AsType[*domain.ConflictError](err); ok && ce.Code == domain.CodeAlreadyResumed {
 		err = nil
 	}
 	return out, nil, func() {
 		db.changed(out.RunID)
-		db.signal()
+		db.wakeUnlessHandedOff(r.Handoff)
 	}, err
 }
 

@@ -680,6 +680,11 @@ func TestAPIResumeBeforePause(t *testing.T) {
 			t.Errorf("pre-completed resume is listed: %+v", p.Items)
 		}
 		problem(t, e.call(t, "POST", path, e.admin, `{"resumeData":{"callback":"second"}}`), http.StatusConflict, "already_resumed")
+		// The same request again, before the pause: the original answer too.
+		if again := decode[suspensionBody](t, e.call(t, "POST", path, e.reviewer, `{"resumeData":{"callback":"early"}}`, "Idempotency-Key", "cb-1"), http.StatusAccepted); again.ID != early.ID {
+			t.Errorf("early resume sent again before its pause = %+v", again)
+		}
+		problem(t, e.call(t, "POST", path, e.reviewer, `{"resumeData":{"callback":"other"}}`, "Idempotency-Key", "cb-1"), http.StatusConflict, "already_resumed")
 		if got := e.run(t, run.ID); got.Status == "succeeded" || got.Status == "failed" {
 			t.Fatalf("run finished while its step was blocked: %+v", got)
 		}

@@ -46,14 +46,14 @@ func TestCrashRecoveryReplaySQLite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the crash test takes a minute")
 	}
-	crashReplayTest(t, nil, 80)
+	crashReplayTest(t, nil, 80, 80/crashFloorShare)
 }
 
 func TestCrashRecoveryReplayPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the crash test takes a minute")
 	}
-	crashReplayTest(t, map[string]string{"DATABASE_URL": storagetest.NewDatabase(t)}, 80)
+	crashReplayTest(t, map[string]string{"DATABASE_URL": storagetest.NewDatabase(t)}, 80, 80/crashFloorShare)
 }
 
 // crashReplayTest drives replay runs (start, signal — often before the
@@ -61,7 +61,7 @@ func TestCrashRecoveryReplayPostgres(t *testing.T) {
 // every 0.3–1.5s, then checks every run's log (each durable id recorded
 // once, the signal resolved once, the indexes gapless, the output right),
 // the steps' effects, the servers' logs and a graceful stop of the last.
-func crashReplayTest(t *testing.T, extraEnv map[string]string, runs int) {
+func crashReplayTest(t *testing.T, extraEnv map[string]string, runs, floor int) {
 	const clients, minKills = 8, 5
 	h := newCrashHarness(t, extraEnv)
 	d := &crashDriver{c: h.client(clients)}
@@ -69,7 +69,7 @@ func crashReplayTest(t *testing.T, extraEnv map[string]string, runs int) {
 		mu     sync.Mutex
 		runIDs = map[string]int{}
 	)
-	final := h.drive(clients, runs, minKills, func(ctx context.Context, i int) error {
+	final := h.drive(clients, runs, floor, minKills, func(ctx context.Context, i int) error {
 		id, err := d.replayCycle(ctx, i)
 		if err != nil {
 			return err

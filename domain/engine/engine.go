@@ -289,10 +289,14 @@ func (e *Engine) Cancel(ctx context.Context, req domain.CancelRequest) (domain.R
 // as the report says and the pause waiting for it resumes, in one commit
 // with whatever else is committing, as the item's DecideReport decides. A
 // refused report fails with its *WorkStateError, after the change
-// DecideReport asks for (if any) has committed.
+// DecideReport asks for (if any) has committed. As for a resume, the step
+// the report resumes runs in this engine, without a claim, when it has a
+// free slot.
 func (e *Engine) ReportWork(ctx context.Context, r domain.WorkReport) (domain.WorkItem, error) {
 	r.Now = e.o.Clock.Now()
+	r.Handoff = e.handoff()
 	a := e.apply(ctx, domain.Transition{Report: &r})
+	e.dispatch(r.Handoff, a.Err)
 	return a.WorkItem, a.Err
 }
 

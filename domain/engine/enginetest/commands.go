@@ -160,7 +160,7 @@ func testSiblingCommands(t *testing.T, open Open) {
 	if got := eventTypes(t, db, rejected.ID); !slices.Contains(got, domain.EventReviewRejected) || !slices.Contains(got, domain.EventCommandsDropped) {
 		t.Fatalf("rejected events %v", got)
 	}
-	time.Sleep(100 * time.Millisecond) // a wrongly queued invoke would have run by now
+	noJobsLeft(t, db, run.ID, approved.ID, rejected.ID) // a wrongly queued invoke would be, or have run
 	if n.Get("discard/side") != 0 || n.Get("review/side") != 1 || n.Get("discard/after") != 1 {
 		t.Fatalf("side ran %d (discard) and %d (review) times, after %d", n.Get("discard/side"), n.Get("review/side"), n.Get("discard/after"))
 	}
@@ -231,7 +231,7 @@ func testReviewWithResumeStepDefersSiblings(t *testing.T, open Open) {
 	if len(dropped) != 1 || dropped[0].Step != "start" || !sameJSONText(dropped[0].Payload, `{"count":1,"reason":"review rejected"}`) {
 		t.Errorf("rejected run's %s events: %+v", domain.EventCommandsDropped, dropped)
 	}
-	time.Sleep(100 * time.Millisecond) // a wrongly queued payment would have run by now
+	noJobsLeft(t, db, approved.ID, rejected.ID) // a wrongly queued payment would be, or have run
 	if n.Get(rejected.ID+"/pay") != 0 || n.Get(approved.ID+"/pay") != 1 {
 		t.Errorf("pay ran %d times in the rejected run and %d in the approved one; want 0 and 1", n.Get(rejected.ID+"/pay"), n.Get(approved.ID+"/pay"))
 	}

@@ -285,3 +285,37 @@ type (
 	StepCounter = stepCounter
 	NapLog      = napLog
 )
+
+// claimCounter is a store that counts the engine's claims that have
+// returned, so that a test waits for the engine to have looked at the
+// queue, rather than sleeping for it, before it checks that nothing ran.
+type claimCounter struct {
+	Store
+	claims atomic.Int64
+}
+
+func (c *claimCounter) ClaimJobs(ctx context.Context, worker string, now time.Time, lease time.Duration, limit int) ([]domain.Job, error) {
+	jobs, err := c.Store.ClaimJobs(ctx, worker, now, lease, limit)
+	c.claims.Add(1)
+	return jobs, err
+}
+
+// waitClaims waits until n more claims have returned than when it was
+// called: with n = 2 at least one claim began after the call.
+func (c *claimCounter) waitClaims(t testing.TB, n int64) {
+	t.Helper()
+	want := c.claims.Load() + n
+	waitFor(t, 10*time.Second, "the engine to claim", func() bool { return c.claims.Load() >= want })
+}
+
+// noJobsLeft fails the test if any of the runs has a job queued or
+// claimed. A step bumps its counter before its commit deletes its job, so
+// once no job is left a counter read after this says all that ever ran.
+func noJobsLeft(t testing.TB, db Store, runIDs ...string) {
+	t.Helper()
+	for _, id := range runIDs {
+		if jobs := runJobs(t, db, id); len(jobs) != 0 {
+			t.Fatalf("run %s has jobs left: %+v", id, jobs)
+		}
+	}
+}

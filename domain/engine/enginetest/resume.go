@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,7 @@ var resumeTests = []test{
 	{"ConcurrentResumeOneWinner", testConcurrentResumeOneWinner},
 	{"ResumeBeforePause", testResumeBeforePause},
 	{"EarlyResumeIsVettedAgainstItsPause", testEarlyResumeIsVettedAgainstItsPause},
+	{"RetriedEarlyResume", testRetriedEarlyResume},
 	{"ResumeWriteOnce", testResumeWriteOnce},
 }
 
@@ -104,7 +106,13 @@ func testSuspendResumeCycle(t *testing.T, open Open) {
 		}
 		types = append(types, ev.Type)
 	}
-	t.Logf("events: %v", types)
+	// The step's own event comes after its completion, then the invoke the
+	// suspend discarded, then the pause; the resume step completes the run.
+	want := []string{domain.EventRunCreated, domain.EventStepCompleted, "verification_suspended", domain.EventCommandsDropped,
+		domain.EventWorkflowPaused, domain.EventRunResumed, domain.EventStepCompleted, domain.EventRunSucceeded}
+	if !slices.Equal(types, want) {
+		t.Fatalf("events:\n got %v\nwant %v", types, want)
+	}
 	if resumed.Load() != 1 {
 		t.Fatalf("resume step ran %d times", resumed.Load())
 	}
@@ -120,8 +128,10 @@ func testConcurrentResumeOneWinner(t *testing.T, open Open) {
 	var n stepCounter
 	e := startEngine(t, db, newRegistry(t, pauseWorkflow("pause", &n)), engine.Opts{})
 	const rounds, callers = 3, 100
+	var runs []string
 	for round := range rounds {
 		run := startRun(t, e, "pause", round)
+		runs = append(runs, run.ID)
 		waitRun(t, db, run.ID, domain.RunSuspended)
 		s := pendingSuspension(t, db, run.ID)
 		errs := make([]error, callers)
@@ -175,7 +185,7 @@ func testConcurrentResumeOneWinner(t *testing.T, open Open) {
 			t.Fatalf("round %d: same key, other data = %v; want %s", round, err, domain.CodeAlreadyResumed)
 		}
 	}
-	time.Sleep(100 * time.Millisecond) // a replay that enqueued would have run by now
+	noJobsLeft(t, db, runs...) // a replay that enqueued would have a job, or have run it
 	if n.Get("finish") != rounds {
 		t.Fatalf("resume step ran %d times over %d rounds; want once per round", n.Get("finish"), rounds)
 	}
@@ -319,6 +329,81 @@ func resumeBeforePause(t *testing.T, e *engine.Engine, db domain.Store, gates *s
 	ss, _, err := db.Suspensions(context.Background(), domain.SuspensionFilter{RunID: run.ID})
 	if err != nil || len(ss) != 1 || ss[0].ID != s.ID || ss[0].Status != domain.SuspensionResumed || ss[0].ResumedBy != "early-bird" {
 		t.Errorf("%s: suspensions = %+v, %v; want the one resumed early", token, ss, err)
+	}
+}
+
+// A client that resumed a pause before it committed, and retries the same
+// request (same Idempotency-Key, resumer and data), gets the first answer
+// whatever the timing: the resume kept for the pause, before the pause
+// commits, and that resume, now taken by the pause, after. The same key
+// with other data is a conflict either way, and the resume step runs
+// once, with the first data.
+func testRetriedEarlyResume(t *testing.T, open Open) {
+	db := open(t)
+	ctx := t.Context()
+	var gates, seen sync.Map
+	var n stepCounter
+	e := startEngine(t, db, newRegistry(t, earlyWorkflow(&gates, &n, &seen)), engine.Opts{})
+	const token = "retried"
+	g := &gate{entered: make(chan struct{}), release: make(chan struct{})}
+	gates.Store(token, g)
+	run := startRun(t, e, "early", map[string]string{"token": token})
+	<-g.entered
+	released := false
+	defer func() {
+		if !released {
+			close(g.release)
+		}
+	}()
+	req := domain.ResumeRequest{RunID: run.ID, StepKey: "ask", Data: raw(map[string]string{"token": token}), By: "early-bird", RequestKey: "k-1"}
+	other := req
+	other.Data = raw(map[string]string{"token": "other"})
+	first, err := e.Resume(ctx, req)
+	if err != nil || !first.Precompleted || first.Status != domain.SuspensionResumed {
+		t.Fatalf("early resume = %+v, %v; want a pre-completed suspension", first, err)
+	}
+	sameAnswer := func(when string, s domain.Suspension, err error) {
+		t.Helper()
+		if err != nil || s.ID != first.ID || s.Status != domain.SuspensionResumed || s.ResumedBy != "early-bird" ||
+			s.ResumeRequestKey != "k-1" || !sameJSONText(s.ResumeData, string(req.Data)) {
+			t.Fatalf("%s: retry = %+v, %v; want the first answer, %+v", when, s, err, first)
+		}
+	}
+	conflict := func(when string, err error) {
+		t.Helper()
+		var ce *domain.ConflictError
+		if !errors.As(err, &ce) || ce.Code != domain.CodeAlreadyResumed {
+			t.Fatalf("%s: same key, other data = %v; want %s", when, err, domain.CodeAlreadyResumed)
+		}
+	}
+
+	again, err := e.Resume(ctx, req)
+	sameAnswer("before the pause commits", again, err)
+	if !again.Precompleted {
+		t.Fatalf("before the pause commits: retry = %+v; want the resume kept for the pause", again)
+	}
+	_, err = e.Resume(ctx, other)
+	conflict("before the pause commits", err)
+
+	close(g.release)
+	released = true
+	waitRun(t, db, run.ID, domain.RunSucceeded)
+	again, err = e.Resume(ctx, req)
+	sameAnswer("after the pause commits", again, err)
+	if again.Precompleted {
+		t.Fatalf("after the pause commits: retry = %+v; want the resume the pause took", again)
+	}
+	_, err = e.Resume(ctx, other)
+	conflict("after the pause commits", err)
+
+	if n.Get(token+"/use") != 1 {
+		t.Fatalf("the resume step ran %d times; want once", n.Get(token+"/use"))
+	}
+	if v, _ := seen.Load(token); !sameJSONText(json.RawMessage(v.(string)), string(req.Data)) {
+		t.Fatalf("the resume step saw %v; want the first data", v)
+	}
+	if ss := suspensions(t, db, run.ID, domain.SuspensionFilter{}); len(ss) != 1 || ss[0].ID != first.ID {
+		t.Fatalf("suspensions = %+v; want only the one resumed early", ss)
 	}
 }
 

@@ -119,13 +119,10 @@ func testCancelSuspendedRun(t *testing.T, open Open) {
 	if entries, _, err := db.Audit(ctx, domain.AuditFilter{Action: "run.cancel"}); err != nil || len(entries) != 1 || entries[0].Subject != run.ID || entries[0].WorkflowID != "pause" {
 		t.Fatalf("audit entries %+v, %v; want the one cancellation", entries, err)
 	}
-	if k := len(runJobs(t, db, run.ID)); k != 0 {
-		t.Fatalf("%d jobs left", k)
-	}
+	noJobsLeft(t, db, run.ID) // a resume step queued would be, or have run
 	if got := eventTypes(t, db, run.ID); got[len(got)-1] != domain.EventRunCancelled || slices.Contains(got, domain.EventRunResumed) {
 		t.Fatalf("events %v", got)
 	}
-	time.Sleep(100 * time.Millisecond)
 	if n.Get("finish") != 0 {
 		t.Fatal("the resume step of a cancelled run ran")
 	}

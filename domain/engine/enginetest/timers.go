@@ -97,17 +97,21 @@ func testTimerClockJumps(t *testing.T, open Open) {
 	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	clock := clocktest.New(t0)
 	var l napLog
-	e := startEngine(t, db, newRegistry(t, napWorkflow(&l, clock)), engine.Opts{Clock: clock})
+	store := &claimCounter{Store: db}
+	e := startEngine(t, store, newRegistry(t, napWorkflow(&l, clock)), engine.Opts{Clock: clock})
 	run := startRun(t, e, "nap", time.Hour)
 	s := waitDelay(t, db, run.ID, t0.Add(time.Hour))
 
 	idle := func(why string) {
 		t.Helper()
-		time.Sleep(250 * time.Millisecond) // five polls
+		store.waitClaims(t, 2) // the engine has looked at the queue at the new time
 		if l.Wakes(run.ID) != 0 {
 			t.Fatalf("timer fired %s", why)
 		}
 		waitDelay(t, db, run.ID, t0.Add(time.Hour)) // still pending, timer job intact
+		if jobs := runJobs(t, db, run.ID); jobs[0].Running {
+			t.Fatalf("timer job claimed %s: %+v", why, jobs[0])
+		}
 	}
 	clock.Set(t0.Add(-time.Hour))
 	idle("after the clock went back an hour")
@@ -117,7 +121,8 @@ func testTimerClockJumps(t *testing.T, open Open) {
 	clock.Set(t0.Add(time.Hour + time.Second))
 	waitRun(t, db, run.ID, domain.RunSucceeded)
 	clock.Set(t0.Add(5 * time.Hour))
-	time.Sleep(250 * time.Millisecond)
+	store.waitClaims(t, 2)
+	noJobsLeft(t, db, run.ID) // nothing is left that could fire again
 	if l.Wakes(run.ID) != 1 {
 		t.Fatalf("timer fired %d times; want 1", l.Wakes(run.ID))
 	}
@@ -136,7 +141,8 @@ func testEarlyResumeOfDelay(t *testing.T, open Open) {
 	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	clock := clocktest.New(t0)
 	var l napLog
-	e := startEngine(t, db, newRegistry(t, napWorkflow(&l, clock)), engine.Opts{Clock: clock})
+	store := &claimCounter{Store: db}
+	e := startEngine(t, store, newRegistry(t, napWorkflow(&l, clock)), engine.Opts{Clock: clock})
 	run := startRun(t, e, "nap", time.Hour)
 	s := waitDelay(t, db, run.ID, t0.Add(time.Hour))
 	if _, err := e.Resume(t.Context(), domain.ResumeRequest{SuspensionID: s.ID, Data: raw(map[string]bool{"early": true}), By: "impatient"}); err != nil {
@@ -150,7 +156,7 @@ func testEarlyResumeOfDelay(t *testing.T, open Open) {
 		t.Fatalf("%d jobs left after the early resume; the timer must go with it", k)
 	}
 	clock.Set(t0.Add(2 * time.Hour))
-	time.Sleep(250 * time.Millisecond)
+	store.waitClaims(t, 2) // the engine has looked at the queue past the wake time
 	if l.Wakes(run.ID) != 1 {
 		t.Fatalf("wake ran %d times; want 1", l.Wakes(run.ID))
 	}
