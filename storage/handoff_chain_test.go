@@ -13,8 +13,8 @@ import (
 
 // The job a step's commit makes due at once goes to the worker whose step
 // just ended, with the commit, rather than through the queue: a run of
-// five steps, each invoking the next, is claimed once, and a timer's
-// wake-up runs the step after it in the same way.
+// five steps, each invoking the next, is claimed at most once (its start),
+// and a timer's wake-up runs the step after it in the same way.
 func TestStepCommitHandsTheNextJobToItsWorker(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
@@ -40,17 +40,20 @@ func TestStepCommitHandsTheNextJobToItsWorker(t *testing.T) {
 		store := &claimCounter{DB: db}
 		e := startEngine(t, store, newRegistry(t, wf, nap), engine.Opts{})
 
+		// A start hands its first job to this engine too when it has a
+		// free slot, and then the start is not claimed either; an engine
+		// still starting takes it through the queue.
 		r := startRun(t, e, "chain", nil)
 		waitRun(t, db, r.ID, domain.RunSucceeded)
-		if n := store.claimed.Load(); n != 1 {
-			t.Errorf("a run of five chained steps was claimed %d times; want once, its start", n)
+		if n := store.claimed.Load(); n > 1 {
+			t.Errorf("a run of five chained steps was claimed %d times; want at most once, its start", n)
 		}
 
 		store.claimed.Store(0)
 		r = startRun(t, e, "nap", nil)
 		waitRun(t, db, r.ID, domain.RunSucceeded)
-		if n := store.claimed.Load(); n != 2 {
-			t.Errorf("a nap was claimed %d times; want twice, its start and its timer", n)
+		if n := store.claimed.Load(); n < 1 || n > 2 {
+			t.Errorf("a nap was claimed %d times; want its timer once, and at most its start besides", n)
 		}
 	})
 }
