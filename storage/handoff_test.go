@@ -62,21 +62,36 @@ type quietCounter struct{ *claimCounter }
 
 func (quietCounter) Wakeups() <-chan struct{} { return nil }
 
+// pausedForQuietEngine runs a workflow named id, whose step pauses for
+// reason, to its pause on an engine that it then stops, calls prepare
+// (when set) with the run and its pause, and starts a quiet engine: no
+// wake-ups and an hour between polls, so that only a handoff runs a job
+// at once. It returns once that engine's first claim has ended, since the
+// claim holds every free slot while it runs and gives them back before
+// the engine asks when the next job is due.
+func pausedForQuietEngine(t *testing.T, db *storage.DB, id, reason string, prepare func(domain.Run, domain.Suspension)) (domain.Run, domain.Suspension, quietCounter, *engine.Engine) {
+	t.Helper()
+	reg := newRegistry(t, askOnce(id, func(domain.StepRequest) domain.Command { return domain.Suspend(reason, nil, "") }))
+	e, stop := runEngine(t, db, reg, engine.Opts{})
+	run := startRun(t, e, id, nil)
+	waitRun(t, db, run.ID, domain.RunSuspended)
+	stop()
+	s := pendingSuspension(t, db, run.ID)
+	if prepare != nil {
+		prepare(run, s)
+	}
+	store := quietCounter{&claimCounter{DB: db}}
+	quiet := startEngine(t, store, reg, engine.Opts{PollInterval: time.Hour, WorkerID: "quiet"})
+	waitFor(t, 10*time.Second, "the engine's first claim to end", func() bool { return store.nexts.Load() > 0 })
+	return run, s, store, quiet
+}
+
 // The engine hands a resume's job to itself: with no wake-up and an hour
 // between polls, the resumed step still runs at once.
 func TestEngineRunsHandedOffResumesAtOnce(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
-		wf := askOnce("handoff", func(domain.StepRequest) domain.Command { return domain.Suspend("data", nil, "") })
-		reg := newRegistry(t, wf)
-		e, stop := runEngine(t, db, reg, engine.Opts{})
-		run := startRun(t, e, "handoff", nil)
-		waitRun(t, db, run.ID, domain.RunSuspended)
-		stop()
-		s := pendingSuspension(t, db, run.ID)
-		store := quietCounter{&claimCounter{DB: db}}
-		quiet := startEngine(t, store, reg, engine.Opts{PollInterval: time.Hour, WorkerID: "quiet"})
-		waitFor(t, 10*time.Second, "the engine's first claim to end", func() bool { return store.nexts.Load() > 0 })
+		run, s, _, quiet := pausedForQuietEngine(t, db, "handoff", "data", nil)
 		sent := time.Now()
 		if _, err := quiet.Resume(t.Context(), domain.ResumeRequest{SuspensionID: s.ID, Data: raw("x"), By: "t"}); err != nil {
 			t.Fatal(err)
@@ -98,23 +113,14 @@ func TestEngineRunsHandedOffReportsAtOnce(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx := t.Context()
-		wf := askOnce("report", func(domain.StepRequest) domain.Command { return domain.Suspend("awaiting_callback", nil, "") })
-		reg := newRegistry(t, wf)
-		e, stop := runEngine(t, db, reg, engine.Opts{})
-		run := startRun(t, e, "report", nil)
-		waitRun(t, db, run.ID, domain.RunSuspended)
-		stop()
-		s := pendingSuspension(t, db, run.ID)
-		token := sha256.Sum256([]byte(run.ID))
-		if _, err := db.StartWorkItem(ctx, domain.WorkItem{ID: newID(), RunID: run.ID, WorkflowID: "report", StepName: "ask",
-			ExecutionKey: "x1", TokenHash: token[:], WaitKey: s.StepKey, CreatedAt: time.Now()}); err != nil {
-			t.Fatal(err)
-		}
-		store := quietCounter{&claimCounter{DB: db}}
-		quiet := startEngine(t, store, reg, engine.Opts{PollInterval: time.Hour, WorkerID: "quiet"})
-		// The claim holds every free slot while it runs; it has given them
-		// back once the engine asks when the next job is due.
-		waitFor(t, 10*time.Second, "the engine's first claim to end", func() bool { return store.nexts.Load() > 0 })
+		var token [32]byte
+		run, _, store, quiet := pausedForQuietEngine(t, db, "report", "awaiting_callback", func(run domain.Run, s domain.Suspension) {
+			token = sha256.Sum256([]byte(run.ID))
+			if _, err := db.StartWorkItem(ctx, domain.WorkItem{ID: newID(), RunID: run.ID, WorkflowID: "report", StepName: "ask",
+				ExecutionKey: "x1", TokenHash: token[:], WaitKey: s.StepKey, CreatedAt: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+		})
 		sent := time.Now()
 		item, err := quiet.ReportWork(ctx, domain.WorkReport{WorkflowID: "report", StepName: "ask", TokenHash: token[:],
 			Outcome: domain.StepOutcome{Success: true, Outputs: raw(map[string]int{"n": 1})}})

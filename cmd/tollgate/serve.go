@@ -188,7 +188,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 // commitLanesPG is how many batches of transitions commit at once on
 // PostgreSQL.
-var commitLanesPG = 2
+const commitLanesPG = 2
 
 // engineOpts are the engine's options as serve configures them.
 func engineOpts(c serveConfig, log *slog.Logger) engine.Opts {
