@@ -342,6 +342,10 @@ func countOutstanding(q *bun.SelectQuery, runID any) *bun.SelectQuery {
 // dropped, in this transaction.
 func (w *commitWriter) finishRun(ctx context.Context, f *domain.RunFinish) error {
 	w.run.Output, w.run.Error = f.Output, f.Error
+	if w.set != nil && !w.run.Hooked {
+		w.set.ended = append(w.set.ended, w.run.ID)
+		return nil
+	}
 	return w.db.cancelOutstanding(ctx, w.b, w.run, w.now)
 }
 

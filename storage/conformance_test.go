@@ -204,3 +204,52 @@ func TestBatchedCyclesKeepEachRunsLog(t *testing.T) {
 		}
 	})
 }
+
+// Runs that fail in batches while another branch of theirs waits: the
+// waits are cancelled with them, as one run failing alone cancels its own.
+func TestBatchedEndsCancelOtherWaits(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
+		wf := domain.NewWorkflow("fork", "1").
+			Step("fork", func(context.Context, domain.StepRequest) (domain.StepResult, error) {
+				return domain.StepResult{Commands: []domain.Command{domain.Invoke("wait", nil), domain.Invoke("give-up", nil)}}, nil
+			}).
+			Step("wait", func(context.Context, domain.StepRequest) (domain.StepResult, error) {
+				return domain.StepResult{Commands: []domain.Command{domain.Suspend("wait", nil, "never")}}, nil
+			}).
+			Step("give-up", func(ctx context.Context, req domain.StepRequest) (domain.StepResult, error) {
+				// The other branch's wait commits first, so that failing
+				// the run has a wait to cancel.
+				waitFor(t, 10*time.Second, "the other branch's wait", func() bool {
+					ss, _, err := db.Suspensions(ctx, domain.SuspensionFilter{RunID: req.RunID, Status: domain.SuspensionPending})
+					return err == nil && len(ss) == 1
+				})
+				return domain.StepResult{Commands: []domain.Command{domain.Fail("gave_up", "the other branch gave up")}}, nil
+			}).
+			Step("never", func(context.Context, domain.StepRequest) (domain.StepResult, error) {
+				return domain.StepResult{Output: "resumed"}, nil
+			})
+		seen := &batchKinds{}
+		e := startEngine(t, heldStore{conformanceStore: conformanceStore{db}, seen: seen}, newRegistry(t, wf), engine.Opts{Workers: 16})
+		const n = 16
+		var wg sync.WaitGroup
+		ids := make([]string, n)
+		for i := range n {
+			wg.Go(func() { ids[i] = startRun(t, e, "fork", nil).ID })
+		}
+		wg.Wait()
+		for _, id := range ids {
+			waitRun(t, db, id, domain.RunFailed)
+			ss, _, err := db.Suspensions(t.Context(), domain.SuspensionFilter{RunID: id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ss) != 1 || ss[0].Status != domain.SuspensionCancelled {
+				t.Errorf("run %s failed with suspensions %+v; want its wait cancelled", id, ss)
+			}
+		}
+		if seen.steps.Load() == 0 {
+			t.Error("no batch held several step commits")
+		}
+	})
+}

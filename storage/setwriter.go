@@ -33,6 +33,10 @@ type setWriter struct {
 	events  []*eventRow
 	jobs    []*jobRow // new runs' first jobs
 	runs    []setRun
+	// ended are the runs the batch's step commits finish, without
+	// subscribers: their other waits are cancelled and their queued work
+	// dropped together, as cancelOutstanding does for one.
+	ended   []string
 	changed []string
 	claims  []setClaim
 	after   []func()
@@ -438,6 +442,15 @@ func (s *setWriter) finish(ctx context.Context) error {
 			return err
 		}
 		if err := s.db.notifyJobs(ctx, s.b); err != nil {
+			return err
+		}
+	}
+	if len(s.ended) > 0 {
+		if err := s.b.add(ctx, s.tx.NewUpdate().Model((*suspensionRow)(nil)).Set("status = ?", domain.SuspensionCancelled).
+			Where("run_id IN (?) AND status = ?", bun.List(s.ended), domain.SuspensionPending)); err != nil {
+			return err
+		}
+		if err := s.b.add(ctx, s.tx.NewDelete().Model((*jobRow)(nil)).Where("run_id IN (?) AND status = ?", bun.List(s.ended), jobAvailable)); err != nil {
 			return err
 		}
 	}
