@@ -358,21 +358,28 @@ func (w *commitWriter) finishRun(ctx context.Context, f *domain.RunFinish) error
 // it also keeps the planner on the run's index rather than on the partial
 // index of pending suspensions, which status churn fills with dead entries.
 func (db *DB) cancelOutstanding(ctx context.Context, b *batch, run *runRow, now time.Time) error {
-	cancel := func(model any) *bun.UpdateQuery {
-		return b.tx.NewUpdate().Model(model).Set("status = ?", domain.SuspensionCancelled).
-			Where("run_id = ? AND status = ?", run.ID, domain.SuspensionPending)
-	}
 	if !run.Hooked {
-		if err := b.add(ctx, cancel((*suspensionRow)(nil))); err != nil {
+		if err := b.add(ctx, cancelWaitsOf(b.tx, (*suspensionRow)(nil), run.ID)); err != nil {
 			return err
 		}
 	} else {
 		var cancelled []suspensionRow
-		if err := db.cancelReported(ctx, b, cancel(&cancelled), &cancelled, now); err != nil {
+		if err := db.cancelReported(ctx, b, cancelWaitsOf(b.tx, &cancelled, run.ID), &cancelled, now); err != nil {
 			return err
 		}
 	}
-	return b.add(ctx, b.tx.NewDelete().Model((*jobRow)(nil)).Where("run_id = ? AND status = ?", run.ID, jobAvailable))
+	return b.add(ctx, dropQueuedOf(b.tx, run.ID))
+}
+
+// cancelWaitsOf cancels the pending suspensions of the runs, into model.
+func cancelWaitsOf(tx bun.IDB, model any, runIDs ...string) *bun.UpdateQuery {
+	return tx.NewUpdate().Model(model).Set("status = ?", domain.SuspensionCancelled).
+		Where("run_id IN (?) AND status = ?", bun.List(runIDs), domain.SuspensionPending)
+}
+
+// dropQueuedOf deletes the runs' jobs that no worker has claimed.
+func dropQueuedOf(tx bun.IDB, runIDs ...string) *bun.DeleteQuery {
+	return tx.NewDelete().Model((*jobRow)(nil)).Where("run_id IN (?) AND status = ?", bun.List(runIDs), jobAvailable)
 }
 
 // cancelReported runs cancel, reading the suspensions it cancelled back

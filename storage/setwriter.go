@@ -446,11 +446,10 @@ func (s *setWriter) finish(ctx context.Context) error {
 		}
 	}
 	if len(s.ended) > 0 {
-		if err := s.b.add(ctx, s.tx.NewUpdate().Model((*suspensionRow)(nil)).Set("status = ?", domain.SuspensionCancelled).
-			Where("run_id IN (?) AND status = ?", bun.List(s.ended), domain.SuspensionPending)); err != nil {
+		if err := s.b.add(ctx, cancelWaitsOf(s.tx, (*suspensionRow)(nil), s.ended...)); err != nil {
 			return err
 		}
-		if err := s.b.add(ctx, s.tx.NewDelete().Model((*jobRow)(nil)).Where("run_id IN (?) AND status = ?", bun.List(s.ended), jobAvailable)); err != nil {
+		if err := s.b.add(ctx, dropQueuedOf(s.tx, s.ended...)); err != nil {
 			return err
 		}
 	}
