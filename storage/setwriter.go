@@ -29,10 +29,10 @@ type setWriter struct {
 	tx bun.Tx
 	// b takes each transition's writes that need no gathering (jobs,
 	// audit, mail, hook events); it is flushed with the rest.
-	b       *batch
-	events  []*eventRow
-	jobs    []*jobRow // new runs' first jobs
-	runs    []setRun
+	b      *batch
+	events []*eventRow
+	jobs   []*jobRow // new runs' first jobs
+	runs   []setRun
 	// ended are the runs the batch's step commits finish, without
 	// subscribers: their other waits are cancelled and their queued work
 	// dropped together, as cancelOutstanding does for one.
