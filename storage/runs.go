@@ -100,7 +100,7 @@ func (db *DB) insertRun(ctx context.Context, idb bun.IDB, row *runRow, nr domain
 		if err := db.notifyChange(ctx, b, row.ID); err != nil {
 			return err
 		}
-		if err := idb.NewRaw("?;\n?", q, bun.Safe(string(b.sql))).Scan(ctx, &job.ID); err != nil {
+		if err := b.scanFirst(ctx, q, &job.ID); err != nil {
 			return err
 		}
 		handOverStart(h, job, row)
