@@ -41,6 +41,8 @@ type Command struct {
 	// suspension (see Suspension.MayDecide).
 	Approvers    []string `json:"approvers,omitempty"`
 	ApproverRole Role     `json:"approverRole,omitempty"`
+	// Policy says how a person's decision is taken (see ApprovalPolicy).
+	Policy *ApprovalPolicy `json:"policy,omitempty"`
 	// Accept lists the document types (MIME) a person may upload to resume.
 	Accept []string `json:"accept,omitempty"`
 	// Title and Instructions tell the person who resumes what is asked;
@@ -88,6 +90,11 @@ func WithAssignee(who string) SuspendOption { return func(c *Command) { c.Assign
 func WithApprovers(role Role, emails ...string) SuspendOption {
 	return func(c *Command) { c.ApproverRole, c.Approvers = role, slices.Clone(emails) }
 }
+
+// WithPolicy sets how the decision is taken: a quorum of approvals,
+// the rejections that reject, separation of duties, a comment required on
+// rejection (see ApprovalPolicy).
+func WithPolicy(p ApprovalPolicy) SuspendOption { return func(c *Command) { c.Policy = &p } }
 
 // WithDocuments asks the person who resumes for documents of the given
 // types (MIME, e.g. "application/pdf"); the web app offers an upload, checks
@@ -165,6 +172,9 @@ func Review(reason string, checkpoint any, opts ...SuspendOption) Command {
 type ApprovalData struct {
 	Approved bool   `json:"approved"`
 	Comment  string `json:"comment"`
+	// Votes, in the data a decided approval resumes with, are every vote
+	// cast on it (see ApprovalPolicy); a request carries none.
+	Votes []Vote `json:"votes,omitempty"`
 }
 
 // Complete ends the run successfully with output.

@@ -41,6 +41,7 @@ const (
 	CodeNotFound            = "not_found"
 	CodeConflict            = "conflict"
 	CodeAlreadyResumed      = "already_resumed"
+	CodeAlreadyVoted        = "already_voted"
 	CodeNotPending          = "suspension_not_pending"
 	CodeIdempotencyMismatch = "idempotency_key_reused"
 	CodeOrchestration       = "orchestration_error"

@@ -359,12 +359,23 @@ func planPause(o Outcome, c *StepCommit, b Command, cmds []Command) error {
 	if err := checkAsked(o.Run.StartedBy, b.Assignee, approvers); err != nil {
 		return err
 	}
+	var policy ApprovalPolicy
+	if b.Policy != nil {
+		policy = *b.Policy
+	}
+	kind := b.Kind
+	if kind == "" {
+		kind = KindInput
+	}
+	if errs := policy.Check(kind); len(errs) > 0 {
+		return &OrchestrationError{Message: fmt.Sprintf("approval policy: %s %s", errs[0].Field, errs[0].Message)}
+	}
 	s := &NewSuspension{
 		ID: o.NewID(), WorkflowID: o.Run.WorkflowID, WorkflowVersion: o.Run.WorkflowVersion,
 		StepName: o.Step, Kind: b.Kind, Reason: b.Reason, Checkpoint: checkpoint,
 		ResumeStep: b.ResumeStep, ResumeSchema: b.ResumeSchema, Assignee: b.Assignee, Accept: b.Accept, RunStartedBy: o.Run.StartedBy.ID,
 		Approvers: approvers, ApproverRole: b.ApproverRole, Title: b.Title, Instructions: b.Instructions, StepKey: b.StepKey,
-		Fields: fields, ReasonLabel: b.ReasonLabel,
+		Fields: fields, ReasonLabel: b.ReasonLabel, Policy: policy, Requesters: policy.Requesters(o.Run.Input),
 	}
 	siblings := make([]Command, 0, len(cmds)-1)
 	for _, cmd := range cmds {

@@ -12,6 +12,8 @@ type ResumeFacts struct {
 	// Target is the suspension the request names, by id or by the run's
 	// step key; nil when no pause or earlier resume has that step key yet.
 	Target *Suspension
+	// Votes are the votes cast on Target, for a decision on an approval.
+	Votes []Vote
 }
 
 // ResumeFate is what a resume that is not refused does.
@@ -29,6 +31,9 @@ const (
 	// ResumeKeep keeps the resume for a pause that has not committed: a
 	// pre-completed row the pause takes when it does.
 	ResumeKeep
+	// ResumeVote keeps a decision on a pending approval as a vote: the
+	// approval stays pending, its policy's thresholds not yet reached.
+	ResumeVote
 )
 
 // DecideResume decides what req does, given what the store read: of any
@@ -54,9 +59,15 @@ func DecideResume(req ResumeRequest, f ResumeFacts) (ResumeFate, error) {
 				return 0, err
 			}
 		}
+		if t.Kind == KindApproval && req.Decision != "" {
+			return decideVote(req, *t, f.Votes)
+		}
 		return ResumeApply, nil
-	case repeats(req, *t):
+	case repeats(req, *t), revotes(req, f.Votes):
 		return ResumeRepeat, nil
+	}
+	if err := alreadyVoted(req, *t, f.Votes); err != nil {
+		return 0, err
 	}
 	return 0, LostResume(*t)
 }
@@ -80,6 +91,14 @@ func repeats(req ResumeRequest, s Suspension) bool {
 	}
 	return s.Status == SuspensionResumed && req.RequestKey != "" && s.ResumeRequestKey == req.RequestKey &&
 		s.ResumedBy == req.By && s.Decision == req.Decision && SameJSON(s.ResumeData, data)
+}
+
+// revotes says whether req is a decision that was cast as a vote, sent
+// again: the same person, request key, decision and comment.
+func revotes(req ResumeRequest, votes []Vote) bool {
+	prior, ok := VoteOf(votes, req.By)
+	return ok && req.Decision != "" && req.RequestKey != "" && prior.RequestKey == req.RequestKey &&
+		prior.Decision == req.Decision && prior.Comment == commentOf(req.Data)
 }
 
 // LostResume explains why a resume of s changed nothing: s had already

@@ -168,6 +168,8 @@ type NewSuspension struct {
 	RunStartedBy string
 	Approvers    []string
 	ApproverRole Role
+	Policy       ApprovalPolicy
+	Requesters   []string
 	Accept       []string
 	Title        string
 	Fields       []Field

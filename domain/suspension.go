@@ -81,6 +81,13 @@ type Suspension struct {
 	// only people besides admins who may resume or decide it.
 	Approvers    []string
 	ApproverRole Role
+	// Policy is how the decision is taken; Requesters are the emails its
+	// requester pointer found in the run's input when the run paused.
+	Policy     ApprovalPolicy
+	Requesters []string
+	// Votes are the decisions cast so far on an approval, oldest first,
+	// when the store was asked for them (see SuspensionStore).
+	Votes []Vote
 	// Accept lists the document types a person may upload to resume it.
 	Accept []string
 	// Title, Fields and ReasonLabel are the presentation people see: a
@@ -141,7 +148,7 @@ func (s Suspension) CheckActor(u User) error {
 	if s.Kind == KindApproval && u.Role == RoleFounder && s.RunStartedBy != "" && s.RunStartedBy == u.ID {
 		return ErrSeparationOfDuties
 	}
-	return nil
+	return s.checkDuties(u.ID, u.Email)
 }
 
 // MayRead reports whether u may see the suspension: staff see every one,
@@ -212,8 +219,11 @@ type ResumeRequest struct {
 	// RequestKey is the caller's Idempotency-Key; a repeat of the winning
 	// request with the same key and data gets the original answer.
 	RequestKey string
-	// Decision is set for approvals: "approved" or "rejected".
+	// Decision is set for approvals: "approved" or "rejected". A decision
+	// is a vote of By (see ApprovalPolicy); Channel says how it came
+	// (ChannelAPI when empty).
 	Decision string
+	Channel  string
 	Now      time.Time
 	// Check, when set, vets the request against the pending suspension it
 	// targets, inside the resume's transaction and before the conditional

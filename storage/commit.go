@@ -561,6 +561,7 @@ func (w *commitWriter) suspensionRow(ns *domain.NewSuspension, key string) *susp
 		Checkpoint: ns.Checkpoint, ResumeStep: ns.ResumeStep, ResumeSchema: ns.ResumeSchema,
 		Assignee: ns.Assignee, RunStartedBy: ns.RunStartedBy, Accept: ns.Accept, Deferred: ns.Deferred, SuspendedAt: &now, CreatedAt: now,
 		Title: ns.Title, Fields: ns.Fields, ReasonLabel: ns.ReasonLabel, Instructions: ns.Instructions, Approvers: ns.Approvers, ApproverRole: ns.ApproverRole,
+		Policy: ns.Policy, Requesters: ns.Requesters,
 	}
 	if ns.WakeAt != nil {
 		wake := ts(*ns.WakeAt)
@@ -596,6 +597,7 @@ func (w *commitWriter) attach(ctx context.Context, existing, pause *suspensionRo
 		Set("title = ?", pause.Title).Set("instructions = ?", pause.Instructions).
 		Set("fields = ?", pause.Fields).Set("reason_label = ?", pause.ReasonLabel).
 		Set("approvers = ?", pause.Approvers).Set("approver_role = ?", pause.ApproverRole).
+		Set("policy = ?", pause.Policy).Set("requesters = ?", pause.Requesters).
 		Set("precompleted = ?", false).
 		Where("id = ? AND precompleted", existing.ID).Returning("*").Exec(ctx)
 	if err != nil {

@@ -63,6 +63,28 @@ type eventRow struct {
 	CreatedAt time.Time       `bun:"created_at"`
 }
 
+type voteRow struct {
+	bun.BaseModel `bun:"table:votes,alias:v"`
+
+	SuspensionID string    `bun:"suspension_id,pk"`
+	Voter        string    `bun:"voter,pk"`
+	Decision     string    `bun:"decision"`
+	Comment      string    `bun:"comment"`
+	Channel      string    `bun:"channel"`
+	RequestKey   *string   `bun:"request_key"`
+	At           time.Time `bun:"at"`
+}
+
+func newVoteRow(suspensionID string, v domain.Vote) *voteRow {
+	return &voteRow{SuspensionID: suspensionID, Voter: v.Voter, Decision: v.Decision, Comment: v.Comment,
+		Channel: v.Channel, RequestKey: nullString(v.RequestKey), At: ts(v.At)}
+}
+
+func (v voteRow) toDomain() domain.Vote {
+	return domain.Vote{Voter: v.Voter, Decision: v.Decision, Comment: v.Comment, Channel: v.Channel,
+		RequestKey: derefString(v.RequestKey), At: v.At.UTC()}
+}
+
 type suspensionRow struct {
 	bun.BaseModel `bun:"table:suspensions,alias:s"`
 
@@ -85,6 +107,8 @@ type suspensionRow struct {
 	RunStartedBy     string                  `bun:"run_started_by"`
 	Approvers        stringList              `bun:"approvers"`
 	ApproverRole     domain.Role             `bun:"approver_role"`
+	Policy           domain.ApprovalPolicy   `bun:"policy,type:json"`
+	Requesters       stringList              `bun:"requesters"`
 	Accept           stringList              `bun:"accept,type:json"`
 	Title            string                  `bun:"title"`
 	Fields           fieldList               `bun:"fields,type:json"`
@@ -107,7 +131,7 @@ func (s *suspensionRow) toDomain() (domain.Suspension, error) {
 		StepName: s.StepName, StepKey: s.StepKey, Kind: s.Kind, Reason: s.Reason, Status: s.Status,
 		Checkpoint: s.Checkpoint, ResumeStep: s.ResumeStep, ResumeData: s.ResumeData,
 		ResumeSchema: s.ResumeSchema, Assignee: s.Assignee, RunStartedBy: s.RunStartedBy, WakeAt: utcPtr(s.WakeAt),
-		Approvers: s.Approvers, ApproverRole: s.ApproverRole, Accept: s.Accept,
+		Approvers: s.Approvers, ApproverRole: s.ApproverRole, Policy: s.Policy, Requesters: s.Requesters, Accept: s.Accept,
 		Title: s.Title, Fields: s.Fields, ReasonLabel: s.ReasonLabel, Instructions: s.Instructions,
 		ResumedAt: utcPtr(s.ResumedAt), Precompleted: s.Precompleted,
 	}

@@ -88,6 +88,7 @@ func setStep(c domain.StepCommit) bool {
 // commit: the set path holds one row of each run. Resumes are named by
 // suspension, so their runs are known only once loaded; one whose run is
 // taken is handed to the savepoint path then, having changed nothing.
+// Decisions take the savepoint path.
 func (db *DB) applySet(ctx context.Context, tx bun.Tx, batch []domain.Transition, out []domain.Applied) (rest []int, after []func(), err error) {
 	s := &setWriter{db: db, tx: tx, b: db.newBatch(tx)}
 	named := map[string]int{} // run id → the first transition naming it
@@ -105,7 +106,10 @@ func (db *DB) applySet(ctx context.Context, tx bun.Tx, batch []domain.Transition
 			starts = append(starts, i)
 		case t.Step != nil && named[t.Step.RunID] == i && setStep(*t.Step):
 			steps = append(steps, i)
-		case t.Resume != nil && t.Resume.SuspensionID != "":
+		case t.Resume != nil && t.Resume.SuspensionID != "" && t.Resume.Decision == "":
+			// A decision is a vote, counted with the others on the
+			// savepoint path; people decide far less often than
+			// machines resume.
 			resumes = append(resumes, i)
 		default:
 			rest = append(rest, i)

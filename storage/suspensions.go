@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,7 +21,39 @@ func (db *DB) Suspension(ctx context.Context, id string) (domain.Suspension, err
 	if err := db.bun.NewSelect().Model(row).Where("id = ?", id).Scan(ctx); err != nil {
 		return domain.Suspension{}, fmt.Errorf("get suspension %s: %w", id, translate(err))
 	}
-	return row.toDomain()
+	s, err := row.toDomain()
+	if err != nil {
+		return s, err
+	}
+	list := []domain.Suspension{s}
+	if err := db.withVotes(ctx, db.bun, list); err != nil {
+		return s, fmt.Errorf("get suspension %s: %w", id, err)
+	}
+	return list[0], nil
+}
+
+// withVotes reads the votes of the approvals among ss into them, in one
+// query.
+func (db *DB) withVotes(ctx context.Context, idb bun.IDB, ss []domain.Suspension) error {
+	at := map[string]int{}
+	for i, s := range ss {
+		if s.Kind == domain.KindApproval {
+			at[s.ID] = i
+		}
+	}
+	if len(at) == 0 {
+		return nil
+	}
+	var rows []voteRow
+	if err := idb.NewSelect().Model(&rows).Where("suspension_id IN (?)", bun.List(slices.Collect(maps.Keys(at)))).
+		Order("at", "voter").Scan(ctx); err != nil {
+		return fmt.Errorf("read votes: %w", err)
+	}
+	for _, r := range rows {
+		s := &ss[at[r.SuspensionID]]
+		s.Votes = append(s.Votes, r.toDomain())
+	}
+	return nil
 }
 
 // Suspensions implements domain.Store: keyset pagination on
@@ -88,6 +122,9 @@ func (db *DB) suspensions(ctx context.Context, idb bun.IDB, f domain.SuspensionF
 		}
 		out = append(out, s)
 	}
+	if err := db.withVotes(ctx, idb, out); err != nil {
+		return nil, "", err
+	}
 	return out, next, nil
 }
 
@@ -127,11 +164,22 @@ func (db *DB) resumeIn(ctx context.Context, tx bun.IDB, req domain.ResumeRequest
 	}
 	f := domain.ResumeFacts{RunStatus: run.Status}
 	if target != nil {
+		if voting(req, target) {
+			// A vote that does not resolve the approval has no
+			// compare-and-set to catch a target read from before the
+			// run's lock (see lockResumeTarget): it is read again.
+			if err := tx.NewSelect().Model(target).WherePK().Scan(ctx); err != nil {
+				return domain.Suspension{}, err
+			}
+		}
 		s, err := target.toDomain()
 		if err != nil {
 			return s, err
 		}
 		f.Target = &s
+		if f.Votes, err = db.votesFor(ctx, tx, s, req); err != nil {
+			return s, err
+		}
 	}
 	fate, err := domain.DecideResume(req, f)
 	switch {
@@ -147,6 +195,17 @@ func (db *DB) resumeIn(ctx context.Context, tx bun.IDB, req domain.ResumeRequest
 	case fate == domain.ResumeKeep:
 		return db.precomplete(ctx, tx, run, req, "")
 	}
+	b := db.newBatch(tx)
+	var vote *voteRow
+	if f.Votes != nil {
+		v, data := domain.CastVote(req, f.Target.Policy, f.Votes)
+		vote = newVoteRow(target.ID, v)
+		f.Target.Votes = f.Votes
+		if fate == domain.ResumeVote {
+			return db.keepVote(ctx, b, run, *f.Target, vote, req)
+		}
+		req.Data = data
+	}
 	won, err := db.conditionalResume(ctx, tx, target.ID, req)
 	if err != nil {
 		return domain.Suspension{}, err
@@ -154,7 +213,56 @@ func (db *DB) resumeIn(ctx context.Context, tx bun.IDB, req domain.ResumeRequest
 	if won == nil {
 		return db.lostResume(ctx, tx, target.ID, req)
 	}
-	return db.resumeWon(ctx, db.newBatch(tx), nil, run, won, req)
+	if vote == nil {
+		return db.resumeWon(ctx, b, nil, run, won, req)
+	}
+	if err := b.add(ctx, tx.NewInsert().Model(vote)); err != nil {
+		return domain.Suspension{}, err
+	}
+	out, err := db.resumeWon(ctx, b, nil, run, won, req)
+	out.Votes = append(f.Votes, vote.toDomain())
+	return out, err
+}
+
+// votesFor reads the votes cast on s when req is a decision on an
+// approval, whose rules count them; otherwise it returns nil. The votes
+// of a decision are never nil, so that the caller can tell.
+func (db *DB) votesFor(ctx context.Context, tx bun.IDB, s domain.Suspension, req domain.ResumeRequest) ([]domain.Vote, error) {
+	if req.Decision == "" || s.Kind != domain.KindApproval {
+		return nil, nil
+	}
+	return db.votes(ctx, tx, s.ID)
+}
+
+// voting says whether req is a decision on approval target.
+func voting(req domain.ResumeRequest, target *suspensionRow) bool {
+	return req.Decision != "" && target.Kind == domain.KindApproval
+}
+
+// votes reads the votes cast on suspension id, oldest first; never nil.
+func (db *DB) votes(ctx context.Context, tx bun.IDB, id string) ([]domain.Vote, error) {
+	list := []domain.Suspension{{ID: id, Kind: domain.KindApproval}}
+	if err := db.withVotes(ctx, tx, list); err != nil {
+		return nil, err
+	}
+	return append(make([]domain.Vote, 0, len(list[0].Votes)+1), list[0].Votes...), nil
+}
+
+// keepVote records a vote that leaves approval s pending, with its audit
+// entry, and reports the run's change so that pages showing the request
+// update. It commits b.
+func (db *DB) keepVote(ctx context.Context, b *batch, run *runRow, s domain.Suspension, vote *voteRow, req domain.ResumeRequest) (domain.Suspension, error) {
+	if err := b.add(ctx, b.tx.NewInsert().Model(vote)); err != nil {
+		return s, err
+	}
+	if err := b.addAudit(ctx, auditFor(req.Audit, s.ID, s.WorkflowID)); err != nil {
+		return s, err
+	}
+	if err := db.notifyChange(ctx, b, run.ID); err != nil {
+		return s, err
+	}
+	s.Votes = append(slices.Clone(s.Votes), vote.toDomain())
+	return s, b.commit(ctx)
 }
 
 // resumeWon goes on from a resume whose conditional update changed row:
@@ -252,7 +360,12 @@ func (db *DB) lostResume(ctx context.Context, tx bun.IDB, id string, req domain.
 		return s, err
 	}
 	req.Check = nil // vetted already, or moot for a row no longer pending
-	switch fate, err := domain.DecideResume(req, domain.ResumeFacts{Target: &s}); {
+	votes, err := db.votesFor(ctx, tx, s, req)
+	if err != nil {
+		return s, err
+	}
+	s.Votes = votes
+	switch fate, err := domain.DecideResume(req, domain.ResumeFacts{Target: &s, Votes: votes}); {
 	case err != nil:
 		return s, err
 	case fate != domain.ResumeRepeat:

@@ -311,7 +311,9 @@ func TestAPIApproveReject(t *testing.T) {
 		if again := e.call(t, "POST", "/api/v1/suspensions/"+a.ID+"/approve", e.reviewer, `{"comment":"fine"}`, "Idempotency-Key", "approve-1"); again.Status != http.StatusOK || string(again.Body) != string(first.Body) {
 			t.Errorf("replayed approval = %s; want %s", again, first)
 		}
-		problem(t, e.call(t, "POST", "/api/v1/suspensions/"+a.ID+"/reject", e.reviewer, `{"comment":"fine"}`, "Idempotency-Key", "approve-1"), http.StatusConflict, "already_resumed")
+		// The reviewer decided: their decision is a vote, and each person
+		// votes once.
+		problem(t, e.call(t, "POST", "/api/v1/suspensions/"+a.ID+"/reject", e.reviewer, `{"comment":"fine"}`, "Idempotency-Key", "approve-1"), http.StatusConflict, "already_voted")
 		if ok.Status != "resumed" || ok.Decision != "approved" || *ok.ResumedBy != reviewerEmail {
 			t.Errorf("approval = %+v", ok)
 		}

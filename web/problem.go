@@ -116,6 +116,15 @@ const notApproverMessage = "This suspension names who may act on it (its approve
 // API and the web app alike.
 const ownRunMessage = "You started this run, so someone else must approve or reject it: nobody decides their own request."
 
+// dutyMessage says why separation of duties refused a person: the
+// approval's own reason, or that they started the run.
+func dutyMessage(err error) string {
+	if de, ok := errors.AsType[*domain.DutyError](err); ok {
+		return de.Message
+	}
+	return ownRunMessage
+}
+
 // problemFor maps an error to the problem the client sees. A refused role
 // or approver is a 403; only validation and conflict errors, which are
 // written for clients, show their message; anything unexpected becomes a
@@ -129,7 +138,7 @@ func problemFor(err error) Problem {
 	case errors.Is(err, errTooManyStreams):
 		return newProblem(http.StatusTooManyRequests, CodeTooManyStreams, "You hold as many attach streams open as one user may; close one and try again.")
 	case errors.Is(err, domain.ErrSeparationOfDuties):
-		return newProblem(http.StatusForbidden, domain.CodeSeparationOfDuties, ownRunMessage)
+		return newProblem(http.StatusForbidden, domain.CodeSeparationOfDuties, dutyMessage(err))
 	case errors.Is(err, domain.ErrStartForbidden):
 		return newProblem(http.StatusForbidden, domain.CodeStartForbidden, "Your role may not start runs of this workflow.")
 	}

@@ -375,8 +375,12 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 var inboxAges = map[string]time.Duration{"": 0, "1h": time.Hour, "1d": 24 * time.Hour, "7d": 7 * 24 * time.Hour}
 
 func inboxItem(sp domain.Suspension) views.InboxItem {
-	return views.InboxItem{ID: sp.ID, RunID: sp.RunID, WorkflowID: sp.WorkflowID, WorkflowVersion: sp.WorkflowVersion,
+	it := views.InboxItem{ID: sp.ID, RunID: sp.RunID, WorkflowID: sp.WorkflowID, WorkflowVersion: sp.WorkflowVersion,
 		StepName: sp.StepName, Title: sp.Title, Reason: sp.Reason, Kind: string(sp.Kind), Assignee: sp.Assignee, SuspendedAt: sp.SuspendedAt}
+	if sp.Kind == domain.KindApproval && sp.Policy.Several() {
+		it.Votes = views.VoteTally(domain.TallyOf(sp.Policy, sp.Votes)).Summary()
+	}
+	return it
 }
 
 func (s *Server) uiFailure(w http.ResponseWriter, r *http.Request, err error) {

@@ -64,7 +64,10 @@ func (s *Server) suspensionView(r *http.Request, sp domain.Suspension, v *views.
 	case err == nil:
 		p.CanAct = true
 	case errors.Is(err, domain.ErrSeparationOfDuties):
-		p.Barred = ownRunMessage
+		p.Barred = dutyMessage(err)
+	}
+	if vote, ok := domain.VoteOf(sp.Votes, v.Email); ok && sp.Status == domain.SuspensionPending {
+		p.CanAct, p.MyVote = false, &vote
 	}
 	if sp.ResumedAt != nil {
 		p.ResumeData = indentJSON(sp.ResumeData)
@@ -79,6 +82,9 @@ func (s *Server) suspensionView(r *http.Request, sp domain.Suspension, v *views.
 	}
 	if sp.Kind == domain.KindApproval {
 		p.Comment = commentRule(sp.ResumeSchema)
+		if sp.Policy.RejectRequiresComment && p.Comment == views.CommentOptional {
+			p.Comment = views.CommentRequiredToReject
+		}
 	} else {
 		p.FormFields, _ = formFields(sp.ResumeSchema)
 	}
@@ -234,7 +240,7 @@ func (s *Server) decideFromPage(w http.ResponseWriter, r *http.Request) {
 	audit := s.auditEntry(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: decisionAction(approve),
 		Data: auditData(map[string]any{"runId": sp.RunID, "comment": comment})})
 	actor := viewerPrincipal(v).User
-	if _, err := s.Engine.Decide(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, By: v.Email, Actor: &actor, Audit: audit}, approve, comment); err != nil {
+	if _, err := s.Engine.Decide(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, By: v.Email, Actor: &actor, Audit: audit, Channel: domain.ChannelWeb}, approve, comment); err != nil {
 		s.actionFailed(w, r, sp, v, comment, err)
 		return
 	}
@@ -311,7 +317,7 @@ func (s *Server) mayAct(w http.ResponseWriter, r *http.Request, sp domain.Suspen
 func notYours(sp domain.Suspension, err error) string {
 	switch {
 	case errors.Is(err, domain.ErrSeparationOfDuties):
-		return ownRunMessage
+		return dutyMessage(err)
 	case sp.Restricted():
 		return notApproverMessage
 	}
@@ -343,6 +349,11 @@ func (s *Server) actionFailed(w http.ResponseWriter, r *http.Request, sp domain.
 			sp = fresh
 		}
 		p := s.suspensionView(r, sp, v)
+		if ce.Code == domain.CodeAlreadyVoted {
+			p.Failure = "You have already voted on this request; each person votes once."
+			s.render(w, r, http.StatusConflict, views.SuspensionView(p))
+			return
+		}
 		p.Stale = &views.Stale{Typed: typed}
 		if sp.ResumedAt == nil {
 			p.Failure = ce.Message

@@ -154,6 +154,11 @@ type suspensionJSON struct {
 	// act on it.
 	Approvers    []string    `json:"approvers,omitempty"`
 	ApproverRole domain.Role `json:"approverRole,omitempty"`
+	// Policy is how an approval is decided, when it asks for more than one
+	// decision by one person; Votes and Tally are its votes so far.
+	Policy *domain.ApprovalPolicy `json:"policy,omitempty"`
+	Votes  []domain.Vote          `json:"votes,omitempty"`
+	Tally  *domain.Tally          `json:"tally,omitempty"`
 	// Title, Fields and ReasonLabel are how people see it: Title may be
 	// empty, Fields is [] when it has none, and ReasonLabel is the
 	// reason's human name, given or made from the reason.
@@ -195,6 +200,13 @@ func suspensionView(s domain.Suspension) suspensionJSON {
 	if s.ResumedBy != "" {
 		by := s.ResumedBy
 		v.ResumedBy = &by
+	}
+	if !s.Policy.IsZero() {
+		v.Policy = &s.Policy
+	}
+	if s.Kind == domain.KindApproval {
+		t := domain.TallyOf(s.Policy, s.Votes)
+		v.Votes, v.Tally = s.Votes, &t
 	}
 	return v
 }

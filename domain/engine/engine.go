@@ -257,6 +257,11 @@ func (e *Engine) checkResume(s domain.Suspension, req domain.ResumeRequest) erro
 	if req.Decision != "" && s.Kind != domain.KindApproval {
 		return &domain.ValidationError{Code: domain.CodeValidation, Message: "suspension " + s.ID + " is not a review; resume it with data"}
 	}
+	if req.Decision != "" && req.SuspensionID == "" && !s.Policy.IsZero() {
+		// Kept before its pause committed: a decision taken by votes
+		// under a policy is cast on the pending request, by its id.
+		return &domain.ValidationError{Code: domain.CodeValidation, Message: "suspension " + s.ID + " is decided by votes under its policy; decide it by its id once it waits"}
+	}
 	// A decision's data is {"approved", "comment"}: its schema can ask
 	// for a comment, or for one only on rejection.
 	if len(s.ResumeSchema) > 0 && e.o.ValidateResumeData != nil {

@@ -3,12 +3,9 @@ package flow
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -315,7 +312,7 @@ func (c *compiled) ask(i int, s State) domain.StepResult {
 		opts = append(opts, domain.WithPresentation(d.present(s)))
 	}
 	if st.Assignee != "" {
-		who, err := pointerString(s.Input, st.Assignee)
+		who, err := domain.PointerString(s.Input, st.Assignee)
 		if err != nil {
 			return fail("assignee_not_found", fmt.Sprintf("step %s: its assignee %s: %v", st.Name, st.Assignee, err))
 		}
@@ -326,6 +323,12 @@ func (c *compiled) ask(i int, s State) domain.StepResult {
 	}
 	if len(st.Accept) > 0 {
 		opts = append(opts, domain.WithDocuments(st.Accept...))
+	}
+	if a := st.Approvers; a != nil {
+		opts = append(opts, domain.WithApprovers(a.Role, a.Emails...))
+	}
+	if !st.ApprovalPolicy.IsZero() {
+		opts = append(opts, domain.WithPolicy(st.ApprovalPolicy))
 	}
 	reason := st.Reason
 	if reason == "" {
@@ -401,35 +404,3 @@ func retryPolicy(st Step) domain.RetryPolicy {
 
 // newID is a new waitpoint or work item id: a UUIDv7, in creation order.
 func newID() string { return uuid.Must(uuid.NewV7()).String() }
-
-// pointerString resolves a JSON pointer (RFC 6901) in doc to a non-empty
-// string.
-func pointerString(doc json.RawMessage, pointer string) (string, error) {
-	var v any
-	if err := json.Unmarshal(doc, &v); err != nil {
-		return "", fmt.Errorf("the run input is not JSON: %w", err)
-	}
-	for _, tok := range strings.Split(pointer, "/")[1:] {
-		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
-		switch x := v.(type) {
-		case map[string]any:
-			var ok bool
-			if v, ok = x[tok]; !ok {
-				return "", fmt.Errorf("the run input has no %q", tok)
-			}
-		case []any:
-			n, err := strconv.Atoi(tok)
-			if err != nil || n < 0 || n >= len(x) {
-				return "", fmt.Errorf("the run input has no element %q", tok)
-			}
-			v = x[n]
-		default:
-			return "", fmt.Errorf("the run input has no %q", tok)
-		}
-	}
-	s, ok := v.(string)
-	if !ok || s == "" {
-		return "", errors.New("it does not lead to a non-empty string in the run input")
-	}
-	return s, nil
-}

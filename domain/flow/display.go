@@ -70,7 +70,7 @@ func parseTemplate(s string) ([]piece, []error) {
 				errs = append(errs, fmt.Errorf("the placeholder {} at character %d is empty: put a JSON Pointer in it, like {/input/amount}", charAt(s, i-end)))
 				continue
 			}
-			tokens, err := parsePointer(ptr)
+			tokens, err := domain.ParsePointer(ptr)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -91,24 +91,6 @@ func parseTemplate(s string) ([]piece, []error) {
 }
 
 func charAt(s string, i int) int { return utf8.RuneCountInString(s[:i]) + 1 }
-
-// parsePointer checks a JSON Pointer (RFC 6901) and returns its reference
-// tokens, unescaped.
-func parsePointer(p string) ([]string, error) {
-	if !strings.HasPrefix(p, "/") {
-		return nil, fmt.Errorf("%q is not a JSON Pointer: it starts with /, like /input/amount", p)
-	}
-	tokens := strings.Split(p[1:], "/")
-	for i, tok := range tokens {
-		for j := 0; j < len(tok); j++ {
-			if tok[j] == '~' && (j+1 == len(tok) || (tok[j+1] != '0' && tok[j+1] != '1')) {
-				return nil, fmt.Errorf("%q is not a JSON Pointer: ~ is written ~0 and / is written ~1", p)
-			}
-		}
-		tokens[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
-	}
-	return tokens, nil
-}
 
 // checkPointer reports a pointer that cannot lead anywhere in a run of
 // the document: one into something other than input, steps or
@@ -146,7 +128,7 @@ func (v *validator) display(path string, d Display, steps map[string]int) {
 		}
 		if f.Value == "" {
 			v.add(at+".value", "a field's value is a JSON Pointer, like /input/amount")
-		} else if tokens, err := parsePointer(f.Value); err != nil {
+		} else if tokens, err := domain.ParsePointer(f.Value); err != nil {
 			v.add(at+".value", "%v", err)
 		} else if err := checkPointer(f.Value, tokens, steps); err != nil {
 			v.add(at+".value", "%v", err)
@@ -184,7 +166,7 @@ func newPresenter(d *Display) *presenter {
 	p := &presenter{fields: d.Fields, reasonLabel: d.ReasonLabel}
 	p.title, _ = parseTemplate(d.Title)
 	for _, f := range d.Fields {
-		tokens, _ := parsePointer(f.Value)
+		tokens, _ := domain.ParsePointer(f.Value)
 		p.fieldTokens = append(p.fieldTokens, tokens)
 	}
 	return p

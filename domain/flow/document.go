@@ -84,6 +84,12 @@ type Step struct {
 	ResumeSchema json.RawMessage `json:"resumeSchema,omitempty"`
 	Accept       []string        `json:"accept,omitempty"`
 	OnReject     string          `json:"onReject,omitempty"` // approval only
+	// Approvers name who besides admins may decide or supply it; the
+	// policy how an approval is decided (quorum, rejections, separation
+	// of duties, a comment to reject; an input takes separation of
+	// duties).
+	Approvers *Approvers `json:"approvers,omitempty"`
+	domain.ApprovalPolicy
 
 	// http
 	URL    string `json:"url,omitempty"`
@@ -111,6 +117,12 @@ type Step struct {
 	Display *Display `json:"display,omitempty"`
 }
 
+// Approvers are the people and the role a step's request is for.
+type Approvers struct {
+	Role   domain.Role `json:"role,omitempty"`
+	Emails []string    `json:"emails,omitempty"`
+}
+
 // Retry is a step's retry policy as a document states it.
 type Retry struct {
 	MaxAttempts      int     `json:"maxAttempts"`
@@ -123,12 +135,14 @@ type Retry struct {
 // fieldsOf says which fields each step type may carry, beyond the common
 // type, name, next and retry.
 var fieldsOf = map[string][]string{
-	TypeTask:     {"handler", "config"},
-	TypeHTTP:     {"url", "method", "headers", "args", "async", "timeoutMs", "completionTimeoutMs", "onTimeout"},
-	TypeWait:     {"durationMs", "untilTimestamp"},
-	TypeWebhook:  {"responseToSend", "display"},
-	TypeApproval: {"reason", "title", "instructions", "assignee", "resumeSchema", "onReject", "display"},
-	TypeInput:    {"reason", "title", "instructions", "assignee", "resumeSchema", "accept", "display"},
+	TypeTask:    {"handler", "config"},
+	TypeHTTP:    {"url", "method", "headers", "args", "async", "timeoutMs", "completionTimeoutMs", "onTimeout"},
+	TypeWait:    {"durationMs", "untilTimestamp"},
+	TypeWebhook: {"responseToSend", "display"},
+	TypeApproval: {"reason", "title", "instructions", "assignee", "resumeSchema", "onReject", "display",
+		"approvers", "quorum", "rejections", "separationOfDuties", "requesterPointer", "rejectRequiresComment"},
+	TypeInput: {"reason", "title", "instructions", "assignee", "resumeSchema", "accept", "display",
+		"approvers", "separationOfDuties", "requesterPointer"},
 }
 
 var commonFields = []string{"type", "name", "next", "end", "retry"}
@@ -259,6 +273,9 @@ func Parse(body []byte, env Env) (Document, error) {
 			{"url", &st.URL}, {"method", &st.Method}, {"async", &st.Async}, {"timeoutMs", &st.TimeoutMs},
 			{"completionTimeoutMs", &st.CompletionTimeoutMs}, {"onTimeout", &st.OnTimeout}, {"config", &st.Config},
 			{"resumeSchema", &st.ResumeSchema}, {"args", &st.Args}, {"display", &st.Display},
+			{"approvers", &st.Approvers}, {"quorum", &st.Quorum}, {"rejections", &st.Rejections},
+			{"separationOfDuties", &st.SeparationOfDuties}, {"requesterPointer", &st.RequesterPointer},
+			{"rejectRequiresComment", &st.RejectRequiresComment},
 		} {
 			v.decode(path+"."+f.name, fields[f.name], f.dst)
 		}
@@ -308,7 +325,7 @@ func (v *validator) unknown(path string, fields map[string]json.RawMessage, allo
 				p = path + "." + k
 			}
 			if slices.ContainsFunc(slices.Collect(maps.Values(fieldsOf)), func(fs []string) bool { return slices.Contains(fs, k) }) {
-				v.add(p, "a %s step has no %s", typeOf(fields), k)
+				v.add(p, "%s step has no %s", article(typeOf(fields)), k)
 			} else {
 				v.add(p, "unknown field")
 			}
@@ -465,6 +482,18 @@ func (v *validator) step(path string, st Step, env Env) {
 				v.add(fmt.Sprintf("%s.accept[%d]", path, i), "%q is not a MIME type in lower case without parameters, like application/pdf or image/*", t)
 			}
 		}
+		if a := st.Approvers; a != nil {
+			if _, err := domain.CheckApprovers(a.Role, a.Emails); err != nil {
+				v.add(path+".approvers", "%v", err)
+			}
+		}
+		kind := domain.KindInput
+		if st.Type == TypeApproval {
+			kind = domain.KindApproval
+		}
+		for _, e := range st.ApprovalPolicy.Check(kind) {
+			v.add(path+"."+e.Field, "%s", e.Message)
+		}
 	}
 	if st.End && st.Next != "" {
 		v.add(path+".end", "a step either ends the run or names its next step, not both")
@@ -601,6 +630,10 @@ func jsonMessage(err error) string {
 	switch {
 	case err == nil:
 		return "it is null"
+	case errors.As(err, &te) && strings.HasPrefix(te.Value, "number "):
+		// A number where an integer is expected: encoding/json names
+		// it "number 0.5".
+		return fmt.Sprintf("expected %s, found %s", jsonKind(te.Type.Kind().String()), strings.TrimPrefix(te.Value, "number "))
 	case errors.As(err, &te):
 		return fmt.Sprintf("expected %s, found a JSON %s", jsonKind(te.Type.Kind().String()), te.Value)
 	default:
@@ -608,11 +641,21 @@ func jsonMessage(err error) string {
 	}
 }
 
+// article puts "a" or "an" before a word: "an input", "a wait".
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an " + word
+	}
+	return "a " + word
+}
+
 func jsonKind(goKind string) string {
 	switch goKind {
 	case "string":
 		return "a string"
-	case "int", "int64", "float64":
+	case "int", "int64":
+		return "a whole number"
+	case "float64":
 		return "a number"
 	case "bool":
 		return "true or false"

@@ -151,7 +151,7 @@ func TestParseReportsEveryProblemWithItsPath(t *testing.T) {
 	}`)
 	want := []string{
 		`colour: unknown field`,
-		`steps[5].durationMs: expected a number, found a JSON string`,
+		`steps[5].durationMs: expected a whole number, found a JSON string`,
 		`steps[7].durationMs: a task step has no durationMs`,
 		`id: workflow name "bad id!" has ' ' at position 4; only letters, digits, '-', '_' and '.' are allowed`,
 		`version: a version name is required`,
@@ -192,6 +192,12 @@ func TestParseRefusesWhatIsNotADocument(t *testing.T) {
 		`{"id": "a", "version": "1", "steps": []}`:                                                                                                                 "steps: a workflow needs at least one step",
 		`{"id": 7, "version": "1", "steps": [{"type": "wait", "name": "w", "durationMs": 1}]}`:                                                                     "id: expected a string, found a JSON number",
 		`{"id": "a", "version": "1", "steps": [{"type": "approval", "name": "ok", "onReject": "no"}]}`:                                                             `steps[0].onReject: no step is named "no"`,
+		`{"id": "a", "version": "1", "steps": [{"type": "approval", "name": "ok", "quorum": 0.5}]}`:                                                                "steps[0].quorum: expected a whole number, found 0.5",
+		`{"id": "a", "version": "1", "steps": [{"type": "approval", "name": "ok", "quorum": 500}]}`:                                                                "steps[0].quorum: must be between 1 and 100",
+		`{"id": "a", "version": "1", "steps": [{"type": "approval", "name": "ok", "requesterPointer": "requester"}]}`:                                              `steps[0].requesterPointer: "requester" is not a JSON Pointer: it starts with /, like /input/amount`,
+		`{"id": "a", "version": "1", "steps": [{"type": "approval", "name": "ok", "approvers": {"role": "founder"}}]}`:                                             "steps[0].approvers: ",
+		`{"id": "a", "version": "1", "steps": [{"type": "input", "name": "i", "quorum": 2}]}`:                                                                      "steps[0].quorum: an input step has no quorum",
+		`{"id": "a", "version": "1", "steps": [{"type": "wait", "name": "w", "durationMs": 1, "separationOfDuties": true}]}`:                                       "steps[0].separationOfDuties: a wait step has no separationOfDuties",
 		`{"id": "a", "version": "1", "steps": [{"type": "task", "name": "t", "handler": "sendEmail", "end": true, "next": "t"}]}`:                                  "steps[0].end: a step either ends the run or names its next step, not both",
 		`{"id": "a", "version": "1", "steps": [{"type": "input", "name": "i", "assignee": "founder"}]}`:                                                            "steps[0].assignee: must be a JSON pointer into the run input, like /founderEmail",
 		`{"id": "a", "version": "1", "steps": [{"type": "http", "name": "h"}]}`:                                                                                    "steps[0].url: an http step needs the url of its endpoint",

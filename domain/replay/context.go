@@ -448,6 +448,10 @@ type ApproveOptions struct {
 	// {"approved": bool, "comment": string}, so a schema can require a
 	// comment, or one on rejection only.
 	Schema json.RawMessage `json:"schema,omitempty"`
+	// ApprovalPolicy says how the decision is taken: a quorum, the
+	// rejections that reject, separation of duties, a comment required
+	// to reject.
+	domain.ApprovalPolicy
 }
 
 // Decision is an approval's outcome.
@@ -455,6 +459,8 @@ type Decision struct {
 	Approved bool   `json:"approved"`
 	Feedback string `json:"feedback,omitempty"`
 	By       string `json:"by,omitempty"`
+	// Votes are every vote cast on the approval, the deciding one last.
+	Votes []domain.Vote `json:"votes,omitempty"`
 }
 
 // Approve pauses the run until a person approves or rejects, and returns
@@ -469,7 +475,9 @@ func (c *Context) Approve(opts ApproveOptions) (Decision, error) {
 		if err := json.Unmarshal(r.done.Payload, &a); err != nil {
 			return Decision{}, c.halt(fmt.Errorf("decode %s: %w", r.call, err))
 		}
-		return Decision{Approved: a.Approved, Feedback: a.Feedback, By: a.By}, nil
+		var d domain.ApprovalData
+		_ = json.Unmarshal(a.Data, &d) // logs written before votes hold none
+		return Decision{Approved: a.Approved, Feedback: a.Feedback, By: a.By, Votes: d.Votes}, nil
 	}
 	if _, err := domain.CheckApprovers(opts.Role, opts.Approvers); err != nil {
 		return Decision{}, c.halt(&StepError{Code: domain.CodeValidation, Message: fmt.Sprintf("Approve(%q): %v", id, err)})

@@ -61,3 +61,22 @@ func fieldsJSON(fs []domain.Field) string {
 	b, _ := json.Marshal(fs)
 	return string(b)
 }
+
+// Approve's policy goes on the suspension it pauses with, as the Go step
+// option and the declarative step carry it.
+func TestApproveCarriesItsPolicy(t *testing.T) {
+	t.Parallel()
+	p := domain.ApprovalPolicy{Quorum: 2, Rejections: 1, SeparationOfDuties: true, RequesterPointer: "/vendor/email", RejectRequiresComment: true}
+	res, _ := invoke(t, func(c *replay.Context, _ struct{}) (any, error) {
+		return c.Approve(replay.ApproveOptions{ID: "payout", Title: "Pay out?", Role: domain.RoleReviewer, ApprovalPolicy: p})
+	})
+	if cmd := onlyCommand(t, res); cmd.Policy == nil || *cmd.Policy != p {
+		t.Fatalf("command %+v; want policy %+v", cmd, p)
+	}
+	plain, _ := invoke(t, func(c *replay.Context, _ struct{}) (any, error) {
+		return c.Approve(replay.ApproveOptions{ID: "payout", Title: "Pay out?"})
+	})
+	if cmd := onlyCommand(t, plain); cmd.Policy != nil {
+		t.Fatalf("an approval without a policy carries %+v", cmd.Policy)
+	}
+}

@@ -244,6 +244,9 @@ func (c *Context) paused() domain.StepResult {
 		if len(a.Schema) > 0 {
 			opts = append(opts, domain.WithResumeSchema(a.Schema))
 		}
+		if !a.ApprovalPolicy.IsZero() {
+			opts = append(opts, domain.WithPolicy(a.ApprovalPolicy))
+		}
 		cmd = domain.Review("approval", p, opts...)
 	case domain.KindDelay:
 		cmd = domain.SleepUntil(*p.Deadline, p, StepName)

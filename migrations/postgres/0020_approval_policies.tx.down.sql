@@ -1,0 +1,3 @@
+DROP TABLE votes;
+ALTER TABLE suspensions DROP COLUMN requesters;
+ALTER TABLE suspensions DROP COLUMN policy;
