@@ -9,6 +9,7 @@ import (
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/flow"
+	"github.com/tollgatehq/tollgate/web"
 )
 
 // payoutSignOff is a declarative approval under a whole policy: two
@@ -126,5 +127,90 @@ func TestUIApprovalPolicy(t *testing.T) {
 		want(t, e.call(t, "POST", "/api/v1/suspensions/"+s.ID+"/approve", e.reviewer, `{}`), http.StatusOK)
 		e.waitRun(t, run.ID, "succeeded")
 		wantPage(t, ann.get(path), http.StatusOK, "Approved by", "2 of 2 approvals")
+	})
+}
+
+type answeredWithNext struct {
+	votedSuspension
+	Next *struct {
+		RunID   string           `json:"runId"`
+		Status  string           `json:"status"`
+		Request *suspensionBody  `json:"request"`
+		ForYou  bool             `json:"forYou"`
+		Output  json.RawMessage  `json:"output"`
+		Error   *domain.RunError `json:"error"`
+	} `json:"next"`
+}
+
+// With ?wait=, a decision or resume answers with what the run did next:
+// its next request and whether it is the caller's, its result, or its
+// failure. Without it, the answer is as before.
+func TestAPIDecisionAnswersWhatHappenedNext(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, e *apiEnv) {
+		_, a := e.paused(t, "review", map[string]int{"amount": 5})
+		for _, bad := range []string{"soon", "-1s", "31s"} {
+			p := problem(t, e.call(t, "POST", "/api/v1/suspensions/"+a.ID+"/approve?wait="+bad, e.reviewer, `{}`), http.StatusBadRequest, web.CodeInvalidQuery)
+			if len(p.Errors) != 1 || p.Errors[0].Field != "wait" {
+				t.Errorf("wait=%s: %+v; want the wait parameter named", bad, p)
+			}
+		}
+		e.stillPending(t, a)
+		ok := decode[answeredWithNext](t, e.call(t, "POST", "/api/v1/suspensions/"+a.ID+"/approve?wait=5s", e.reviewer, `{}`), http.StatusOK)
+		if ok.Status != "resumed" || ok.Next == nil || ok.Next.Status != "succeeded" || !sameJSON(t, ok.Next.Output, json.RawMessage(`{"paid":{"amount":5}}`)) {
+			t.Fatalf("approve?wait = %+v, next %+v; want the run's result", ok, ok.Next)
+		}
+
+		_, r := e.paused(t, "review", map[string]int{"amount": 6})
+		no := decode[answeredWithNext](t, e.call(t, "POST", "/api/v1/suspensions/"+r.ID+"/reject?wait=5s", e.reviewer, `{"comment":"no"}`), http.StatusOK)
+		if no.Next == nil || no.Next.Status != "failed" || no.Next.Error == nil || no.Next.Error.Code != domain.CodeRejected {
+			t.Fatalf("reject?wait: next %+v; want the run's failure", no.Next)
+		}
+
+		// The founder's own note leads to an approval the founder may not
+		// decide; a reviewer's resume of the same note leads to one they may.
+		for _, tc := range []struct {
+			who    string
+			key    string
+			forYou bool
+		}{{"the founder", e.founderA, false}, {"a reviewer", e.reviewer, true}} {
+			run := decode[startedRun](t, e.call(t, "POST", "/api/v1/workflows/founder-doc/runs", e.founderA, `{"input":{"email":"`+founderAEmail+`"}}`), http.StatusCreated)
+			note := e.pendingOf(t, run.ID)
+			got := decode[answeredWithNext](t, e.call(t, "POST", "/api/v1/suspensions/"+note.ID+"/resume?wait=5s", tc.key, `{"resumeData":{"n":1}}`), http.StatusOK)
+			if got.Next == nil || got.Next.Status != "suspended" || got.Next.Request == nil || got.Next.Request.Kind != "approval" || got.Next.ForYou != tc.forYou {
+				t.Fatalf("%s resumes the note: next %+v; want the approval, for them: %v", tc.who, got.Next, tc.forYou)
+			}
+		}
+
+		_, plain := e.paused(t, "review", map[string]int{"amount": 7})
+		if body := e.call(t, "POST", "/api/v1/suspensions/"+plain.ID+"/approve", e.reviewer, `{}`); strings.Contains(string(body.Body), `"next"`) {
+			t.Fatalf("an approval without wait answers %s", body.Body)
+		}
+	})
+}
+
+// In the web app, a person whose action leads the run to another request
+// of theirs is taken there; otherwise the request says what the run did.
+func TestUIActionLeadsToWhatHappenedNext(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		_, password := e.addPerson(t, "rex@reviewers.example", domain.RoleReviewer)
+		b := e.browser(t)
+		if p := b.login("rex@reviewers.example", password); p.Status != http.StatusSeeOther {
+			t.Fatalf("login = %d", p.Status)
+		}
+		run := decode[startedRun](t, e.call(t, "POST", "/api/v1/workflows/founder-doc/runs", e.founderA, `{"input":{"email":"`+founderAEmail+`"}}`), http.StatusCreated)
+		note := e.pendingOf(t, run.ID)
+		loc := location(t, b.do("POST", "/suspensions/"+note.ID+"/resume", url.Values{"resumeData": {`{"note":"here"}`}}))
+		approval := e.pendingOf(t, run.ID)
+		if want := "/suspensions/" + approval.ID + "?done=resumed&then=yours&prev=" + note.ID; loc != want {
+			t.Fatalf("the resume led to %q; want the run's approval, %q", loc, want)
+		}
+		wantPage(t, b.get(loc), http.StatusOK, "Resumed. The run now asks this of you.", `value="approve"`)
+		loc = location(t, b.do("POST", "/suspensions/"+approval.ID+"/decide", url.Values{"decision": {"reject"}, "comment": {"incomplete"}}))
+		if want := "/suspensions/" + approval.ID + "?done=rejected&then=failed"; loc != want {
+			t.Fatalf("the rejection led to %q; want %q", loc, want)
+		}
+		wantPage(t, b.get(loc), http.StatusOK, "Rejected. The run has failed; its page says why.")
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
 )
@@ -77,19 +78,46 @@ func (s *Server) resumeSuspension(w http.ResponseWriter, r *http.Request) error 
 	if err := decodeJSON(w, r, &body, s.MaxBody); err != nil {
 		return err
 	}
+	wait, err := decisionWait(r)
+	if err != nil {
+		return err
+	}
 	p := principalFrom(r.Context())
 	sp, err := s.visibleSuspension(r, p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	out, err := s.Engine.Resume(r.Context(), domain.ResumeRequest{
-		SuspensionID: sp.ID, Data: body.ResumeData, By: p.User.Email, Actor: &p.User, RequestKey: r.Header.Get("Idempotency-Key"),
-		Audit: s.apiAudit(r, "suspension.resume", map[string]any{"runId": sp.RunID, "resumeData": body.ResumeData}),
+	return s.answerAction(w, r, sp, wait, func() (domain.Suspension, error) {
+		return s.Engine.Resume(r.Context(), domain.ResumeRequest{
+			SuspensionID: sp.ID, Data: body.ResumeData, By: p.User.Email, Actor: &p.User, RequestKey: r.Header.Get("Idempotency-Key"),
+			Audit: s.apiAudit(r, "suspension.resume", map[string]any{"runId": sp.RunID, "resumeData": body.ResumeData}),
+		})
 	})
+}
+
+// answerAction takes a resume or decision of sp by act and answers with
+// the suspension it left; with a wait, also with what the run did next
+// within it (see nextWatch).
+func (s *Server) answerAction(w http.ResponseWriter, r *http.Request, sp domain.Suspension, wait time.Duration, act func() (domain.Suspension, error)) error {
+	if wait == 0 {
+		out, err := act()
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, s.suspensionOut(r, out))
+		return nil
+	}
+	nw := s.watchNext(sp.RunID)
+	out, err := act()
+	if err != nil {
+		nw.stop()
+		return err
+	}
+	next, err := nw.next(r.Context(), out, principalFrom(r.Context()).User, wait)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.suspensionOut(r, out))
+	writeJSON(w, http.StatusOK, withNext{suspensionJSON: s.suspensionOut(r, out), Next: next})
 	return nil
 }
 
@@ -190,18 +218,19 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, approve bool) er
 	if len(body.Comment) > 10_000 {
 		return &domain.ValidationError{Code: domain.CodeValidation, Message: "comment is too long", Fields: []domain.FieldError{{Field: "comment", Message: "at most 10000 characters"}}}
 	}
+	wait, err := decisionWait(r)
+	if err != nil {
+		return err
+	}
 	p := principalFrom(r.Context())
 	sp, err := s.visibleSuspension(r, p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	out, err := s.Engine.Decide(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, By: p.User.Email, Actor: &p.User, RequestKey: r.Header.Get("Idempotency-Key"),
-		Audit: s.apiAudit(r, decisionAction(approve), map[string]any{"runId": sp.RunID, "comment": body.Comment})}, approve, body.Comment)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, s.suspensionOut(r, out))
-	return nil
+	return s.answerAction(w, r, sp, wait, func() (domain.Suspension, error) {
+		return s.Engine.Decide(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, By: p.User.Email, Actor: &p.User, RequestKey: r.Header.Get("Idempotency-Key"),
+			Audit: s.apiAudit(r, decisionAction(approve), map[string]any{"runId": sp.RunID, "comment": body.Comment})}, approve, body.Comment)
+	})
 }
 
 // apiAudit is the audit entry of a resume or decision made through the

@@ -165,7 +165,7 @@ func TestUIApproveAndNextWalksTheFilter(t *testing.T) {
 		// Plain Approve stays on the request.
 		more := e.expenses(t, 1, nil)
 		loc = location(t, b.do("POST", "/suspensions/"+more[0].ID+"/decide", url.Values{"decision": {"approve"}, "from": {from}}))
-		if want := "/suspensions/" + more[0].ID + "?from=" + url.QueryEscape(from) + "&done=approved"; loc != want {
+		if want := "/suspensions/" + more[0].ID + "?from=" + url.QueryEscape(from) + "&done=approved&then=succeeded"; loc != want {
 			t.Fatalf("approve went to %q; want %q", loc, want)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/views"
@@ -42,19 +43,40 @@ func (s *Server) suspensionPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := s.suspensionView(r, sp, v)
-	switch r.URL.Query().Get("done") {
-	case "resumed":
-		p.Notice = "Resumed. The run goes on."
-	case "approved":
-		p.Notice = "Approved. The run goes on."
-	case "rejected":
-		p.Notice = "Rejected. The run has been stopped."
-	}
-	if prev := r.URL.Query().Get("prev"); prev != "" && p.Notice != "" {
-		p.Notice = strings.Replace(p.Notice, ".", ": this is the next request.", 1)
+	q := r.URL.Query()
+	p.Notice = actionNotice(q.Get("done"), q.Get("then"))
+	if prev := q.Get("prev"); prev != "" && p.Notice != "" {
+		if q.Get("then") != "yours" {
+			p.Notice = strings.Replace(p.Notice, ".", ": this is the next request.", 1)
+		}
 		p.PrevHref = requestURL(prev, p.From)
 	}
 	s.render(w, r, http.StatusOK, views.SuspensionView(p))
+}
+
+// actionNotice says what a person's action did (done: resumed, approved,
+// rejected, voted) and then what the run did (then: see whatNext).
+func actionNotice(done, then string) string {
+	verb := map[string]string{"resumed": "Resumed", "approved": "Approved", "rejected": "Rejected"}[done]
+	switch {
+	case done == "voted":
+		return "Your vote is recorded. The request waits for the others'."
+	case verb == "":
+		return ""
+	}
+	switch then {
+	case "yours":
+		return verb + ". The run now asks this of you."
+	case "waiting":
+		return verb + ". The run now waits for someone else."
+	case string(domain.RunSucceeded):
+		return verb + ". The run has finished."
+	case string(domain.RunFailed):
+		return verb + ". The run has failed; its page says why."
+	case string(domain.RunCancelled):
+		return verb + ". The run was cancelled."
+	}
+	return verb + ". The run goes on."
 }
 
 func (s *Server) suspensionView(r *http.Request, sp domain.Suspension, v *views.Viewer) views.SuspensionPage {
@@ -248,10 +270,6 @@ func (s *Server) decideFromPage(w http.ResponseWriter, r *http.Request) {
 	if approve {
 		done = "approved"
 	}
-	if !thenNext {
-		http.Redirect(w, r, requestURL(sp.ID, r.PostForm.Get("from"))+sepFor(r.PostForm.Get("from"))+"done="+done, http.StatusSeeOther)
-		return
-	}
 	s.afterAction(w, r, sp, v, done, after)
 }
 
@@ -278,7 +296,7 @@ func (s *Server) queueAfter(r *http.Request, sp domain.Suspension, v *views.View
 func (s *Server) afterAction(w http.ResponseWriter, r *http.Request, sp domain.Suspension, v *views.Viewer, done string, after []string) {
 	raw, from := fromOf(r)
 	if after == nil {
-		http.Redirect(w, r, requestURL(sp.ID, raw)+sepFor(raw)+"done="+done, http.StatusSeeOther)
+		http.Redirect(w, r, s.whatNext(r, sp, v, done, raw), http.StatusSeeOther)
 		return
 	}
 	next, err := s.nextRequest(r.Context(), from, sp.ID, after, viewerPrincipal(v).User)
@@ -290,6 +308,37 @@ func (s *Server) afterAction(w http.ResponseWriter, r *http.Request, sp domain.S
 		return
 	}
 	http.Redirect(w, r, requestURL(next, raw)+sepFor(raw)+"done="+done+"&prev="+url.QueryEscape(sp.ID), http.StatusSeeOther)
+}
+
+// uiNextWait is how long the web app follows a run after a person's
+// decision or resume, to tell them what it did: long enough for the steps
+// that follow at once, short enough that nobody waits on a slow one.
+const uiNextWait = 3 * time.Second
+
+// whatNext follows sp's run after the viewer resolved sp and says where
+// to go: to the run's next request when it is theirs to act on, else back
+// to sp with a notice of what the run did (then=). A vote that left the
+// request waiting for others goes back to it as done=voted.
+func (s *Server) whatNext(r *http.Request, sp domain.Suspension, v *views.Viewer, done, from string) string {
+	back := requestURL(sp.ID, from) + sepFor(from) + "done=" + done
+	fresh, err := s.Store.Suspension(r.Context(), sp.ID)
+	switch {
+	case err != nil:
+		return back
+	case fresh.Status == domain.SuspensionPending:
+		return requestURL(sp.ID, from) + sepFor(from) + "done=voted"
+	}
+	next, err := s.watchNext(sp.RunID).next(r.Context(), fresh, viewerPrincipal(v).User, uiNextWait)
+	switch {
+	case err != nil:
+		s.Log.WarnContext(r.Context(), "Following a run after a decision failed", "run_id", sp.RunID, "error", err)
+		return back
+	case next.ForYou && next.Request != nil:
+		return requestURL(next.Request.ID, from) + sepFor(from) + "done=" + done + "&then=yours&prev=" + url.QueryEscape(sp.ID)
+	case next.Request != nil:
+		return back + "&then=waiting"
+	}
+	return back + "&then=" + string(next.Status)
 }
 
 // sepFor is the separator before the next query parameter of a request

@@ -361,10 +361,10 @@ func TestUISuspensionPageResumesOnce(t *testing.T) {
 		e.stillPending(t, s)
 
 		p = b.do("POST", path+"/resume", url.Values{"mode": {"fields"}, "f/receiptIds": {"d-1\n\n d-2 "}, "f/note": {""}})
-		if p.Status != http.StatusSeeOther || p.Header.Get("Location") != path+"?done=resumed" {
+		if p.Status != http.StatusSeeOther || p.Header.Get("Location") != path+"?done=resumed&then=succeeded" {
 			t.Fatalf("resume = %d %q:\n%s", p.Status, p.Header.Get("Location"), p.Body)
 		}
-		wantPage(t, b.get(p.Header.Get("Location")), http.StatusOK, "Resumed. The run goes on.", "Resumed by <strong>rev@example.com</strong>", "d-1")
+		wantPage(t, b.get(p.Header.Get("Location")), http.StatusOK, "Resumed. The run has finished.", "Resumed by <strong>rev@example.com</strong>", "d-1")
 		e.waitRun(t, run.ID, "succeeded")
 		if got := e.suspension(t, s.ID); !sameJSON(t, got.ResumeData, json.RawMessage(`{"receiptIds":["d-1","d-2"]}`)) {
 			t.Fatalf("resume data from the form = %s", got.ResumeData)
