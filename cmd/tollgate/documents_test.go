@@ -191,16 +191,16 @@ func testDocuments(t *testing.T, env map[string]string) {
 		if err := json.Unmarshal(rejected.Output, &welcome); err != nil || welcome.Template != "regrets" {
 			t.Errorf("a rejected hire goes to onReject: %s", rejected.Output)
 		}
-		var decisions []string
+		var decisions []domain.ApprovalData
 		for _, e := range c.events(t, rejected.ID) {
 			if e.Type == "STEP_COMPLETED" && e.Step == "sign-off" {
-				var p struct{ Output map[string]any }
+				var p struct{ Output domain.ApprovalData }
 				_ = json.Unmarshal(e.Payload, &p)
-				decisions = append(decisions, fmt.Sprint(p.Output))
+				decisions = append(decisions, p.Output)
 			}
 		}
-		if len(decisions) != 1 || decisions[0] != "map[approved:false comment:budget]" {
-			t.Errorf("the approval completes once, with the decision as its output: %q", decisions)
+		if len(decisions) != 1 || decisions[0].Approved || decisions[0].Comment != "budget" || len(decisions[0].Votes) != 1 || decisions[0].Votes[0].Decision != domain.DecisionRejected {
+			t.Errorf("the approval completes once, with the decision and its vote as its output: %+v", decisions)
 		}
 
 		lost := c.startRun(t, "hire", map[string]any{"email": "hr@example.com", "founder": map[string]string{"name": "no email"}})

@@ -899,7 +899,8 @@ func testExamples(t *testing.T, s *testServer) {
 		if decided.Decision != "approved" {
 			t.Errorf("decision = %q", decided.Decision)
 		}
-		if r := c.call(t, http.StatusConflict, "POST", "/api/v1/suspensions/"+sp.ID+"/reject", map[string]any{"comment": "changed my mind"}); r.code() != "already_resumed" {
+		// The same person's second decision is a second vote.
+		if r := c.call(t, http.StatusConflict, "POST", "/api/v1/suspensions/"+sp.ID+"/reject", map[string]any{"comment": "changed my mind"}); r.code() != "already_voted" {
 			t.Errorf("reject after approve: code %q", r.code())
 		}
 		done := c.waitStatus(t, run.ID, "succeeded")
