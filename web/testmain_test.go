@@ -69,6 +69,8 @@ type apiEnv struct {
 	userIDs map[string]string // by email
 
 	admin, reviewer, founderA, founderB string // API keys
+	// workflows is how many workflows the server has.
+	workflows int
 
 	// finished counts executions of intake's resume step; paid counts
 	// review's deferred step.
@@ -129,12 +131,14 @@ func newAPIEnv(t *testing.T, o storage.Opts, configure func(*web.Server)) *apiEn
 		if err := reg.Register(wf); err != nil {
 			t.Fatal(err)
 		}
+		e.workflows++
 	}
 	feed := &replay.Feed{}
 	for _, d := range []*replay.Definition{replayPipeline(), replaySignOffs()} {
 		if err := d.Register(reg, &replay.Env{Store: e.db, Observe: feed.Publish}); err != nil {
 			t.Fatal(err)
 		}
+		e.workflows++
 	}
 	log := testLogger(t)
 	eng := engine.New(e.db, reg, engine.Opts{
