@@ -15,6 +15,10 @@ const (
 	// JobResume continues a run from a suspension: a delay's timer, or a
 	// suspension someone resumed. It carries a pointer, not the payload.
 	JobResume JobKind = "resume"
+	// JobEscalate fires a rung of a waiting request's deadline ladder
+	// (see DecideEscalation). It belongs to its request, not to the work
+	// in progress: a run whose request waits is suspended.
+	JobEscalate JobKind = "escalate"
 )
 
 // Job is one unit of queued work. Jobs drive every step execution; a worker

@@ -72,10 +72,10 @@ type MailRecipient struct {
 }
 
 // MailRecipients says who of users is told of s: the people it names (its
-// assignee and approvers) or, when it names none who may act, everyone of
-// its role — users of its approver role, or staff for a suspension that
-// names no one. Only enabled users who may act on it (CheckActor) are
-// told.
+// assignee and approvers, and everyone of a role a rung of its ladder
+// added) or, when it names none who may act, everyone of its role — users
+// of its approver role, or staff for a suspension that names no one. Only
+// enabled users who may act on it (CheckActor) are told.
 func MailRecipients(s Suspension, users []User) []MailRecipient {
 	if !s.Kind.WaitsForPerson() {
 		return nil
@@ -86,7 +86,7 @@ func MailRecipients(s Suspension, users []User) []MailRecipient {
 			continue
 		}
 		switch {
-		case (s.Assignee != "" && strings.EqualFold(s.Assignee, u.Email)) || s.names(u.Email):
+		case (s.Assignee != "" && strings.EqualFold(s.Assignee, u.Email)) || s.names(u.Email) || s.escalatedTo(u.Role):
 			named = append(named, MailRecipient{User: u, Personal: true})
 		case s.ApproverRole != "" && u.Role == s.ApproverRole,
 			s.ApproverRole == "" && u.Role.Staff():
@@ -147,6 +147,9 @@ type MailJob struct {
 	// Message is the content of a one-off message.
 	Message  *MailMessage
 	GiveUpAt time.Time
+	// Round is 0 for a request's first mail, n for the reminder its
+	// ladder's rung n-1 sends.
+	Round int
 }
 
 // MailOutcome is what became of a claimed mail.

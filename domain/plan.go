@@ -370,6 +370,13 @@ func planPause(o Outcome, c *StepCommit, b Command, cmds []Command) error {
 	if errs := policy.Check(kind); len(errs) > 0 {
 		return &OrchestrationError{Message: fmt.Sprintf("approval policy: %s %s", errs[0].Field, errs[0].Message)}
 	}
+	for _, r := range policy.Escalation {
+		if r.AddApprovers != nil {
+			if err := checkAsked(o.Run.StartedBy, "", r.AddApprovers.Emails); err != nil {
+				return err
+			}
+		}
+	}
 	s := &NewSuspension{
 		ID: o.NewID(), WorkflowID: o.Run.WorkflowID, WorkflowVersion: o.Run.WorkflowVersion,
 		StepName: o.Step, Kind: b.Kind, Reason: b.Reason, Checkpoint: checkpoint,

@@ -27,10 +27,62 @@ type ApprovalPolicy struct {
 	RequesterPointer string `json:"requesterPointer,omitempty"`
 	// RejectRequiresComment refuses a rejection that says nothing.
 	RejectRequiresComment bool `json:"rejectRequiresComment,omitempty"`
+	// Escalation is the deadline ladder: rungs that fire once each, in
+	// order, counted from when the request was asked, until it is
+	// decided.
+	Escalation []Rung `json:"escalation,omitempty"`
 }
 
+// Approvers are people named by email and a role, who may decide a
+// request besides admins.
+type Approvers struct {
+	Role   Role     `json:"role,omitempty"`
+	Emails []string `json:"emails,omitempty"`
+}
+
+// Rung is one step of a deadline ladder. It does one thing: reminds the
+// people who may decide, widens who may, or decides in the system's
+// name.
+type Rung struct {
+	// AfterMs is when it fires, in milliseconds after the request was
+	// asked; each rung fires after the one before it.
+	AfterMs int64 `json:"afterMs"`
+	// Remind notifies the people who may decide again.
+	Remind bool `json:"remind,omitempty"`
+	// AddApprovers lets more people decide, and notifies them.
+	AddApprovers *Approvers `json:"addApprovers,omitempty"`
+	// Outcome decides the request: approve or reject an approval, or
+	// resume an input with Data. Comment is the decision's comment.
+	Outcome string          `json:"outcome,omitempty"`
+	Comment string          `json:"comment,omitempty"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// Rung outcomes.
+const (
+	OutcomeApprove = "approve"
+	OutcomeReject  = "reject"
+	OutcomeResume  = "resume"
+)
+
+// maxRungs bounds a ladder.
+const maxRungs = 10
+
 // IsZero reports whether p asks for nothing beyond one decision.
-func (p ApprovalPolicy) IsZero() bool { return p == ApprovalPolicy{} }
+func (p ApprovalPolicy) IsZero() bool {
+	return p.Quorum == 0 && p.Rejections == 0 && !p.SeparationOfDuties && p.RequesterPointer == "" &&
+		!p.RejectRequiresComment && len(p.Escalation) == 0
+}
+
+// NextRung returns the rung that fires after fired rungs have, and when,
+// for a request asked at asked; ok is false when none is left.
+func (p ApprovalPolicy) NextRung(fired int, asked time.Time) (r Rung, at time.Time, ok bool) {
+	if fired < 0 || fired >= len(p.Escalation) {
+		return Rung{}, time.Time{}, false
+	}
+	r = p.Escalation[fired]
+	return r, asked.Add(time.Duration(r.AfterMs) * time.Millisecond), true
+}
 
 // Needed returns how many approvals approve and how many rejections
 // reject.
@@ -72,8 +124,47 @@ func (p ApprovalPolicy) Check(kind SuspensionKind) []FieldError {
 			add("requesterPointer", "%v", err)
 		}
 	}
+	if len(p.Escalation) > maxRungs {
+		add("escalation", "has at most %d rungs", maxRungs)
+	}
+	var after int64
+	for i, r := range p.Escalation {
+		at := fmt.Sprintf("escalation/%d", i)
+		actions := 0
+		for _, set := range []bool{r.Remind, r.AddApprovers != nil, r.Outcome != ""} {
+			if set {
+				actions++
+			}
+		}
+		switch {
+		case actions != 1:
+			add(at, "does one thing: remind, addApprovers or outcome")
+		case r.AfterMs <= after:
+			add(at+"/afterMs", "must be after the rung before it (%d ms)", after)
+		case r.AfterMs > MaxRungDelayMs:
+			add(at+"/afterMs", "must be within a year (%d ms)", MaxRungDelayMs)
+		case r.Outcome != "" && i != len(p.Escalation)-1:
+			add(at+"/outcome", "decides the request, so it is the last rung")
+		case r.Outcome == OutcomeResume && kind == KindApproval, (r.Outcome == OutcomeApprove || r.Outcome == OutcomeReject) && kind != KindApproval:
+			add(at+"/outcome", "an approval's outcome is approve or reject; an input's is resume")
+		case r.Outcome != "" && r.Outcome != OutcomeApprove && r.Outcome != OutcomeReject && r.Outcome != OutcomeResume:
+			add(at+"/outcome", "must be approve, reject or resume")
+		case r.Outcome != OutcomeResume && len(r.Data) > 0:
+			add(at+"/data", "only a resume outcome takes data")
+		case r.AddApprovers != nil && r.AddApprovers.Role == "" && len(r.AddApprovers.Emails) == 0:
+			add(at+"/addApprovers", "names a role or emails")
+		case r.AddApprovers != nil:
+			if _, err := CheckApprovers(r.AddApprovers.Role, r.AddApprovers.Emails); err != nil {
+				add(at+"/addApprovers", "%v", err)
+			}
+		}
+		after = max(after, r.AfterMs)
+	}
 	return errs
 }
+
+// MaxRungDelayMs is the latest a rung may fire: a year after the request.
+const MaxRungDelayMs = 366 * 24 * 3600 * 1000
 
 // Requesters returns the email the policy's requester pointer finds in a
 // run's input, lower-cased, or nothing when it finds none.
@@ -223,15 +314,20 @@ func (req ResumeRequest) vote(comment string) Vote {
 
 // CastVote returns the vote a decision casts and, when with it the votes
 // reach a decision, the resume data of that decision: its outcome, the
-// comment of the vote that decided it, and every vote.
-func CastVote(req ResumeRequest, p ApprovalPolicy, votes []Vote) (Vote, json.RawMessage) {
+// comment of the vote that decided it, and every vote. A decision the
+// system takes (req.System) casts no vote and decides with the votes cast
+// so far.
+func CastVote(req ResumeRequest, p ApprovalPolicy, votes []Vote) (*Vote, json.RawMessage) {
+	if req.System {
+		return nil, MustJSON(ApprovalData{Approved: req.Decision == DecisionApproved, Comment: commentOf(req.Data), Votes: votes})
+	}
 	v := req.vote(commentOf(req.Data))
 	all := append(slices.Clone(votes), v)
 	outcome := TallyOf(p, all).Outcome()
 	if outcome == "" {
-		return v, nil
+		return &v, nil
 	}
-	return v, MustJSON(ApprovalData{Approved: outcome == DecisionApproved, Comment: v.Comment, Votes: all})
+	return &v, MustJSON(ApprovalData{Approved: outcome == DecisionApproved, Comment: v.Comment, Votes: all})
 }
 
 // commentOf reads the comment of a decision's data ({"approved", "comment"}).

@@ -59,7 +59,7 @@ func DecideResume(req ResumeRequest, f ResumeFacts) (ResumeFate, error) {
 				return 0, err
 			}
 		}
-		if t.Kind == KindApproval && req.Decision != "" {
+		if t.Kind == KindApproval && req.Decision != "" && !req.System {
 			return decideVote(req, *t, f.Votes)
 		}
 		return ResumeApply, nil

@@ -14,13 +14,16 @@ import (
 const (
 	HookSuspensionCreated  = "suspension.created"
 	HookSuspensionResolved = "suspension.resolved"
+	// HookSuspensionReminded is a ladder's remind rung: the request still
+	// waits, and its people were told again.
+	HookSuspensionReminded = "suspension.reminded"
 	HookRunSucceeded       = "run.succeeded"
 	HookRunFailed          = "run.failed"
 )
 
 // HookEventTypes lists every hook event type, in the order the API
 // documents them.
-var HookEventTypes = []string{HookSuspensionCreated, HookSuspensionResolved, HookRunSucceeded, HookRunFailed}
+var HookEventTypes = []string{HookSuspensionCreated, HookSuspensionResolved, HookSuspensionReminded, HookRunSucceeded, HookRunFailed}
 
 // Codes of refused subscriptions.
 const (

@@ -88,6 +88,8 @@ type Suspension struct {
 	// Votes are the decisions cast so far on an approval, oldest first,
 	// when the store was asked for them (see SuspensionStore).
 	Votes []Vote
+	// Escalated counts the rungs of the policy's ladder that have fired.
+	Escalated int
 	// Accept lists the document types a person may upload to resume it.
 	Accept []string
 	// Title, Fields and ReasonLabel are the presentation people see: a
@@ -224,7 +226,11 @@ type ResumeRequest struct {
 	// (ChannelAPI when empty).
 	Decision string
 	Channel  string
-	Now      time.Time
+	// System is a decision the request's policy takes in the system's
+	// name (a ladder's outcome): it is no one's vote, counts no quorum
+	// and is not vetted against a person.
+	System bool
+	Now    time.Time
 	// Check, when set, vets the request against the pending suspension it
 	// targets, inside the resume's transaction and before the conditional
 	// update: an error is returned as it is and nothing changes. It is not

@@ -16,6 +16,8 @@ type Transition struct {
 	// Report is an async step's report on its work item, which resumes
 	// the pause waiting for it.
 	Report *WorkReport
+	// Escalate is a rung of a request's deadline ladder come due.
+	Escalate *EscalateRequest
 }
 
 // RunID is the run the transition changes; empty for a resume by
@@ -32,6 +34,8 @@ func (t Transition) RunID() string {
 		return t.Signal.RunID
 	case t.Cancel != nil:
 		return t.Cancel.RunID
+	case t.Escalate != nil:
+		return t.Escalate.RunID
 	}
 	return ""
 }

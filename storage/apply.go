@@ -115,6 +115,10 @@ func (db *DB) applyIn(ctx context.Context, tx bun.Tx, t domain.Transition) (doma
 	case t.Cancel != nil:
 		run, err := db.cancelRunIn(ctx, tx, *t.Cancel)
 		return domain.Applied{Run: run}, func() { db.changed(run.ID) }, err
+	case t.Escalate != nil:
+		req := *t.Escalate
+		err := db.escalateIn(ctx, tx, req)
+		return domain.Applied{}, func() { db.changed(req.RunID); db.wakeUnlessHandedOff(nil) }, err
 	case t.Report != nil:
 		item, refused, done, err := db.completeWorkIn(ctx, tx, *t.Report)
 		if refused != nil {
@@ -141,6 +145,8 @@ func (db *DB) applyAlone(ctx context.Context, t domain.Transition) domain.Applie
 		a.Run, a.Err = db.CancelRun(ctx, *t.Cancel)
 	case t.Report != nil:
 		a.WorkItem, a.Err = db.completeWorkItem(ctx, *t.Report)
+	case t.Escalate != nil:
+		a.Err = db.escalate(ctx, *t.Escalate)
 	default:
 		a.Err = fmt.Errorf("a transition with nothing to apply")
 	}
@@ -162,6 +168,8 @@ func describe(t domain.Transition, err error) error {
 		return describeCancel(*t.Cancel, err)
 	case t.Report != nil:
 		return describeReport(err)
+	case t.Escalate != nil:
+		return describeEscalation(*t.Escalate, err)
 	}
 	return err
 }

@@ -201,6 +201,9 @@ func (w *commitWriter) apply(ctx context.Context, c domain.StepCommit, res *doma
 				work++ // a resume to run now, not a delay's timer
 			}
 		}
+		if p.escalate != nil {
+			jobs = append(jobs, p.escalate)
+		}
 		if err := w.b.fail(ctx, "commit.after_suspension"); err != nil {
 			return err
 		}
@@ -331,10 +334,11 @@ func (w *commitWriter) settle(ctx context.Context, c domain.StepCommit, out outs
 // run to q: runID is the run's id, or a column of q's rows as bun.Safe.
 // The committing job is already gone. A delay's timer is a job too, but it
 // is part of its pending suspension, not work in progress: a run whose
-// only branch sleeps is suspended, not running.
+// only branch sleeps is suspended, not running. So is a ladder's rung,
+// which does nothing once its request is decided.
 func countOutstanding(q *bun.SelectQuery, runID any) *bun.SelectQuery {
-	return q.ColumnExpr(`(SELECT count(*) FROM jobs AS j WHERE j.run_id = ? AND NOT EXISTS (
-			SELECT 1 FROM suspensions AS t WHERE t.id = j.suspension_id AND t.status = ?)) AS jobs`, runID, domain.SuspensionPending).
+	return q.ColumnExpr(`(SELECT count(*) FROM jobs AS j WHERE j.run_id = ? AND j.kind <> ? AND NOT EXISTS (
+			SELECT 1 FROM suspensions AS t WHERE t.id = j.suspension_id AND t.status = ?)) AS jobs`, runID, domain.JobEscalate, domain.SuspensionPending).
 		ColumnExpr(`(SELECT count(*) FROM suspensions WHERE run_id = ? AND status = ?) AS pending`, runID, domain.SuspensionPending)
 }
 
@@ -421,6 +425,8 @@ type pause struct {
 	// resume is the job that continues from it: a delay's timer, or the
 	// early resume's job.
 	resume *jobRow
+	// escalate is the job of the first rung of its deadline ladder.
+	escalate *jobRow
 	// before is the run's outstanding work before this commit, when asked.
 	before outstanding
 }
@@ -580,6 +586,9 @@ func (w *commitWriter) created(row *suspensionRow, p pause) (pause, error) {
 	p.suspension, p.pending = &s, true
 	if row.WakeAt != nil {
 		p.resume = resumeJobRow(w.run.ID, row.StepKey, row.ID, *row.WakeAt, w.now)
+	}
+	if j := domain.EscalationJob(s, 0); j != nil {
+		p.escalate = jobRowFrom(*j, w.now)
 	}
 	return p, nil
 }

@@ -34,6 +34,7 @@ type mailOutboxRow struct {
 	bun.BaseModel `bun:"table:mail_outbox,alias:mo"`
 
 	SuspensionID string    `bun:"suspension_id,pk"`
+	Round        int       `bun:"round,pk"`
 	CreatedAt    time.Time `bun:"created_at"`
 }
 
@@ -56,6 +57,9 @@ type mailDeliveryRow struct {
 	LastError    string          `bun:"last_error"`
 	CreatedAt    time.Time       `bun:"created_at"`
 	SentAt       *time.Time      `bun:"sent_at"`
+	// Round is 0 for a request's first mail, n for the reminder of its
+	// ladder's rung n-1.
+	Round int `bun:"round"`
 }
 
 // mailUserRow is a user as mail sees them, with their preference.
@@ -149,13 +153,17 @@ func (db *DB) mailWaiting(ctx context.Context, now time.Time) (bool, error) {
 // suspension no longer pending tells nobody. On PostgreSQL SKIP LOCKED
 // lets several servers fan out disjoint rows.
 func (db *DB) fanOutMail(ctx context.Context, tx bun.Tx, r domain.MailRound, room int) ([]domain.MailJob, int, error) {
-	q := tx.NewSelect().Model((*mailOutboxRow)(nil)).Column("suspension_id").OrderExpr("created_at, suspension_id").Limit(int64(room))
+	var intents []mailOutboxRow
+	q := tx.NewSelect().Model(&intents).OrderExpr("created_at, suspension_id, round").Limit(int64(room))
 	if db.dialect == Postgres {
 		q.For("UPDATE SKIP LOCKED")
 	}
-	var ids []string
-	if err := q.Scan(ctx, &ids); err != nil || len(ids) == 0 {
+	if err := q.Scan(ctx); err != nil || len(intents) == 0 {
 		return nil, 0, err
+	}
+	ids := make([]string, len(intents))
+	for i, o := range intents {
+		ids[i] = o.SuspensionID
 	}
 	var rows []suspensionRow
 	if err := tx.NewSelect().Model(&rows).Where("id IN (?)", bun.List(ids)).Where("status = ?", domain.SuspensionPending).Scan(ctx); err != nil {
@@ -168,7 +176,7 @@ func (db *DB) fanOutMail(ctx context.Context, tx bun.Tx, r domain.MailRound, roo
 		}
 	}
 	now := ts(r.Now)
-	f, err := mailDeliveries(rows, users, now, ts(r.NextDigest))
+	f, err := mailDeliveries(rows, intents, users, now, ts(r.NextDigest))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -176,14 +184,18 @@ func (db *DB) fanOutMail(ctx context.Context, tx bun.Tx, r domain.MailRound, roo
 	var jobs []domain.MailJob
 	if len(f.rows) > 0 {
 		var inserted []mailDeliveryRow
-		err := tx.NewInsert().Model(&f.rows).On("CONFLICT DO NOTHING").Returning("id, suspension_id, user_id, status").Scan(ctx, &inserted)
+		err := tx.NewInsert().Model(&f.rows).On("CONFLICT DO NOTHING").Returning("id, suspension_id, user_id, status, round").Scan(ctx, &inserted)
 		if err != nil && !isNoRows(err) {
 			return nil, 0, err
 		}
 		jobs = f.jobs(inserted)
 	}
-	_, err = tx.NewDelete().Model((*mailOutboxRow)(nil)).Where("suspension_id IN (?)", bun.List(ids)).Exec(ctx)
-	return jobs, len(ids), err
+	del := tx.NewDelete().Model((*mailOutboxRow)(nil))
+	for _, o := range intents {
+		del.WhereOr("suspension_id = ? AND round = ?", o.SuspensionID, o.Round)
+	}
+	_, err = del.Exec(ctx)
+	return jobs, len(intents), err
 }
 
 // fanOut is what a fan-out makes: the delivery rows, and the requests and
@@ -211,17 +223,20 @@ func (f *fanOut) claim(worker string, leaseUntil time.Time, n int) {
 // jobs are the claimed rows among those inserted (a row the unique
 // indexes refused is not among them), ready to send.
 func (f *fanOut) jobs(inserted []mailDeliveryRow) []domain.MailJob {
-	type key struct{ suspension, user string }
+	type key struct {
+		suspension, user string
+		round            int
+	}
 	ids := make(map[key]int64, len(inserted))
 	for _, d := range inserted {
 		if d.Status == mailSending {
-			ids[key{derefString(d.SuspensionID), derefString(d.UserID)}] = d.ID
+			ids[key{derefString(d.SuspensionID), derefString(d.UserID), d.Round}] = d.ID
 		}
 	}
 	var out []domain.MailJob
 	for i := range f.rows {
 		d := &f.rows[i]
-		id, ok := ids[key{derefString(d.SuspensionID), derefString(d.UserID)}]
+		id, ok := ids[key{derefString(d.SuspensionID), derefString(d.UserID), d.Round}]
 		if !ok || d.Status != mailSending {
 			continue
 		}
@@ -237,15 +252,16 @@ func (f *fanOut) jobs(inserted []mailDeliveryRow) []domain.MailJob {
 // to its user among users, or to its recipient address when it is mail
 // to no user. What the mail is about is the caller's to add.
 func mailJob(d *mailDeliveryRow, id int64, users map[string]domain.User) domain.MailJob {
-	j := domain.MailJob{ID: id, Attempt: d.Attempt, Kind: d.Kind, To: domain.User{Email: d.Recipient}, GiveUpAt: d.GiveUpAt.UTC()}
+	j := domain.MailJob{ID: id, Attempt: d.Attempt, Kind: d.Kind, To: domain.User{Email: d.Recipient}, GiveUpAt: d.GiveUpAt.UTC(), Round: d.Round}
 	if u, ok := users[derefString(d.UserID)]; ok {
 		j.To = u
 	}
 	return j
 }
 
-// mailDeliveries are the deliveries of the suspensions for users.
-func mailDeliveries(rows []suspensionRow, users []mailUserRow, now, nextDigest time.Time) (fanOut, error) {
+// mailDeliveries are the deliveries the intents ask for, of the pending
+// suspensions among rows, to users.
+func mailDeliveries(rows []suspensionRow, intents []mailOutboxRow, users []mailUserRow, now, nextDigest time.Time) (fanOut, error) {
 	f := fanOut{users: make(map[string]domain.User, len(users)), requests: make(map[string]domain.Suspension, len(rows))}
 	people := make([]domain.User, len(users))
 	prefs := make(map[string]domain.MailPreference, len(users))
@@ -255,15 +271,23 @@ func mailDeliveries(rows []suspensionRow, users []mailUserRow, now, nextDigest t
 	}
 	day := nextDigest.Format(time.DateOnly)
 	digests := map[string]bool{}
+	pending := make(map[string]*suspensionRow, len(rows))
 	for i := range rows {
-		s, err := rows[i].toDomain()
+		pending[rows[i].ID] = &rows[i]
+	}
+	for _, o := range intents {
+		row, ok := pending[o.SuspensionID]
+		if !ok {
+			continue // decided before its mail went out
+		}
+		s, err := row.toDomain()
 		if err != nil {
 			return f, err
 		}
 		f.requests[s.ID] = s
 		for _, r := range domain.MailRecipients(s, people) {
-			d := mailDeliveryRow{Kind: domain.MailKindRequest, Status: mailQueued, SuspensionID: &rows[i].ID, UserID: &r.User.ID,
-				Recipient: r.User.Email, RunAt: now, GiveUpAt: now.Add(mailRetention), CreatedAt: now}
+			d := mailDeliveryRow{Kind: domain.MailKindRequest, Status: mailQueued, SuspensionID: &row.ID, UserID: &r.User.ID,
+				Recipient: r.User.Email, RunAt: now, GiveUpAt: now.Add(mailRetention), CreatedAt: now, Round: o.Round}
 			switch prefs[r.User.ID].Timing(r.Personal) {
 			case domain.MailNever:
 				continue

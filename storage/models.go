@@ -109,6 +109,7 @@ type suspensionRow struct {
 	ApproverRole     domain.Role             `bun:"approver_role"`
 	Policy           domain.ApprovalPolicy   `bun:"policy,type:json"`
 	Requesters       stringList              `bun:"requesters"`
+	Escalated        int                     `bun:"escalated"`
 	Accept           stringList              `bun:"accept,type:json"`
 	Title            string                  `bun:"title"`
 	Fields           fieldList               `bun:"fields,type:json"`
@@ -131,7 +132,7 @@ func (s *suspensionRow) toDomain() (domain.Suspension, error) {
 		StepName: s.StepName, StepKey: s.StepKey, Kind: s.Kind, Reason: s.Reason, Status: s.Status,
 		Checkpoint: s.Checkpoint, ResumeStep: s.ResumeStep, ResumeData: s.ResumeData,
 		ResumeSchema: s.ResumeSchema, Assignee: s.Assignee, RunStartedBy: s.RunStartedBy, WakeAt: utcPtr(s.WakeAt),
-		Approvers: s.Approvers, ApproverRole: s.ApproverRole, Policy: s.Policy, Requesters: s.Requesters, Accept: s.Accept,
+		Approvers: s.Approvers, ApproverRole: s.ApproverRole, Policy: s.Policy, Requesters: s.Requesters, Escalated: s.Escalated, Accept: s.Accept,
 		Title: s.Title, Fields: s.Fields, ReasonLabel: s.ReasonLabel, Instructions: s.Instructions,
 		ResumedAt: utcPtr(s.ResumedAt), Precompleted: s.Precompleted,
 	}

@@ -199,8 +199,10 @@ func (db *DB) resumeIn(ctx context.Context, tx bun.IDB, req domain.ResumeRequest
 	var vote *voteRow
 	if f.Votes != nil {
 		v, data := domain.CastVote(req, f.Target.Policy, f.Votes)
-		vote = newVoteRow(target.ID, v)
 		f.Target.Votes = f.Votes
+		if v != nil {
+			vote = newVoteRow(target.ID, *v)
+		}
 		if fate == domain.ResumeVote {
 			return db.keepVote(ctx, b, run, *f.Target, vote, req)
 		}
@@ -213,14 +215,18 @@ func (db *DB) resumeIn(ctx context.Context, tx bun.IDB, req domain.ResumeRequest
 	if won == nil {
 		return db.lostResume(ctx, tx, target.ID, req)
 	}
-	if vote == nil {
+	if f.Votes == nil {
 		return db.resumeWon(ctx, b, nil, run, won, req)
 	}
-	if err := b.add(ctx, tx.NewInsert().Model(vote)); err != nil {
-		return domain.Suspension{}, err
+	votes := f.Votes
+	if vote != nil {
+		if err := b.add(ctx, tx.NewInsert().Model(vote)); err != nil {
+			return domain.Suspension{}, err
+		}
+		votes = append(votes, vote.toDomain())
 	}
 	out, err := db.resumeWon(ctx, b, nil, run, won, req)
-	out.Votes = append(f.Votes, vote.toDomain())
+	out.Votes = votes
 	return out, err
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/flow"
@@ -213,4 +214,47 @@ func TestUIActionLeadsToWhatHappenedNext(t *testing.T) {
 		}
 		wantPage(t, b.get(loc), http.StatusOK, "Rejected. The run has failed; its page says why.")
 	})
+}
+
+// A request with a deadline ladder says what comes next and when, on its
+// page, in the inbox and through the API.
+func TestLadderIsShown(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		run := e.startRun(t, "escalating", map[string]string{})
+		s := e.pendingOf(t, run.ID)
+		got := decode[struct {
+			suspensionBody
+			Escalated        int        `json:"escalated"`
+			NextEscalationAt *time.Time `json:"nextEscalationAt"`
+			Policy           struct {
+				Escalation []domain.Rung `json:"escalation"`
+			} `json:"policy"`
+		}](t, e.call(t, "GET", "/api/v1/suspensions/"+s.ID, e.admin, ""), http.StatusOK)
+		if got.Escalated != 0 || got.NextEscalationAt == nil || !got.NextEscalationAt.Equal(got.SuspendedAt.Add(48*time.Hour)) || len(got.Policy.Escalation) != 2 {
+			t.Fatalf("the API shows %+v; want the next rung two days after the request", got)
+		}
+		_, password := e.addPerson(t, "rhea@reviewers.example", domain.RoleReviewer)
+		b := e.browser(t)
+		if p := b.login("rhea@reviewers.example", password); p.Status != http.StatusSeeOther {
+			t.Fatalf("login = %d", p.Status)
+		}
+		wantPage(t, b.get("/suspensions/"+s.ID), http.StatusOK, "Escalates to admins in 2 days")
+		wantPage(t, b.get("/inbox"), http.StatusOK, "Escalates to admins in 2 days")
+	})
+}
+
+// escalating is an approval that goes to admins after two days and is
+// rejected after three.
+func escalating(t *testing.T) *domain.Workflow {
+	t.Helper()
+	_, wf, err := flow.Load([]byte(`{"id": "escalating", "version": "1", "steps": [
+		{"type": "approval", "name": "sign-off", "title": "Escalating sign-off", "approvers": {"role": "reviewer"},
+		 "escalation": [
+		   {"afterMs": 172800000, "addApprovers": {"role": "admin"}},
+		   {"afterMs": 259200000, "outcome": "reject", "comment": "No decision within 3 days"}]}]}`), flow.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wf
 }

@@ -127,7 +127,7 @@ func newAPIEnv(t *testing.T, o storage.Opts, configure func(*web.Server)) *apiEn
 	t.Helper()
 	e := &apiEnv{db: storagetest.Open(t, o), userIDs: map[string]string{}, entered: make(chan string, 1), gate: make(chan struct{})}
 	reg := domain.NewRegistry()
-	for _, wf := range []*domain.Workflow{e.intake(), e.review(), delayWorkflow(), e.early(), paperwork(), selfService(), founderDoc(t), contractFlow(), expense(), claimForm(), payoutSignOff(t)} {
+	for _, wf := range []*domain.Workflow{e.intake(), e.review(), delayWorkflow(), e.early(), paperwork(), selfService(), founderDoc(t), contractFlow(), expense(), claimForm(), payoutSignOff(t), escalating(t)} {
 		if err := reg.Register(wf); err != nil {
 			t.Fatal(err)
 		}

@@ -350,7 +350,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 	labels := map[string]string{}
 	fm, from := formatterFor(r), f.Values(cursor).Encode()
 	for _, sp := range items {
-		p.Items = append(p.Items, inboxRow(sp, fm, from))
+		p.Items = append(p.Items, inboxRow(sp, fm, from, p.Now))
 		if _, ok := labels[sp.Reason]; !ok {
 			labels[sp.Reason] = sp.ReasonName()
 		}
@@ -374,12 +374,13 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 
 var inboxAges = map[string]time.Duration{"": 0, "1h": time.Hour, "1d": 24 * time.Hour, "7d": 7 * 24 * time.Hour}
 
-func inboxItem(sp domain.Suspension) views.InboxItem {
+func inboxItem(sp domain.Suspension, now time.Time) views.InboxItem {
 	it := views.InboxItem{ID: sp.ID, RunID: sp.RunID, WorkflowID: sp.WorkflowID, WorkflowVersion: sp.WorkflowVersion,
 		StepName: sp.StepName, Title: sp.Title, Reason: sp.Reason, Kind: string(sp.Kind), Assignee: sp.Assignee, SuspendedAt: sp.SuspendedAt}
 	if sp.Kind == domain.KindApproval && sp.Policy.Several() {
 		it.Votes = views.VoteTally(domain.TallyOf(sp.Policy, sp.Votes)).Summary()
 	}
+	it.Escalation = domain.NextEscalation(sp, now)
 	return it
 }
 

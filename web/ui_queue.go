@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/views"
@@ -42,8 +43,8 @@ func (s *Server) pendingIn(f views.InboxFilter, cursor string, limit int) domain
 
 // inboxRow is a suspension as an inbox row, formatted for the viewer and
 // linked with the filter it was listed under.
-func inboxRow(sp domain.Suspension, fm domain.Formatter, from string) views.InboxItem {
-	it := inboxItem(sp)
+func inboxRow(sp domain.Suspension, fm domain.Formatter, from string, now time.Time) views.InboxItem {
+	it := inboxItem(sp, now)
 	it.ReasonLabel, it.Fields, it.Action, it.For = sp.ReasonName(), fm.Fields(sp.Fields), views.ActionOf(sp), views.ForWhom(sp)
 	it.Href = requestURL(sp.ID, from)
 	return it

@@ -159,6 +159,10 @@ type suspensionJSON struct {
 	Policy *domain.ApprovalPolicy `json:"policy,omitempty"`
 	Votes  []domain.Vote          `json:"votes,omitempty"`
 	Tally  *domain.Tally          `json:"tally,omitempty"`
+	// Escalated counts the rungs of the policy's ladder that fired;
+	// NextEscalationAt is when the next one fires, while it waits.
+	Escalated        int        `json:"escalated,omitempty"`
+	NextEscalationAt *time.Time `json:"nextEscalationAt,omitempty"`
 	// Title, Fields and ReasonLabel are how people see it: Title may be
 	// empty, Fields is [] when it has none, and ReasonLabel is the
 	// reason's human name, given or made from the reason.
@@ -203,6 +207,10 @@ func suspensionView(s domain.Suspension) suspensionJSON {
 	}
 	if !s.Policy.IsZero() {
 		v.Policy = &s.Policy
+	}
+	v.Escalated = s.Escalated
+	if _, at, ok := s.Policy.NextRung(s.Escalated, s.SuspendedAt); ok && s.Status == domain.SuspensionPending {
+		v.NextEscalationAt = &at
 	}
 	if s.Kind == domain.KindApproval {
 		t := domain.TallyOf(s.Policy, s.Votes)

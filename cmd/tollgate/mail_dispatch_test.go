@@ -41,6 +41,8 @@ type request struct {
 	Approvers []string              `json:"approvers,omitempty"`
 	Role      domain.Role           `json:"role,omitempty"`
 	Title     string                `json:"title"`
+	// Ladder is the request's deadline ladder, if any.
+	Ladder []domain.Rung `json:"ladder,omitempty"`
 }
 
 func requestWorkflow() *domain.Workflow {
@@ -59,6 +61,9 @@ func requestWorkflow() *domain.Workflow {
 			}
 			if len(in.Approvers) > 0 || in.Role != "" {
 				opts = append(opts, domain.WithApprovers(in.Role, in.Approvers...))
+			}
+			if len(in.Ladder) > 0 {
+				opts = append(opts, domain.WithPolicy(domain.ApprovalPolicy{Escalation: in.Ladder}))
 			}
 			return domain.StepResult{Commands: []domain.Command{domain.Suspend("awaiting_approval", in, "done", opts...)}}, nil
 		}).
@@ -221,6 +226,53 @@ func TestMailToNamedPeople(t *testing.T) {
 		wantMails(t, e.smtp, "ada@example.com", "x@example.com", "y@example.com")
 		e.round(t) // nothing is sent twice
 		wantMails(t, e.smtp, "ada@example.com", "x@example.com", "y@example.com")
+	})
+}
+
+// A ladder's reminder mails everyone who may decide again, marked as a
+// reminder; a rung that adds people mails them the request, and nobody
+// who had it gets it twice.
+func TestMailOfALadder(t *testing.T) {
+	t.Parallel()
+	forEachMailDialect(t, func(t *testing.T, e *env) {
+		e.addUser(t, "x@example.com", domain.RoleReviewer, false, domain.MailImmediately)
+		e.addUser(t, "y@example.com", domain.RoleAdmin, false, domain.MailImmediately)
+		s := e.ask(t, request{Approvers: []string{"x@example.com"}, Title: "Expense: Hotel", Ladder: []domain.Rung{
+			{AfterMs: 300, Remind: true}, {AfterMs: 600, AddApprovers: &domain.Approvers{Emails: []string{"y@example.com"}}}}})
+		e.round(t)
+		wantMails(t, e.smtp, "x@example.com")
+		rungs := func(n int) {
+			t.Helper()
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				got, err := e.db.Suspension(t.Context(), s.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.Escalated >= n {
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%d rungs fired; want %d", got.Escalated, n)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		rungs(1)
+		e.round(t)
+		ms := wantMails(t, e.smtp, "x@example.com", "x@example.com")
+		if got := ms[1].Header.Get("Subject"); got != "Reminder: Expense: Hotel" || !strings.Contains(ms[1].Text, "still waits for you") {
+			t.Errorf("the reminder reads %q:\n%s", got, ms[1].Text)
+		}
+		if a, b := ms[0].Header.Get("Message-Id"), ms[1].Header.Get("Message-Id"); a == b {
+			t.Errorf("the reminder has the request mail's Message-ID %s", a)
+		}
+		rungs(2)
+		e.round(t)
+		ms = wantMails(t, e.smtp, "x@example.com", "x@example.com", "y@example.com")
+		if got := ms[2].Header.Get("Subject"); got != "Expense: Hotel" {
+			t.Errorf("the person added gets %q; want the request", got)
+		}
 	})
 }
 

@@ -545,15 +545,9 @@ func (e *Engine) rescue(ctx context.Context) bool {
 func (e *Engine) execute(ctx, shutdown context.Context, job domain.Job) *domain.Job {
 	ctx, stopHeartbeat := e.heartbeat(ctx, job)
 	defer stopHeartbeat()
-	commit, skip, err := e.prepare(ctx, job)
-	if err == nil && !skip {
-		commit.Handoff = &domain.Handoff{Worker: e.o.WorkerID, LeaseUntil: e.o.Clock.Now().Add(e.o.Lease)}
-		if err = e.commit(ctx, job, commit); err == nil {
-			return commit.Handoff.Job
-		}
-	}
-	if err == nil || skip {
-		return nil
+	next, err := e.runJob(ctx, job)
+	if err == nil {
+		return next
 	}
 	if errors.Is(err, domain.ErrStale) {
 		e.log.WarnContext(ctx, "Dropped the outcome of a job whose lease was lost or whose run was deleted", "job_id", job.ID, "run_id", job.RunID)
@@ -584,6 +578,36 @@ func (e *Engine) execute(ctx, shutdown context.Context, job domain.Job) *domain.
 	e.log.ErrorContext(ctx, "Job failed before commit; it will run again", "job_id", job.ID, "run_id", job.RunID, "attempt", job.Attempt, "error", err)
 	e.release(job, commitBackoff(e.o.PollInterval, job.Attempt), true)
 	return nil
+}
+
+// runJob runs job to its commit: a step's or resume's, or a ladder's
+// rung. It returns the job the commit handed back to run next, if any.
+func (e *Engine) runJob(ctx context.Context, job domain.Job) (*domain.Job, error) {
+	if job.Kind == domain.JobEscalate {
+		return nil, e.escalate(ctx, job)
+	}
+	commit, skip, err := e.prepare(ctx, job)
+	if err != nil || skip {
+		return nil, err
+	}
+	commit.Handoff = &domain.Handoff{Worker: e.o.WorkerID, LeaseUntil: e.o.Clock.Now().Add(e.o.Lease)}
+	if err := e.commit(ctx, job, commit); err != nil {
+		return nil, err
+	}
+	return commit.Handoff.Job, nil
+}
+
+// escalate fires the rung of a request's deadline ladder that job is
+// for. The store decides, under the run's lock, whether it still fires
+// (domain.DecideEscalation) and commits what it does with the job's end.
+func (e *Engine) escalate(ctx context.Context, job domain.Job) error {
+	var in domain.EscalationInput
+	if err := json.Unmarshal(job.Input, &in); err != nil {
+		return fmt.Errorf("escalate job %d: its input %s is not a rung: %w", job.ID, job.Input, err)
+	}
+	a := e.apply(ctx, domain.Transition{Escalate: &domain.EscalateRequest{
+		Job: job.Ref(), RunID: job.RunID, SuspensionID: job.SuspensionID, Rung: in.Rung, Now: e.o.Clock.Now()}})
+	return a.Err
 }
 
 // commitBackoff doubles from poll with each attempt, up to a minute.

@@ -14,6 +14,7 @@ import (
 	"math"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -88,7 +89,7 @@ type Step struct {
 	// policy how an approval is decided (quorum, rejections, separation
 	// of duties, a comment to reject; an input takes separation of
 	// duties).
-	Approvers *Approvers `json:"approvers,omitempty"`
+	Approvers *domain.Approvers `json:"approvers,omitempty"`
 	domain.ApprovalPolicy
 
 	// http
@@ -117,12 +118,6 @@ type Step struct {
 	Display *Display `json:"display,omitempty"`
 }
 
-// Approvers are the people and the role a step's request is for.
-type Approvers struct {
-	Role   domain.Role `json:"role,omitempty"`
-	Emails []string    `json:"emails,omitempty"`
-}
-
 // Retry is a step's retry policy as a document states it.
 type Retry struct {
 	MaxAttempts      int     `json:"maxAttempts"`
@@ -140,9 +135,9 @@ var fieldsOf = map[string][]string{
 	TypeWait:    {"durationMs", "untilTimestamp"},
 	TypeWebhook: {"responseToSend", "display"},
 	TypeApproval: {"reason", "title", "instructions", "assignee", "resumeSchema", "onReject", "display",
-		"approvers", "quorum", "rejections", "separationOfDuties", "requesterPointer", "rejectRequiresComment"},
+		"approvers", "quorum", "rejections", "separationOfDuties", "requesterPointer", "rejectRequiresComment", "escalation"},
 	TypeInput: {"reason", "title", "instructions", "assignee", "resumeSchema", "accept", "display",
-		"approvers", "separationOfDuties", "requesterPointer"},
+		"approvers", "separationOfDuties", "requesterPointer", "escalation"},
 }
 
 var commonFields = []string{"type", "name", "next", "end", "retry"}
@@ -275,7 +270,7 @@ func Parse(body []byte, env Env) (Document, error) {
 			{"resumeSchema", &st.ResumeSchema}, {"args", &st.Args}, {"display", &st.Display},
 			{"approvers", &st.Approvers}, {"quorum", &st.Quorum}, {"rejections", &st.Rejections},
 			{"separationOfDuties", &st.SeparationOfDuties}, {"requesterPointer", &st.RequesterPointer},
-			{"rejectRequiresComment", &st.RejectRequiresComment},
+			{"rejectRequiresComment", &st.RejectRequiresComment}, {"escalation", &st.Escalation},
 		} {
 			v.decode(path+"."+f.name, fields[f.name], f.dst)
 		}
@@ -492,7 +487,10 @@ func (v *validator) step(path string, st Step, env Env) {
 			kind = domain.KindApproval
 		}
 		for _, e := range st.ApprovalPolicy.Check(kind) {
-			v.add(path+"."+e.Field, "%s", e.Message)
+			v.add(path+"."+pointerPath(e.Field), "%s", e.Message)
+		}
+		for i, r := range st.Escalation {
+			v.withinLongestWait(fmt.Sprintf("%s.escalation[%d].afterMs", path, i), r.AfterMs, env)
 		}
 	}
 	if st.End && st.Next != "" {
@@ -639,6 +637,24 @@ func jsonMessage(err error) string {
 	default:
 		return strings.TrimPrefix(err.Error(), "json: ")
 	}
+}
+
+// pointerPath writes a field named as a JSON Pointer's tokens
+// (escalation/0/afterMs) the way a document's problems name fields
+// (escalation[0].afterMs).
+func pointerPath(field string) string {
+	var b strings.Builder
+	for i, tok := range strings.Split(field, "/") {
+		switch _, err := strconv.Atoi(tok); {
+		case err == nil:
+			b.WriteString("[" + tok + "]")
+		case i > 0:
+			b.WriteString("." + tok)
+		default:
+			b.WriteString(tok)
+		}
+	}
+	return b.String()
 }
 
 // article puts "a" or "an" before a word: "an input", "a wait".

@@ -95,6 +95,11 @@ func (c composer) compose(job domain.MailJob, now time.Time) (Message, bool, err
 		m.Subject, m.Link = it.Title, it.Link
 		m.MessageID = "request." + job.Suspension.ID + "." + c.tag(job.To.ID) + "@" + c.host
 		data.Intro = "A request waits for you:"
+		if job.Round > 0 {
+			m.Subject = "Reminder: " + it.Title
+			m.MessageID = "request." + job.Suspension.ID + ".r" + strconv.Itoa(job.Round) + "." + c.tag(job.To.ID) + "@" + c.host
+			data.Intro = "A request still waits for you:"
+		}
 		data.Why = "You get this mail because you may act on this request."
 	}
 	var text, html bytes.Buffer

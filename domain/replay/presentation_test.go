@@ -2,6 +2,7 @@ package replay_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -66,11 +67,12 @@ func fieldsJSON(fs []domain.Field) string {
 // option and the declarative step carry it.
 func TestApproveCarriesItsPolicy(t *testing.T) {
 	t.Parallel()
-	p := domain.ApprovalPolicy{Quorum: 2, Rejections: 1, SeparationOfDuties: true, RequesterPointer: "/vendor/email", RejectRequiresComment: true}
+	p := domain.ApprovalPolicy{Quorum: 2, Rejections: 1, SeparationOfDuties: true, RequesterPointer: "/vendor/email", RejectRequiresComment: true,
+		Escalation: []domain.Rung{{AfterMs: 3_600_000, Remind: true}}}
 	res, _ := invoke(t, func(c *replay.Context, _ struct{}) (any, error) {
 		return c.Approve(replay.ApproveOptions{ID: "payout", Title: "Pay out?", Role: domain.RoleReviewer, ApprovalPolicy: p})
 	})
-	if cmd := onlyCommand(t, res); cmd.Policy == nil || *cmd.Policy != p {
+	if cmd := onlyCommand(t, res); cmd.Policy == nil || !reflect.DeepEqual(*cmd.Policy, p) {
 		t.Fatalf("command %+v; want policy %+v", cmd, p)
 	}
 	plain, _ := invoke(t, func(c *replay.Context, _ struct{}) (any, error) {

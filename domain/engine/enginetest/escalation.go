@@ -1,0 +1,194 @@
+package enginetest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/clocktest"
+	"github.com/tollgatehq/tollgate/domain/engine"
+)
+
+// escalationTests are the rules of a deadline ladder: its rungs fire once
+// each, in order, by the engine's clock and across restarts; a decision
+// before a rung ends the ladder; a rung and a vote never both decide.
+var escalationTests = []test{
+	{"LadderFiresInOrderOnce", testLadderFiresInOrderOnce},
+	{"DecisionEndsTheLadder", testDecisionEndsTheLadder},
+	{"RungRacesVote", testRungRacesVote},
+}
+
+var ladderStart = time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC)
+
+// rungsFired waits until suspension id has fired n rungs.
+func rungsFired(t *testing.T, db Store, id string, n int) domain.Suspension {
+	t.Helper()
+	var s domain.Suspension
+	waitFor(t, 10*time.Second, fmt.Sprintf("rung %d of the ladder", n), func() bool {
+		var err error
+		s, err = db.Suspension(t.Context(), id)
+		return err == nil && s.Escalated >= n
+	})
+	if s.Escalated != n {
+		t.Fatalf("%d rungs fired; want %d", s.Escalated, n)
+	}
+	return s
+}
+
+// escalateJobs are the run's queued rung jobs.
+func escalateJobs(t *testing.T, db Store, runID string) []JobState {
+	t.Helper()
+	return slices.DeleteFunc(runJobs(t, db, runID), func(j JobState) bool { return j.Kind != domain.JobEscalate })
+}
+
+// A ladder of a reminder after an hour, more approvers after two and a
+// rejection after three fires each rung when the engine's clock passes it,
+// in order, once, with the next rung's timer queued by the one before; an
+// engine that stops between rungs leaves them to the next. The rejection
+// decides in the system's name, and the step receives it.
+func testLadderFiresInOrderOnce(t *testing.T, open Open) {
+	db := open(t)
+	clock := clocktest.New(ladderStart)
+	var n stepCounter
+	policy := domain.ApprovalPolicy{Escalation: []domain.Rung{
+		{AfterMs: time.Hour.Milliseconds(), Remind: true},
+		{AfterMs: 2 * time.Hour.Milliseconds(), AddApprovers: &domain.Approvers{Emails: []string{"Boss@X.test"}}},
+		{AfterMs: 3 * time.Hour.Milliseconds(), Outcome: domain.OutcomeReject, Comment: "No decision within 3 hours"},
+	}}
+	reg := newRegistry(t, approvalWorkflow("ladder", policy, &n))
+	e, stop := runEngine(t, db, reg, engine.Opts{Clock: clock})
+	run := startRun(t, e, "ladder", nil)
+	waitRun(t, db, run.ID, domain.RunSuspended)
+	s := pendingSuspension(t, db, run.ID)
+	if jobs := escalateJobs(t, db, run.ID); len(jobs) != 1 || !jobs[0].RunAt.Equal(ladderStart.Add(time.Hour)) {
+		t.Fatalf("rung jobs %+v; want the first rung's, due in an hour", jobs)
+	}
+
+	clock.Set(ladderStart.Add(time.Hour + time.Second))
+	rungsFired(t, db, s.ID, 1)
+	if jobs := escalateJobs(t, db, run.ID); len(jobs) != 1 || !jobs[0].RunAt.Equal(ladderStart.Add(2*time.Hour)) {
+		t.Fatalf("after the reminder, rung jobs %+v; want the second rung's", jobs)
+	}
+	// The engine stops between rungs; another takes over the queue.
+	stop()
+	startEngine(t, db, reg, engine.Opts{Clock: clock})
+	clock.Set(ladderStart.Add(2*time.Hour + time.Second))
+	got := rungsFired(t, db, s.ID, 2)
+	if !slices.Contains(got.Approvers, "boss@x.test") || got.ApproverRole != domain.RoleReviewer || got.Status != domain.SuspensionPending {
+		t.Fatalf("after addApprovers: %+v; want the boss added to all staff, still pending", got)
+	}
+	clock.Set(ladderStart.Add(3*time.Hour + time.Second))
+	done := waitRun(t, db, run.ID, domain.RunSucceeded)
+	var in domain.ResumePayload
+	var d domain.ApprovalData
+	if err := json.Unmarshal(done.Output, &in); err != nil || json.Unmarshal(in.ResumeData, &d) != nil || d.Approved || d.Comment != "No decision within 3 hours" || in.ResumedBy != domain.EscalatedBy {
+		t.Fatalf("the step received %s; want the rejection by %s with its comment", done.Output, domain.EscalatedBy)
+	}
+	clock.Set(ladderStart.Add(30 * time.Hour))
+	noJobsLeft(t, db, run.ID)
+	if types := eventTypes(t, db, run.ID); countOf(types, domain.EventRequestEscalated) != 3 {
+		t.Fatalf("events %v; want three rungs", types)
+	}
+	if final, _ := db.Suspension(t.Context(), s.ID); final.Escalated != 3 || final.Decision != domain.DecisionRejected || final.ResumedBy != domain.EscalatedBy {
+		t.Fatalf("suspension %+v; want decided by the last rung, three rungs fired", final)
+	}
+	entries, _, err := db.Audit(t.Context(), domain.AuditFilter{Action: "suspension.escalated"})
+	if err != nil || len(entries) != 3 {
+		t.Fatalf("audit %+v, %v; want one entry a rung", entries, err)
+	}
+	if n.Get("decided") != 1 {
+		t.Fatalf("the decided step ran %d times", n.Get("decided"))
+	}
+}
+
+// A decision before a rung is due ends the ladder: no rung fires after
+// it, whatever the clock does.
+func testDecisionEndsTheLadder(t *testing.T, open Open) {
+	db := open(t)
+	clock := clocktest.New(ladderStart)
+	var n stepCounter
+	policy := domain.ApprovalPolicy{Escalation: []domain.Rung{
+		{AfterMs: time.Hour.Milliseconds(), Remind: true},
+		{AfterMs: 2 * time.Hour.Milliseconds(), Outcome: domain.OutcomeApprove},
+	}}
+	store := &claimCounter{Store: db}
+	e := startEngine(t, store, newRegistry(t, approvalWorkflow("decided", policy, &n)), engine.Opts{Clock: clock})
+	run := startRun(t, e, "decided", nil)
+	waitRun(t, db, run.ID, domain.RunSuspended)
+	s := pendingSuspension(t, db, run.ID)
+	clock.Set(ladderStart.Add(30 * time.Minute))
+	if _, err := vote(t.Context(), e, s.ID, "ann@x.test", false, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitRun(t, db, run.ID, domain.RunSucceeded)
+	clock.Set(ladderStart.Add(5 * time.Hour))
+	store.waitClaims(t, 2)
+	noJobsLeft(t, db, run.ID)
+	if got, _ := db.Suspension(t.Context(), s.ID); got.Escalated != 0 || got.ResumedBy != "ann@x.test" || got.Decision != domain.DecisionRejected {
+		t.Fatalf("suspension %+v; want Ann's rejection and no rung fired", got)
+	}
+	if types := eventTypes(t, db, run.ID); countOf(types, domain.EventRequestEscalated) != 0 {
+		t.Fatalf("events %v; want no rung", types)
+	}
+}
+
+// A hundred approvals whose ladder approves when due, each voted against
+// by a person at the instant the rung comes due: each ends with exactly
+// one outcome, the rung's or the person's, and the person hears whether
+// theirs counted.
+func testRungRacesVote(t *testing.T, open Open) {
+	db := open(t)
+	clock := clocktest.New(ladderStart)
+	var n stepCounter
+	policy := domain.ApprovalPolicy{Escalation: []domain.Rung{{AfterMs: time.Hour.Milliseconds(), Outcome: domain.OutcomeApprove}}}
+	e := startEngine(t, db, newRegistry(t, approvalWorkflow("race", policy, &n)), engine.Opts{Clock: clock, Workers: 16, PollInterval: time.Millisecond})
+	const runs = 100
+	ids := make([]string, runs)
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Go(func() { ids[i] = startRun(t, e, "race", i).ID })
+	}
+	wg.Wait()
+	pending := make([]domain.Suspension, runs)
+	for i, id := range ids {
+		waitRun(t, db, id, domain.RunSuspended)
+		pending[i] = pendingSuspension(t, db, id)
+	}
+	errs := make([]error, runs)
+	clock.Set(ladderStart.Add(time.Hour))
+	for i := range runs {
+		wg.Go(func() {
+			// Spread over the time the engine takes to claim the rungs,
+			// so that some votes come before, some during, some after.
+			time.Sleep(time.Duration(rand.IntN(40)) * time.Millisecond)
+			_, errs[i] = vote(t.Context(), e, pending[i].ID, "ann@x.test", false, "")
+		})
+	}
+	wg.Wait()
+	rungWon := 0
+	for i, id := range ids {
+		waitRun(t, db, id, domain.RunSucceeded)
+		s, err := db.Suspension(t.Context(), pending[i].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ce *domain.ConflictError
+		switch {
+		case errs[i] == nil && s.ResumedBy == "ann@x.test" && s.Decision == domain.DecisionRejected && s.Escalated == 0:
+		case errors.As(errs[i], &ce) && ce.Code == domain.CodeAlreadyResumed && s.ResumedBy == domain.EscalatedBy && s.Decision == domain.DecisionApproved:
+			rungWon++
+		default:
+			t.Fatalf("run %d: the vote got %v and the request is %+v; want exactly one outcome, told to the voter", i, errs[i], s)
+		}
+	}
+	if n.Get("decided") != runs {
+		t.Fatalf("the decided step ran %d times for %d runs", n.Get("decided"), runs)
+	}
+	t.Logf("%d of %d races won by the rung", rungWon, runs)
+}

@@ -1,0 +1,20 @@
+-- The rungs of a request's deadline ladder that have fired: a rung fires
+-- only as the next one, and once (see domain.DecideEscalation).
+ALTER TABLE suspensions ADD COLUMN escalated integer NOT NULL DEFAULT 0;
+
+-- A reminder is a request's mail again. Round 0 is the request's first
+-- mail (and the mail of people a rung adds); round n is the reminder of
+-- the ladder's rung n-1. A person gets at most one mail a round. SQLite
+-- cannot change a primary key in place: the outbox is made anew.
+CREATE TABLE mail_outbox_rounds (
+    suspension_id text NOT NULL REFERENCES suspensions (id) ON DELETE CASCADE,
+    round         integer NOT NULL DEFAULT 0,
+    created_at    TIMESTAMP NOT NULL,
+    PRIMARY KEY (suspension_id, round)
+);
+INSERT INTO mail_outbox_rounds (suspension_id, round, created_at) SELECT suspension_id, 0, created_at FROM mail_outbox;
+DROP TABLE mail_outbox;
+ALTER TABLE mail_outbox_rounds RENAME TO mail_outbox;
+ALTER TABLE mail_deliveries ADD COLUMN round integer NOT NULL DEFAULT 0;
+DROP INDEX mail_once_per_request;
+CREATE UNIQUE INDEX mail_once_per_request ON mail_deliveries (suspension_id, user_id, round);

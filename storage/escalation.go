@@ -1,0 +1,111 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// escalate fires a rung of a request's deadline ladder in a transaction
+// of its own.
+func (db *DB) escalate(ctx context.Context, req domain.EscalateRequest) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		return db.escalateIn(ctx, tx, req)
+	})
+	if err != nil {
+		return describeEscalation(req, err)
+	}
+	db.changed(req.RunID)
+	db.wakeUnlessHandedOff(nil)
+	return nil
+}
+
+func describeEscalation(req domain.EscalateRequest, err error) error {
+	return fmt.Errorf("escalate suspension %s (rung %d): %w", req.SuspensionID, req.Rung, translate(err))
+}
+
+// escalateIn ends the rung's job, fenced on its claim, and does what
+// domain.DecideEscalation decides from the request as it is under its
+// run's lock: nothing for a request that no longer waits or a rung that
+// fired already; otherwise it counts the rung, widens who may decide,
+// queues the reminder or the mail of the people added, queues the next
+// rung, records the rung in the run's log and the audit log, and, for an
+// outcome, resumes the request in the system's name with the same
+// compare-and-set as a person's decision. A person's vote and a rung
+// both lock the run first, so one of them finds the request decided.
+func (db *DB) escalateIn(ctx context.Context, tx bun.IDB, req domain.EscalateRequest) error {
+	run, err := db.endJob(ctx, tx, domain.StepCommit{Job: req.Job, RunID: req.RunID})
+	if err != nil {
+		return err
+	}
+	row := new(suspensionRow)
+	if err := tx.NewSelect().Model(row).Where("id = ?", req.SuspensionID).Scan(ctx); err != nil {
+		return err
+	}
+	s, err := row.toDomain()
+	if err != nil {
+		return err
+	}
+	e := domain.DecideEscalation(req, s)
+	if !e.Fire {
+		return nil
+	}
+	b := db.newBatch(tx)
+	if err := b.add(ctx, tx.NewUpdate().Model(row).Set("escalated = escalated + 1").
+		Set("approvers = ?", stringList(e.Approvers)).Set("approver_role = ?", e.ApproverRole).WherePK()); err != nil {
+		return err
+	}
+	now := ts(req.Now)
+	switch {
+	case e.Rung.Remind:
+		// The rung's own round: everyone who may decide now is mailed again.
+		if err := b.add(ctx, tx.NewInsert().Model(&mailOutboxRow{SuspensionID: s.ID, Round: req.Rung + 1, CreatedAt: now}).On("CONFLICT DO NOTHING")); err != nil {
+			return err
+		}
+		if run.Hooked {
+			s.Approvers, s.ApproverRole = e.Approvers, e.ApproverRole
+			if err := db.queueHookEvent(ctx, b, domain.HookSuspensionReminded, domain.SuspensionCreatedHook(s), now); err != nil {
+				return err
+			}
+		}
+	case e.Rung.AddApprovers != nil:
+		// Round 0 again: the people added get the request's first mail;
+		// those who had it are not mailed twice.
+		if err := b.add(ctx, tx.NewInsert().Model(&mailOutboxRow{SuspensionID: s.ID, CreatedAt: now}).On("CONFLICT DO NOTHING")); err != nil {
+			return err
+		}
+	}
+	if e.Next != nil {
+		if err := db.insertJobs(ctx, b, []*jobRow{jobRowFrom(*e.Next, now)}); err != nil {
+			return err
+		}
+	}
+	ev := &eventRow{RunID: run.ID, Seq: run.NextSeq, Type: e.Event.Type, Step: e.Event.Step, Payload: e.Event.Payload, CreatedAt: now}
+	run.NextSeq++
+	run.UpdatedAt = now
+	if err := b.add(ctx, tx.NewInsert().Model(ev)); err != nil {
+		return err
+	}
+	if err := b.add(ctx, tx.NewUpdate().Model(run).Column("next_seq", "updated_at").WherePK()); err != nil {
+		return err
+	}
+	if e.Resume == nil {
+		if err := b.addAudit(ctx, auditFor(e.Audit, s.ID, s.WorkflowID)); err != nil {
+			return err
+		}
+		if err := db.notifyChange(ctx, b, run.ID); err != nil {
+			return err
+		}
+		return b.flush(ctx)
+	}
+	if err := b.flush(ctx); err != nil {
+		return err
+	}
+	resume := *e.Resume
+	resume.Audit = e.Audit
+	_, err = db.resumeIn(ctx, tx, resume)
+	return err
+}
