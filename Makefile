@@ -18,10 +18,10 @@ test: ## Every test, on SQLite and a real PostgreSQL, with the race detector
 	$(GO) test -race -count=1 -p 1 -timeout 18m ./...
 
 # BENCH=kernel,herd runs only the parts named (all when empty): kernel, herd,
-# trips, hooks, replay, web, mail, upload.
+# trips, hooks, replay, web, mail, upload, policies.
 BENCH ?= $(TOLLGATE_BENCH)
 
-bench: ## Suspend→resume, declarative and replay workflows on both databases; the web app with 1M suspensions; what mail adds to creating suspensions (BENCH=kernel,herd picks parts)
+bench: ## Suspend→resume, declarative and replay workflows on both databases; the web app with 1M suspensions; what mail adds to creating suspensions; approval policies' memory and vote latency (BENCH=kernel,herd picks parts)
 	TOLLGATE_BENCH=$(BENCH) $(GO) test -run '^TestBench' -tags bench -count=1 -timeout 60m -v ./cmd/tollgate
 
 generate: ## Regenerate generated code (templ components, from the repository root)

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgatehq/tollgate/storage/storagetest"
+)
+
+// addReviewer creates a reviewer with the user and apikey commands, on
+// the database env names, and returns the key.
+func addReviewer(t *testing.T, env map[string]string, email string) string {
+	t.Helper()
+	env = cloneEnv(env)
+	env["TOLLGATE_PASSWORD"] = "a long enough password for tests"
+	tool := func(args ...string) string {
+		var out bytes.Buffer
+		if err := run(t.Context(), args, envFunc(env), &out, &out); err != nil {
+			t.Fatalf("tollgate %v: %v\n%s", args, err, out.String())
+		}
+		return out.String()
+	}
+	tool("user", "add", "--email", email, "--role", "reviewer")
+	m := regexp.MustCompile(`\(shown once\): (tg_\S+)`).FindStringSubmatch(tool("apikey", "create", "--email", email))
+	if m == nil {
+		t.Fatal("apikey create printed no key")
+	}
+	return m[1]
+}
+
+// Two servers share one PostgreSQL; three reviewers vote at once, through
+// both, on approvals that two approvals decide. Each round ends with
+// exactly one resolution and the two votes that counted; the third voter
+// hears the request was decided, and the step after it runs once.
+func TestQuorumAcrossServers(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": storagetest.NewDatabase(t)}
+	servers := []*testServer{startServer(t, env), startServer(t, env)}
+	admin := servers[0].client()
+	admin.register(t, `{"id": "two-approvals", "version": "1", "steps": [
+		{"type": "approval", "name": "sign-off", "approvers": {"role": "reviewer"}, "quorum": 2}]}`)
+	voters := make([]*client, 3)
+	for i := range voters {
+		c := servers[i%2].client()
+		c.key = addReviewer(t, env, fmt.Sprintf("reviewer-%d@example.com", i))
+		voters[i] = c
+	}
+	for round := range 5 {
+		run := admin.startRun(t, "two-approvals", map[string]int{"round": round})
+		admin.waitStatus(t, run.ID, "suspended")
+		ss := admin.suspensions(t, "runId="+run.ID+"&status=pending")
+		if len(ss) != 1 {
+			t.Fatalf("round %d: pending %+v", round, ss)
+		}
+		codes := make([]string, len(voters))
+		var wg sync.WaitGroup
+		for i, c := range voters {
+			wg.Go(func() {
+				r, err := c.do(context.Background(), "POST", "/api/v1/suspensions/"+ss[0].ID+"/approve", map[string]string{})
+				switch {
+				case err != nil:
+					codes[i] = err.Error()
+				case r.Status == http.StatusOK:
+					var s apiSuspension
+					r.decode(t, &s)
+					codes[i] = s.Status
+				default:
+					codes[i] = r.code()
+				}
+			})
+		}
+		wg.Wait()
+		count := map[string]int{}
+		for _, c := range codes {
+			count[c]++
+		}
+		if count["pending"] != 1 || count["resumed"] != 1 || count["already_resumed"] != 1 {
+			t.Fatalf("round %d: the votes got %v; want one kept, one deciding, one too late", round, codes)
+		}
+		admin.waitStatus(t, run.ID, "succeeded")
+		var got struct {
+			Votes []struct{ Voter string } `json:"votes"`
+		}
+		admin.call(t, http.StatusOK, "GET", "/api/v1/suspensions/"+ss[0].ID, nil).decode(t, &got)
+		if len(got.Votes) != 2 {
+			t.Fatalf("round %d: %d votes kept; want 2", round, len(got.Votes))
+		}
+		if n := checkLog(t, admin.events(t, run.ID)); n["STEP_COMPLETED(sign-off)"] != 1 || n["RUN_SUCCEEDED"] != 1 {
+			t.Fatalf("round %d: events %v", round, n)
+		}
+	}
+}
+
+// A ladder's rungs are rows, not timers in a process: a server stopped
+// before they are due leaves them to the server that starts next, which
+// fires each once, in order.
+func TestLadderSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, env map[string]string) {
+		data := t.TempDir()
+		first := startServer(t, env, "--data", data)
+		c := first.client()
+		c.register(t, `{"id": "late", "version": "1", "steps": [
+			{"type": "approval", "name": "sign-off", "approvers": {"role": "reviewer"}, "escalation": [
+				{"afterMs": 1500, "addApprovers": {"emails": ["cfo@example.com"]}},
+				{"afterMs": 2500, "outcome": "reject", "comment": "Nobody decided in time"}]}]}`)
+		run := c.startRun(t, "late", map[string]any{})
+		c.waitStatus(t, run.ID, "suspended")
+		if err := first.stop(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		second := startServer(t, env, "--data", data)
+		c = second.client()
+		done := c.waitStatus(t, run.ID, "failed")
+		if done.Error == nil || done.Error.Code != "rejected" {
+			t.Fatalf("the run ended %+v; want rejected by the ladder", done.Error)
+		}
+		var s struct {
+			ResumedBy string   `json:"resumedBy"`
+			Escalated int      `json:"escalated"`
+			Approvers []string `json:"approvers"`
+		}
+		ss := c.suspensions(t, "runId="+run.ID)
+		c.call(t, http.StatusOK, "GET", "/api/v1/suspensions/"+ss[0].ID, nil).decode(t, &s)
+		if s.ResumedBy != "escalation" || s.Escalated != 2 || len(s.Approvers) != 1 || s.Approvers[0] != "cfo@example.com" {
+			t.Fatalf("the request ended %+v; want both rungs fired once, the last deciding", s)
+		}
+		if n := checkLog(t, c.events(t, run.ID)); n["REQUEST_ESCALATED"] != 2 {
+			t.Fatalf("events %v; want two rungs", n)
+		}
+	})
+}
