@@ -147,7 +147,7 @@ func TestBrowserEveryPageFitsAndIsAccessible(t *testing.T) {
 	// Each visit has a minute; the tabs last as long as all of them.
 	open := newBrowserFor(t, 15*time.Minute)
 	e := newAPIEnv(t, storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")}, withMailUI)
-	_, revPass := e.addPerson(t, "rita@example.com", domain.RoleReviewer)
+	ritaID, revPass := e.addPerson(t, "rita@example.com", domain.RoleReviewer)
 	_, adminPass := e.addPerson(t, "boss@example.com", domain.RoleAdmin)
 	_, founderPass := e.addPerson(t, "ada@founders.example", domain.RoleFounder)
 	// Sam's account is the one the admin pages act on: disabling it and
@@ -166,6 +166,15 @@ func TestBrowserEveryPageFitsAndIsAccessible(t *testing.T) {
 	want(t, e.call(t, "POST", "/api/v1/suspensions/"+rejected.ID+"/reject", e.reviewer, `{"comment": "Not a business expense"}`), 200)
 	e.waitRun(t, won.ID, "succeeded")
 	e.waitRun(t, lost.ID, "failed")
+	// Approvals under a policy: one with another reviewer's vote, one
+	// with Rita's own, one whose ladder has a rung to come.
+	payout := map[string]any{"requester": "vera@vendor.example"}
+	voted := e.pendingOf(t, e.startRun(t, "payout-sign-off", payout).ID)
+	want(t, e.call(t, "POST", "/api/v1/suspensions/"+voted.ID+"/approve", e.reviewer, `{"comment": "Invoice matches the purchase order"}`), 200)
+	mine := e.pendingOf(t, e.startRun(t, "payout-sign-off", payout).ID)
+	_, ritaKey := e.addKey(t, ritaID)
+	want(t, e.call(t, "POST", "/api/v1/suspensions/"+mine.ID+"/approve", ritaKey, `{}`), 200)
+	laddered := e.pendingOf(t, e.startRun(t, "escalating", map[string]any{}).ID)
 
 	anon, rev, founder, admin := open(), open(), open(), open()
 	// A tab's first action opens its page target and binds it to the
@@ -186,6 +195,9 @@ func TestBrowserEveryPageFitsAndIsAccessible(t *testing.T) {
 		{rev, "/inbox?reason=no_such_reason", "inbox-empty", "main h2"},
 		{rev, "/suspensions/" + approval.ID, "suspension-approval", `button[value="approve"]`},
 		{rev, "/suspensions/" + input.ID, "suspension-input", "form.schema-form"},
+		{rev, "/suspensions/" + voted.ID, "suspension-votes", `[data-testid="votes"]`},
+		{rev, "/suspensions/" + mine.ID, "suspension-my-vote", `[data-testid="my-vote"]`},
+		{rev, "/suspensions/" + laddered.ID, "suspension-ladder", `[data-testid="next-rung"]`},
 		{founder, "/suspensions/" + docs.ID, "suspension-documents", "#files"},
 		{founder, "/my", "my", `[data-suspension="` + docs.ID + `"]`},
 		{rev, "/runs", "runs", "main table"},
