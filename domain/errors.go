@@ -36,12 +36,14 @@ var (
 // Error codes are stable, machine-readable identifiers of failures. They are
 // part of the API: clients branch on them, so they never change meaning.
 const (
-	CodeValidation          = "validation_failed"
-	CodeInvalidJSON         = "invalid_json"
-	CodeNotFound            = "not_found"
-	CodeConflict            = "conflict"
-	CodeAlreadyResumed      = "already_resumed"
-	CodeAlreadyVoted        = "already_voted"
+	CodeValidation     = "validation_failed"
+	CodeInvalidJSON    = "invalid_json"
+	CodeNotFound       = "not_found"
+	CodeConflict       = "conflict"
+	CodeAlreadyResumed = "already_resumed"
+	CodeAlreadyVoted   = "already_voted"
+	// CodeLinkGone is a decision link used, revoked or expired.
+	CodeLinkGone            = "link_gone"
 	CodeNotPending          = "suspension_not_pending"
 	CodeIdempotencyMismatch = "idempotency_key_reused"
 	CodeOrchestration       = "orchestration_error"

@@ -226,6 +226,10 @@ type ResumeRequest struct {
 	// (ChannelAPI when empty).
 	Decision string
 	Channel  string
+	// LinkID is the decision link the person acts through: it must still
+	// work, and the resume or vote uses it up in its own transaction.
+	// The link stands for the approver lists (see CheckLinkActor).
+	LinkID string
 	// System is a decision the request's policy takes in the system's
 	// name (a ladder's outcome): it is no one's vote, counts no quorum
 	// and is not vetted against a person.

@@ -106,10 +106,10 @@ func (db *DB) applySet(ctx context.Context, tx bun.Tx, batch []domain.Transition
 			starts = append(starts, i)
 		case t.Step != nil && named[t.Step.RunID] == i && setStep(*t.Step):
 			steps = append(steps, i)
-		case t.Resume != nil && t.Resume.SuspensionID != "" && t.Resume.Decision == "":
+		case t.Resume != nil && t.Resume.SuspensionID != "" && t.Resume.Decision == "" && t.Resume.LinkID == "":
 			// A decision is a vote, counted with the others on the
-			// savepoint path; people decide far less often than
-			// machines resume.
+			// savepoint path, where a decision link is used up too;
+			// people decide far less often than machines resume.
 			resumes = append(resumes, i)
 		default:
 			rest = append(rest, i)

@@ -195,6 +195,11 @@ func (db *DB) resumeIn(ctx context.Context, tx bun.IDB, req domain.ResumeRequest
 	case fate == domain.ResumeKeep:
 		return db.precomplete(ctx, tx, run, req, "")
 	}
+	if req.LinkID != "" {
+		if err := db.useLink(ctx, tx, req.LinkID, target.ID, ts(req.Now)); err != nil {
+			return *f.Target, err
+		}
+	}
 	b := db.newBatch(tx)
 	var vote *voteRow
 	if f.Votes != nil {

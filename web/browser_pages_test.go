@@ -175,6 +175,9 @@ func TestBrowserEveryPageFitsAndIsAccessible(t *testing.T) {
 	_, ritaKey := e.addKey(t, ritaID)
 	want(t, e.call(t, "POST", "/api/v1/suspensions/"+mine.ID+"/approve", ritaKey, `{}`), 200)
 	laddered := e.pendingOf(t, e.startRun(t, "escalating", map[string]any{}).ID)
+	_, linkPath := e.makeLink(t, voted.ID, "partner@partner.example")
+	revoked, revokedPath := e.makeLink(t, voted.ID, "former@partner.example")
+	want(t, e.call(t, "DELETE", "/api/v1/suspensions/"+voted.ID+"/links/"+revoked.ID, e.admin, ""), 204)
 
 	anon, rev, founder, admin := open(), open(), open(), open()
 	// A tab's first action opens its page target and binds it to the
@@ -198,6 +201,8 @@ func TestBrowserEveryPageFitsAndIsAccessible(t *testing.T) {
 		{rev, "/suspensions/" + voted.ID, "suspension-votes", `[data-testid="votes"]`},
 		{rev, "/suspensions/" + mine.ID, "suspension-my-vote", `[data-testid="my-vote"]`},
 		{rev, "/suspensions/" + laddered.ID, "suspension-ladder", `[data-testid="next-rung"]`},
+		{anon, linkPath, "link-approval", `button[value="approve"]`},
+		{anon, revokedPath, "link-gone", "#link-heading"},
 		{founder, "/suspensions/" + docs.ID, "suspension-documents", "#files"},
 		{founder, "/my", "my", `[data-suspension="` + docs.ID + `"]`},
 		{rev, "/runs", "runs", "main table"},

@@ -131,6 +131,12 @@ type Server struct {
 	// the login page; without them the page does not offer it and only
 	// admins issue links.
 	ResetMailer ResetMailer
+	// Links, when set, serves decision links: staff make them for one
+	// person's email (/api/v1/suspensions/{id}/links), who decides
+	// through /links/{token} without an account. LinkMailer, when set
+	// together with PublicURL, mails each link to its person.
+	Links      domain.LinkStore
+	LinkMailer domain.Mailer
 
 	watch    runWatch
 	keys     *keyCache
@@ -200,6 +206,11 @@ func (s *Server) Handler() http.Handler {
 	api("POST /api/v1/suspensions/{id}/resume", s.resumeSuspension)
 	api("POST /api/v1/suspensions/{id}/approve", s.approveSuspension)
 	api("POST /api/v1/suspensions/{id}/reject", s.rejectSuspension)
+	if s.Links != nil {
+		api("POST /api/v1/suspensions/{id}/links", s.createLink)
+		api("GET /api/v1/suspensions/{id}/links", s.listLinks)
+		api("DELETE /api/v1/suspensions/{id}/links/{linkId}", s.revokeLink)
+	}
 	if s.Hooks != nil {
 		api("POST /api/v1/subscriptions", s.createSubscription)
 		api("GET /api/v1/subscriptions", s.listSubscriptions)

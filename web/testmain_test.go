@@ -145,7 +145,7 @@ func newAPIEnv(t *testing.T, o storage.Opts, configure func(*web.Server)) *apiEn
 		PollInterval: 20 * time.Millisecond, ShutdownGrace: 2 * time.Second,
 		ValidateResumeData: web.ValidateResumeData, Log: log,
 	})
-	srv := &web.Server{Engine: eng, Store: e.db, Auth: e.db, Health: e.db, Log: log, Feed: feed}
+	srv := &web.Server{Engine: eng, Store: e.db, Auth: e.db, Health: e.db, Log: log, Feed: feed, Links: e.db}
 	if configure != nil {
 		configure(srv)
 	}

@@ -86,6 +86,10 @@ func (s *Server) ui(mux *http.ServeMux) {
 	page("POST /logout", s.logout)
 	page("GET /reset/{token}", s.resetPage)
 	page("POST /reset/{token}", s.resetPassword)
+	if s.Links != nil {
+		page("GET /links/{token}", s.linkPage)
+		page("POST /links/{token}", s.decideByLink)
+	}
 	page("GET /forgot", s.forgotPage)
 	page("POST /forgot", s.forgotPassword)
 	page("GET /{$}", s.signedIn(nil, s.home))

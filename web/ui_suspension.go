@@ -111,6 +111,13 @@ func (s *Server) suspensionView(r *http.Request, sp domain.Suspension, v *views.
 		p.FormFields, _ = formFields(sp.ResumeSchema)
 	}
 	p.Documents, p.UploadLimit = s.documentViews(r, sp), s.uploadLimit()
+	if s.Links != nil && v.Staff() {
+		links, err := s.Links.Links(r.Context(), sp.ID)
+		if err != nil {
+			s.Log.WarnContext(r.Context(), "Reading a request's decision links failed", "suspension_id", sp.ID, "error", err)
+		}
+		p.Links = links
+	}
 	if p.Queued() {
 		s.placeInQueue(r, &p)
 	}

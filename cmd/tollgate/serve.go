@@ -156,10 +156,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	srv := newServer(c, eng, db, fl, feed, log)
 	srv.Hooks = newHooks(db, fl, log)
 	srv.MailPrefs = db
+	srv.Links = db
 	if c.smtpURL != "" {
-		// Reset links go only by real mail: the log fallback would put
-		// working links in the server's log.
+		// Reset links and decision links go only by real mail: the log
+		// fallback would put working links in the server's log.
 		srv.ResetMailer = mail.ResetLinks{Mailer: mail.Outbox{Store: db}}
+		srv.LinkMailer = mail.Outbox{Store: db}
 	}
 	hkCtx, stopHousekeeping := context.WithCancel(ctx)
 	var hk sync.WaitGroup

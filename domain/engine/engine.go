@@ -247,7 +247,11 @@ func (e *Engine) uploadedDocuments(ctx context.Context, req domain.ResumeRequest
 // and the data (a decision's too) must match the suspension's schema.
 func (e *Engine) checkResume(s domain.Suspension, req domain.ResumeRequest) error {
 	if req.Actor != nil {
-		if err := s.CheckActor(*req.Actor); err != nil {
+		check := s.CheckActor
+		if req.LinkID != "" {
+			check = s.CheckLinkActor
+		}
+		if err := check(*req.Actor); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,1 @@
+DROP TABLE decision_links;

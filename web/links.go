@@ -1,0 +1,335 @@
+package web
+
+import (
+	"cmp"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/views"
+)
+
+// A decision link's token: 32 random bytes, base64url without padding.
+const (
+	linkTokenBytes = 32
+	maxLinkToken   = 64
+)
+
+func hashLinkToken(token string) []byte { return sha256Bytes(token) }
+
+// linkJSON is a decision link as the API shows it; URL only in the answer
+// that made it.
+type linkJSON struct {
+	domain.DecisionLink
+	State  string `json:"state"`
+	URL    string `json:"url,omitempty"`
+	Mailed bool   `json:"mailed,omitempty"`
+}
+
+// createLink makes a decision link for one person's email to a pending
+// request (staff): 201 with the link's URL, shown this once, and mailed to
+// the person when this server sends mail.
+func (s *Server) createLink(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Email       string `json:"email"`
+		ExpiresInMs *int64 `json:"expiresInMs"`
+	}
+	if err := decodeJSON(w, r, &body, s.MaxBody); err != nil {
+		return err
+	}
+	p := principalFrom(r.Context())
+	if !p.User.Role.Staff() {
+		return errForbidden
+	}
+	var errs []domain.FieldError
+	email := strings.ToLower(strings.TrimSpace(body.Email))
+	if !strings.Contains(email, "@") || len(email) > 320 || strings.ContainsAny(email, " \t\r\n<>") {
+		errs = append(errs, domain.FieldError{Field: "/email", Message: "must be an email address"})
+	}
+	ttl := domain.DefaultLinkTTL
+	if body.ExpiresInMs != nil {
+		ttl = time.Duration(*body.ExpiresInMs) * time.Millisecond
+		if ttl < domain.MinLinkTTL || ttl > domain.MaxLinkTTL {
+			errs = append(errs, domain.FieldError{Field: "/expiresInMs", Message: fmt.Sprintf("must be from %d (a minute) to %d (30 days)", domain.MinLinkTTL.Milliseconds(), domain.MaxLinkTTL.Milliseconds())})
+		}
+	}
+	if len(errs) > 0 {
+		return &domain.ValidationError{Code: domain.CodeValidation, Message: "The link cannot be made as asked.", Fields: errs}
+	}
+	sp, err := s.visibleSuspension(r, p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if sp.Kind != domain.KindApproval && sp.Kind != domain.KindInput || len(sp.Accept) > 0 {
+		return &domain.ValidationError{Code: domain.CodeValidation, Message: "Only an approval, or an input that asks for no documents, can be decided through a link."}
+	}
+	raw := make([]byte, linkTokenBytes)
+	_, _ = rand.Read(raw)
+	token, now := base64.RawURLEncoding.EncodeToString(raw), s.Clock.Now()
+	l := domain.DecisionLink{ID: uuid.Must(uuid.NewV7()).String(), SuspensionID: sp.ID, Email: email, TokenHash: hashLinkToken(token),
+		CreatedBy: p.User.Email, CreatedAt: now, ExpiresAt: now.Add(ttl)}
+	audit := s.apiAudit(r, "suspension.link_created", map[string]any{"runId": sp.RunID, "linkId": l.ID, "email": email, "expiresAt": l.ExpiresAt})
+	if err := s.Links.CreateLink(r.Context(), l, audit); err != nil {
+		return err
+	}
+	out := linkJSON{DecisionLink: l, State: domain.LinkActive, URL: s.linkBase(r) + "/links/" + token}
+	if s.LinkMailer != nil && s.PublicURL != "" {
+		if err := s.LinkMailer.Queue(r.Context(), linkMessage(sp, l, out.URL)); err != nil {
+			s.Log.ErrorContext(r.Context(), "Queueing a decision link's mail failed; the link works, hand it over another way", "link_id", l.ID, "error", err)
+		} else {
+			out.Mailed = true
+		}
+	}
+	writeJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+// linkBase is where the person opens a link: PublicURL, else the scheme
+// and host the maker's request came to.
+func (s *Server) linkBase(r *http.Request) string {
+	if s.PublicURL != "" {
+		return strings.TrimRight(s.PublicURL, "/")
+	}
+	scheme := "http"
+	if r.TLS != nil || s.TrustProxy && r.Header.Get("X-Forwarded-Proto") == "https" {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// linkMessage is the mail that hands l over.
+func linkMessage(sp domain.Suspension, l domain.DecisionLink, url string) domain.MailMessage {
+	title := views.TitleOf(sp)
+	text := "You are asked to decide a request in Tollgate: " + title + "\n\n" +
+		"Open it here: " + url + "\n\n" +
+		"The link is for you alone. It works once, until " + l.ExpiresAt.UTC().Format("2 Jan 2006 15:04 MST") + ".\n"
+	return domain.MailMessage{To: l.Email, Subject: "Your decision is asked: " + title, Text: text, Link: url, Key: "link." + l.ID}
+}
+
+// listLinks lists a request's decision links with their state (staff).
+func (s *Server) listLinks(w http.ResponseWriter, r *http.Request) error {
+	p := principalFrom(r.Context())
+	if !p.User.Role.Staff() {
+		return errForbidden
+	}
+	sp, err := s.visibleSuspension(r, p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	links, err := s.Links.Links(r.Context(), sp.ID)
+	if err != nil {
+		return err
+	}
+	now := s.Clock.Now()
+	items := make([]linkJSON, len(links))
+	for i, l := range links {
+		items[i] = linkJSON{DecisionLink: l, State: l.State(now)}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": items})
+	return nil
+}
+
+// revokeLink ends a decision link that has not been used (staff): 204.
+func (s *Server) revokeLink(w http.ResponseWriter, r *http.Request) error {
+	p := principalFrom(r.Context())
+	if !p.User.Role.Staff() {
+		return errForbidden
+	}
+	sp, err := s.visibleSuspension(r, p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("linkId")
+	audit := s.apiAudit(r, "suspension.link_revoked", map[string]any{"runId": sp.RunID, "linkId": id})
+	if _, err := s.Links.RevokeLink(r.Context(), sp.ID, id, p.User.Email, s.Clock.Now(), audit); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// openLink finds the link the request's path names, with its request,
+// or answers for it: an unknown token is 404 (and counts against the
+// address, as invalid reset links do); a link used, revoked or expired,
+// or whose request no longer waits, is 410 with a page that says which.
+func (s *Server) openLink(w http.ResponseWriter, r *http.Request) (domain.DecisionLink, domain.Suspension, bool) {
+	addr, now := s.clientAddr(r), s.Clock.Now()
+	if wait := s.resets.blocked(addr, "", addr, now); wait > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		s.renderError(w, r, http.StatusTooManyRequests, "Too many invalid links", "This address opened too many links that do not work. Wait a few minutes, then try again.", nil)
+		return domain.DecisionLink{}, domain.Suspension{}, false
+	}
+	token := r.PathValue("token")
+	err := error(domain.ErrNotFound)
+	var l domain.DecisionLink
+	if len(token) <= maxLinkToken {
+		l, err = s.Links.LinkByToken(r.Context(), hashLinkToken(token))
+	}
+	if errors.Is(err, domain.ErrNotFound) {
+		s.resets.failed(addr, "", addr, now)
+		s.renderError(w, r, http.StatusNotFound, "This link does not work", "There is no request at this address. Check that the whole link was copied, or ask the person who sent it for a new one.", nil)
+		return l, domain.Suspension{}, false
+	}
+	if err != nil {
+		s.uiFailure(w, r, err)
+		return l, domain.Suspension{}, false
+	}
+	sp, err := s.Store.Suspension(r.Context(), l.SuspensionID)
+	if err != nil {
+		s.uiFailure(w, r, err)
+		return l, sp, false
+	}
+	if state := l.State(now); state != domain.LinkActive || sp.Status != domain.SuspensionPending {
+		s.linkGone(w, r, l, sp)
+		return l, sp, false
+	}
+	return l, sp, true
+}
+
+// linkGone says why a link no longer works: 410 with which reason, or,
+// right after the person's own decision (?done=), 200 with its receipt.
+func (s *Server) linkGone(w http.ResponseWriter, r *http.Request, l domain.DecisionLink, sp domain.Suspension) {
+	p := views.LinkGonePage{Title: views.TitleOf(sp), State: l.State(s.Clock.Now()), Status: sp.Status, Decision: sp.Decision, Done: r.URL.Query().Get("done")}
+	status := http.StatusGone
+	if p.State == domain.LinkUsed && p.Done != "" {
+		status = http.StatusOK
+	}
+	s.render(w, r, status, views.LinkGone(p))
+}
+
+// linkPage shows a link's request to the person it is for, with what
+// they can do: approve or reject with a comment, or fill in its form.
+// Opening it changes nothing (mail scanners open links).
+func (s *Server) linkPage(w http.ResponseWriter, r *http.Request) {
+	l, sp, ok := s.openLink(w, r)
+	if !ok {
+		return
+	}
+	s.render(w, r, http.StatusOK, views.LinkView(s.linkView(r, l, sp)))
+}
+
+func (s *Server) linkView(r *http.Request, l domain.DecisionLink, sp domain.Suspension) views.LinkPage {
+	p := views.LinkPage{S: sp, Email: l.Email, Action: r.URL.Path, Fields: formatterFor(r).Fields(sp.Fields), ExpiresAt: l.ExpiresAt, Now: s.Clock.Now()}
+	if sp.Kind == domain.KindApproval {
+		p.Comment = commentRule(sp.ResumeSchema)
+		if sp.Policy.RejectRequiresComment && p.Comment == views.CommentOptional {
+			p.Comment = views.CommentRequiredToReject
+		}
+	} else {
+		p.FormFields, _ = formFields(sp.ResumeSchema)
+	}
+	if err := sp.CheckLinkActor(s.linkActor(r, l)); err != nil {
+		p.Barred = dutyMessage(err)
+	}
+	return p
+}
+
+// linkActor is the person a link is for: their account, when they have
+// one (so that separation of duties knows them), else just their email.
+func (s *Server) linkActor(r *http.Request, l domain.DecisionLink) domain.User {
+	if s.Auth != nil {
+		if u, _, err := s.Auth.UserByEmail(r.Context(), l.Email); err == nil {
+			return u
+		}
+	}
+	return domain.User{Email: l.Email}
+}
+
+// decideByLink takes the decision or data a link's form sends, as the
+// link's person, through the engine: the link is used up in the
+// decision's own transaction, and a refused decision leaves it working.
+func (s *Server) decideByLink(w http.ResponseWriter, r *http.Request) {
+	l, sp, ok := s.openLink(w, r)
+	if !ok {
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.MaxBody)
+	p := s.linkView(r, l, sp)
+	if err := r.ParseForm(); err != nil {
+		p.Failure = "The form could not be read. Try again."
+		s.render(w, r, http.StatusBadRequest, views.LinkView(p))
+		return
+	}
+	actor := s.linkActor(r, l)
+	req := domain.ResumeRequest{SuspensionID: sp.ID, By: l.Email, Actor: &actor, LinkID: l.ID, Channel: domain.ChannelLink}
+	entry := domain.AuditEntry{ActorID: actor.ID, ActorEmail: l.Email}
+	var err error
+	done := "resumed"
+	if sp.Kind == domain.KindApproval {
+		comment := strings.TrimSpace(r.PostForm.Get("comment"))
+		p.Form = comment
+		decision := r.PostForm.Get("decision")
+		if decision != "approve" && decision != "reject" {
+			p.Failure = "Choose Approve or Reject."
+			s.render(w, r, http.StatusUnprocessableEntity, views.LinkView(p))
+			return
+		}
+		entry.Action = decisionAction(decision == "approve")
+		entry.Data = auditData(map[string]any{"runId": sp.RunID, "comment": comment, "via": "link", "linkId": l.ID})
+		req.Audit = s.auditEntry(r, entry)
+		done = map[bool]string{true: "approved", false: "rejected"}[decision == "approve"]
+		_, err = s.Engine.Decide(r.Context(), req, decision == "approve", comment)
+	} else {
+		var data json.RawMessage
+		if data, err = s.linkData(r, &p); err == nil {
+			entry.Action = "suspension.resume"
+			entry.Data = auditData(map[string]any{"runId": sp.RunID, "resumeData": data, "via": "link", "linkId": l.ID})
+			req.Data, req.Audit = data, s.auditEntry(r, entry)
+			_, err = s.Engine.Resume(r.Context(), req)
+		}
+	}
+	var ve *domain.ValidationError
+	var ce *domain.ConflictError
+	switch {
+	case err == nil:
+		http.Redirect(w, r, r.URL.Path+"?done="+done, http.StatusSeeOther)
+	case errors.Is(err, domain.ErrSeparationOfDuties):
+		p.Barred = dutyMessage(err)
+		s.render(w, r, http.StatusForbidden, views.LinkView(p))
+	case errors.As(err, &ve):
+		p.Failure, p.FieldErrors = cmp.Or(ve.Message, "There is a problem. Some fields need attention."), ve.Fields
+		s.render(w, r, http.StatusUnprocessableEntity, views.LinkView(p))
+	case errors.As(err, &ce):
+		// Used, revoked, expired or decided meanwhile: the page says which.
+		fresh, _ := s.Links.LinkByToken(r.Context(), l.TokenHash)
+		now, _ := s.Store.Suspension(r.Context(), sp.ID)
+		if fresh.ID == "" {
+			fresh = l
+		}
+		s.linkGone(w, r, fresh, now)
+	default:
+		s.uiFailure(w, r, err)
+	}
+}
+
+// linkData reads an input's data from a link's form: its generated
+// fields, or the JSON it was typed as.
+func (s *Server) linkData(r *http.Request, p *views.LinkPage) (json.RawMessage, error) {
+	if fields, ok := formFields(p.S.ResumeSchema); ok && r.PostForm.Get("mode") == "fields" {
+		value, shown, errs := formValue(fields, r.PostForm, formatterFor(r).Zone)
+		p.FormFields = shown
+		if len(errs) > 0 {
+			return nil, &domain.ValidationError{Message: "There is a problem. Some fields need attention.", Fields: attachErrors(shown, errs)}
+		}
+		return json.Marshal(value)
+	}
+	text := strings.TrimSpace(r.PostForm.Get("resumeData"))
+	p.Form = text
+	if text == "" {
+		return json.RawMessage("null"), nil
+	}
+	if ve, ok := errors.AsType[*domain.ValidationError](ValidateJSONValue(json.RawMessage(text))); ok {
+		return nil, &domain.ValidationError{Code: domain.CodeInvalidJSON, Message: "The data is not valid JSON. Check quotes, commas and brackets.",
+			Fields: []domain.FieldError{{Field: "", Message: ve.Message}}}
+	}
+	return json.RawMessage(text), nil
+}
