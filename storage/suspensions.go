@@ -447,7 +447,9 @@ func (db *DB) enqueueResume(ctx context.Context, b *batch, set *setWriter, run *
 
 // advanceRun moves run on past s, which has just been resumed at now:
 // its next index, its status (a suspended run runs again) and its time.
-// It queues suspension.resolved for subscribers, when there are any (see
+// The rest of s's deadline ladder goes with it: the next rung's job is
+// dropped (one claimed already finds s decided and does nothing). It
+// queues suspension.resolved for subscribers, when there are any (see
 // hookedColumn), and returns the resume's event, at the index the run had,
 // for the caller to write with the run.
 func (db *DB) advanceRun(ctx context.Context, b *batch, run *runRow, s domain.Suspension, now time.Time) (*eventRow, error) {
@@ -457,6 +459,12 @@ func (db *DB) advanceRun(ctx context.Context, b *batch, run *runRow, s domain.Su
 		run.Status = domain.RunRunning
 	}
 	run.UpdatedAt = now
+	if len(s.Policy.Escalation) > 0 {
+		if err := b.add(ctx, b.tx.NewDelete().Model((*jobRow)(nil)).
+			Where("suspension_id = ? AND kind = ? AND status = ?", s.ID, domain.JobEscalate, jobAvailable)); err != nil {
+			return nil, err
+		}
+	}
 	if !run.Hooked {
 		return ev, nil
 	}

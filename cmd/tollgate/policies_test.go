@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -136,4 +137,44 @@ func TestLadderSurvivesRestart(t *testing.T) {
 			t.Fatalf("events %v; want two rungs", n)
 		}
 	})
+}
+
+// With SMTP configured, a decision link is mailed to its person, and the
+// link in the mail opens the request.
+func TestDecisionLinkIsMailed(t *testing.T) {
+	t.Parallel()
+	const public = "https://tollgate.example.com"
+	smtp := startSMTPServer(t)
+	s := startServer(t, map[string]string{"TOLLGATE_SMTP_URL": smtp.URL, "TOLLGATE_SMTP_FROM": "Tollgate <tollgate@example.com>"}, "--public-url", public)
+	c := s.client()
+	c.register(t, `{"id": "vendor-terms", "version": "1", "steps": [{"type": "approval", "name": "terms", "title": "Accept the revised terms"}]}`)
+	run := c.startRun(t, "vendor-terms", map[string]any{})
+	c.waitStatus(t, run.ID, "suspended")
+	ss := c.suspensions(t, "runId="+run.ID+"&status=pending")
+	var made struct {
+		URL    string `json:"url"`
+		Mailed bool   `json:"mailed"`
+	}
+	c.call(t, http.StatusCreated, "POST", "/api/v1/suspensions/"+ss[0].ID+"/links", map[string]string{"email": "partner@vendor.example"}).decode(t, &made)
+	if !made.Mailed || !strings.HasPrefix(made.URL, public+"/links/") {
+		t.Fatalf("made %+v; want a mailed link on the public URL", made)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		for _, m := range smtp.Messages() {
+			if len(m.To) == 1 && m.To[0] == "partner@vendor.example" {
+				if m.Header.Get("Subject") != "Your decision is asked: Accept the revised terms" || !strings.Contains(m.Text, made.URL) {
+					t.Fatalf("the link's mail: %q\n%s", m.Header.Get("Subject"), m.Text)
+				}
+				if body := getPage(t, s.URL+strings.TrimPrefix(made.URL, public)); !strings.Contains(body, "Accept the revised terms") {
+					t.Fatalf("the mailed link does not open the request:\n%s", body)
+				}
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no mail to the link's person; mails: %d", len(smtp.Messages()))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

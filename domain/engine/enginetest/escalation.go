@@ -107,8 +107,9 @@ func testLadderFiresInOrderOnce(t *testing.T, open Open) {
 	}
 }
 
-// A decision before a rung is due ends the ladder: no rung fires after
-// it, whatever the clock does.
+// A decision before a rung is due ends the ladder: the next rung's job
+// goes with the decision, and no rung fires after it, whatever the clock
+// does.
 func testDecisionEndsTheLadder(t *testing.T, open Open) {
 	db := open(t)
 	clock := clocktest.New(ladderStart)
@@ -125,6 +126,9 @@ func testDecisionEndsTheLadder(t *testing.T, open Open) {
 	clock.Set(ladderStart.Add(30 * time.Minute))
 	if _, err := vote(t.Context(), e, s.ID, "ann@x.test", false, ""); err != nil {
 		t.Fatal(err)
+	}
+	if jobs := escalateJobs(t, db, run.ID); len(jobs) != 0 {
+		t.Fatalf("after the decision, rung jobs %+v are left", jobs)
 	}
 	waitRun(t, db, run.ID, domain.RunSucceeded)
 	clock.Set(ladderStart.Add(5 * time.Hour))
