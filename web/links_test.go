@@ -40,8 +40,8 @@ func (e *apiEnv) makeLink(t *testing.T, id, email string) (madeLink, string) {
 // decided, does nothing, and each says why.
 func TestDecisionLinks(t *testing.T) {
 	t.Parallel()
-	clock := clocktest.New(time.Now())
-	forEachDialectWith(t, func(s *web.Server) { withUI(s); s.Clock = clock }, func(t *testing.T, e *apiEnv) {
+	forEachDialectWith(t, func(s *web.Server) { withUI(s); s.Clock = clocktest.New(time.Now()) }, func(t *testing.T, e *apiEnv) {
+		clock := e.api.Clock.(*clocktest.Clock) // each database's server its own
 		run := e.startRun(t, "payout-sign-off", map[string]string{"requester": "vera@vendor.example"})
 		s := e.pendingOf(t, run.ID)
 		links := "/api/v1/suspensions/" + s.ID + "/links"
