@@ -115,13 +115,20 @@ func linkMessage(sp domain.Suspension, l domain.DecisionLink, url string) domain
 	return domain.MailMessage{To: l.Email, Subject: "Your decision is asked: " + title, Text: text, Link: url, Key: "link." + l.ID}
 }
 
-// listLinks lists a request's decision links with their state (staff).
-func (s *Server) listLinks(w http.ResponseWriter, r *http.Request) error {
+// staffSuspension is the suspension the path names, for a member of
+// staff; errForbidden for anyone else.
+func (s *Server) staffSuspension(r *http.Request) (Principal, domain.Suspension, error) {
 	p := principalFrom(r.Context())
 	if !p.User.Role.Staff() {
-		return errForbidden
+		return p, domain.Suspension{}, errForbidden
 	}
 	sp, err := s.visibleSuspension(r, p, r.PathValue("id"))
+	return p, sp, err
+}
+
+// listLinks lists a request's decision links with their state (staff).
+func (s *Server) listLinks(w http.ResponseWriter, r *http.Request) error {
+	_, sp, err := s.staffSuspension(r)
 	if err != nil {
 		return err
 	}
@@ -140,11 +147,7 @@ func (s *Server) listLinks(w http.ResponseWriter, r *http.Request) error {
 
 // revokeLink ends a decision link that has not been used (staff): 204.
 func (s *Server) revokeLink(w http.ResponseWriter, r *http.Request) error {
-	p := principalFrom(r.Context())
-	if !p.User.Role.Staff() {
-		return errForbidden
-	}
-	sp, err := s.visibleSuspension(r, p, r.PathValue("id"))
+	p, sp, err := s.staffSuspension(r)
 	if err != nil {
 		return err
 	}
@@ -219,14 +222,7 @@ func (s *Server) linkPage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) linkView(r *http.Request, l domain.DecisionLink, sp domain.Suspension) views.LinkPage {
 	p := views.LinkPage{S: sp, Email: l.Email, Action: r.URL.Path, Fields: formatterFor(r).Fields(sp.Fields), ExpiresAt: l.ExpiresAt, Now: s.Clock.Now()}
-	if sp.Kind == domain.KindApproval {
-		p.Comment = commentRule(sp.ResumeSchema)
-		if sp.Policy.RejectRequiresComment && p.Comment == views.CommentOptional {
-			p.Comment = views.CommentRequiredToReject
-		}
-	} else {
-		p.FormFields, _ = formFields(sp.ResumeSchema)
-	}
+	p.Comment, p.FormFields = askedOf(sp)
 	if err := sp.CheckLinkActor(s.linkActor(r, l)); err != nil {
 		p.Barred = dutyMessage(err)
 	}

@@ -79,6 +79,22 @@ func actionNotice(done, then string) string {
 	return verb + ". The run goes on."
 }
 
+// askedOf is what a request asks of the person who acts on it: for an
+// approval, when a comment is required (its schema's rule, or its
+// policy's for a rejection); for anything else, the form its schema
+// makes (nil: the JSON editor).
+func askedOf(sp domain.Suspension) (views.CommentRule, []views.FormField) {
+	if sp.Kind != domain.KindApproval {
+		fields, _ := formFields(sp.ResumeSchema)
+		return views.CommentOptional, fields
+	}
+	rule := commentRule(sp.ResumeSchema)
+	if sp.Policy.RejectRequiresComment && rule == views.CommentOptional {
+		rule = views.CommentRequiredToReject
+	}
+	return rule, nil
+}
+
 func (s *Server) suspensionView(r *http.Request, sp domain.Suspension, v *views.Viewer) views.SuspensionPage {
 	fm := formatterFor(r)
 	p := views.SuspensionPage{Viewer: v, S: sp, Fields: fm.Fields(sp.Fields), Checkpoint: indentJSON(sp.Checkpoint), Now: s.Clock.Now()}
@@ -102,14 +118,7 @@ func (s *Server) suspensionView(r *http.Request, sp domain.Suspension, v *views.
 	for _, c := range sp.Deferred {
 		p.Deferred = append(p.Deferred, views.DescribeCommand(c))
 	}
-	if sp.Kind == domain.KindApproval {
-		p.Comment = commentRule(sp.ResumeSchema)
-		if sp.Policy.RejectRequiresComment && p.Comment == views.CommentOptional {
-			p.Comment = views.CommentRequiredToReject
-		}
-	} else {
-		p.FormFields, _ = formFields(sp.ResumeSchema)
-	}
+	p.Comment, p.FormFields = askedOf(sp)
 	p.Documents, p.UploadLimit = s.documentViews(r, sp), s.uploadLimit()
 	if s.Links != nil && v.Staff() {
 		links, err := s.Links.Links(r.Context(), sp.ID)
