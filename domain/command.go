@@ -60,6 +60,11 @@ type Command struct {
 	// resume data unless someone resumed it first.
 	Delay time.Duration `json:"delay,omitempty"`
 	Until time.Time     `json:"until,omitzero"`
+	// Group, with Branches, makes a suspend a wait on several things
+	// (see WaitAny and WaitAll); Branch is a branch's name in its group.
+	Group    GroupMode `json:"group,omitempty"`
+	Branches []Command `json:"branches,omitempty"`
+	Branch   string    `json:"branch,omitempty"`
 	// Output: complete.
 	Output any `json:"output,omitempty"`
 	// Error: fail.

@@ -43,8 +43,11 @@ const (
 	CodeAlreadyResumed = "already_resumed"
 	CodeAlreadyVoted   = "already_voted"
 	// CodeLinkGone is a decision link used, revoked or expired.
-	CodeLinkGone            = "link_gone"
-	CodeNotPending          = "suspension_not_pending"
+	CodeLinkGone   = "link_gone"
+	CodeNotPending = "suspension_not_pending"
+	// CodeBranchNotTaken is a branch of a wait on any of several things
+	// that another branch completed first: it was cancelled.
+	CodeBranchNotTaken      = "branch_not_taken"
 	CodeIdempotencyMismatch = "idempotency_key_reused"
 	CodeOrchestration       = "orchestration_error"
 	CodeStepFailed          = "step_failed"

@@ -245,6 +245,14 @@ func checkCommands(wf *Workflow, cmds []Command) error {
 			if cmd.Kind != "" && !cmd.Kind.Valid() {
 				return &OrchestrationError{Message: fmt.Sprintf("command %d has unknown suspension kind %q", i, cmd.Kind)}
 			}
+			switch {
+			case cmd.Group != "" && cmd.Type != CmdSuspend:
+				return &OrchestrationError{Message: fmt.Sprintf("command %d is a review of several things; a group is a suspend whose branches may be reviews", i)}
+			case cmd.Group != "" || len(cmd.Branches) > 0:
+				if err := checkGroup(i, cmd); err != nil {
+					return err
+				}
+			}
 		case CmdInvoke:
 			if _, ok := wf.Lookup(cmd.Step); !ok {
 				return &OrchestrationError{Message: fmt.Sprintf("command %d invokes unknown step %q", i, cmd.Step)}
@@ -340,24 +348,81 @@ func planPause(o Outcome, c *StepCommit, b Command, cmds []Command) error {
 	if err != nil {
 		return err
 	}
+	siblings := make([]Command, 0, len(cmds)-1)
+	for _, cmd := range cmds {
+		if !cmd.Type.Blocking() {
+			siblings = append(siblings, cmd)
+		}
+	}
+	if b.Type == CmdSuspend && len(siblings) > 0 {
+		c.Events = append(c.Events, NewEvent{Type: EventCommandsDropped, Step: o.Step, Payload: MustJSON(map[string]any{"count": len(siblings), "reason": "suspend discards sibling commands"})})
+	}
+	if b.Group != "" {
+		return planGroup(o, c, b, checkpoint)
+	}
+	s, err := newSuspension(o, b, checkpoint)
+	if err != nil {
+		return err
+	}
+	if b.Type == CmdReview {
+		if s.Deferred, err = EncodeCommands(siblings); err != nil {
+			return err
+		}
+	}
+	c.Suspension = s
+	c.Events = append(c.Events, NewEvent{Type: EventWorkflowPaused, Step: o.Step, Payload: MustJSON(map[string]any{
+		"suspensionId": s.ID, "reason": s.Reason, "kind": s.Kind, "resumeStep": s.ResumeStep, "wakeAt": s.WakeAt,
+	})})
+	return nil
+}
+
+// planGroup plans a wait on several things: one pause per branch, each
+// with the group's checkpoint and resume step, under one WORKFLOW_PAUSED
+// that lists them.
+func planGroup(o Outcome, c *StepCommit, g Command, checkpoint json.RawMessage) error {
+	resume := g.ResumeStep
+	if resume == "" {
+		resume = o.Step
+	}
+	branches := make([]map[string]any, len(g.Branches))
+	for i, b := range g.Branches {
+		b.ResumeStep = resume
+		s, err := newSuspension(o, b, checkpoint)
+		if err != nil {
+			return &OrchestrationError{Message: fmt.Sprintf("branch %s: %v", b.Branch, err)}
+		}
+		s.Group, s.GroupKey, s.Branch = g.Group, g.StepKey, b.Branch
+		c.Branches = append(c.Branches, s)
+		branches[i] = map[string]any{"branch": s.Branch, "suspensionId": s.ID, "kind": s.Kind, "reason": s.Reason, "wakeAt": s.WakeAt}
+	}
+	c.Events = append(c.Events, NewEvent{Type: EventWorkflowPaused, Step: o.Step, Payload: MustJSON(map[string]any{
+		"reason": g.Reason, "mode": g.Group, "branches": branches, "resumeStep": resume,
+	})})
+	return nil
+}
+
+// newSuspension is the pause that suspend or review b asks for, with its
+// encoded checkpoint: who it asks, how it is shown, its policy and its
+// timer. A suspend without a resume step continues the current step.
+func newSuspension(o Outcome, b Command, checkpoint json.RawMessage) (*NewSuspension, error) {
 	if len(b.ResumeSchema) > 0 && !json.Valid(b.ResumeSchema) {
-		return &OrchestrationError{Message: "resume schema is not valid JSON"}
+		return nil, &OrchestrationError{Message: "resume schema is not valid JSON"}
 	}
 	for _, t := range b.Accept {
 		if !ValidMediaType(t) {
-			return &OrchestrationError{Message: fmt.Sprintf("accepted document type %q is not a MIME type in lower case without parameters, like application/pdf or image/*", t)}
+			return nil, &OrchestrationError{Message: fmt.Sprintf("accepted document type %q is not a MIME type in lower case without parameters, like application/pdf or image/*", t)}
 		}
 	}
 	fields, err := checkFields(b.Fields)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	approvers, err := CheckApprovers(b.ApproverRole, b.Approvers)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := checkAsked(o.Run.StartedBy, b.Assignee, approvers); err != nil {
-		return err
+		return nil, err
 	}
 	var policy ApprovalPolicy
 	if b.Policy != nil {
@@ -366,49 +431,29 @@ func planPause(o Outcome, c *StepCommit, b Command, cmds []Command) error {
 	kind := b.Kind
 	if kind == "" {
 		kind = KindInput
+		if b.Type == CmdReview {
+			kind = KindApproval
+		}
 	}
 	if errs := policy.Check(kind); len(errs) > 0 {
-		return &OrchestrationError{Message: fmt.Sprintf("approval policy: %s %s", errs[0].Field, errs[0].Message)}
+		return nil, &OrchestrationError{Message: fmt.Sprintf("approval policy: %s %s", errs[0].Field, errs[0].Message)}
 	}
 	for _, r := range policy.Escalation {
 		if r.AddApprovers != nil {
 			if err := checkAsked(o.Run.StartedBy, "", r.AddApprovers.Emails); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
 	s := &NewSuspension{
 		ID: o.NewID(), WorkflowID: o.Run.WorkflowID, WorkflowVersion: o.Run.WorkflowVersion,
-		StepName: o.Step, Kind: b.Kind, Reason: b.Reason, Checkpoint: checkpoint,
+		StepName: o.Step, Kind: kind, Reason: b.Reason, Checkpoint: checkpoint,
 		ResumeStep: b.ResumeStep, ResumeSchema: b.ResumeSchema, Assignee: b.Assignee, Accept: b.Accept, RunStartedBy: o.Run.StartedBy.ID,
 		Approvers: approvers, ApproverRole: b.ApproverRole, Title: b.Title, Instructions: b.Instructions, StepKey: b.StepKey,
 		Fields: fields, ReasonLabel: b.ReasonLabel, Policy: policy, Requesters: policy.Requesters(o.Run.Input),
 	}
-	siblings := make([]Command, 0, len(cmds)-1)
-	for _, cmd := range cmds {
-		if !cmd.Type.Blocking() {
-			siblings = append(siblings, cmd)
-		}
-	}
-	if b.Type == CmdSuspend {
-		if s.Kind == "" {
-			s.Kind = KindInput
-		}
-		if s.ResumeStep == "" {
-			s.ResumeStep = o.Step
-		}
-		if len(siblings) > 0 {
-			c.Events = append(c.Events, NewEvent{Type: EventCommandsDropped, Step: o.Step, Payload: MustJSON(map[string]any{"count": len(siblings), "reason": "suspend discards sibling commands"})})
-		}
-	} else {
-		if s.Kind == "" {
-			s.Kind = KindApproval
-		}
-		deferred, err := EncodeCommands(siblings)
-		if err != nil {
-			return err
-		}
-		s.Deferred = deferred
+	if b.Type == CmdSuspend && s.ResumeStep == "" {
+		s.ResumeStep = o.Step
 	}
 	if s.Kind == KindDelay || !b.Until.IsZero() || b.Delay > 0 {
 		wake := b.Until
@@ -418,11 +463,7 @@ func planPause(o Outcome, c *StepCommit, b Command, cmds []Command) error {
 		wake = wake.UTC()
 		s.WakeAt = &wake
 	}
-	c.Suspension = s
-	c.Events = append(c.Events, NewEvent{Type: EventWorkflowPaused, Step: o.Step, Payload: MustJSON(map[string]any{
-		"suspensionId": s.ID, "reason": s.Reason, "kind": s.Kind, "resumeStep": s.ResumeStep, "wakeAt": s.WakeAt,
-	})})
-	return nil
+	return s, nil
 }
 
 func planCommands(o Outcome, c *StepCommit, cmds []Command) error {

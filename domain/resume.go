@@ -115,6 +115,14 @@ func LostResume(s Suspension) *ConflictError {
 			Detail:  map[string]any{"suspensionId": s.ID, "resumedBy": s.ResumedBy, "resumedAt": s.ResumedAt},
 		}
 	}
+	if s.Status == SuspensionCancelled && s.Group == GroupAny {
+		return &ConflictError{
+			Code: CodeBranchNotTaken,
+			Message: fmt.Sprintf("suspension %s was branch %s of a wait on any of several things (%s); another branch completed first, or the run ended, so it was cancelled",
+				s.ID, s.Branch, s.GroupKey),
+			Detail: map[string]any{"suspensionId": s.ID, "status": s.Status, "group": s.GroupKey, "branch": s.Branch},
+		}
+	}
 	return &ConflictError{
 		Code:    CodeNotPending,
 		Message: fmt.Sprintf("suspension %s is %s and can no longer be resumed", s.ID, s.Status),

@@ -111,6 +111,9 @@ type StepCommit struct {
 	// Events are appended to the run's log in order.
 	Events     []NewEvent
 	Suspension *NewSuspension
+	// Branches, instead of Suspension, are the pauses of a wait on several
+	// things, in their declared order (see WaitAny and WaitAll).
+	Branches []*NewSuspension
 	// CheckEarlyResume vets a resume that arrived before this commit's
 	// pause (a pre-completed suspension) against the pause, as a resume of
 	// a pending suspension is vetted. If it fails, the early resume is
@@ -180,6 +183,14 @@ type NewSuspension struct {
 	StepKey  string
 	Deferred json.RawMessage
 	WakeAt   *time.Time
+	// Group and Branch, for a branch of a wait on several things: the
+	// group's mode and the branch's name. GroupKey, when set, is the
+	// group's key within the run (else the store derives it as it derives
+	// a pause's step key); a branch's own key is GroupKey.Branch unless
+	// StepKey names it.
+	Group    GroupMode
+	GroupKey string
+	Branch   string
 }
 
 // Settle decides a run's status after a commit that neither finished nor

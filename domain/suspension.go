@@ -90,6 +90,11 @@ type Suspension struct {
 	Votes []Vote
 	// Escalated counts the rungs of the policy's ladder that have fired.
 	Escalated int
+	// Group, GroupKey and Branch place a branch of a wait on several
+	// things: its group's mode and key within the run, and its name there.
+	Group    GroupMode
+	GroupKey string
+	Branch   string
 	// Accept lists the document types a person may upload to resume it.
 	Accept []string
 	// Title, Fields and ReasonLabel are the presentation people see: a

@@ -207,6 +207,18 @@ func (w *commitWriter) apply(ctx context.Context, c domain.StepCommit, res *doma
 		if err := w.b.fail(ctx, "commit.after_suspension"); err != nil {
 			return err
 		}
+	} else if len(c.Branches) > 0 {
+		g, err := w.pauseGroup(ctx, c, count)
+		if err != nil {
+			return err
+		}
+		res.Suspension, out = g.suspension, g.before
+		out.Pending += g.pending
+		jobs = append(jobs, g.jobs...)
+		work += g.work
+		if err := w.b.fail(ctx, "commit.after_suspension"); err != nil {
+			return err
+		}
 	} else if count {
 		if w.loaded != nil {
 			out = w.loaded.before
@@ -335,10 +347,14 @@ func (w *commitWriter) settle(ctx context.Context, c domain.StepCommit, out outs
 // The committing job is already gone. A delay's timer is a job too, but it
 // is part of its pending suspension, not work in progress: a run whose
 // only branch sleeps is suspended, not running. So is a ladder's rung,
-// which does nothing once its request is decided.
+// which does nothing once its request is decided, and a group branch's
+// own timer once the branch has completed or been cancelled: only the
+// group's job (keyed by the group, as domain.ResumeJobKey makes it)
+// continues the run.
 func countOutstanding(q *bun.SelectQuery, runID any) *bun.SelectQuery {
 	return q.ColumnExpr(`(SELECT count(*) FROM jobs AS j WHERE j.run_id = ? AND j.kind <> ? AND NOT EXISTS (
-			SELECT 1 FROM suspensions AS t WHERE t.id = j.suspension_id AND t.status = ?)) AS jobs`, runID, domain.JobEscalate, domain.SuspensionPending).
+			SELECT 1 FROM suspensions AS t WHERE t.id = j.suspension_id AND (t.status = ? OR
+				t.group_id IS NOT NULL AND j.key <> 'resume-' || j.run_id || '-' || t.group_id))) AS jobs`, runID, domain.JobEscalate, domain.SuspensionPending).
 		ColumnExpr(`(SELECT count(*) FROM suspensions WHERE run_id = ? AND status = ?) AS pending`, runID, domain.SuspensionPending)
 }
 
@@ -567,7 +583,10 @@ func (w *commitWriter) suspensionRow(ns *domain.NewSuspension, key string) *susp
 		Checkpoint: ns.Checkpoint, ResumeStep: ns.ResumeStep, ResumeSchema: ns.ResumeSchema,
 		Assignee: ns.Assignee, RunStartedBy: ns.RunStartedBy, Accept: ns.Accept, Deferred: ns.Deferred, SuspendedAt: &now, CreatedAt: now,
 		Title: ns.Title, Fields: ns.Fields, ReasonLabel: ns.ReasonLabel, Instructions: ns.Instructions, Approvers: ns.Approvers, ApproverRole: ns.ApproverRole,
-		Policy: ns.Policy, Requesters: ns.Requesters,
+		Policy: ns.Policy, Requesters: ns.Requesters, GroupMode: ns.Group, Branch: ns.Branch,
+	}
+	if ns.Group != "" {
+		row.GroupID = &ns.GroupKey
 	}
 	if ns.WakeAt != nil {
 		wake := ts(*ns.WakeAt)
@@ -607,6 +626,7 @@ func (w *commitWriter) attach(ctx context.Context, existing, pause *suspensionRo
 		Set("fields = ?", pause.Fields).Set("reason_label = ?", pause.ReasonLabel).
 		Set("approvers = ?", pause.Approvers).Set("approver_role = ?", pause.ApproverRole).
 		Set("policy = ?", pause.Policy).Set("requesters = ?", pause.Requesters).
+		Set("group_id = ?", pause.GroupID).Set("group_mode = ?", pause.GroupMode).Set("branch = ?", pause.Branch).
 		Set("precompleted = ?", false).
 		Where("id = ? AND precompleted", existing.ID).Returning("*").Exec(ctx)
 	if err != nil {
@@ -629,10 +649,15 @@ func (w *commitWriter) attach(ctx context.Context, existing, pause *suspensionRo
 // resumedNow is p for a pause resumed as it commits, s as resumed: the
 // resume is logged, with extra in its payload, and continues at once.
 func (w *commitWriter) resumedNow(p pause, s domain.Suspension, extra map[string]any) pause {
+	p.suspension, p.pending = &s, false
+	if s.Group != "" {
+		// Its group decides what follows (see pauseGroup).
+		w.addEvent(domain.BranchEvent(s, 0, 0, extra))
+		return p
+	}
 	payload := map[string]any{"suspensionId": s.ID, "resumedBy": s.ResumedBy}
 	maps.Copy(payload, extra)
 	w.addEvent(domain.NewEvent{Type: domain.EventRunResumed, Step: s.StepName, Payload: domain.MustJSON(payload)})
-	p.suspension, p.pending = &s, false
 	p.resume = resumeJobRow(w.run.ID, s.StepKey, s.ID, w.now, w.now)
 	return p
 }

@@ -119,6 +119,8 @@ type suspensionRow struct {
 	WakeAt           *time.Time              `bun:"wake_at"`
 	DeadlineAt       *time.Time              `bun:"deadline_at"`
 	GroupID          *string                 `bun:"group_id"`
+	GroupMode        domain.GroupMode        `bun:"group_mode,nullzero"`
+	Branch           string                  `bun:"branch,nullzero"`
 	Precompleted     bool                    `bun:"precompleted"`
 	SuspendedAt      *time.Time              `bun:"suspended_at"`
 	ResumedAt        *time.Time              `bun:"resumed_at"`
@@ -135,6 +137,7 @@ func (s *suspensionRow) toDomain() (domain.Suspension, error) {
 		Approvers: s.Approvers, ApproverRole: s.ApproverRole, Policy: s.Policy, Requesters: s.Requesters, Escalated: s.Escalated, Accept: s.Accept,
 		Title: s.Title, Fields: s.Fields, ReasonLabel: s.ReasonLabel, Instructions: s.Instructions,
 		ResumedAt: utcPtr(s.ResumedAt), Precompleted: s.Precompleted,
+		Group: s.GroupMode, GroupKey: derefString(s.GroupID), Branch: s.Branch,
 	}
 	if s.SuspendedAt != nil {
 		d.SuspendedAt = s.SuspendedAt.UTC()

@@ -72,9 +72,10 @@ func (s *setWriter) claim(job *jobRow, h *domain.Handoff, handOver func()) {
 // setStep says whether the set path can apply c: a retry reschedules its
 // job rather than ending it, and a replay's commit can be refused after
 // its job has ended (ErrLogConflict), which the set path cannot undo for
-// one transition alone.
+// one transition alone; a group's pauses are many rows that may decide
+// the group as they commit (see pauseGroup).
 func setStep(c domain.StepCommit) bool {
-	return c.RetryAt == nil && c.ExpectSeq == 0
+	return c.RetryAt == nil && c.ExpectSeq == 0 && len(c.Branches) == 0
 }
 
 // applySet applies, in tx, the starts, step commits and resumes of batch
@@ -142,7 +143,8 @@ func (db *DB) applySet(ctx context.Context, tx bun.Tx, batch []domain.Transition
 			out[i].Err = describe(batch[i], sql.ErrNoRows)
 			continue
 		}
-		if _, named := named[tg.run.ID]; named || taken[tg.run.ID] {
+		if _, named := named[tg.run.ID]; named || taken[tg.run.ID] || tg.row.GroupID != nil {
+			// A branch of a group resolves its group on the savepoint path.
 			rest = append(rest, i)
 			continue
 		}

@@ -395,8 +395,15 @@ func (db *DB) lostResume(ctx context.Context, tx bun.IDB, id string, req domain.
 // comes first in the batch, so it costs no extra round trip.
 //
 // With a set writer, the claim, the event, the run's row and the change
-// notice go to it instead, and it ends the batch.
+// notice go to it instead, and it ends the batch. A branch of a group goes
+// on through its group instead (see branchCompleted).
 func (db *DB) enqueueResume(ctx context.Context, b *batch, set *setWriter, run *runRow, s domain.Suspension, now time.Time, audit *auditRow, h *domain.Handoff) error {
+	if s.Group != "" {
+		if set != nil {
+			return fmt.Errorf("suspension %s is a branch of group %s, which the set writer does not resolve", s.ID, s.GroupKey)
+		}
+		return db.branchCompleted(ctx, b, run, s, now, audit, h)
+	}
 	job := resumeJobRow(run.ID, s.StepKey, s.ID, now, now)
 	handOver := func() {
 		j, r := job.toDomain(), run.toDomain()

@@ -133,6 +133,9 @@ func dueTimers(jobs []jobRow, now time.Time) []*jobRow {
 		if j.Kind != domain.JobResume || s == nil || s.ID == "" || j.Run == nil || j.Run.ID == "" {
 			continue
 		}
+		if s.GroupID != nil {
+			continue // a branch's timer: its worker resumes it, and its group decides
+		}
 		if domain.DecideWake(s.wakeFacts(), now) {
 			due = append(due, j)
 		}

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"encoding/json"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
@@ -47,6 +49,21 @@ type eventFacts struct {
 	Reason       string          `json:"reason"`
 	Message      string          `json:"message"` // of a RUN_FAILED's error
 	Error        json.RawMessage `json:"error"`   // a string or a RunError
+	// A wait on several things: its mode, its branches (when it pauses),
+	// the branch that completed (with its decision, and how many of the
+	// group's have) and, for any, the winner and the branches cancelled.
+	Mode     domain.GroupMode `json:"mode"`
+	Group    string           `json:"group"`
+	Branches []struct {
+		Branch       string `json:"branch"`
+		SuspensionID string `json:"suspensionId"`
+	} `json:"branches"`
+	Branch    string   `json:"branch"`
+	Decision  string   `json:"decision"`
+	Completed int      `json:"completed"`
+	Of        int      `json:"of"`
+	Winner    string   `json:"winner"`
+	Cancelled []string `json:"cancelled"`
 }
 
 func tell(run domain.Run, e domain.Event, sps map[string]domain.Suspension) StoryEntry {
@@ -67,8 +84,23 @@ func tell(run domain.Run, e domain.Event, sps map[string]domain.Suspension) Stor
 	case domain.EventStepFailed:
 		return StoryEntry{Text: "Step " + step + " failed", Quote: errorText(f.Error), Tone: "bad"}
 	case domain.EventWorkflowPaused:
+		if f.Mode != "" {
+			return waitingOnGroup(f, sps)
+		}
 		return waiting(sps[f.SuspensionID], f.SuspensionID)
+	case domain.EventBranchCompleted:
+		return branchCompleted(f, sps)
 	case domain.EventRunResumed:
+		if f.Winner != "" {
+			text := branchName(f.SuspensionID, f.Winner, sps) + " came first"
+			if len(f.Cancelled) > 0 {
+				text += "; " + list(quotedAll(f.Cancelled)) + " no longer needed"
+			}
+			return StoryEntry{Text: text, Tone: "info"}
+		}
+		if f.Mode == domain.GroupAll {
+			return StoryEntry{Text: "Everything it waited for is done; the run goes on", Tone: "info"}
+		}
 		return StoryEntry{Text: "Resumed by " + resumer(f.ResumedBy), Tone: "info"}
 	case domain.EventReviewApproved:
 		return StoryEntry{Text: "Approved by " + resumer(f.ResumedBy), Quote: comment(sps[f.SuspensionID]), Tone: "good"}
@@ -163,6 +195,63 @@ func errorText(raw json.RawMessage) string {
 		return re.Message
 	}
 	return ""
+}
+
+// branchName is what people call a branch of a group: its request's
+// title when the story has it, else its name.
+func branchName(id, name string, sps map[string]domain.Suspension) string {
+	if s, ok := sps[id]; ok {
+		return quoted(BranchLabel(s))
+	}
+	return quoted(name)
+}
+
+// waitingOnGroup tells a pause on several things.
+func waitingOnGroup(f eventFacts, sps map[string]domain.Suspension) StoryEntry {
+	names := make([]string, len(f.Branches))
+	for i, b := range f.Branches {
+		names[i] = branchName(b.SuspensionID, b.Branch, sps)
+	}
+	if f.Mode == domain.GroupAny {
+		return StoryEntry{Text: "Waiting for whichever comes first of " + list(names), Tone: "wait"}
+	}
+	return StoryEntry{Text: "Waiting for all of " + list(names), Tone: "wait"}
+}
+
+// branchCompleted tells one branch of a group completing.
+func branchCompleted(f eventFacts, sps map[string]domain.Suspension) StoryEntry {
+	entry := StoryEntry{Tone: "good", Link: SuspensionURL(f.SuspensionID), LinkText: branchName(f.SuspensionID, f.Branch, sps)}
+	switch f.Decision {
+	case domain.DecisionApproved:
+		entry.Text = "Approved by " + resumer(f.ResumedBy) + ":"
+	case domain.DecisionRejected:
+		entry.Text, entry.Tone = "Rejected by "+resumer(f.ResumedBy)+":", "bad"
+	default:
+		entry.Text = "Done, by " + resumer(f.ResumedBy) + ":"
+	}
+	if f.Mode == domain.GroupAll && f.Of > 0 {
+		entry.LinkText += " (" + strconv.Itoa(f.Completed) + " of " + strconv.Itoa(f.Of) + ")"
+	}
+	return entry
+}
+
+func quotedAll(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = quoted(n)
+	}
+	return out
+}
+
+// list joins names as a sentence does: "a", "a and b", "a, b and c".
+func list(names []string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // quoted puts a name in typographic quotes.

@@ -179,6 +179,14 @@ func TestBrowserEveryPageFitsAndIsAccessible(t *testing.T) {
 	revoked, revokedPath := e.makeLink(t, voted.ID, "former@partner.example")
 	want(t, e.call(t, "DELETE", "/api/v1/suspensions/"+voted.ID+"/links/"+revoked.ID, e.admin, ""), 204)
 
+	// A run waiting for all of three documents, two of them in.
+	papers := e.startRun(t, "papers", nil)
+	e.waitRun(t, papers.ID, "suspended")
+	branches := branchesByName(t, e, papers.ID)
+	for _, name := range []string{"id", "contract"} {
+		want(t, e.call(t, "POST", "/api/v1/suspensions/"+branches[name].ID+"/resume", e.reviewer, `{"resumeData":{"ref":"`+name+`"}}`), 200)
+	}
+
 	anon, rev, founder, admin := open(), open(), open(), open()
 	// A tab's first action opens its page target and binds it to the
 	// context it runs in: the anonymous tab's must be its own, not a
@@ -210,6 +218,8 @@ func TestBrowserEveryPageFitsAndIsAccessible(t *testing.T) {
 		{rev, "/runs/" + running.ID, "run-working", `[data-live="run-status"]`},
 		{rev, "/runs/" + won.ID, "run-succeeded", `[data-live="run-status"]`},
 		{rev, "/runs/" + lost.ID, "run-failed", `[data-live="run-status"]`},
+		{rev, "/runs/" + papers.ID, "run-wait-group", `[data-testid="wait-group"]`},
+		{rev, "/suspensions/" + branches["proof"].ID, "suspension-branch", `[data-testid="group-note"]`},
 		{rev, "/account", "account", `input[name="mail"]`},
 		{admin, "/admin/users", "admin-users", "main table"},
 		{admin, "/admin/audit", "admin-audit", "ol.audit-log"},

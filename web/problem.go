@@ -158,7 +158,11 @@ func problemFor(err error) Problem {
 		return p
 	}
 	if ce, ok := errors.AsType[*domain.ConflictError](err); ok {
-		p := newProblem(http.StatusConflict, cmp.Or(ce.Code, domain.CodeConflict), ce.Message)
+		status := http.StatusConflict
+		if ce.Code == domain.CodeBranchNotTaken {
+			status = http.StatusGone // the wait is gone for good
+		}
+		p := newProblem(status, cmp.Or(ce.Code, domain.CodeConflict), ce.Message)
 		p.Extra = maps.Clone(ce.Detail)
 		return p
 	}

@@ -127,7 +127,7 @@ func newAPIEnv(t *testing.T, o storage.Opts, configure func(*web.Server)) *apiEn
 	t.Helper()
 	e := &apiEnv{db: storagetest.Open(t, o), userIDs: map[string]string{}, entered: make(chan string, 1), gate: make(chan struct{})}
 	reg := domain.NewRegistry()
-	for _, wf := range []*domain.Workflow{e.intake(), e.review(), delayWorkflow(), e.early(), paperwork(), selfService(), founderDoc(t), contractFlow(), expense(), claimForm(), payoutSignOff(t), escalating(t)} {
+	for _, wf := range []*domain.Workflow{e.intake(), e.review(), delayWorkflow(), e.early(), paperwork(), selfService(), founderDoc(t), contractFlow(), expense(), claimForm(), payoutSignOff(t), escalating(t), settleWorkflow(), papersWorkflow()} {
 		if err := reg.Register(wf); err != nil {
 			t.Fatal(err)
 		}
@@ -431,6 +431,9 @@ type suspensionBody struct {
 	SuspendedAt  time.Time       `json:"suspendedAt"`
 	ResumedAt    *time.Time      `json:"resumedAt"`
 	ResumedBy    *string         `json:"resumedBy"`
+	Group        string          `json:"group"`
+	GroupKey     string          `json:"groupKey"`
+	Branch       string          `json:"branch"`
 }
 
 type eventBody struct {

@@ -180,6 +180,11 @@ type suspensionJSON struct {
 	// ResumeURL resumes a pending webhook suspension with any HTTP call;
 	// given to callers who may resume it.
 	ResumeURL string `json:"resumeUrl,omitempty"`
+	// Group, GroupKey and Branch place a branch of a wait on several
+	// things: any or all, the group's key in the run, the branch's name.
+	Group    domain.GroupMode `json:"group,omitempty"`
+	GroupKey string           `json:"groupKey,omitempty"`
+	Branch   string           `json:"branch,omitempty"`
 }
 
 // suspensionOut is a suspension as the API shows it to the caller of r.
@@ -197,7 +202,7 @@ func suspensionView(s domain.Suspension) suspensionJSON {
 		StepName: s.StepName, StepKey: s.StepKey, Kind: s.Kind, Reason: s.Reason, Status: s.Status,
 		Checkpoint: orNull(s.Checkpoint), ResumeStep: s.ResumeStep, ResumeSchema: s.ResumeSchema,
 		ResumeData: orNull(s.ResumeData), Assignee: s.Assignee, Decision: s.Decision,
-		Approvers: s.Approvers, ApproverRole: s.ApproverRole,
+		Approvers: s.Approvers, ApproverRole: s.ApproverRole, Group: s.Group, GroupKey: s.GroupKey, Branch: s.Branch,
 		Title: s.Title, Fields: fieldsView(s.Fields), ReasonLabel: s.ReasonName(), Instructions: s.Instructions, Accept: s.Accept,
 		DeferredCount: len(s.Deferred), WakeAt: s.WakeAt, SuspendedAt: s.SuspendedAt, ResumedAt: s.ResumedAt,
 	}

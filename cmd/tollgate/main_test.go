@@ -315,6 +315,7 @@ type apiSuspension struct {
 	DeferredCount int             `json:"deferredCommands"`
 	WakeAt        *time.Time      `json:"wakeAt"`
 	ResumedBy     *string         `json:"resumedBy"`
+	Branch        string          `json:"branch"`
 }
 
 type apiField struct {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -176,5 +177,85 @@ func TestDecisionLinkIsMailed(t *testing.T) {
 			t.Fatalf("no mail to the link's person; mails: %d", len(smtp.Messages()))
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// The shipped vendor-payout example, end to end on the embedded database:
+// the requester may not sign off their own payout, two reviewers do, and
+// then the bank's call to the paid branch's resume URL wins the any-of
+// wait: the waiver it no longer needs answers 410, and the run finishes
+// with the winner and the call.
+func TestVendorPayoutExample(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	env := map[string]string{"TOLLGATE_DATA": dir}
+	srv := startServer(t, env, "--data", dir)
+	admin := srv.client()
+	keys := map[string]string{}
+	for _, who := range []string{"rita@example.com", "first@example.com", "second@example.com"} {
+		keys[who] = addReviewer(t, env, who)
+	}
+	as := func(who string) *client {
+		c := srv.client()
+		c.key = keys[who]
+		return c
+	}
+	run := admin.startRun(t, "vendor-payout", map[string]any{"vendor": "Acme Ltd", "invoiceId": "INV-204", "amount": 1820, "requestedBy": "Rita@Example.com"})
+	admin.waitStatus(t, run.ID, "suspended")
+	signOff := admin.suspensions(t, "runId="+run.ID+"&status=pending")
+	if len(signOff) != 1 || signOff[0].Title != "Pay Acme Ltd — invoice INV-204" {
+		t.Fatalf("pending %+v; want the sign-off titled for the invoice", signOff)
+	}
+	approve := func(c *client, id string, comment string) response {
+		r, err := c.do(t.Context(), "POST", "/api/v1/suspensions/"+id+"/approve", map[string]string{"comment": comment})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := approve(as("rita@example.com"), signOff[0].ID, "mine"); r.Status != http.StatusForbidden || r.code() != "separation_of_duties" {
+		t.Fatalf("the requester's own approval = %d %s; want 403 separation_of_duties", r.Status, r.code())
+	}
+	for _, who := range []string{"first@example.com", "second@example.com"} {
+		if r := approve(as(who), signOff[0].ID, "Matches the purchase order"); r.Status != http.StatusOK {
+			t.Fatalf("%s's approval = %d %s", who, r.Status, r.Body)
+		}
+	}
+	var branches map[string]apiSuspension
+	deadline := time.Now().Add(20 * time.Second)
+	for len(branches) != 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the any-of wait's branches never came: %+v", branches)
+		}
+		branches = map[string]apiSuspension{}
+		for _, s := range admin.suspensions(t, "runId="+run.ID+"&status=pending") {
+			branches[s.Branch] = s
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	paid := branches["paid"]
+	if paid.ResumeURL == "" || branches["expire"].WakeAt == nil || branches["waive"].Kind != "approval" {
+		t.Fatalf("branches %+v; want paid with a resume URL, a timer and the waiver", branches)
+	}
+	resp, err := http.Post(paid.ResumeURL, "application/json", strings.NewReader(`{"bankReference":"TX-991"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the bank's call = %d", resp.StatusCode)
+	}
+	if r := approve(admin, branches["waive"].ID, "settled by hand"); r.Status != http.StatusGone || r.code() != "branch_not_taken" {
+		t.Fatalf("the waiver after the payment = %d %s; want 410 branch_not_taken", r.Status, r.code())
+	}
+	done := admin.waitStatus(t, run.ID, "succeeded")
+	var out struct {
+		Winner string `json:"winner"`
+		Output struct {
+			Body map[string]string `json:"body"`
+		} `json:"output"`
+	}
+	if err := json.Unmarshal(done.Output, &out); err != nil || out.Winner != "paid" || out.Output.Body["bankReference"] != "TX-991" {
+		t.Fatalf("output %s (%v); want the bank's call to win", done.Output, err)
 	}
 }

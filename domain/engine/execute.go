@@ -46,6 +46,11 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 		if s.Status != domain.SuspensionResumed {
 			return base, false, nil // cancelled with its run: the store discards
 		}
+		if s.Group != "" && job.Key != domain.ResumeJobKey(run.ID, s.GroupKey) {
+			// A branch's timer, which resolve has just resumed: its group
+			// continues the run, with a job of its own.
+			return base, false, nil
+		}
 		if s.Kind == domain.KindApproval || len(s.Deferred) > 0 {
 			o.Review = &s // its deferred commands: domain.Plan decides their fate
 		}
@@ -55,7 +60,11 @@ func (e *Engine) prepare(ctx context.Context, job domain.Job) (domain.StepCommit
 			}
 			return e.planned(ctx, o, domain.PlanDecision(o)), false, nil
 		}
-		payload, err := json.Marshal(domain.ResumePayload{Checkpoint: s.Checkpoint, ResumeData: s.ResumeData, ResumedBy: s.ResumedBy})
+		data := s.ResumeData
+		if s.Group != "" {
+			data = job.Input // the group's data (see domain.DecideGroup)
+		}
+		payload, err := json.Marshal(domain.ResumePayload{Checkpoint: s.Checkpoint, ResumeData: data, ResumedBy: s.ResumedBy})
 		if err != nil {
 			return base, false, err
 		}

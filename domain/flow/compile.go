@@ -187,6 +187,11 @@ func (c *compiled) step(i int) domain.StepFunc {
 				return c.decided(i, s, data), nil
 			}
 			return c.ask(i, s), nil
+		case TypeAny, TypeAll:
+			if resumed {
+				return c.advance(i, s, data), nil
+			}
+			return c.group(ctx, i, req, s)
 		default: // TypeInput: Parse admits no other type
 			if resumed {
 				return c.advance(i, s, data), nil
@@ -287,6 +292,16 @@ func (c *compiled) waitOn(st Step, s State, wp Waitpoint, display *presenter) do
 // untilTimestamp (one in the past wakes at once). A wait longer than the
 // server allows fails the run rather than being shortened.
 func (c *compiled) wait(st Step, s State) domain.StepResult {
+	until, failed := c.until(st)
+	if failed != nil {
+		return *failed
+	}
+	return domain.StepResult{Commands: []domain.Command{domain.SleepUntil(until, s, st.Name)}}
+}
+
+// until is when wait st (a step or a branch) ends, or the failure of a
+// wait longer than the server allows.
+func (c *compiled) until(st Step) (time.Time, *domain.StepResult) {
 	now := c.env.now()
 	until := now
 	if st.DurationMs != nil {
@@ -295,26 +310,39 @@ func (c *compiled) wait(st Step, s State) domain.StepResult {
 		until = t
 	}
 	if until.Sub(now) > c.env.maxWait() {
-		return fail("wait_too_long", fmt.Sprintf("step %s would wait until %s, longer than this server's longest wait (%v)",
+		res := fail("wait_too_long", fmt.Sprintf("step %s would wait until %s, longer than this server's longest wait (%v)",
 			st.Name, until.UTC().Format(time.RFC3339), c.env.maxWait()))
+		return until, &res
 	}
-	return domain.StepResult{Commands: []domain.Command{domain.SleepUntil(until, s, st.Name)}}
+	return until, nil
 }
 
 // ask pauses for a person: an approval (a decision) or an input (data or
 // documents matching the step's schema and types). The step continues
 // itself with what they give.
 func (c *compiled) ask(i int, s State) domain.StepResult {
-	st := c.doc.Steps[i]
-	opts := []domain.SuspendOption{domain.WithResumeStep(st.Name), domain.WithTitle(st.Title, st.Instructions)}
-	if d := c.displays[i]; d != nil {
+	cmd, failed := c.asked(c.doc.Steps[i], s, c.displays[i])
+	if failed != nil {
+		return *failed
+	}
+	cmd.ResumeStep = c.doc.Steps[i].Name
+	return domain.StepResult{Commands: []domain.Command{cmd}}
+}
+
+// asked is the pause that approval or input st (a step or a branch) asks
+// for, shown as d says when it is not nil, or the failure of an assignee
+// the run input does not have. It names no resume step.
+func (c *compiled) asked(st Step, s State, d *presenter) (domain.Command, *domain.StepResult) {
+	opts := []domain.SuspendOption{domain.WithTitle(st.Title, st.Instructions)}
+	if d != nil {
 		// After WithTitle: a display's title, when it renders, wins.
 		opts = append(opts, domain.WithPresentation(d.present(s)))
 	}
 	if st.Assignee != "" {
 		who, err := domain.PointerString(s.Input, st.Assignee)
 		if err != nil {
-			return fail("assignee_not_found", fmt.Sprintf("step %s: its assignee %s: %v", st.Name, st.Assignee, err))
+			res := fail("assignee_not_found", fmt.Sprintf("step %s: its assignee %s: %v", st.Name, st.Assignee, err))
+			return domain.Command{}, &res
 		}
 		opts = append(opts, domain.WithAssignee(who))
 	}
@@ -335,10 +363,49 @@ func (c *compiled) ask(i int, s State) domain.StepResult {
 		reason = st.Name
 	}
 	if st.Type == TypeApproval {
-		return domain.StepResult{Commands: []domain.Command{domain.Review(reason, s, opts...)}}
+		return domain.Review(reason, s, opts...), nil
 	}
 	opts = append(opts, domain.WithKind(domain.KindInput))
-	return domain.StepResult{Commands: []domain.Command{domain.Suspend(reason, s, st.Name, opts...)}}
+	return domain.Suspend(reason, s, "", opts...), nil
+}
+
+// group pauses on the branches of an any or all step, each as its own
+// step would pause: a timer, a waitpoint (its own, with its resume URL),
+// a signal of the branch's name, a person's approval or input. The step
+// continues itself with the group's data.
+func (c *compiled) group(ctx context.Context, i int, req domain.StepRequest, s State) (domain.StepResult, error) {
+	st := c.doc.Steps[i]
+	branches := make([]domain.Command, len(st.Of))
+	for j, b := range st.Of {
+		var cmd domain.Command
+		switch b.Type {
+		case TypeWait:
+			until, failed := c.until(b)
+			if failed != nil {
+				return *failed, nil
+			}
+			cmd = domain.SleepUntil(until, nil, "")
+		case TypeWebhook:
+			wp, err := c.env.Waitpoints.create(ctx, req.RunID, st.Name+"."+b.Name, req.IdempotencyKey, WaitpointSpec{Type: domain.WaitpointWebhook})
+			if err != nil {
+				return domain.StepResult{}, err
+			}
+			cmd = domain.Command{Type: domain.CmdSuspend, Kind: domain.KindWebhook, Reason: "webhook", StepKey: wp.ID}
+		case TypeSignal:
+			cmd = domain.Suspend(b.Name, nil, "", domain.WithKind(domain.KindSignal))
+		default: // approval, input
+			var failed *domain.StepResult
+			if cmd, failed = c.asked(b, s, nil); failed != nil {
+				return *failed, nil
+			}
+		}
+		branches[j] = domain.Branch(b.Name, cmd)
+	}
+	wait := domain.WaitAll
+	if st.Type == TypeAny {
+		wait = domain.WaitAny
+	}
+	return domain.StepResult{Commands: []domain.Command{wait(st.Name, s, st.Name, branches...)}}, nil
 }
 
 // decided continues an approval with its decision as the step's output

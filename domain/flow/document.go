@@ -30,10 +30,19 @@ const (
 	TypeWebhook  = "webhook"
 	TypeApproval = "approval"
 	TypeInput    = "input"
+	// TypeAny and TypeAll wait on several things at once (their branches,
+	// "of"): the first to complete, or every one.
+	TypeAny = "any"
+	TypeAll = "all"
+	// TypeSignal is a branch that a signal of its name completes.
+	TypeSignal = "signal"
 )
 
 // Types lists every step type.
-var Types = []string{TypeTask, TypeHTTP, TypeWait, TypeWebhook, TypeApproval, TypeInput}
+var Types = []string{TypeTask, TypeHTTP, TypeWait, TypeWebhook, TypeApproval, TypeInput, TypeAny, TypeAll}
+
+// BranchTypes lists the types a branch of an any or all step may have.
+var BranchTypes = []string{TypeWait, TypeWebhook, TypeApproval, TypeInput, TypeSignal}
 
 // Document is a declarative workflow as its author writes it.
 type Document struct {
@@ -116,6 +125,11 @@ type Step struct {
 
 	// approval, input and webhook: how people see the pause.
 	Display *Display `json:"display,omitempty"`
+
+	// any and all: the waits, each named, whose first (any) or every
+	// (all) completion continues the run. The step's output is
+	// {"winner": name, "output": …} for any, the outputs by name for all.
+	Of []Step `json:"of,omitempty"`
 }
 
 // Retry is a step's retry policy as a document states it.
@@ -138,6 +152,9 @@ var fieldsOf = map[string][]string{
 		"approvers", "quorum", "rejections", "separationOfDuties", "requesterPointer", "rejectRequiresComment", "escalation"},
 	TypeInput: {"reason", "title", "instructions", "assignee", "resumeSchema", "accept", "display",
 		"approvers", "separationOfDuties", "requesterPointer", "escalation"},
+	TypeAny:    {"of"},
+	TypeAll:    {"of"},
+	TypeSignal: {},
 }
 
 var commonFields = []string{"type", "name", "next", "end", "retry"}
@@ -244,44 +261,55 @@ func Parse(body []byte, env Env) (Document, error) {
 	var steps []json.RawMessage
 	v.decode("steps", raw["steps"], &steps)
 	for i, s := range steps {
-		path := fmt.Sprintf("steps[%d]", i)
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(s, &fields); err != nil || fields == nil {
-			v.add(path, "a step must be a JSON object")
-			doc.Steps = append(doc.Steps, Step{})
-			continue
-		}
-		var st Step
-		v.decode(path+".type", fields["type"], &st.Type)
-		if allowed, ok := fieldsOf[st.Type]; ok {
-			v.unknown(path, fields, append(slices.Clone(commonFields), allowed...))
-		}
-		// A slice, not a map, so that problems come in the same order on
-		// every call.
-		for _, f := range []struct {
-			name string
-			dst  any
-		}{
-			{"name", &st.Name}, {"next", &st.Next}, {"end", &st.End}, {"retry", &st.Retry}, {"handler", &st.Handler}, {"durationMs", &st.DurationMs},
-			{"untilTimestamp", &st.UntilTimestamp}, {"reason", &st.Reason}, {"title", &st.Title}, {"instructions", &st.Instructions},
-			{"assignee", &st.Assignee}, {"accept", &st.Accept}, {"onReject", &st.OnReject}, {"responseToSend", &st.ResponseToSend},
-			{"url", &st.URL}, {"method", &st.Method}, {"async", &st.Async}, {"timeoutMs", &st.TimeoutMs},
-			{"completionTimeoutMs", &st.CompletionTimeoutMs}, {"onTimeout", &st.OnTimeout}, {"config", &st.Config},
-			{"resumeSchema", &st.ResumeSchema}, {"args", &st.Args}, {"display", &st.Display},
-			{"approvers", &st.Approvers}, {"quorum", &st.Quorum}, {"rejections", &st.Rejections},
-			{"separationOfDuties", &st.SeparationOfDuties}, {"requesterPointer", &st.RequesterPointer},
-			{"rejectRequiresComment", &st.RejectRequiresComment}, {"escalation", &st.Escalation},
-		} {
-			v.decode(path+"."+f.name, fields[f.name], f.dst)
-		}
-		st.Headers = v.headers(path+".headers", fields["headers"])
-		doc.Steps = append(doc.Steps, st)
+		doc.Steps = append(doc.Steps, v.parseStep(fmt.Sprintf("steps[%d]", i), s))
 	}
 	v.document(doc, idPath, raw["steps"] != nil, env)
 	if len(v.problems) > 0 {
 		return Document{}, &InvalidError{Problems: v.problems}
 	}
 	return doc, nil
+}
+
+// parseStep decodes the step at path, and the branches of an any or all
+// step; a step that is not an object is reported and returned empty.
+func (v *validator) parseStep(path string, s json.RawMessage) Step {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(s, &fields); err != nil || fields == nil {
+		v.add(path, "a step must be a JSON object")
+		return Step{}
+	}
+	var st Step
+	v.decode(path+".type", fields["type"], &st.Type)
+	if allowed, ok := fieldsOf[st.Type]; ok {
+		v.unknown(path, fields, append(slices.Clone(commonFields), allowed...))
+	}
+	// A slice, not a map, so that problems come in the same order on
+	// every call.
+	for _, f := range []struct {
+		name string
+		dst  any
+	}{
+		{"name", &st.Name}, {"next", &st.Next}, {"end", &st.End}, {"retry", &st.Retry}, {"handler", &st.Handler}, {"durationMs", &st.DurationMs},
+		{"untilTimestamp", &st.UntilTimestamp}, {"reason", &st.Reason}, {"title", &st.Title}, {"instructions", &st.Instructions},
+		{"assignee", &st.Assignee}, {"accept", &st.Accept}, {"onReject", &st.OnReject}, {"responseToSend", &st.ResponseToSend},
+		{"url", &st.URL}, {"method", &st.Method}, {"async", &st.Async}, {"timeoutMs", &st.TimeoutMs},
+		{"completionTimeoutMs", &st.CompletionTimeoutMs}, {"onTimeout", &st.OnTimeout}, {"config", &st.Config},
+		{"resumeSchema", &st.ResumeSchema}, {"args", &st.Args}, {"display", &st.Display},
+		{"approvers", &st.Approvers}, {"quorum", &st.Quorum}, {"rejections", &st.Rejections},
+		{"separationOfDuties", &st.SeparationOfDuties}, {"requesterPointer", &st.RequesterPointer},
+		{"rejectRequiresComment", &st.RejectRequiresComment}, {"escalation", &st.Escalation},
+	} {
+		v.decode(path+"."+f.name, fields[f.name], f.dst)
+	}
+	st.Headers = v.headers(path+".headers", fields["headers"])
+	if st.Type == TypeAny || st.Type == TypeAll {
+		var of []json.RawMessage
+		v.decode(path+".of", fields["of"], &of)
+		for j, b := range of {
+			st.Of = append(st.Of, v.parseStep(fmt.Sprintf("%s.of[%d]", path, j), b))
+		}
+	}
+	return st
 }
 
 type validator struct {
@@ -366,6 +394,10 @@ func (v *validator) document(doc Document, idPath string, hasSteps bool, env Env
 			v.add(path+".name", "step name %q is already used by steps[%d]", st.Name, j)
 		} else if st.Name != "" {
 			index[st.Name] = i
+		}
+		if st.Type == TypeSignal {
+			v.add(path+".type", "a signal wait is a branch of an any or all step")
+			continue
 		}
 		v.step(path, st, env)
 	}
@@ -460,6 +492,8 @@ func (v *validator) step(path string, st Step, env Env) {
 		v.httpStep(path, st, env)
 	case TypeWebhook:
 		v.response(path+".responseToSend", st.ResponseToSend)
+	case TypeAny, TypeAll:
+		v.group(path, st, env)
 	case TypeApproval, TypeInput:
 		if st.Reason != "" {
 			if err := domain.ValidateName("reason", st.Reason); err != nil {
@@ -498,6 +532,43 @@ func (v *validator) step(path string, st Step, env Env) {
 	}
 	if st.Type != TypeApproval && st.OnReject != "" {
 		v.add(path+".onReject", "only approval steps have onReject")
+	}
+}
+
+// group checks the branches of an any or all step: 2 to
+// domain.MaxBranches waits with unique names, each valid as its own step
+// would be, none with what only a step of the workflow has (a next step,
+// an end, retries, onReject, a display or a response to send).
+func (v *validator) group(path string, st Step, env Env) {
+	if n := len(st.Of); !v.failed[path+".of"] && (n < 2 || n > domain.MaxBranches) {
+		v.add(path+".of", "an %s step waits on 2 to %d things; it has %d", st.Type, domain.MaxBranches, n)
+	}
+	names := map[string]int{}
+	for j, b := range st.Of {
+		bp := fmt.Sprintf("%s.of[%d]", path, j)
+		if b.Name == "" && b.Type == "" {
+			continue // not an object, already reported
+		}
+		v.name(bp+".name", "branch", b.Name)
+		if k, dup := names[b.Name]; dup && b.Name != "" {
+			v.add(bp+".name", "branch name %q is already used by of[%d]", b.Name, k)
+		} else if b.Name != "" {
+			names[b.Name] = j
+		}
+		if !slices.Contains(BranchTypes, b.Type) {
+			v.add(bp+".type", "a branch is one of %s", strings.Join(BranchTypes, ", "))
+			continue
+		}
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"next", b.Next != ""}, {"end", b.End}, {"retry", b.Retry != nil}, {"onReject", b.OnReject != ""},
+			{"display", b.Display != nil}, {"responseToSend", b.ResponseToSend != nil}} {
+			if f.set {
+				v.add(bp+"."+f.name, "a branch has no %s: its %s step goes on when it completes", f.name, st.Type)
+			}
+		}
+		v.step(bp, b, env)
 	}
 }
 

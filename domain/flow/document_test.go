@@ -162,7 +162,7 @@ func TestParseReportsEveryProblemWithItsPath(t *testing.T) {
 		`steps[3].durationMs: must not be negative`,
 		`steps[4].durationMs: 999999999999 ms is longer than this server's longest wait, 720h0m0s`,
 		`steps[5].name: step name "w1" is already used by steps[0]`,
-		`steps[6].type: unknown step type "teleport": use one of task, http, wait, webhook, approval, input`,
+		`steps[6].type: unknown step type "teleport": use one of task, http, wait, webhook, approval, input, any, all`,
 		`steps[7].handler: no task handler "sendFax" is registered on this server (registered: sendEmail)`,
 		`steps[8].name: a step name is required`,
 		`steps[9].retry: retry policy needs MaxAttempts ≥ 1`,

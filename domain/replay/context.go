@@ -44,6 +44,9 @@ type pause struct {
 	Name     string                `json:"name,omitempty"` // signal name
 	Deadline *time.Time            `json:"deadline,omitempty"`
 	Approval *ApproveOptions       `json:"approval,omitempty"`
+	// Group and Branches: a wait on several things (Any, All).
+	Group    domain.GroupMode `json:"group,omitempty"`
+	Branches []Wait           `json:"branches,omitempty"`
 	// presentation is how people see a signal wait; it goes on the
 	// suspension, not into the checkpoint.
 	presentation *domain.Presentation

@@ -22,6 +22,8 @@ const (
 	EventRunErrored        = "RUN_ERRORED"
 	EventSignalAwaited     = "SIGNAL_AWAITED"
 	EventApprovalRequested = "APPROVAL_REQUESTED"
+	EventGroupAwaited      = "GROUP_AWAITED"
+	EventGroupResolved     = "GROUP_RESOLVED"
 
 	EventRunStarted  = "RUN_STARTED"
 	EventStepStarted = "STEP_STARTED"
@@ -48,6 +50,7 @@ const (
 	primUUID     primitive = "UUID"
 	primSignal   primitive = "WaitForEvent"
 	primApproval primitive = "Approve"
+	primGroup    primitive = "AnyOrAll"
 )
 
 func primitiveOf(eventType string) (primitive, bool) {
@@ -62,6 +65,8 @@ func primitiveOf(eventType string) (primitive, bool) {
 		return primSignal, true
 	case EventApprovalRequested, EventApprovalResolved:
 		return primApproval, true
+	case EventGroupAwaited, EventGroupResolved:
+		return primGroup, true
 	}
 	return "", false
 }
@@ -77,8 +82,8 @@ func (c call) String() string { return fmt.Sprintf("%s(%q)", c.kind, c.id) }
 // record is what the log holds for one durable id.
 type record struct {
 	call
-	done    *domain.Event // STEP_FINISHED/FAILED, SIGNAL/APPROVAL_RESOLVED, NOW/UUID_RECORDED
-	awaited *domain.Event // SIGNAL_AWAITED, APPROVAL_REQUESTED
+	done    *domain.Event // STEP_FINISHED/FAILED, SIGNAL/APPROVAL/GROUP_RESOLVED, NOW/UUID_RECORDED
+	awaited *domain.Event // SIGNAL_AWAITED, APPROVAL_REQUESTED, GROUP_AWAITED
 }
 
 // history is a run's log, read once per invocation and indexed by durable
@@ -114,7 +119,7 @@ func (h *history) add(e *domain.Event) {
 		h.order = append(h.order, r.call)
 	}
 	switch e.Type {
-	case EventSignalAwaited, EventApprovalRequested:
+	case EventSignalAwaited, EventApprovalRequested, EventGroupAwaited:
 		r.awaited = e
 	default:
 		r.done = e
@@ -169,5 +174,17 @@ type (
 		Feedback   string          `json:"feedback,omitempty"`
 		By         string          `json:"by,omitempty"`
 		Data       json.RawMessage `json:"data,omitempty"`
+	}
+	groupAwaited struct {
+		StepID   string           `json:"stepId"`
+		Mode     domain.GroupMode `json:"mode"`
+		Branches []Wait           `json:"branches"`
+	}
+	groupResolved struct {
+		StepID string           `json:"stepId"`
+		Mode   domain.GroupMode `json:"mode"`
+		// Data is {"winner", "output"} for any, the outputs by name for
+		// all, as the handler gets it.
+		Data json.RawMessage `json:"data"`
 	}
 )

@@ -195,6 +195,14 @@ func (c *Context) resolve(req domain.StepRequest) error {
 		return nil
 	}
 	data := rp.ResumeData
+	if p.Group != "" {
+		out, err := groupData(&p, data)
+		if err != nil {
+			return fmt.Errorf("run %s: %w", c.RunID, err)
+		}
+		c.record(EventGroupResolved, p.StepID, groupResolved{StepID: p.StepID, Mode: p.Group, Data: out})
+		return nil
+	}
 	timedOut := domain.IsNull(data)
 	if p.Kind == domain.KindApproval {
 		var d domain.ApprovalData
@@ -230,25 +238,13 @@ func (c *Context) paused() domain.StepResult {
 	p := c.pause
 	opts := []domain.SuspendOption{domain.WithStepKey(p.StepID), domain.WithKind(p.Kind)}
 	var cmd domain.Command
-	switch p.Kind {
-	case domain.KindApproval:
-		a := p.Approval
-		opts = append(opts, domain.WithResumeStep(StepName), domain.WithTitle(a.Title, a.Description),
-			domain.WithPresentation(domain.Presentation{Fields: a.Fields, ReasonLabel: a.ReasonLabel}))
-		if len(a.Approvers) == 1 {
-			opts = append(opts, domain.WithAssignee(a.Approvers[0]))
-		}
-		if len(a.Approvers) > 0 || a.Role != "" {
-			opts = append(opts, domain.WithApprovers(a.Role, a.Approvers...))
-		}
-		if len(a.Schema) > 0 {
-			opts = append(opts, domain.WithResumeSchema(a.Schema))
-		}
-		if !a.ApprovalPolicy.IsZero() {
-			opts = append(opts, domain.WithPolicy(a.ApprovalPolicy))
-		}
-		cmd = domain.Review("approval", p, opts...)
-	case domain.KindDelay:
+	switch {
+	case p.Group != "":
+		return c.result(groupCommand(p))
+	case p.Kind == domain.KindApproval:
+		opts = append(opts, domain.WithResumeStep(StepName))
+		cmd = domain.Review("approval", p, append(opts, approvalOptions(p.Approval)...)...)
+	case p.Kind == domain.KindDelay:
 		cmd = domain.SleepUntil(*p.Deadline, p, StepName)
 		cmd.StepKey = p.StepID
 	default:
@@ -261,6 +257,26 @@ func (c *Context) paused() domain.StepResult {
 		}
 	}
 	return c.result(cmd)
+}
+
+// approvalOptions are the options of the review that approval a asks
+// for: how people see it, who decides, its schema and policy.
+func approvalOptions(a *ApproveOptions) []domain.SuspendOption {
+	opts := []domain.SuspendOption{domain.WithTitle(a.Title, a.Description),
+		domain.WithPresentation(domain.Presentation{Fields: a.Fields, ReasonLabel: a.ReasonLabel})}
+	if len(a.Approvers) == 1 {
+		opts = append(opts, domain.WithAssignee(a.Approvers[0]))
+	}
+	if len(a.Approvers) > 0 || a.Role != "" {
+		opts = append(opts, domain.WithApprovers(a.Role, a.Approvers...))
+	}
+	if len(a.Schema) > 0 {
+		opts = append(opts, domain.WithResumeSchema(a.Schema))
+	}
+	if !a.ApprovalPolicy.IsZero() {
+		opts = append(opts, domain.WithPolicy(a.ApprovalPolicy))
+	}
+	return opts
 }
 
 // errored ends the run: RUN_ERRORED in the log, and the run failed with
