@@ -217,3 +217,50 @@ func roughDuration(d time.Duration) string {
 	}
 	return "less than a minute"
 }
+
+// EventRequestUndecidable records, in the run's log, that fewer people
+// may decide a request than its policy needs: the ladder, if it has one,
+// escalates at once.
+const EventRequestUndecidable = "REQUEST_UNDECIDABLE"
+
+// Deciders counts the people among users who may decide s now: enabled,
+// and let act by s (see Suspension.CheckActor), admins included.
+func Deciders(s Suspension, users []User) int {
+	n := 0
+	for _, u := range users {
+		if !u.Disabled && s.CheckActor(u) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// Undecidable reports whether s, a request for a person under a policy,
+// has fewer people who may decide it (deciders, see Deciders) than its
+// policy needs to approve it, or, for an input, no one. Admins may always
+// decide, so at registration a policy cannot be known to leave nobody;
+// it can when the request is asked (the person who started the run, the
+// requesters and disabled accounts left out) and after each rung that
+// widens it.
+func (s Suspension) Undecidable(deciders int) bool {
+	if !s.Kind.WaitsForPerson() {
+		return false
+	}
+	if s.Kind == KindApproval {
+		approvals, _ := s.Policy.Needed()
+		return deciders < approvals
+	}
+	return deciders == 0
+}
+
+// UndecidableEvent is the log entry of s found undecidable with deciders
+// people able to decide it.
+func UndecidableEvent(s Suspension, deciders int) NewEvent {
+	needed := 1
+	if s.Kind == KindApproval {
+		needed, _ = s.Policy.Needed()
+	}
+	_, _, ladder := s.Policy.NextRung(s.Escalated, s.SuspendedAt)
+	return NewEvent{Type: EventRequestUndecidable, Step: s.StepName, Payload: MustJSON(map[string]any{
+		"suspensionId": s.ID, "deciders": deciders, "needed": needed, "escalatesNow": ladder})}
+}

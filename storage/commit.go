@@ -536,7 +536,31 @@ func (w *commitWriter) inserted(ctx context.Context, row *suspensionRow, p pause
 	if err := w.queueMail(ctx, row); err != nil {
 		return p, err
 	}
-	return w.created(row, p)
+	p, err := w.created(row, p)
+	if err != nil {
+		return p, err
+	}
+	return p, w.checkDeciders(ctx, &p)
+}
+
+// checkDeciders checks that enough people may decide the request p has
+// just created under a policy (see domain.Suspension.Undecidable); when
+// too few may, the run's log says so and its ladder's first rung is due
+// at once instead of after its delay.
+func (w *commitWriter) checkDeciders(ctx context.Context, p *pause) error {
+	s := p.suspension
+	if s.Policy.IsZero() || !s.Kind.WaitsForPerson() {
+		return nil
+	}
+	n, err := w.db.deciders(ctx, w.tx, *s)
+	if err != nil || !s.Undecidable(n) {
+		return err
+	}
+	w.addEvent(domain.UndecidableEvent(*s, n))
+	if p.escalate != nil {
+		p.escalate.RunAt = w.now
+	}
+	return nil
 }
 
 // vetEarly checks a pre-completed resume against the pause that has now

@@ -78,17 +78,30 @@ func (db *DB) escalateIn(ctx context.Context, tx bun.IDB, req domain.EscalateReq
 			return err
 		}
 	}
+	events := []domain.NewEvent{e.Event}
 	if e.Next != nil {
-		if err := db.insertJobs(ctx, b, []*jobRow{jobRowFrom(*e.Next, now)}); err != nil {
+		next := jobRowFrom(*e.Next, now)
+		// Still too few people to decide it: the next rung comes at once.
+		s.Approvers, s.ApproverRole, s.Escalated = e.Approvers, e.ApproverRole, req.Rung+1
+		n, err := db.deciders(ctx, tx, s)
+		if err != nil {
+			return err
+		}
+		if s.Undecidable(n) {
+			next.RunAt = now
+			events = append(events, domain.UndecidableEvent(s, n))
+		}
+		if err := db.insertJobs(ctx, b, []*jobRow{next}); err != nil {
 			return err
 		}
 	}
-	ev := &eventRow{RunID: run.ID, Seq: run.NextSeq, Type: e.Event.Type, Step: e.Event.Step, Payload: e.Event.Payload, CreatedAt: now}
-	run.NextSeq++
-	run.UpdatedAt = now
-	if err := b.add(ctx, tx.NewInsert().Model(ev)); err != nil {
-		return err
+	for _, ev := range events {
+		if err := b.add(ctx, tx.NewInsert().Model(newEventRow(run.ID, run.NextSeq, ev, now))); err != nil {
+			return err
+		}
+		run.NextSeq++
 	}
+	run.UpdatedAt = now
 	if err := b.add(ctx, tx.NewUpdate().Model(run).Column("next_seq", "updated_at").WherePK()); err != nil {
 		return err
 	}
@@ -108,4 +121,18 @@ func (db *DB) escalateIn(ctx context.Context, tx bun.IDB, req domain.EscalateReq
 	resume.Audit = e.Audit
 	_, err = db.resumeIn(ctx, tx, resume)
 	return err
+}
+
+// deciders counts the people who may decide s now (domain.Deciders),
+// reading the enabled accounts.
+func (db *DB) deciders(ctx context.Context, idb bun.IDB, s domain.Suspension) (int, error) {
+	var rows []mailUserRow
+	if err := idb.NewSelect().Model(&rows).Column("id", "email", "role", "disabled").Where("NOT disabled").Scan(ctx); err != nil && !isNoRows(err) {
+		return 0, err
+	}
+	users := make([]domain.User, len(rows))
+	for i := range rows {
+		users[i] = rows[i].toDomain()
+	}
+	return domain.Deciders(s, users), nil
 }

@@ -58,12 +58,19 @@ type eventFacts struct {
 		Branch       string `json:"branch"`
 		SuspensionID string `json:"suspensionId"`
 	} `json:"branches"`
-	Branch    string   `json:"branch"`
-	Decision  string   `json:"decision"`
-	Completed int      `json:"completed"`
-	Of        int      `json:"of"`
-	Winner    string   `json:"winner"`
-	Cancelled []string `json:"cancelled"`
+	Branch    string `json:"branch"`
+	Decision  string `json:"decision"`
+	Completed int    `json:"completed"`
+	Of        int    `json:"of"`
+	Winner    string `json:"winner"`
+	// A request's ladder: the rung that fired and what it did; or too few
+	// people to decide it.
+	Rung         int      `json:"rung"`
+	Action       string   `json:"action"`
+	Deciders     int      `json:"deciders"`
+	Needed       int      `json:"needed"`
+	EscalatesNow bool     `json:"escalatesNow"`
+	Cancelled    []string `json:"cancelled"`
 }
 
 func tell(run domain.Run, e domain.Event, sps map[string]domain.Suspension) StoryEntry {
@@ -88,6 +95,14 @@ func tell(run domain.Run, e domain.Event, sps map[string]domain.Suspension) Stor
 			return waitingOnGroup(f, sps)
 		}
 		return waiting(sps[f.SuspensionID], f.SuspensionID)
+	case domain.EventRequestEscalated:
+		return escalated(e, sps[f.SuspensionID])
+	case domain.EventRequestUndecidable:
+		text := "Too few people may decide " + requestCalled(sps[f.SuspensionID]) + ": " + strconv.Itoa(f.Deciders) + " of the " + strconv.Itoa(f.Needed) + " it needs"
+		if f.EscalatesNow {
+			text += "; it escalates now"
+		}
+		return StoryEntry{Text: text, Tone: "bad"}
 	case domain.EventBranchCompleted:
 		return branchCompleted(f, sps)
 	case domain.EventRunResumed:
@@ -204,6 +219,33 @@ func branchName(id, name string, sps map[string]domain.Suspension) string {
 		return quoted(BranchLabel(s))
 	}
 	return quoted(name)
+}
+
+// requestCalled names a request in a sentence: its title in quotes, or
+// "the request".
+func requestCalled(s domain.Suspension) string {
+	if n := RequestName(s); n != "" {
+		return quoted(n)
+	}
+	return "the request"
+}
+
+// escalated tells a rung of a request's ladder firing.
+func escalated(e domain.Event, s domain.Suspension) StoryEntry {
+	var f eventFacts
+	_ = json.Unmarshal(e.Payload, &f)
+	what := requestCalled(s)
+	switch f.Action {
+	case "remind":
+		return StoryEntry{Text: "No decision yet on " + what + ": the people who may decide were reminded", Tone: "wait"}
+	case "addApprovers":
+		return StoryEntry{Text: "No decision yet on " + what + ": more people may now decide it", Tone: "wait"}
+	case domain.OutcomeApprove:
+		return StoryEntry{Text: "No decision in time on " + what + ": its deadline rule approved it", Tone: "info"}
+	case domain.OutcomeReject:
+		return StoryEntry{Text: "No decision in time on " + what + ": its deadline rule rejected it", Tone: "bad"}
+	}
+	return StoryEntry{Text: "No answer in time on " + what + ": its deadline rule gave one", Tone: "info"}
 }
 
 // waitingOnGroup tells a pause on several things.

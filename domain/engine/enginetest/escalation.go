@@ -22,9 +22,25 @@ var escalationTests = []test{
 	{"LadderFiresInOrderOnce", testLadderFiresInOrderOnce},
 	{"DecisionEndsTheLadder", testDecisionEndsTheLadder},
 	{"RungRacesVote", testRungRacesVote},
+	{"UndecidableEscalatesAtOnce", testUndecidableEscalatesAtOnce},
 }
 
 var ladderStart = time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC)
+
+// addDeciders gives the store the people who decide the suite's
+// requests, an admin and two reviewers, and the founders named.
+func addDeciders(t testing.TB, db Store, founders ...string) {
+	t.Helper()
+	people := map[string]domain.Role{"admin@x.test": domain.RoleAdmin, "ann@x.test": domain.RoleReviewer, "bob@x.test": domain.RoleReviewer}
+	for _, f := range founders {
+		people[f] = domain.RoleFounder
+	}
+	for email, role := range people {
+		if _, err := db.CreateUser(t.Context(), domain.User{ID: newID(), Email: email, Role: role}, "not a password"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
 
 // rungsFired waits until suspension id has fired n rungs.
 func rungsFired(t *testing.T, db Store, id string, n int) domain.Suspension {
@@ -54,6 +70,7 @@ func escalateJobs(t *testing.T, db Store, runID string) []JobState {
 // decides in the system's name, and the step receives it.
 func testLadderFiresInOrderOnce(t *testing.T, open Open) {
 	db := open(t)
+	addDeciders(t, db)
 	clock := clocktest.New(ladderStart)
 	var n stepCounter
 	policy := domain.ApprovalPolicy{Escalation: []domain.Rung{
@@ -112,6 +129,7 @@ func testLadderFiresInOrderOnce(t *testing.T, open Open) {
 // does.
 func testDecisionEndsTheLadder(t *testing.T, open Open) {
 	db := open(t)
+	addDeciders(t, db)
 	clock := clocktest.New(ladderStart)
 	var n stepCounter
 	policy := domain.ApprovalPolicy{Escalation: []domain.Rung{
@@ -148,6 +166,7 @@ func testDecisionEndsTheLadder(t *testing.T, open Open) {
 // theirs counted.
 func testRungRacesVote(t *testing.T, open Open) {
 	db := open(t)
+	addDeciders(t, db)
 	clock := clocktest.New(ladderStart)
 	var n stepCounter
 	policy := domain.ApprovalPolicy{Escalation: []domain.Rung{{AfterMs: time.Hour.Milliseconds(), Outcome: domain.OutcomeApprove}}}
@@ -195,4 +214,47 @@ func testRungRacesVote(t *testing.T, open Open) {
 		t.Fatalf("the decided step ran %d times for %d runs", n.Get("decided"), runs)
 	}
 	t.Logf("%d of %d races won by the rung", rungWon, runs)
+}
+
+// A request that too few people may decide escalates at once: with three
+// who may and a quorum of five, its ladder's rungs come due now, without
+// the clock moving, until one widens it to enough people; the last rung
+// then waits for its time. The run's log says each time why.
+func testUndecidableEscalatesAtOnce(t *testing.T, open Open) {
+	db := open(t)
+	addDeciders(t, db, "cy@x.test", "dee@x.test")
+	clock := clocktest.New(ladderStart)
+	var n stepCounter
+	policy := domain.ApprovalPolicy{Quorum: 5, Escalation: []domain.Rung{
+		{AfterMs: 24 * time.Hour.Milliseconds(), Remind: true},
+		{AfterMs: 48 * time.Hour.Milliseconds(), AddApprovers: &domain.Approvers{Emails: []string{"cy@x.test", "dee@x.test"}}},
+		{AfterMs: 72 * time.Hour.Milliseconds(), Outcome: domain.OutcomeReject, Comment: "No decision within 3 days"},
+	}}
+	e := startEngine(t, db, newRegistry(t, approvalWorkflow("short", policy, &n)), engine.Opts{Clock: clock, PollInterval: time.Millisecond})
+	run := startRun(t, e, "short", nil)
+	waitRun(t, db, run.ID, domain.RunSuspended)
+	s := rungsFired(t, db, pendingSuspension(t, db, run.ID).ID, 2)
+	if s.Status != domain.SuspensionPending || !slices.Contains(s.Approvers, "dee@x.test") {
+		t.Fatalf("request %+v; want it pending, widened to cy and dee", s)
+	}
+	waitFor(t, 10*time.Second, "the last rung's job", func() bool { return len(escalateJobs(t, db, run.ID)) == 1 })
+	if jobs := escalateJobs(t, db, run.ID); !jobs[0].RunAt.Equal(ladderStart.Add(72 * time.Hour)) {
+		t.Fatalf("the last rung is due %v; want its own time, now that five may decide", jobs[0].RunAt)
+	}
+	var deciders []int
+	for _, ev := range runEvents(t, db, run.ID) {
+		if ev.Type == domain.EventRequestUndecidable {
+			var p struct {
+				Deciders int `json:"deciders"`
+				Needed   int `json:"needed"`
+			}
+			if err := json.Unmarshal(ev.Payload, &p); err != nil || p.Needed != 5 {
+				t.Fatalf("event %s: %v", ev.Payload, err)
+			}
+			deciders = append(deciders, p.Deciders)
+		}
+	}
+	if !slices.Equal(deciders, []int{3, 3}) {
+		t.Fatalf("the log says too few people could decide with %v; want 3 when asked and 3 after the reminder", deciders)
+	}
 }

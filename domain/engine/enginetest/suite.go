@@ -25,7 +25,7 @@ import (
 
 // Store is what the suite needs of a database: the engine's store, the
 // replay log that signal waits are written with, the audit log a cancel
-// writes to, and two reads of rows that domain.Store has no reason to
+// writes to, the accounts of the people who decide, and two reads of rows that domain.Store has no reason to
 // offer, because the engine never reads them back: a run's jobs and its
 // signals. Without them the suite could not tell a timer that was dropped
 // from one still queued, or a signal kept from one refused.
@@ -33,6 +33,9 @@ type Store interface {
 	domain.Store
 	replay.Store
 	domain.AuditLog
+	// AuthStore holds the accounts that may decide requests: a policy's
+	// request that too few of them may decide escalates at once.
+	domain.AuthStore
 	// RunJobs lists the jobs a run has queued or claimed, by job id.
 	RunJobs(ctx context.Context, runID string) ([]JobState, error)
 	// RunSignals lists the signals recorded for a run, kept or delivered,
