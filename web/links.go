@@ -81,7 +81,7 @@ func (s *Server) createLink(w http.ResponseWriter, r *http.Request) error {
 	if err := s.Links.CreateLink(r.Context(), l, audit); err != nil {
 		return err
 	}
-	out := linkJSON{DecisionLink: l, State: domain.LinkActive, URL: s.linkBase(r) + "/links/" + token}
+	out := linkJSON{DecisionLink: l, State: domain.LinkActive, URL: s.publicBase(r) + "/links/" + token}
 	if s.LinkMailer != nil && s.PublicURL != "" {
 		if err := s.LinkMailer.Queue(r.Context(), linkMessage(sp, l, out.URL)); err != nil {
 			s.Log.ErrorContext(r.Context(), "Queueing a decision link's mail failed; the link works, hand it over another way", "link_id", l.ID, "error", err)
@@ -91,19 +91,6 @@ func (s *Server) createLink(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusCreated, out)
 	return nil
-}
-
-// linkBase is where the person opens a link: PublicURL, else the scheme
-// and host the maker's request came to.
-func (s *Server) linkBase(r *http.Request) string {
-	if s.PublicURL != "" {
-		return strings.TrimRight(s.PublicURL, "/")
-	}
-	scheme := "http"
-	if r.TLS != nil || s.TrustProxy && r.Header.Get("X-Forwarded-Proto") == "https" {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
 }
 
 // linkMessage is the mail that hands l over.
