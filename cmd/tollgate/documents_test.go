@@ -87,7 +87,7 @@ func testDocuments(t *testing.T, env map[string]string) {
 			t.Errorf("a document taking a code workflow's id: %s", r.Body)
 		}
 
-		if seen := c.workflowSources(t); seen["nap@1"] != "document" || seen["drip-campaign@1.0"] != "document" || seen["expense-approval@1"] != "code" || seen["payment-pipeline@1"] != "code" || len(seen) != 5 {
+		if seen := c.workflowSources(t); seen["nap@1"] != "document" || seen["drip-campaign@1.0"] != "document" || seen["expense-approval@1"] != "code" || seen["payment-pipeline@1"] != "code" || seen["vendor-payout@1"] != "document" || len(seen) != 6 {
 			t.Errorf("workflows listed: %v", seen)
 		}
 	})
