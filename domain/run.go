@@ -67,7 +67,10 @@ func ParseRunStatus(name string) (RunStatus, bool) {
 type CancelRequest struct {
 	RunID string
 	By    string
-	Now   time.Time
+	// Reason, optional, says why; it is kept in the run's error, its log
+	// and the audit entry.
+	Reason string
+	Now    time.Time
 	// Audit, when set, is written to the audit log in the cancellation's
 	// own transaction. An empty Subject becomes the run's id, an empty
 	// WorkflowID the run's workflow.
@@ -81,7 +84,11 @@ func DecideCancel(req CancelRequest, status RunStatus) (*RunError, error) {
 	if status.Terminal() {
 		return nil, &ConflictError{Code: CodeRunFinished, Message: fmt.Sprintf("run %s is already %s", req.RunID, status), Detail: map[string]any{"status": status}}
 	}
-	return &RunError{Code: CodeCancelled, Message: "cancelled by " + req.By}, nil
+	msg := "cancelled by " + req.By
+	if req.Reason != "" {
+		msg += ": " + req.Reason
+	}
+	return &RunError{Code: CodeCancelled, Message: msg}, nil
 }
 
 // DeleteRunRequest asks to delete a run, finished or not, with everything

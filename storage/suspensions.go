@@ -562,11 +562,21 @@ func (db *DB) cancelRunIn(ctx context.Context, tx bun.IDB, req domain.CancelRequ
 	if err := db.cancelOutstanding(ctx, b, run, now); err != nil {
 		return domain.Run{}, err
 	}
-	ev := newEventRow(runID, run.NextSeq, domain.NewEvent{Type: domain.EventRunCancelled, Payload: domain.MustJSON(map[string]any{"cancelledBy": by})}, now)
+	payload := map[string]any{"cancelledBy": by}
+	if req.Reason != "" {
+		payload["reason"] = req.Reason
+	}
+	ev := newEventRow(runID, run.NextSeq, domain.NewEvent{Type: domain.EventRunCancelled, Payload: domain.MustJSON(payload)}, now)
 	if err := b.add(ctx, tx.NewInsert().Model(ev)); err != nil {
 		return domain.Run{}, err
 	}
-	if err := b.addAudit(ctx, auditFor(req.Audit, run.ID, run.WorkflowID)); err != nil {
+	audit := auditFor(req.Audit, run.ID, run.WorkflowID)
+	if req.Reason != "" {
+		if err := audit.addData(map[string]any{"reason": req.Reason}); err != nil {
+			return domain.Run{}, err
+		}
+	}
+	if err := b.addAudit(ctx, audit); err != nil {
 		return domain.Run{}, err
 	}
 	run.NextSeq++

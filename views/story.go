@@ -133,9 +133,9 @@ func tell(run domain.Run, e domain.Event, sps map[string]domain.Suspension) Stor
 		return StoryEntry{Text: "The run failed", Quote: f.Message, Tone: "bad"}
 	case domain.EventRunCancelled:
 		if f.CancelledBy == "" {
-			return StoryEntry{Text: "Cancelled", Tone: "bad"}
+			return StoryEntry{Text: "Cancelled", Quote: f.Reason, Tone: "bad"}
 		}
-		return StoryEntry{Text: "Cancelled by " + f.CancelledBy, Tone: "bad"}
+		return StoryEntry{Text: "Cancelled by " + f.CancelledBy, Quote: f.Reason, Tone: "bad"}
 	}
 	if e.Step == "" {
 		return StoryEntry{Text: "Recorded " + quoted(e.Type)}

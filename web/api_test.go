@@ -532,11 +532,16 @@ func TestAPIAuth(t *testing.T) {
 
 func TestAPICancel(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, e *apiEnv) {
+	// With the web app, whose audit log keeps the cancel and its reason.
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
 		run, s := e.paused(t, "intake", map[string]string{"claimId": "c-1"})
 		path := "/api/v1/runs/" + run.ID + "/cancel"
-		got := decode[runBody](t, e.call(t, "POST", path, e.admin, `{}`), http.StatusOK)
-		if got.Status != "cancelled" || got.Error == nil || got.Error.Code != "cancelled" || !strings.Contains(got.Error.Message, adminEmail) {
+		p := problem(t, e.call(t, "POST", path, e.admin, `{"reason": "`+strings.Repeat("x", 501)+`"}`), http.StatusUnprocessableEntity, "validation_failed")
+		if !hasField(p, "/reason") {
+			t.Errorf("a reason too long: %+v; want the field /reason", p)
+		}
+		got := decode[runBody](t, e.call(t, "POST", path, e.admin, `{"reason": "  duplicate of claim c-0 "}`), http.StatusOK)
+		if got.Status != "cancelled" || got.Error == nil || got.Error.Code != "cancelled" || got.Error.Message != "cancelled by "+adminEmail+": duplicate of claim c-0" {
 			t.Fatalf("cancelled run = %+v, error %+v", got, got.Error)
 		}
 		problem(t, e.call(t, "POST", path, e.admin, ""), http.StatusConflict, "run_finished")
@@ -547,8 +552,15 @@ func TestAPICancel(t *testing.T) {
 			t.Errorf("suspension of the cancelled run = %+v", got)
 		}
 		events := decode[pageBody[eventBody]](t, e.call(t, "GET", "/api/v1/runs/"+run.ID+"/events", e.admin, ""), http.StatusOK).Items
-		if last := events[len(events)-1]; last.Type != "RUN_CANCELLED" {
-			t.Errorf("last event = %+v; want RUN_CANCELLED", last)
+		if last := events[len(events)-1]; last.Type != "RUN_CANCELLED" || !strings.Contains(string(last.Payload), `"reason":"duplicate of claim c-0"`) {
+			t.Errorf("last event = %+v; want RUN_CANCELLED with the reason", last)
+		}
+		entries, _, err := e.db.Audit(t.Context(), domain.AuditFilter{Action: "run.cancel"})
+		var data struct {
+			Reason string `json:"reason"`
+		}
+		if err != nil || len(entries) != 1 || json.Unmarshal(entries[0].Data, &data) != nil || data.Reason != "duplicate of claim c-0" {
+			t.Errorf("the cancel's audit entries %+v (%v); want one with the reason", entries, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 		if got := e.run(t, run.ID); got.Status != "cancelled" || e.finished.Load() != 0 {
@@ -842,5 +854,25 @@ func TestAPIDelay(t *testing.T) {
 		if done.Status != "succeeded" || *done.Suspensions[0].ResumedBy != reviewerEmail {
 			t.Fatalf("woken delay run = %+v", done)
 		}
+	})
+}
+
+// A path the API has, asked with a method it does not take, is 405 with
+// the methods it takes in Allow; a path it does not have is 404.
+func TestAPIWrongMethod(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, e *apiEnv) {
+		for _, c := range []struct{ method, path, allow string }{
+			{"GET", "/api/v1/runs/some-run/cancel", "POST"},
+			{"DELETE", "/api/v1/workflows", "GET, HEAD, POST"},
+			{"PATCH", "/api/v1/runs/some-run", "GET, HEAD, DELETE"},
+		} {
+			r := e.call(t, c.method, c.path, e.admin, "")
+			problem(t, r, http.StatusMethodNotAllowed, "method_not_allowed")
+			if got := r.Header.Get("Allow"); got != c.allow {
+				t.Errorf("%s %s: Allow %q; want %q", c.method, c.path, got, c.allow)
+			}
+		}
+		problem(t, e.call(t, "GET", "/api/v1/no-such-thing", e.admin, ""), http.StatusNotFound, "not_found")
 	})
 }

@@ -133,6 +133,8 @@ func problemFor(err error) Problem {
 	switch {
 	case errors.Is(err, errForbidden):
 		return newProblem(http.StatusForbidden, "forbidden", "Your role does not allow this.")
+	case errors.Is(err, errMethodNotAllowed):
+		return newProblem(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "This address does not take this method; the Allow header lists those it takes.")
 	case errors.Is(err, domain.ErrNotApprover):
 		return newProblem(http.StatusForbidden, domain.CodeNotApprover, notApproverMessage)
 	case errors.Is(err, errTooManyStreams):

@@ -227,10 +227,15 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
 	if p.User.Role != domain.RoleAdmin {
 		return errForbidden
 	}
-	if err := decodeJSON(w, r, &struct{}{}, s.MaxBody); err != nil {
+	var body struct {
+		// Reason, optional, says why (at most 500 characters).
+		Reason string `json:"reason"`
+	}
+	if err := decodeJSON(w, r, &body, s.MaxBody); err != nil {
 		return err
 	}
-	run, err := s.Engine.Cancel(r.Context(), domain.CancelRequest{RunID: r.PathValue("runId"), By: p.User.Email, Audit: s.apiAudit(r, "run.cancel", map[string]any{})})
+	run, err := s.Engine.Cancel(r.Context(), domain.CancelRequest{RunID: r.PathValue("runId"), By: p.User.Email, Reason: body.Reason,
+		Audit: s.apiAudit(r, "run.cancel", map[string]any{})})
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func TestAPIDeleteRun(t *testing.T) {
 			problem(t, e.call(t, "DELETE", "/api/v1/runs/no-such-run", key, reason), http.StatusForbidden, "forbidden")
 		}
 		for _, body := range []string{"", `{}`, `{"reason": ""}`, `{"reason": " \n "}`, jsonString(map[string]string{"reason": strings.Repeat("x", 501)})} {
-			if p := problem(t, e.call(t, "DELETE", path, e.admin, body), http.StatusUnprocessableEntity, "validation_failed"); !hasField(p, "reason") {
+			if p := problem(t, e.call(t, "DELETE", path, e.admin, body), http.StatusUnprocessableEntity, "validation_failed"); !hasField(p, "/reason") {
 				t.Errorf("DELETE with %.30q: problem %+v names no reason field", body, p)
 			}
 		}

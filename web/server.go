@@ -6,10 +6,12 @@ package web
 import (
 	"bufio"
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -219,6 +221,10 @@ func (s *Server) Handler() http.Handler {
 		api("GET /api/v1/subscriptions/{id}/deliveries", s.listDeliveries)
 	}
 	mux.Handle("/api/", s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		if allow := allowed(mux, r, "/api/"); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			return errMethodNotAllowed
+		}
 		return domain.ErrNotFound
 	}))
 	mux.Handle("/v1/flow-runs/{runId}/waitpoints/{waitpointId}", s.handle(s.resumeWaitpoint(false)))
@@ -306,4 +312,27 @@ func securityHeaders(next http.Handler) http.Handler {
 		h.Set("Cache-Control", "no-store")
 		next.ServeHTTP(w, r)
 	})
+}
+
+// errMethodNotAllowed is a request whose path the API has, for other
+// methods (see allowed).
+var errMethodNotAllowed = errors.New("method not allowed")
+
+// CodeMethodNotAllowed is the problem code of a method a path does not
+// take: 405, with the methods it does take in Allow.
+const CodeMethodNotAllowed = "method_not_allowed"
+
+// allowed lists the methods, in a fixed order, that mux routes r's path
+// to a handler other than the catch-all pattern fallback: those a 405
+// names in its Allow header. None means the path does not exist.
+func allowed(mux *http.ServeMux, r *http.Request, fallback string) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != fallback {
+			out = append(out, m)
+		}
+	}
+	return out
 }

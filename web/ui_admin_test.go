@@ -98,8 +98,14 @@ func TestUIDestructiveActionsAreConfirmed(t *testing.T) {
 		if r := e.run(t, run.ID); r.Status != "suspended" {
 			t.Fatalf("the confirmation page changed the run: %s", r.Status)
 		}
-		wantPage(t, boss.do("POST", "/runs/"+run.ID+"/cancel", url.Values{}), http.StatusSeeOther)
+		wantPage(t, boss.do("POST", "/runs/"+run.ID+"/cancel", url.Values{"reason": {strings.Repeat("why ", 130)}}), http.StatusUnprocessableEntity,
+			"Why (optional)", "at most 500 are allowed")
+		if r := e.run(t, run.ID); r.Status != "suspended" {
+			t.Fatalf("a refused reason cancelled the run: %s", r.Status)
+		}
+		wantPage(t, boss.do("POST", "/runs/"+run.ID+"/cancel", url.Values{"reason": {"Started for the wrong company"}}), http.StatusSeeOther)
 		e.waitRun(t, run.ID, "cancelled")
+		wantPage(t, boss.get("/runs/"+run.ID), http.StatusOK, "Started for the wrong company")
 		wantPage(t, boss.get("/runs/"+run.ID+"/cancel"), http.StatusConflict, "already finished")
 		wantPage(t, boss.get("/runs/nope/cancel"), http.StatusNotFound)
 

@@ -64,9 +64,17 @@ func (s *Server) confirmCancelRun(w http.ResponseWriter, r *http.Request) {
 	case run.Status.Terminal():
 		s.renderError(w, r, http.StatusConflict, "The run has already finished", "A finished run cannot be cancelled.", v)
 	default:
-		s.render(w, r, http.StatusOK, views.Confirm(views.ConfirmPage{Viewer: v,
-			Question:    "Cancel this run of " + run.WorkflowID + "?",
-			Consequence: "It stops where it is and does not continue: what it waits for is cancelled, and nobody can resume it. This cannot be undone.",
-			Action:      "/runs/" + run.ID + "/cancel", Button: "Yes, cancel the run", Back: "/runs/" + run.ID, BackLabel: "No, let it go on"}))
+		s.render(w, r, http.StatusOK, views.Confirm(cancelRunPage(v, run, "", "")))
 	}
+}
+
+// cancelRunPage asks whether to cancel run, and why (optional): the
+// reason typed, marked with problem when it was refused.
+func cancelRunPage(v *views.Viewer, run domain.Run, reason, problem string) views.ConfirmPage {
+	return views.ConfirmPage{Viewer: v,
+		Question:    "Cancel this run of " + run.WorkflowID + "?",
+		Consequence: "It stops where it is and does not continue: what it waits for is cancelled, and nobody can resume it. This cannot be undone.",
+		ReasonLabel: "Why (optional)", ReasonHint: "Kept with the run and in the audit log; at most 500 characters.",
+		Reason: reason, ReasonError: problem, ReasonOptional: true,
+		Action: "/runs/" + run.ID + "/cancel", Button: "Yes, cancel the run", Back: "/runs/" + run.ID, BackLabel: "No, let it go on"}
 }

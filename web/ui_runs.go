@@ -14,9 +14,19 @@ import (
 // same kernel path as the API, and shows the run again.
 func (s *Server) cancelFromPage(w http.ResponseWriter, r *http.Request) {
 	v := s.viewerOf(r)
-	run, err := s.Engine.Cancel(r.Context(), domain.CancelRequest{RunID: r.PathValue("id"), By: v.Email,
+	reason := r.PostFormValue("reason")
+	run, err := s.Engine.Cancel(r.Context(), domain.CancelRequest{RunID: r.PathValue("id"), By: v.Email, Reason: reason,
 		Audit: s.auditEntry(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "run.cancel"})})
+	var ve *domain.ValidationError
 	switch {
+	case errors.As(err, &ve):
+		run, err := s.Store.Run(r.Context(), r.PathValue("id"))
+		if err != nil {
+			s.uiFailure(w, r, err)
+			return
+		}
+		s.render(w, r, http.StatusUnprocessableEntity, views.Confirm(cancelRunPage(v, run, reason, reasonProblem(reason, ve))))
+		return
 	case errors.Is(err, domain.ErrNotFound):
 		s.renderError(w, r, http.StatusNotFound, "Run not found", "There is no run with this id.", v)
 		return

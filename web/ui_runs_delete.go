@@ -68,7 +68,7 @@ func (s *Server) runGone(w http.ResponseWriter, r *http.Request, v *views.Viewer
 func reasonProblem(reason string, ve *domain.ValidationError) string {
 	if strings.TrimSpace(reason) != "" {
 		for _, f := range ve.Fields {
-			if f.Field == "reason" {
+			if f.Field == "/reason" {
 				return "The reason " + f.Message + "."
 			}
 		}

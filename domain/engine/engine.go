@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -287,8 +288,13 @@ func (e *Engine) Decide(ctx context.Context, req domain.ResumeRequest, approve b
 	return e.Resume(ctx, req)
 }
 
-// Cancel ends a run that has not finished.
+// Cancel ends a run that has not finished. Its reason, optional, is at
+// most 500 characters once trimmed, else a *domain.ValidationError.
 func (e *Engine) Cancel(ctx context.Context, req domain.CancelRequest) (domain.Run, error) {
+	req.Reason = strings.TrimSpace(req.Reason)
+	if err := checkReason("cancelling", req.Reason, false); err != nil {
+		return domain.Run{}, err
+	}
 	req.Now = e.o.Clock.Now()
 	a := e.apply(ctx, domain.Transition{Cancel: &req})
 	return a.Run, a.Err
