@@ -341,7 +341,7 @@ func TestDeleteRunReasonRequired(t *testing.T) {
 		for _, reason := range []string{"", " \t\n", strings.Repeat("x", 501), "nul \x00 inside"} {
 			err := e.DeleteRun(t.Context(), domain.DeleteRunRequest{RunID: run.ID, Reason: reason})
 			ve, ok := errors.AsType[*domain.ValidationError](err)
-			if !ok || ve.Code != domain.CodeValidation || len(ve.Fields) != 1 || ve.Fields[0].Field != "reason" {
+			if !ok || ve.Code != domain.CodeValidation || len(ve.Fields) != 1 || ve.Fields[0].Field != "/reason" {
 				t.Errorf("delete with reason %.20q = %v; want a validation error on reason", reason, err)
 			}
 		}

@@ -805,7 +805,7 @@ func TestAPIHealthAndMetrics(t *testing.T) {
 				t.Errorf("problem instance = %q", p.Instance)
 			}
 		}
-		problem(t, e.call(t, "PATCH", "/api/v1/runs/"+run.ID, e.admin, ""), http.StatusNotFound, "not_found")
+		problem(t, e.call(t, "PATCH", "/api/v1/runs/"+run.ID, e.admin, ""), http.StatusMethodNotAllowed, "method_not_allowed")
 		wfs := decode[pageBody[struct {
 			ID    string   `json:"id"`
 			Steps []string `json:"steps"`

@@ -3,6 +3,8 @@ package web
 import (
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/tollgatehq/tollgate/domain"
@@ -69,6 +71,37 @@ func boundQuery(h func(http.ResponseWriter, *http.Request) error) func(http.Resp
 			return err
 		}
 		return h(w, r)
+	}
+}
+
+// knownQuery refuses, before h reads it, a request whose query names a
+// parameter its route does not take (params): a misspelt filter would
+// otherwise be ignored, and the list answered unfiltered. Bodies are
+// strict the same way.
+func knownQuery(params []string, h func(http.ResponseWriter, *http.Request) error) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if r.URL.RawQuery == "" {
+			return h(w, r)
+		}
+		var unknown []string
+		for name := range r.URL.Query() {
+			if !slices.Contains(params, name) {
+				unknown = append(unknown, name)
+			}
+		}
+		if len(unknown) == 0 {
+			return h(w, r)
+		}
+		slices.Sort(unknown)
+		takes := "It takes no query parameters."
+		if len(params) > 0 {
+			takes = "It takes " + strings.Join(params, ", ") + "."
+		}
+		ve := &domain.ValidationError{Code: CodeInvalidQuery, Message: "Unknown query parameter " + strings.Join(unknown, ", ") + ". " + takes}
+		for _, name := range unknown {
+			ve.Fields = append(ve.Fields, domain.FieldError{Field: name, Message: "this address takes no such parameter"})
+		}
+		return ve
 	}
 }
 

@@ -44,3 +44,25 @@ func TestAPIRefusesOverlongQueryParameters(t *testing.T) {
 		want(t, e.call(t, "GET", "/api/v1/runs?cursor="+long, "", ""), http.StatusUnauthorized)
 	})
 }
+
+// A query parameter a route does not take is refused, named, instead of
+// being ignored: a misspelt filter would otherwise list everything.
+func TestAPIRefusesUnknownQueryParameters(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, e *apiEnv) {
+		for path, params := range map[string][]string{
+			"/api/v1/runs?statuss=failed":                  {"statuss"},
+			"/api/v1/suspensions?status=pending&wflow=x&z": {"wflow", "z"},
+			"/api/v1/runs/some-run?verbose=1":              {"verbose"},
+		} {
+			p := problem(t, e.call(t, "GET", path, e.reviewer, ""), http.StatusBadRequest, "invalid_query")
+			for _, name := range params {
+				if !hasField(p, name) || !strings.Contains(p.Detail, name) {
+					t.Errorf("GET %s: problem %+v does not name %s", path, p, name)
+				}
+			}
+		}
+		want(t, e.call(t, "GET", "/api/v1/runs?status=failed&workflowId=intake&limit=5", e.reviewer, ""), http.StatusOK)
+		want(t, e.call(t, "GET", "/api/v1/suspensions?status=pending&runId=x&order=newest", e.reviewer, ""), http.StatusOK)
+	})
+}

@@ -188,14 +188,18 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle("GET /metrics", s.requireMetricsToken(http.HandlerFunc(s.metrics)))
 	}
 
-	api := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {
-		mux.Handle(pattern, s.requireKey(s.handle(boundQuery(h))))
+	// api registers an API route whose handler reads the query
+	// parameters named, and no others (see knownQuery).
+	api := func(pattern string, h func(http.ResponseWriter, *http.Request) error, params ...string) {
+		mux.Handle(pattern, s.requireKey(s.handle(boundQuery(knownQuery(params, h)))))
 	}
+	page := []string{"cursor", "limit"}
+	wait := "wait"
 	api("GET /api/v1/workflows", s.listWorkflows)
 	api("POST /api/v1/workflows", s.createWorkflow)
 	api("PUT /api/v1/workflows/{workflowId}/versions/{version}", s.registerWorkflow)
 	api("POST /api/v1/workflows/{workflowId}/runs", s.startRun)
-	api("GET /api/v1/runs", s.listRuns)
+	api("GET /api/v1/runs", s.listRuns, append(page, "workflowId", "status")...)
 	api("GET /api/v1/runs/{runId}", s.showRun)
 	api("GET /api/v1/runs/{runId}/events", s.listEvents)
 	api("POST /api/v1/runs/{runId}/cancel", s.cancelRun)
@@ -203,11 +207,11 @@ func (s *Server) Handler() http.Handler {
 	api("POST /api/v1/runs/{runId}/steps/{stepKey}/resume", s.resumeStep)
 	api("POST /api/v1/runs/{runId}/signals", s.sendSignal)
 	api("GET /api/v1/runs/{runId}/attach", s.attachRun)
-	api("GET /api/v1/suspensions", s.listSuspensions)
+	api("GET /api/v1/suspensions", s.listSuspensions, append(page, "status", "reason", "kind", "workflowId", "runId", "order")...)
 	api("GET /api/v1/suspensions/{id}", s.showSuspension)
-	api("POST /api/v1/suspensions/{id}/resume", s.resumeSuspension)
-	api("POST /api/v1/suspensions/{id}/approve", s.approveSuspension)
-	api("POST /api/v1/suspensions/{id}/reject", s.rejectSuspension)
+	api("POST /api/v1/suspensions/{id}/resume", s.resumeSuspension, wait)
+	api("POST /api/v1/suspensions/{id}/approve", s.approveSuspension, wait)
+	api("POST /api/v1/suspensions/{id}/reject", s.rejectSuspension, wait)
 	if s.Links != nil {
 		api("POST /api/v1/suspensions/{id}/links", s.createLink)
 		api("GET /api/v1/suspensions/{id}/links", s.listLinks)
@@ -218,7 +222,7 @@ func (s *Server) Handler() http.Handler {
 		api("GET /api/v1/subscriptions", s.listSubscriptions)
 		api("GET /api/v1/subscriptions/{id}", s.showSubscription)
 		api("DELETE /api/v1/subscriptions/{id}", s.deleteSubscription)
-		api("GET /api/v1/subscriptions/{id}/deliveries", s.listDeliveries)
+		api("GET /api/v1/subscriptions/{id}/deliveries", s.listDeliveries, page...)
 	}
 	mux.Handle("/api/", s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		if allow := allowed(mux, r, "/api/"); len(allow) > 0 {

@@ -60,6 +60,10 @@ type awaitJSON struct {
 	Name         string                `json:"name"`
 	SuspensionID string                `json:"suspensionId"`
 	Deadline     *time.Time            `json:"deadline,omitempty"`
+	// Group and Branch: a branch of a wait on several things (its
+	// group's key and its name).
+	Group  string `json:"group,omitempty"`
+	Branch string `json:"branch,omitempty"`
 }
 
 // waitingForJSON is what a suspended run waits for besides a decision: a
@@ -108,7 +112,8 @@ func waitsOf(ss []domain.Suspension) ([]awaitJSON, *waitingForJSON, *pendingAppr
 		if sp.Status != domain.SuspensionPending {
 			continue
 		}
-		awaiting = append(awaiting, awaitJSON{StepID: sp.StepKey, Kind: sp.Kind, Name: sp.Reason, SuspensionID: sp.ID, Deadline: sp.WakeAt})
+		awaiting = append(awaiting, awaitJSON{StepID: sp.StepKey, Kind: sp.Kind, Name: sp.Reason, SuspensionID: sp.ID, Deadline: sp.WakeAt,
+			Group: sp.GroupKey, Branch: sp.Branch})
 		if sp.Kind == domain.KindApproval {
 			approval = older(approval, &ss[i])
 		} else {
