@@ -36,6 +36,10 @@ type Store interface {
 	Runs(ctx context.Context, f RunFilter) ([]Run, string, error)
 	// Events returns a run's log in order.
 	Events(ctx context.Context, runID string) ([]Event, error)
+	// EventsAfter returns at most limit events of a run's log after index
+	// after (0: from the start), in order; ErrNotFound if there is no
+	// such run.
+	EventsAfter(ctx context.Context, runID string, after int64, limit int) ([]Event, error)
 	// Suspension returns one suspension, or ErrNotFound.
 	Suspension(ctx context.Context, id string) (Suspension, error)
 	// Suspensions lists suspensions by (SuspendedAt, ID), keyset-paginated.

@@ -229,11 +229,20 @@ func (db *DB) Runs(ctx context.Context, f domain.RunFilter) ([]domain.Run, strin
 
 // Events implements domain.Store.
 func (db *DB) Events(ctx context.Context, runID string) ([]domain.Event, error) {
+	return db.EventsAfter(ctx, runID, 0, 0)
+}
+
+// EventsAfter implements domain.Store; a limit of 0 reads to the end.
+func (db *DB) EventsAfter(ctx context.Context, runID string, after int64, limit int) ([]domain.Event, error) {
 	if _, err := db.Run(ctx, runID); err != nil {
 		return nil, err
 	}
 	var rows []eventRow
-	if err := db.bun.NewSelect().Model(&rows).Where("run_id = ?", runID).Order("seq").Scan(ctx); err != nil {
+	q := db.bun.NewSelect().Model(&rows).Where("run_id = ? AND seq > ?", runID, after).Order("seq")
+	if limit > 0 {
+		q.Limit(int64(limit))
+	}
+	if err := q.Scan(ctx); err != nil {
 		return nil, fmt.Errorf("list events of run %s: %w", runID, translate(err))
 	}
 	events := make([]domain.Event, len(rows))

@@ -876,3 +876,51 @@ func TestAPIWrongMethod(t *testing.T) {
 		problem(t, e.call(t, "GET", "/api/v1/no-such-thing", e.admin, ""), http.StatusNotFound, "not_found")
 	})
 }
+
+// A run's log is a list like every other: pages of limit events, each
+// with the cursor of the next until the last, and together the whole log
+// in order.
+func TestAPIEventsArePaged(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, e *apiEnv) {
+		run, _ := e.paused(t, "intake", map[string]string{"claimId": "c-1"})
+		path := "/api/v1/runs/" + run.ID + "/events"
+		all := decode[pageBody[eventBody]](t, e.call(t, "GET", path, e.admin, ""), http.StatusOK)
+		if len(all.Items) < 3 || all.NextCursor != "" {
+			t.Fatalf("the whole log: %d events, next %q; want at least 3 in one page", len(all.Items), all.NextCursor)
+		}
+		var got []int64
+		cursor, pages := "", 0
+		for {
+			q := "?limit=2"
+			if cursor != "" {
+				q += "&cursor=" + cursor
+			}
+			p := decode[pageBody[eventBody]](t, e.call(t, "GET", path+q, e.admin, ""), http.StatusOK)
+			pages++
+			for _, ev := range p.Items {
+				got = append(got, ev.Seq)
+			}
+			if p.NextCursor == "" {
+				break
+			}
+			if len(p.Items) != 2 || pages > len(all.Items) {
+				t.Fatalf("page %d: %d events with a next cursor", pages, len(p.Items))
+			}
+			cursor = p.NextCursor
+		}
+		for i, seq := range got {
+			if seq != all.Items[i].Seq || i >= len(all.Items) {
+				t.Fatalf("paged log %v; want the whole log's %d events in order", got, len(all.Items))
+			}
+		}
+		if len(got) != len(all.Items) {
+			t.Fatalf("paged log has %d events; want %d", len(got), len(all.Items))
+		}
+		p := problem(t, e.call(t, "GET", path+"?cursor=nope", e.admin, ""), http.StatusUnprocessableEntity, "validation_failed")
+		if !hasField(p, "cursor") {
+			t.Errorf("a bad cursor: %+v", p)
+		}
+		problem(t, e.call(t, "GET", "/api/v1/runs/no-such-run/events", e.admin, ""), http.StatusNotFound, "not_found")
+	})
+}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -189,13 +190,30 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 	if !principalFrom(r.Context()).User.Role.Staff() {
 		return domain.ErrNotFound
 	}
-	events, err := s.Store.Events(r.Context(), r.PathValue("runId"))
+	cursor, limit, errs := pageQuery(r.URL.Query(), nil)
+	after, err := strconv.ParseInt(cmp.Or(cursor, "0"), 10, 64)
+	if err != nil || after < 0 {
+		errs = append(errs, domain.FieldError{Field: "cursor", Message: "is not a cursor this list handed out"})
+	}
+	if err := invalidQuery(errs); err != nil {
+		return err
+	}
+	limit = cmp.Or(limit, defaultEventsPage)
+	events, err := s.Store.EventsAfter(r.Context(), r.PathValue("runId"), after, limit)
 	if err != nil {
 		return err
 	}
-	writePage(w, events, eventView, "")
+	next := ""
+	if len(events) == limit {
+		next = strconv.FormatInt(events[len(events)-1].Seq, 10)
+	}
+	writePage(w, events, eventView, next)
 	return nil
 }
+
+// defaultEventsPage is how many events a page of a run's log holds when
+// the caller does not say.
+const defaultEventsPage = 100
 
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 	if !principalFrom(r.Context()).User.Role.Staff() {

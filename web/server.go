@@ -201,7 +201,7 @@ func (s *Server) Handler() http.Handler {
 	api("POST /api/v1/workflows/{workflowId}/runs", s.startRun)
 	api("GET /api/v1/runs", s.listRuns, append(page, "workflowId", "status")...)
 	api("GET /api/v1/runs/{runId}", s.showRun)
-	api("GET /api/v1/runs/{runId}/events", s.listEvents)
+	api("GET /api/v1/runs/{runId}/events", s.listEvents, page...)
 	api("POST /api/v1/runs/{runId}/cancel", s.cancelRun)
 	api("DELETE /api/v1/runs/{runId}", s.deleteRun)
 	api("POST /api/v1/runs/{runId}/steps/{stepKey}/resume", s.resumeStep)

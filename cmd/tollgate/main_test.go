@@ -368,11 +368,19 @@ func (c *client) run(t testing.TB, id string) apiRun {
 	return run
 }
 
+// events reads a run's whole log, page after page.
 func (c *client) events(t testing.TB, runID string) []apiEvent {
 	t.Helper()
-	var p apiPage[apiEvent]
-	c.call(t, http.StatusOK, "GET", "/api/v1/runs/"+runID+"/events", nil).decode(t, &p)
-	return p.Items
+	var out []apiEvent
+	for cursor := ""; ; {
+		var p apiPage[apiEvent]
+		c.call(t, http.StatusOK, "GET", "/api/v1/runs/"+runID+"/events?limit=500&cursor="+cursor, nil).decode(t, &p)
+		out = append(out, p.Items...)
+		if p.NextCursor == "" {
+			return out
+		}
+		cursor = p.NextCursor
+	}
 }
 
 // getRun is GET /api/v1/runs/{id} for callers that handle errors
