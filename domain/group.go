@@ -97,25 +97,18 @@ func DecideGroup(mode GroupMode, branches []Suspension, done Suspension) GroupVe
 			winner = branches[i]
 		}
 		v.Resolved, v.By, v.Cancel = true, &winner, pending
-		v.Data = MustJSON(AnyData{Winner: winner.Branch, Output: jsonOrNullRaw(winner.ResumeData)})
+		v.Data = MustJSON(AnyData{Winner: winner.Branch, Output: OrNull(winner.ResumeData)})
 	default:
 		if len(pending) > 0 {
 			return v
 		}
 		out := make(map[string]json.RawMessage, len(branches))
 		for _, b := range branches {
-			out[b.Branch] = jsonOrNullRaw(b.ResumeData)
+			out[b.Branch] = OrNull(b.ResumeData)
 		}
 		v.Resolved, v.By, v.Data = true, &done, MustJSON(out)
 	}
 	return v
-}
-
-func jsonOrNullRaw(b json.RawMessage) json.RawMessage {
-	if len(b) == 0 {
-		return json.RawMessage("null")
-	}
-	return b
 }
 
 // checkGroup checks the branches of group command c (at index i of a

@@ -170,3 +170,12 @@ func SameJSON(a, b json.RawMessage) bool {
 	}
 	return reflect.DeepEqual(x, y)
 }
+
+// OrNull is b, or JSON null when b is empty: absent data stored or shown
+// as null, keeping the JSON type.
+func OrNull(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("null")
+	}
+	return b
+}

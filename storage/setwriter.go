@@ -387,7 +387,7 @@ func (s *setWriter) resumeAll(ctx context.Context, batch []domain.Transition, ke
 			continue // answered once the update has run, from the row as it is then
 		}
 		values = append(values, "(?::text, ?::jsonb, ?::timestamptz, ?::text, ?::text, ?::text)")
-		args = append(args, req.SuspensionID, string(jsonOrNull(req.Data)), ts(req.Now), req.By, nullString(req.RequestKey), nullString(req.Decision))
+		args = append(args, req.SuspensionID, string(domain.OrNull(req.Data)), ts(req.Now), req.By, nullString(req.RequestKey), nullString(req.Decision))
 	}
 	won := map[string]*suspensionRow{}
 	if len(values) == 0 {

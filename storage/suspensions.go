@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -345,7 +344,7 @@ func (db *DB) conditionalResume(ctx context.Context, tx bun.IDB, id string, req 
 	now := ts(req.Now)
 	var rows []suspensionRow
 	q := tx.NewUpdate().Model(&rows).
-		Set("status = ?", domain.SuspensionResumed).Set("resume_data = ?", jsonOrNull(req.Data)).
+		Set("status = ?", domain.SuspensionResumed).Set("resume_data = ?", domain.OrNull(req.Data)).
 		Set("resumed_at = ?", now).Set("resumed_by = ?", req.By).
 		Set("resume_request_key = ?", nullString(req.RequestKey)).Set("decision = ?", nullString(req.Decision)).
 		Where("id = ? AND status = ? AND NOT precompleted", id, domain.SuspensionPending).Returning("*")
@@ -505,7 +504,7 @@ func (db *DB) precomplete(ctx context.Context, tx bun.IDB, run *runRow, req doma
 	now := ts(req.Now)
 	row := &suspensionRow{
 		ID: uuid.Must(uuid.NewV7()).String(), RunID: run.ID, WorkflowID: run.WorkflowID, WorkflowVersion: run.WorkflowVersion,
-		StepName: req.StepKey, StepKey: req.StepKey, Status: domain.SuspensionResumed, ResumeData: jsonOrNull(req.Data),
+		StepName: req.StepKey, StepKey: req.StepKey, Status: domain.SuspensionResumed, ResumeData: domain.OrNull(req.Data),
 		ResumeRequestKey: nullString(req.RequestKey), Decision: nullString(req.Decision),
 		Precompleted: true, ResumedAt: &now, ResumedBy: &req.By, CreatedAt: now,
 	}
@@ -589,15 +588,6 @@ func (db *DB) cancelRunIn(ctx context.Context, tx bun.IDB, req domain.CancelRequ
 		return domain.Run{}, err
 	}
 	return run.toDomain(), b.commit(ctx)
-}
-
-// jsonOrNull keeps the JSON type (bun writes json.RawMessage as JSON, a
-// plain []byte as binary) and stores absent data as JSON null.
-func jsonOrNull(b json.RawMessage) json.RawMessage {
-	if len(b) == 0 {
-		return json.RawMessage("null")
-	}
-	return b
 }
 
 // escapeLike makes s match itself literally in a LIKE pattern escaped with

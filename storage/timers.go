@@ -184,7 +184,7 @@ func (db *DB) resumeTimers(ctx context.Context, tx bun.IDB, due []*jobRow, runs 
 	}
 	var rows []suspensionRow
 	err := tx.NewUpdate().Model(&rows).
-		Set("status = ?", domain.SuspensionResumed).Set("resume_data = ?", jsonOrNull(nil)).
+		Set("status = ?", domain.SuspensionResumed).Set("resume_data = ?", domain.OrNull(nil)).
 		Set("resumed_at = ?", now).Set("resumed_by = ?", domain.ResumedByTimer).
 		Set("resume_request_key = NULL").Set("decision = NULL").
 		Where("id IN (?) AND status = ? AND NOT precompleted", bun.List(ids), domain.SuspensionPending).

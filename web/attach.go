@@ -51,7 +51,7 @@ func (s *Server) attachRun(w http.ResponseWriter, r *http.Request) error {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	if err := sse.send("RUN_STARTED", "", map[string]any{"runId": run.ID, "workflowId": run.WorkflowID, "workflowVersion": run.WorkflowVersion,
-		"input": orNull(run.Input), "createdAt": run.CreatedAt, "replayFrom": after + 1}); err != nil {
+		"input": domain.OrNull(run.Input), "createdAt": run.CreatedAt, "replayFrom": after + 1}); err != nil {
 		return nil
 	}
 	heartbeat := time.NewTicker(cmp.Or(s.AttachHeartbeat, 15*time.Second))
@@ -65,7 +65,7 @@ func (s *Server) attachRun(w http.ResponseWriter, r *http.Request) error {
 		}
 		switch {
 		case run.Status.Terminal():
-			_ = sse.send("RUN_ENDED", "", map[string]any{"runId": run.ID, "status": run.Status, "output": orNull(run.Output), "error": run.Error})
+			_ = sse.send("RUN_ENDED", "", map[string]any{"runId": run.ID, "status": run.Status, "output": domain.OrNull(run.Output), "error": run.Error})
 			return nil
 		case run.Status == domain.RunSuspended:
 			if paused, err = s.sendPause(r, sse, run, paused); err != nil {

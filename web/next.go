@@ -104,7 +104,7 @@ func (nw *nextWatch) next(ctx context.Context, decided domain.Suspension, u doma
 func (s *Server) nextOf(run domain.Run, pending []domain.Suspension, u domain.User) *nextJSON {
 	n := &nextJSON{RunID: run.ID, Status: run.Status, Error: run.Error}
 	if run.Status == domain.RunSucceeded {
-		n.Output = orNull(run.Output)
+		n.Output = domain.OrNull(run.Output)
 	}
 	if len(pending) == 0 {
 		return n

@@ -45,7 +45,7 @@ type starterJSON struct {
 func runView(r domain.Run) runJSON {
 	v := runJSON{
 		ID: r.ID, WorkflowID: r.WorkflowID, WorkflowVersion: r.WorkflowVersion, Status: r.Status,
-		Input: orNull(r.Input), Output: orNull(r.Output), Error: r.Error, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		Input: domain.OrNull(r.Input), Output: domain.OrNull(r.Output), Error: r.Error, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 	if by := r.StartedBy; !by.System() {
 		v.StartedBy = &starterJSON{ID: by.ID, Email: by.Email, Role: by.Role}
@@ -205,8 +205,8 @@ func suspensionView(s domain.Suspension) suspensionJSON {
 	v := suspensionJSON{
 		ID: s.ID, RunID: s.RunID, WorkflowID: s.WorkflowID, WorkflowVersion: s.WorkflowVersion,
 		StepName: s.StepName, StepKey: s.StepKey, Kind: s.Kind, Reason: s.Reason, Status: s.Status,
-		Checkpoint: orNull(s.Checkpoint), ResumeStep: s.ResumeStep, ResumeSchema: s.ResumeSchema,
-		ResumeData: orNull(s.ResumeData), Assignee: s.Assignee, Decision: s.Decision,
+		Checkpoint: domain.OrNull(s.Checkpoint), ResumeStep: s.ResumeStep, ResumeSchema: s.ResumeSchema,
+		ResumeData: domain.OrNull(s.ResumeData), Assignee: s.Assignee, Decision: s.Decision,
 		Approvers: s.Approvers, ApproverRole: s.ApproverRole, Group: s.Group, GroupKey: s.GroupKey, Branch: s.Branch,
 		Title: s.Title, Fields: fieldsView(s.Fields), ReasonLabel: s.ReasonName(), Instructions: s.Instructions, Accept: s.Accept,
 		DeferredCount: len(s.Deferred), WakeAt: s.WakeAt, SuspendedAt: s.SuspendedAt, ResumedAt: s.ResumedAt,
@@ -240,7 +240,7 @@ type fieldJSON struct {
 func fieldsView(fs []domain.Field) []fieldJSON {
 	out := make([]fieldJSON, len(fs))
 	for i, f := range fs {
-		out[i] = fieldJSON{Label: f.Label, Value: orNull(f.Value), Format: f.Format}
+		out[i] = fieldJSON{Label: f.Label, Value: domain.OrNull(f.Value), Format: f.Format}
 		if f.Format == "" {
 			out[i].Format = domain.FormatText
 		}
@@ -279,12 +279,5 @@ type eventJSON struct {
 }
 
 func eventView(e domain.Event) eventJSON {
-	return eventJSON{Seq: e.Seq, Type: e.Type, Step: e.Step, Payload: orNull(e.Payload), CreatedAt: e.CreatedAt}
-}
-
-func orNull(b json.RawMessage) json.RawMessage {
-	if len(b) == 0 {
-		return json.RawMessage("null")
-	}
-	return b
+	return eventJSON{Seq: e.Seq, Type: e.Type, Step: e.Step, Payload: domain.OrNull(e.Payload), CreatedAt: e.CreatedAt}
 }

@@ -163,7 +163,7 @@ func (s *Server) answerWithRun(w http.ResponseWriter, r *http.Request, runID, co
 		case run.Status == domain.RunSucceeded:
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusOK)
-			_, _ = w.Write(orNull(run.Output))
+			_, _ = w.Write(domain.OrNull(run.Output))
 			return
 		case run.Status.Terminal():
 			p := newProblem(http.StatusInternalServerError, "run_"+string(run.Status), fmt.Sprintf("run %s %s", run.ID, run.Status))
