@@ -1,6 +1,8 @@
 package domain
 
 import (
+	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -77,11 +79,39 @@ const (
 	CodeWorkItemRunEnded = "work_item_run_ended"
 )
 
-// FieldError is one problem with one part of an input, addressed by a JSON
-// pointer-like path ("/resumeData/amount") or a field name.
+// FieldError is one problem with one part of a request. Exactly one of
+// Field, Parameter and File says where: Field is a JSON Pointer into the
+// request's JSON body ("/resumeData/amount"; "" is the whole body),
+// Parameter names a query parameter, File an uploaded file.
 type FieldError struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
+	Field     string
+	Parameter string
+	File      string
+	Message   string
+}
+
+// QueryError is a FieldError about the query parameter name.
+func QueryError(name, message string) FieldError {
+	return FieldError{Parameter: name, Message: message}
+}
+
+// MarshalJSON writes the one member that says where ("field", "parameter"
+// or "file") and the message.
+func (f FieldError) MarshalJSON() ([]byte, error) {
+	where, at := "field", f.Field
+	switch {
+	case f.Parameter != "":
+		where, at = "parameter", f.Parameter
+	case f.File != "":
+		where, at = "file", f.File
+	}
+	return json.Marshal(map[string]string{where: at, "message": f.Message})
+}
+
+// Place is where the error is, as a person reads it: the pointer, the
+// query parameter or the file name.
+func (f FieldError) Place() string {
+	return cmp.Or(f.Parameter, f.File, f.Field)
 }
 
 // ValidationError reports input that breaks a rule. It changes nothing: an
@@ -98,7 +128,7 @@ func (e *ValidationError) Error() string {
 	}
 	parts := make([]string, len(e.Fields))
 	for i, f := range e.Fields {
-		parts[i] = f.Field + ": " + f.Message
+		parts[i] = f.Place() + ": " + f.Message
 	}
 	return e.Message + " (" + strings.Join(parts, "; ") + ")"
 }

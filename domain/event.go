@@ -2,11 +2,14 @@ package domain
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
+	"unicode"
 )
 
-// Event types the kernel writes. Steps may add their own types; those are
-// free-form and never collide with these upper-case names.
+// Event types the kernel writes. Steps may add their own types; the kernel
+// writes those in the same SCREAMING_SNAKE form (see EventTypeOf), so a
+// run's log reads in one style whatever a step spelled.
 const (
 	EventRunCreated     = "RUN_CREATED"
 	EventStepStarted    = "STEP_STARTED"
@@ -44,6 +47,30 @@ type NewEvent struct {
 	Type    string
 	Step    string
 	Payload json.RawMessage
+}
+
+// EventTypeOf is a step event's type as the log records it: upper case,
+// words joined by underscores. "verification_suspended",
+// "verificationSuspended" and "verification-suspended" all become
+// VERIFICATION_SUSPENDED; kernel types are unchanged.
+func EventTypeOf(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 4)
+	prev := rune(0) // the last rune written, 0 after a separator
+	for _, r := range s {
+		switch {
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			if unicode.IsUpper(r) && prev != 0 && (unicode.IsLower(prev) || unicode.IsDigit(prev)) {
+				b.WriteByte('_')
+			}
+			b.WriteRune(unicode.ToUpper(r))
+			prev = r
+		case prev != 0:
+			b.WriteByte('_')
+			prev = 0
+		}
+	}
+	return strings.TrimSuffix(b.String(), "_")
 }
 
 // StepEvent is an event a step asks to record, with any JSON-encodable payload.

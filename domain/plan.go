@@ -207,10 +207,11 @@ func plan(o Outcome, c *StepCommit) error {
 		c.Events = append(c.Events, NewEvent{Type: EventStepCompleted, Step: o.Step, Payload: MustJSON(payload)})
 	}
 	for _, e := range o.Result.Events {
-		if e.Type == "" || len(e.Type) > MaxNameLen {
-			return &OrchestrationError{Message: "a step event needs a type of 1–100 characters"}
+		typ := EventTypeOf(e.Type)
+		if typ == "" || len(typ) > MaxNameLen {
+			return &OrchestrationError{Message: "a step event needs a type of 1–100 letters, digits and underscores"}
 		}
-		p, err := EncodeJSON("payload of event "+e.Type, e.Payload, 0, CodeValidation)
+		p, err := EncodeJSON("payload of event "+typ, e.Payload, 0, CodeValidation)
 		if err != nil {
 			return err
 		}
@@ -218,7 +219,7 @@ func plan(o Outcome, c *StepCommit) error {
 		if e.Step != "" {
 			step = e.Step
 		}
-		c.Events = append(c.Events, NewEvent{Type: e.Type, Step: step, Payload: p})
+		c.Events = append(c.Events, NewEvent{Type: typ, Step: step, Payload: p})
 	}
 	if b != nil {
 		return planPause(o, c, *b, cmds)

@@ -100,7 +100,7 @@ func TestPlanSuspendDiscardsSiblings(t *testing.T) {
 		string(s.Checkpoint) != `{"n":1}` || s.WakeAt != nil || s.Deferred != nil || s.WorkflowVersion != "1" {
 		t.Fatalf("suspension = %+v", s)
 	}
-	want := []string{domain.EventStepCompleted, "asked", domain.EventCommandsDropped, domain.EventWorkflowPaused}
+	want := []string{domain.EventStepCompleted, "ASKED", domain.EventCommandsDropped, domain.EventWorkflowPaused}
 	if got := types(c); !slices.Equal(got, want) {
 		t.Fatalf("events %v; want %v", got, want)
 	}
@@ -534,5 +534,21 @@ func TestPlanPresentation(t *testing.T) {
 	if s == nil || s.Title != p.Title || s.ReasonLabel != p.ReasonLabel || len(s.Fields) != 2 ||
 		string(s.Fields[0].Value) != `389.00` || s.Fields[0].Format != "money:EUR" || s.Fields[1].Label != "Unknown" || string(s.Fields[1].Value) != "null" {
 		t.Fatalf("suspension %+v", s)
+	}
+}
+
+func TestEventTypeOf(t *testing.T) {
+	for in, want := range map[string]string{
+		"verification_suspended": "VERIFICATION_SUSPENDED",
+		"verificationSuspended":  "VERIFICATION_SUSPENDED",
+		"verification-suspended": "VERIFICATION_SUSPENDED",
+		" paid  twice ":          "PAID_TWICE",
+		"WORKFLOW_PAUSED":        "WORKFLOW_PAUSED",
+		"step2Done":              "STEP2_DONE",
+		"--":                     "",
+	} {
+		if got := domain.EventTypeOf(in); got != want {
+			t.Errorf("EventTypeOf(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -4,17 +4,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
 // RunStatus is the lifecycle state of a Run.
 type RunStatus string
 
-// Run statuses. A run is pending until its first step finishes, running while
-// it has work queued or executing, suspended while every branch waits on a
-// suspension, and then ends in exactly one terminal status.
+// Run statuses. A run is running from its start while it has work queued
+// or executing, suspended while every branch waits on a suspension, and
+// then ends in exactly one terminal status.
 const (
-	RunPending   RunStatus = "pending"
 	RunRunning   RunStatus = "running"
 	RunSuspended RunStatus = "suspended"
 	RunSucceeded RunStatus = "succeeded"
@@ -27,7 +27,7 @@ const (
 const RunSuspensionsLimit = 500
 
 // RunStatuses lists every status, in lifecycle order.
-var RunStatuses = []RunStatus{RunPending, RunRunning, RunSuspended, RunSucceeded, RunFailed, RunCancelled}
+var RunStatuses = []RunStatus{RunRunning, RunSuspended, RunSucceeded, RunFailed, RunCancelled}
 
 // Terminal reports whether no further change can happen to a run in s.
 func (s RunStatus) Terminal() bool {
@@ -49,13 +49,14 @@ var runStatusAliases = map[string]RunStatus{
 }
 
 // RunStatusNames says which names ParseRunStatus takes, for error messages.
-const RunStatusNames = "use one of pending, running, suspended, succeeded, failed, cancelled, " +
+const RunStatusNames = "use one of running, suspended, succeeded, failed, cancelled, " +
 	"or the seeds' paused or waiting (suspended), completed or finished (succeeded), errored (failed)"
 
 // ParseRunStatus reads a run status by its name, or by a seed's name for
-// the same state; false for anything else. Names are lower case, as the
-// API writes them.
+// the same state; false for anything else. The API writes names in lower
+// case and reads them in any (a seed's PAUSED is paused).
 func ParseRunStatus(name string) (RunStatus, bool) {
+	name = strings.ToLower(name)
 	if s := RunStatus(name); s.Valid() {
 		return s, true
 	}
@@ -149,10 +150,18 @@ func (s Starter) Founder() bool { return s.ID != "" && s.Role == RoleFounder }
 
 // RunFilter selects runs for listing. Zero fields match everything.
 type RunFilter struct {
-	Status     RunStatus
+	// Statuses keeps runs in any of these statuses; empty keeps all.
+	Statuses   []RunStatus
 	WorkflowID string
-	Cursor     string
-	Limit      int
+	// Search matches a run id exactly, a workflow id by prefix, or text
+	// anywhere in the input (case-insensitive), as the inbox's search does.
+	Search string
+	// CreatedAfter and CreatedBefore, when set, keep runs created at or
+	// after, and before, these times.
+	CreatedAfter  time.Time
+	CreatedBefore time.Time
+	Cursor        string
+	Limit         int
 }
 
 // NewRun is what starting a run needs.

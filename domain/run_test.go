@@ -8,11 +8,11 @@ import (
 )
 
 // A run status is read by its name or by a seed's name for the same
-// state; anything else, other casings included, is no status.
+// state, in any case; anything else is no status.
 func TestParseRunStatus(t *testing.T) {
 	t.Parallel()
 	for name, want := range map[string]domain.RunStatus{
-		"pending": domain.RunPending, "running": domain.RunRunning, "suspended": domain.RunSuspended,
+		"running": domain.RunRunning, "RUNNING": domain.RunRunning, "PAUSED": domain.RunSuspended, "Suspended": domain.RunSuspended, "suspended": domain.RunSuspended,
 		"succeeded": domain.RunSucceeded, "failed": domain.RunFailed, "cancelled": domain.RunCancelled,
 		"paused": domain.RunSuspended, "waiting": domain.RunSuspended,
 		"completed": domain.RunSucceeded, "finished": domain.RunSucceeded, "errored": domain.RunFailed,
@@ -21,7 +21,7 @@ func TestParseRunStatus(t *testing.T) {
 			t.Errorf("ParseRunStatus(%q) = %q, %v; want %q", name, got, ok, want)
 		}
 	}
-	for _, name := range []string{"", "PAUSED", "Suspended", "aborted", "canceled", "queued"} {
+	for _, name := range []string{"", "pending", "aborted", "canceled", "queued"} {
 		if got, ok := domain.ParseRunStatus(name); ok {
 			t.Errorf("ParseRunStatus(%q) = %q; want no status", name, got)
 		}
@@ -33,7 +33,7 @@ func TestParseRunStatus(t *testing.T) {
 func TestDecideCancel(t *testing.T) {
 	t.Parallel()
 	req := domain.CancelRequest{RunID: "r1", By: "admin@example.com"}
-	for _, s := range []domain.RunStatus{domain.RunPending, domain.RunRunning, domain.RunSuspended} {
+	for _, s := range []domain.RunStatus{domain.RunRunning, domain.RunSuspended} {
 		why, err := domain.DecideCancel(req, s)
 		if err != nil || why == nil || why.Code != domain.CodeCancelled || why.Message != "cancelled by admin@example.com" {
 			t.Errorf("cancel a %s run: %+v, %v", s, why, err)

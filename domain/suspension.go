@@ -49,6 +49,25 @@ func (s SuspensionStatus) Valid() bool {
 	return false
 }
 
+// suspensionStatusAliases are the seeds' names for suspension statuses: a
+// waitpoint is COMPLETED when its resume arrived.
+var suspensionStatusAliases = map[string]SuspensionStatus{"completed": SuspensionResumed}
+
+// SuspensionStatusNames says which names ParseSuspensionStatus takes, for
+// error messages.
+const SuspensionStatusNames = "use one of pending, resumed, expired, cancelled, or the seeds' completed (resumed)"
+
+// ParseSuspensionStatus reads a suspension status by its name in any case,
+// or by a seed's name for the same state; false for anything else.
+func ParseSuspensionStatus(name string) (SuspensionStatus, bool) {
+	name = strings.ToLower(name)
+	if s := SuspensionStatus(name); s.Valid() {
+		return s, true
+	}
+	s, ok := suspensionStatusAliases[name]
+	return s, ok
+}
+
 // ResumedByTimer is who resumed a delay that woke when it was due: the
 // ResumedBy of its suspension and of its resume payload.
 const ResumedByTimer = "timer"

@@ -15,13 +15,14 @@ const (
 	WaitpointWebhook WaitpointType = "WEBHOOK" // any HTTP call to its resume URL
 )
 
-// WaitpointStatus is PENDING until the resume arrives, then COMPLETED.
+// WaitpointStatus is pending until the resume arrives, then completed
+// (the seed's PENDING and COMPLETED, in the API's lower case).
 type WaitpointStatus string
 
 // Waitpoint statuses.
 const (
-	WaitpointPending   WaitpointStatus = "PENDING"
-	WaitpointCompleted WaitpointStatus = "COMPLETED"
+	WaitpointPending   WaitpointStatus = "pending"
+	WaitpointCompleted WaitpointStatus = "completed"
 )
 
 // Waitpoint is a step's registered wait: the durable row a resume call is

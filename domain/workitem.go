@@ -10,12 +10,14 @@ import (
 // WorkState is where an async HTTP step's work item is.
 type WorkState string
 
-// Work item states. Succeeded and failed are final.
+// Work item states, in the API's lower case; the async-step protocol
+// calls them WorkActive, WorkNotCompleted, WorkSucceeded and WorkFailed.
+// Succeeded and failed are final.
 const (
-	WorkActive       WorkState = "WorkActive"
-	WorkNotCompleted WorkState = "WorkNotCompleted"
-	WorkSucceeded    WorkState = "WorkSucceeded"
-	WorkFailed       WorkState = "WorkFailed"
+	WorkActive       WorkState = "active"
+	WorkNotCompleted WorkState = "not_completed"
+	WorkSucceeded    WorkState = "succeeded"
+	WorkFailed       WorkState = "failed"
 )
 
 // Final reports whether s can no longer change.

@@ -64,7 +64,7 @@ func TestDecideReportForAnEndedRunSaysWhy(t *testing.T) {
 	if !errors.As(v.Err, &se) || se.RunStatus != domain.RunCancelled {
 		t.Fatalf("err = %v", v.Err)
 	}
-	if !strings.Contains(se.Message, "run r1 has ended (cancelled)") || !strings.Contains(se.Message, "WorkFailed") {
+	if !strings.Contains(se.Message, "run r1 has ended (cancelled)") || !strings.Contains(se.Message, "failed") {
 		t.Errorf("message %q", se.Message)
 	}
 	if v.Item.Result == nil || v.Item.Result.Success || !strings.Contains(v.Item.Result.Error, "run r1 has ended (cancelled)") {

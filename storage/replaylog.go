@@ -25,7 +25,7 @@ func (db *DB) AppendEvents(ctx context.Context, runID string, expect int64, even
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewUpdate().Model((*runRow)(nil)).
 			Set("next_seq = ?", expect+int64(len(events))).Set("updated_at = ?", now).
-			Where("id = ? AND next_seq = ? AND status IN (?)", runID, expect, bun.List([]domain.RunStatus{domain.RunPending, domain.RunRunning})).Exec(ctx)
+			Where("id = ? AND next_seq = ? AND status = ?", runID, expect, domain.RunRunning).Exec(ctx)
 		if err != nil {
 			return err
 		}

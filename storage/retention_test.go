@@ -147,7 +147,7 @@ func TestDeleteRunRemovesEverything(t *testing.T) {
 		if len(entries) != 2 {
 			t.Fatalf("%d run.delete audit entries; want 2 (refused deletions and one without an entry write none): %+v", len(entries), entries)
 		}
-		want := map[string]domain.RunStatus{suspended.ID: domain.RunSuspended, pending.ID: domain.RunPending}
+		want := map[string]domain.RunStatus{suspended.ID: domain.RunSuspended, pending.ID: domain.RunRunning}
 		for _, en := range entries {
 			var data struct {
 				Reason string           `json:"reason"`

@@ -47,7 +47,7 @@ func (db *DB) CreateRun(ctx context.Context, nr domain.NewRun) (domain.Run, bool
 func newRunRow(nr domain.NewRun) *runRow {
 	now := ts(nr.Now)
 	row := &runRow{
-		ID: nr.ID, WorkflowID: nr.WorkflowID, WorkflowVersion: nr.WorkflowVersion, Status: domain.RunPending,
+		ID: nr.ID, WorkflowID: nr.WorkflowID, WorkflowVersion: nr.WorkflowVersion, Status: domain.RunRunning,
 		Input: nr.Input, NextSeq: 2, CreatedAt: now, UpdatedAt: now,
 		StartedBy: nr.StartedBy.ID, StartedByEmail: nr.StartedBy.Email, StartedByRole: nr.StartedBy.Role,
 	}
@@ -203,11 +203,25 @@ func (db *DB) Runs(ctx context.Context, f domain.RunFilter) ([]domain.Run, strin
 	limit := clampLimit(f.Limit)
 	var rows []runRow
 	q := db.bun.NewSelect().Model(&rows).OrderExpr("created_at DESC, id DESC").Limit(int64(limit + 1))
-	if f.Status != "" {
-		q.Where("status = ?", f.Status)
+	if len(f.Statuses) > 0 {
+		q.Where("status IN (?)", bun.List(f.Statuses))
 	}
 	if f.WorkflowID != "" {
 		q.Where("workflow_id = ?", f.WorkflowID)
+	}
+	if !f.CreatedAfter.IsZero() {
+		q.Where("created_at >= ?", ts(f.CreatedAfter))
+	}
+	if !f.CreatedBefore.IsZero() {
+		q.Where("created_at < ?", ts(f.CreatedBefore))
+	}
+	if term := strings.TrimSpace(f.Search); term != "" {
+		lit := escapeLike(strings.ToLower(term))
+		q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Where("id = ?", term).
+				WhereOr("lower(workflow_id) LIKE ? ESCAPE '\\'", lit+"%").
+				WhereOr("lower(CAST(input AS TEXT)) LIKE ? ESCAPE '\\'", "%"+lit+"%")
+		})
 	}
 	if f.Cursor != "" {
 		at, id, err := decodeCursor(f.Cursor)
@@ -281,7 +295,7 @@ func Cursor(at time.Time, id string) string {
 }
 
 func decodeCursor(c string) (time.Time, string, error) {
-	bad := &domain.ValidationError{Code: domain.CodeValidation, Message: "cursor is not one this server issued", Fields: []domain.FieldError{{Field: "cursor", Message: "invalid"}}}
+	bad := &domain.ValidationError{Code: domain.CodeValidation, Message: "cursor is not one this server issued", Fields: []domain.FieldError{domain.QueryError("cursor", "invalid")}}
 	raw, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {
 		return time.Time{}, "", bad

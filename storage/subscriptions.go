@@ -126,7 +126,7 @@ func (db *DB) DeliveryAttempts(ctx context.Context, subscriptionID, cursor strin
 		before, err := strconv.ParseInt(cursor, 10, 64)
 		if err != nil {
 			return nil, "", &domain.ValidationError{Code: domain.CodeValidation, Message: "The cursor is not one this server handed out.",
-				Fields: []domain.FieldError{{Field: "cursor", Message: "unknown cursor"}}}
+				Fields: []domain.FieldError{domain.QueryError("cursor", "unknown cursor")}}
 		}
 		q.Where("id < ?", before)
 	}

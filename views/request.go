@@ -295,7 +295,7 @@ func (f founderView) formErrors() []string {
 	}
 	errs := fieldErrors(f.p.FormFields)
 	for _, fe := range f.p.FieldErrors {
-		if strings.HasPrefix(fe.Field, "/") { // a place in the form's data; an upload's are file names
+		if fe.File == "" { // a place in the form's data, not an upload's file
 			errs = append(errs, fe.Message)
 		}
 	}

@@ -1250,7 +1250,7 @@ type RunsPage struct {
 	Notice string
 }
 
-var runStatuses = []string{"pending", "running", "suspended", "succeeded", "failed", "cancelled"}
+var runStatuses = []string{"running", "suspended", "succeeded", "failed", "cancelled"}
 
 // RunsURL is the runs list with a filter and cursor.
 func RunsURL(status, workflow, cursor string) string {

@@ -33,7 +33,7 @@ func TestAPIRunLifecycle(t *testing.T) {
 		if loc := r.Header.Get("Location"); loc != "/api/v1/runs/"+run.ID {
 			t.Errorf("Location = %q; want /api/v1/runs/%s", loc, run.ID)
 		}
-		if run.WorkflowID != "intake" || run.WorkflowVersion != "1" || run.Status != "pending" ||
+		if run.WorkflowID != "intake" || run.WorkflowVersion != "1" || run.Status != "running" ||
 			!sameJSON(t, run.Input, json.RawMessage(jsonString(input))) || string(run.Output) != "null" || run.Error != nil ||
 			run.CreatedAt.IsZero() || run.UpdatedAt.IsZero() {
 			t.Errorf("started run = %s", r.Body)
@@ -82,7 +82,7 @@ func testListRuns(t *testing.T, e *apiEnv, succeeded string) {
 	t.Helper()
 	var all []string
 	for range 2 {
-		r, _ := e.paused(t, "intake", map[string]string{"claimId": "c"})
+		r, _ := e.paused(t, "intake", map[string]string{"claimId": "Needle-7"})
 		all = append(all, r.ID)
 	}
 	r, _ := e.paused(t, "review", map[string]int{"amount": 1})
@@ -111,6 +111,23 @@ func testListRuns(t *testing.T, e *apiEnv, succeeded string) {
 	if got := list("status=suspended&workflowId=intake"); len(got.Items) != 2 {
 		t.Errorf("status=suspended&workflowId=intake lists %d runs; want 2", len(got.Items))
 	}
+	// Status lists, comma-separated or repeated, in any case; search by
+	// id, workflow prefix and input text; creation time bounds.
+	for query, want := range map[string][]string{
+		"status=succeeded,suspended":               slices.Sorted(slices.Values(all)),
+		"status=SUCCEEDED&status=failed":           {succeeded},
+		"q=needle-7":                               slices.Sorted(slices.Values(all[:2])),
+		"q=" + all[2]:                              {all[2]},
+		"q=revi":                                   {all[2]},
+		"q=nothing-like-it":                        nil,
+		"createdAfter=2999-01-01T00:00:00Z":        nil,
+		"createdBefore=2999-01-01T00:00:00Z":       slices.Sorted(slices.Values(all)),
+		"createdAfter=2000-01-01T00:00:00%2B02:00": slices.Sorted(slices.Values(all)),
+	} {
+		if got := ids(list(query)); !slices.Equal(got, want) {
+			t.Errorf("%s lists %v; want %v", query, got, want)
+		}
+	}
 	var paged []runBody
 	cursor, pages := "", 0
 	for {
@@ -134,10 +151,11 @@ func testListRuns(t *testing.T, e *apiEnv, succeeded string) {
 			t.Errorf("runs are not newest first: %v before %v", paged[i-1].CreatedAt, paged[i].CreatedAt)
 		}
 	}
-	for _, q := range []string{"status=bogus", "limit=0", "limit=501", "limit=x", "cursor=%21%21"} {
+	for q, param := range map[string]string{"status=bogus": "status", "status=failed,bogus": "status", "limit=0": "limit", "limit=501": "limit",
+		"limit=x": "limit", "cursor=%21%21": "cursor", "createdAfter=yesterday": "createdAfter", "createdBefore=2026-01-01": "createdBefore"} {
 		p := problem(t, e.call(t, "GET", "/api/v1/runs?"+q, e.admin, ""), http.StatusUnprocessableEntity, "validation_failed")
-		if len(p.Errors) == 0 {
-			t.Errorf("GET /api/v1/runs?%s: problem lists no field errors", q)
+		if len(p.Errors) != 1 || p.Errors[0].Parameter != param || p.Errors[0].Field != "" {
+			t.Errorf("GET /api/v1/runs?%s: errors %+v; want one naming the parameter %s", q, p.Errors, param)
 		}
 	}
 }
@@ -655,7 +673,7 @@ func TestAPIListSuspensions(t *testing.T) {
 			"cursor=aGVsbG8": "cursor", // base64 of "hello"
 		} {
 			p := problem(t, e.call(t, "GET", "/api/v1/suspensions?"+query, e.admin, ""), http.StatusUnprocessableEntity, "validation_failed")
-			if !hasField(p, field) {
+			if !hasParameter(p, field) {
 				t.Errorf("?%s: errors %+v do not name %s", query, p.Errors, field)
 			}
 		}
@@ -918,7 +936,7 @@ func TestAPIEventsArePaged(t *testing.T) {
 			t.Fatalf("paged log has %d events; want %d", len(got), len(all.Items))
 		}
 		p := problem(t, e.call(t, "GET", path+"?cursor=nope", e.admin, ""), http.StatusUnprocessableEntity, "validation_failed")
-		if !hasField(p, "cursor") {
+		if !hasParameter(p, "cursor") {
 			t.Errorf("a bad cursor: %+v", p)
 		}
 		problem(t, e.call(t, "GET", "/api/v1/runs/no-such-run/events", e.admin, ""), http.StatusNotFound, "not_found")

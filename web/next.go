@@ -45,7 +45,7 @@ func decisionWait(r *http.Request) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
 	if err != nil || d < 0 || d > maxDecisionWait {
 		return 0, &domain.ValidationError{Code: CodeInvalidQuery, Message: "wait is how long to wait for what the run does next: a duration up to 30s, like 5s.",
-			Fields: []domain.FieldError{{Field: "wait", Message: "must be a duration from 0s to 30s, like 5s"}}}
+			Fields: []domain.FieldError{domain.QueryError("wait", "must be a duration from 0s to 30s, like 5s")}}
 	}
 	return d, nil
 }

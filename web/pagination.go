@@ -28,7 +28,7 @@ func pageQuery(q url.Values, errs []domain.FieldError) (cursor string, limit int
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > 500 {
-		return cursor, 0, append(errs, domain.FieldError{Field: "limit", Message: "must be an integer from 1 to 500"})
+		return cursor, 0, append(errs, domain.QueryError("limit", "must be an integer from 1 to 500"))
 	}
 	return cursor, n, errs
 }

@@ -152,7 +152,7 @@ func TestAPIDecisionAnswersWhatHappenedNext(t *testing.T) {
 		_, a := e.paused(t, "review", map[string]int{"amount": 5})
 		for _, bad := range []string{"soon", "-1s", "31s"} {
 			p := problem(t, e.call(t, "POST", "/api/v1/suspensions/"+a.ID+"/approve?wait="+bad, e.reviewer, `{}`), http.StatusBadRequest, web.CodeInvalidQuery)
-			if len(p.Errors) != 1 || p.Errors[0].Field != "wait" {
+			if len(p.Errors) != 1 || p.Errors[0].Parameter != "wait" {
 				t.Errorf("wait=%s: %+v; want the wait parameter named", bad, p)
 			}
 		}

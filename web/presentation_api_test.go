@@ -96,7 +96,7 @@ func TestAPIRefusesABadDisplay(t *testing.T) {
 		doc := `{"id": "bad-display", "version": "1", "steps": [{"type": "approval", "name": "approve", "display": {
 			"title": "Expense {/run/id", "fields": [{"label": "Amount", "value": "/steps/pay/amount", "format": "money:euro"}]}}]}`
 		p := problem(t, e.call(t, "PUT", "/api/v1/workflows/bad-display/versions/1", e.admin, doc), http.StatusUnprocessableEntity, flow.CodeInvalidWorkflow)
-		for _, field := range []string{"steps[0].display.title", "steps[0].display.fields[0].value", "steps[0].display.fields[0].format"} {
+		for _, field := range []string{"/steps/0/display/title", "/steps/0/display/fields/0/value", "/steps/0/display/fields/0/format"} {
 			if !hasField(p, field) {
 				t.Errorf("problems %+v do not name %s", p.Errors, field)
 			}

@@ -60,7 +60,7 @@ func queryError(name, message string) *domain.ValidationError {
 	if name == "" {
 		detail = "The query is too large: " + message + "."
 	}
-	return &domain.ValidationError{Code: CodeInvalidQuery, Message: detail, Fields: []domain.FieldError{{Field: name, Message: message}}}
+	return &domain.ValidationError{Code: CodeInvalidQuery, Message: detail, Fields: []domain.FieldError{domain.QueryError(name, message)}}
 }
 
 // boundQuery refuses a request whose query breaks checkQuery's bounds
@@ -99,7 +99,7 @@ func knownQuery(params []string, h func(http.ResponseWriter, *http.Request) erro
 		}
 		ve := &domain.ValidationError{Code: CodeInvalidQuery, Message: "Unknown query parameter " + strings.Join(unknown, ", ") + ". " + takes}
 		for _, name := range unknown {
-			ve.Fields = append(ve.Fields, domain.FieldError{Field: name, Message: "this address takes no such parameter"})
+			ve.Fields = append(ve.Fields, domain.QueryError(name, "this address takes no such parameter"))
 		}
 		return ve
 	}

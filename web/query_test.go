@@ -36,7 +36,7 @@ func TestAPIRefusesOverlongQueryParameters(t *testing.T) {
 			"/api/v1/runs/some-run/events?after=" + long:      "after",
 		} {
 			p := problem(t, e.call(t, "GET", path, e.reviewer, ""), http.StatusBadRequest, "invalid_query")
-			if !hasField(p, param) || !strings.Contains(p.Detail, param) {
+			if !hasParameter(p, param) || !strings.Contains(p.Detail, param) {
 				t.Errorf("GET %.60s…: problem %+v does not name %s", path, p, param)
 			}
 		}
@@ -57,7 +57,7 @@ func TestAPIRefusesUnknownQueryParameters(t *testing.T) {
 		} {
 			p := problem(t, e.call(t, "GET", path, e.reviewer, ""), http.StatusBadRequest, "invalid_query")
 			for _, name := range params {
-				if !hasField(p, name) || !strings.Contains(p.Detail, name) {
+				if !hasParameter(p, name) || !strings.Contains(p.Detail, name) {
 					t.Errorf("GET %s: problem %+v does not name %s", path, p, name)
 				}
 			}

@@ -144,7 +144,7 @@ func TestAPIReplaySignalsApprovalsAndAttach(t *testing.T) {
 		signals := "/api/v1/runs/" + run.ID + "/signals"
 		problem(t, e.call(t, "POST", signals, e.founderA, `{"name":"payment","signalId":"s-1"}`), http.StatusForbidden, "forbidden")
 		p := problem(t, e.call(t, "POST", signals, e.admin, `{"name":"payment"}`), http.StatusUnprocessableEntity, "validation_failed")
-		if !hasField(p, "signalId") {
+		if !hasField(p, "/signalId") {
 			t.Errorf("a signal without an id: %+v", p)
 		}
 		problem(t, e.call(t, "POST", "/api/v1/runs/no-such-run/signals", e.admin, `{"name":"payment","signalId":"s-1"}`), http.StatusNotFound, "not_found")

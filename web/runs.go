@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
@@ -88,7 +90,7 @@ func (s *Server) registerWorkflow(w http.ResponseWriter, r *http.Request) error 
 	return s.register(w, r, func(doc json.RawMessage) error {
 		if id, version := flow.Identity(doc); id != r.PathValue("workflowId") || version != r.PathValue("version") {
 			return &domain.ValidationError{Code: flow.CodeInvalidWorkflow, Message: "the document's id and version must be the ones in the URL",
-				Fields: []domain.FieldError{{Field: "id", Message: "must be " + strconv.Quote(r.PathValue("workflowId"))}, {Field: "version", Message: "must be " + strconv.Quote(r.PathValue("version"))}}}
+				Fields: []domain.FieldError{{Field: "/id", Message: "must be " + strconv.Quote(r.PathValue("workflowId"))}, {Field: "/version", Message: "must be " + strconv.Quote(r.PathValue("version"))}}}
 		}
 		return nil
 	})
@@ -193,7 +195,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 	cursor, limit, errs := pageQuery(r.URL.Query(), nil)
 	after, err := strconv.ParseInt(cmp.Or(cursor, "0"), 10, 64)
 	if err != nil || after < 0 {
-		errs = append(errs, domain.FieldError{Field: "cursor", Message: "is not a cursor this list handed out"})
+		errs = append(errs, domain.QueryError("cursor", "is not a cursor this list handed out"))
 	}
 	if err := invalidQuery(errs); err != nil {
 		return err
@@ -220,14 +222,30 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 		return errForbidden
 	}
 	q := r.URL.Query()
-	f := domain.RunFilter{WorkflowID: q.Get("workflowId")}
+	f := domain.RunFilter{WorkflowID: q.Get("workflowId"), Search: q.Get("q")}
 	var errs []domain.FieldError
-	if name := q.Get("status"); name != "" {
-		var ok bool
-		if f.Status, ok = domain.ParseRunStatus(name); !ok {
-			errs = append(errs, domain.FieldError{Field: "status", Message: strconv.Quote(name) + " is not a run status: " + domain.RunStatusNames})
+	for _, value := range q["status"] {
+		for name := range strings.SplitSeq(value, ",") {
+			st, ok := domain.ParseRunStatus(strings.TrimSpace(name))
+			if !ok {
+				errs = append(errs, domain.QueryError("status", strconv.Quote(name)+" is not a run status: "+domain.RunStatusNames))
+				continue
+			}
+			if !slices.Contains(f.Statuses, st) {
+				f.Statuses = append(f.Statuses, st)
+			}
 		}
 	}
+	for name, at := range map[string]*time.Time{"createdAfter": &f.CreatedAfter, "createdBefore": &f.CreatedBefore} {
+		if value := q.Get(name); value != "" {
+			t, err := time.Parse(time.RFC3339Nano, value)
+			if err != nil {
+				errs = append(errs, domain.QueryError(name, "must be a date and time with a zone, like 2026-04-15T09:00:00Z"))
+			}
+			*at = t
+		}
+	}
+	slices.SortFunc(errs, func(a, b domain.FieldError) int { return strings.Compare(a.Parameter, b.Parameter) })
 	f.Cursor, f.Limit, errs = pageQuery(q, errs)
 	if err := invalidQuery(errs); err != nil {
 		return err

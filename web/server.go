@@ -199,7 +199,7 @@ func (s *Server) Handler() http.Handler {
 	api("POST /api/v1/workflows", s.createWorkflow)
 	api("PUT /api/v1/workflows/{workflowId}/versions/{version}", s.registerWorkflow)
 	api("POST /api/v1/workflows/{workflowId}/runs", s.startRun)
-	api("GET /api/v1/runs", s.listRuns, append(page, "workflowId", "status")...)
+	api("GET /api/v1/runs", s.listRuns, append(page, "workflowId", "status", "q", "createdAfter", "createdBefore")...)
 	api("GET /api/v1/runs/{runId}", s.showRun)
 	api("GET /api/v1/runs/{runId}/events", s.listEvents, page...)
 	api("POST /api/v1/runs/{runId}/cancel", s.cancelRun)

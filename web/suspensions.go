@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,18 +16,21 @@ func (s *Server) listSuspensions(w http.ResponseWriter, r *http.Request) error {
 	p := principalFrom(r.Context())
 	q := r.URL.Query()
 	f := domain.SuspensionFilter{
-		Status: domain.SuspensionStatus(q.Get("status")), Reason: q.Get("reason"), Kind: domain.SuspensionKind(q.Get("kind")),
+		Reason: q.Get("reason"), Kind: domain.SuspensionKind(strings.ToLower(q.Get("kind"))),
 		WorkflowID: q.Get("workflowId"), RunID: q.Get("runId"), Newest: q.Get("order") == "newest",
 	}
 	var errs []domain.FieldError
-	if f.Status != "" && !f.Status.Valid() {
-		errs = append(errs, domain.FieldError{Field: "status", Message: "must be one of pending, resumed, expired, cancelled"})
+	if name := q.Get("status"); name != "" {
+		var ok bool
+		if f.Status, ok = domain.ParseSuspensionStatus(name); !ok {
+			errs = append(errs, domain.QueryError("status", strconv.Quote(name)+" is not a suspension status: "+domain.SuspensionStatusNames))
+		}
 	}
 	if f.Kind != "" && !f.Kind.Valid() {
-		errs = append(errs, domain.FieldError{Field: "kind", Message: "must be one of delay, webhook, callback, signal, approval, input"})
+		errs = append(errs, domain.QueryError("kind", "must be one of delay, webhook, callback, signal, approval, input (in any case: the seeds' DELAY and WEBHOOK too)"))
 	}
 	if o := q.Get("order"); o != "" && o != "newest" && o != "oldest" {
-		errs = append(errs, domain.FieldError{Field: "order", Message: "must be oldest or newest"})
+		errs = append(errs, domain.QueryError("order", "must be oldest or newest"))
 	}
 	f.Cursor, f.Limit, errs = pageQuery(q, errs)
 	if err := invalidQuery(errs); err != nil {
@@ -216,7 +220,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, approve bool) er
 		return err
 	}
 	if len(body.Comment) > 10_000 {
-		return &domain.ValidationError{Code: domain.CodeValidation, Message: "comment is too long", Fields: []domain.FieldError{{Field: "comment", Message: "at most 10000 characters"}}}
+		return &domain.ValidationError{Code: domain.CodeValidation, Message: "comment is too long", Fields: []domain.FieldError{{Field: "/comment", Message: "at most 10000 characters"}}}
 	}
 	wait, err := decisionWait(r)
 	if err != nil {

@@ -476,6 +476,12 @@ func problem(t testing.TB, r reply, status int, code string) problemBody {
 	return p
 }
 
+// hasParameter reports whether a problem lists an error about the query
+// parameter name.
+func hasParameter(p problemBody, name string) bool {
+	return slices.ContainsFunc(p.Errors, func(f domain.FieldError) bool { return f.Parameter == name && f.Field == "" })
+}
+
 // hasField reports whether a problem lists a field error at field or below it.
 func hasField(p problemBody, field string) bool {
 	return slices.ContainsFunc(p.Errors, func(f domain.FieldError) bool {

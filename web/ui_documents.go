@@ -158,13 +158,13 @@ func (s *Server) storeUpload(ctx context.Context, part *multipart.Part, sp domai
 		return domain.Document{}, s.bodyError(err)
 	}
 	if n == 0 {
-		return domain.Document{}, &domain.ValidationError{Message: shown + " is empty.", Fields: []domain.FieldError{{Field: shown, Message: "empty"}}}
+		return domain.Document{}, &domain.ValidationError{Message: shown + " is empty.", Fields: []domain.FieldError{{File: shown, Message: "empty"}}}
 	}
 	ct := sniff(head[:n])
 	if !accepted(ct, sp.Accept) {
 		return domain.Document{}, &domain.ValidationError{
 			Message: fmt.Sprintf("%s is not %s, so it cannot be sent here.", shown, views.WithArticle(views.FileTypes(sp.Accept))),
-			Fields:  []domain.FieldError{{Field: shown, Message: "accepted types: " + strings.Join(sp.Accept, ", ")}},
+			Fields:  []domain.FieldError{{File: shown, Message: "accepted types: " + strings.Join(sp.Accept, ", ")}},
 		}
 	}
 	content := &cappedReader{r: io.MultiReader(bytes.NewReader(head[:n]), part), limit: s.uploadLimit(), name: shown, s: s}
@@ -189,7 +189,7 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 	c.read += int64(n)
 	if c.read > c.limit {
 		return n, &domain.ValidationError{Code: CodePayloadTooLarge, Message: fmt.Sprintf("%s is larger than %s, the most this server accepts per file.", c.name, humanSize(c.limit)),
-			Fields: []domain.FieldError{{Field: c.name, Message: "too large"}}}
+			Fields: []domain.FieldError{{File: c.name, Message: "too large"}}}
 	}
 	if err != nil && err != io.EOF {
 		return n, c.s.bodyError(err)

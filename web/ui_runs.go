@@ -69,6 +69,14 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, views.RunView(p))
 }
 
+// oneStatus is the filter for one status, or for all when s is empty.
+func oneStatus(s domain.RunStatus) []domain.RunStatus {
+	if s == "" {
+		return nil
+	}
+	return []domain.RunStatus{s}
+}
+
 // runsPage lists runs, newest first, by status and workflow. The status
 // is read as the API reads it (domain.ParseRunStatus): the seeds' names
 // show the status they mean, and a name that is no status is answered
@@ -86,7 +94,7 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	runs, next, err := s.Store.Runs(r.Context(), domain.RunFilter{Status: status, WorkflowID: workflow, Cursor: q.Get("cursor"), Limit: 50})
+	runs, next, err := s.Store.Runs(r.Context(), domain.RunFilter{Statuses: oneStatus(status), WorkflowID: workflow, Cursor: q.Get("cursor"), Limit: 50})
 	var ve *domain.ValidationError
 	if errors.As(err, &ve) {
 		s.renderError(w, r, http.StatusBadRequest, "That page link is not valid", "The link to this page of runs is damaged or out of date. Start again from the first page.", v)

@@ -1,6 +1,6 @@
 // Command tollgate-worker is a reference endpoint for Tollgate's async http
 // steps. It acknowledges each call at once, does the work in the
-// background, and reports the outcome to the call's metadata.webhook_url
+// background, and reports the outcome to the call's metadata.webhookUrl
 // with the safe webhook pattern: 200 means recorded; 400 is the engine's
 // state validation (the work item is already finished, or its run has
 // ended), so stop, as for any 4xx but 408 and 429, which a resend cannot
@@ -54,12 +54,12 @@ type call struct {
 		ReportTwice       bool            `json:"reportTwice"`
 	} `json:"args"`
 	Metadata struct {
-		FlowID       string `json:"flow_id"`
-		StepID       string `json:"step_id"`
-		RunID        string `json:"run_id"`
+		FlowID       string `json:"flowId"`
+		StepID       string `json:"stepId"`
+		RunID        string `json:"runId"`
 		Attempt      int    `json:"attempt"`
-		ReceiptToken string `json:"receipt_token"`
-		WebhookURL   string `json:"webhook_url"`
+		ReceiptToken string `json:"receiptToken"`
+		WebhookURL   string `json:"webhookUrl"`
 	} `json:"metadata"`
 }
 
@@ -110,7 +110,7 @@ func (w *worker) accept(ctx context.Context) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		var c call
 		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&c); err != nil || c.Metadata.WebhookURL == "" {
-			http.Error(rw, `{"success": false, "error": "expected an async step call with metadata.webhook_url"}`, http.StatusBadRequest)
+			http.Error(rw, `{"success": false, "error": "expected an async step call with metadata.webhookUrl"}`, http.StatusBadRequest)
 			return
 		}
 		w.log.Info("Accepted", "flow_id", c.Metadata.FlowID, "step_id", c.Metadata.StepID, "run_id", c.Metadata.RunID,

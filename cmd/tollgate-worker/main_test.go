@@ -18,7 +18,7 @@ import (
 	"github.com/tollgatehq/tollgate/domain"
 )
 
-// reports is a webhook_url that records the reports it receives and
+// reports is a webhookUrl that records the reports it receives and
 // answers each with status.
 type reports struct {
 	*httptest.Server
@@ -91,11 +91,11 @@ func startWorker(t *testing.T, retryBase time.Duration) (url string, stop func()
 	return string(m[1]), stop
 }
 
-// post sends the worker a step call with args and metadata (webhook_url
+// post sends the worker a step call with args and metadata (webhookUrl
 // added) and expects it to be accepted.
 func post(t *testing.T, worker, webhook, args, metadata string) {
 	t.Helper()
-	body := fmt.Sprintf(`{"args": %s, "metadata": {"webhook_url": %q%s}}`, args, webhook, metadata)
+	body := fmt.Sprintf(`{"args": %s, "metadata": {"webhookUrl": %q%s}}`, args, webhook, metadata)
 	resp, err := http.Post(worker, "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)

@@ -315,8 +315,8 @@ func benchRoundTrips(t *testing.T, dialect string) tripResult {
 		now := time.Now()
 		var call struct {
 			Metadata struct {
-				RunID      string `json:"run_id"`
-				WebhookURL string `json:"webhook_url"`
+				RunID      string `json:"runId"`
+				WebhookURL string `json:"webhookUrl"`
 			} `json:"metadata"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&call); err != nil || call.Metadata.WebhookURL == "" {

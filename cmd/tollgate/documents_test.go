@@ -79,7 +79,7 @@ func testDocuments(t *testing.T, env map[string]string) {
 			Code   string `json:"code"`
 			Errors []struct{ Field, Message string }
 		}
-		if err := json.Unmarshal(bad.Body, &p); err != nil || p.Code != "invalid_workflow" || len(p.Errors) != 3 || p.Errors[0].Field != "steps[0]" {
+		if err := json.Unmarshal(bad.Body, &p); err != nil || p.Code != "invalid_workflow" || len(p.Errors) != 3 || p.Errors[0].Field != "/steps/0" {
 			t.Errorf("problems of an invalid document: %s", bad.Body)
 		}
 		put(http.StatusUnprocessableEntity, "/api/v1/workflows/other/versions/1", nap("1", 300))

@@ -127,10 +127,16 @@ func testHTTPSteps(t *testing.T, env map[string]string, workerBin string) {
 		jsonEqual(t, "output", done.Output, map[string]any{"price": 42})
 		calls := e.recorded()
 		if len(calls) != 2 || calls[0].IdempotencyKey == "" || calls[0].IdempotencyKey != calls[1].IdempotencyKey ||
-			calls[1].Metadata["receipt_token"] != calls[1].IdempotencyKey || calls[1].Metadata["flow_id"] != "price" ||
-			calls[1].Metadata["step_id"] != "quote" || calls[1].Metadata["run_id"] != run.ID || calls[1].Metadata["attempt"] != 2.0 ||
-			calls[1].Metadata["webhook_url"] != nil || !strings.Contains(string(calls[1].Args), `"A-1"`) {
+			calls[1].Metadata["receiptToken"] != calls[1].IdempotencyKey || calls[1].Metadata["flowId"] != "price" ||
+			calls[1].Metadata["stepId"] != "quote" || calls[1].Metadata["runId"] != run.ID || calls[1].Metadata["attempt"] != 2.0 ||
+			calls[1].Metadata["webhookUrl"] != nil || !strings.Contains(string(calls[1].Args), `"A-1"`) {
 			t.Errorf("calls: %+v", calls)
+		}
+		// The async-step protocol's own names carry the same values.
+		for camel, snake := range map[string]string{"receiptToken": "receipt_token", "flowId": "flow_id", "stepId": "step_id", "runId": "run_id"} {
+			if calls[1].Metadata[snake] != calls[1].Metadata[camel] {
+				t.Errorf("metadata %s = %v, %s = %v; want the same", snake, calls[1].Metadata[snake], camel, calls[1].Metadata[camel])
+			}
 		}
 	})
 
@@ -193,10 +199,10 @@ func testHTTPSteps(t *testing.T, env map[string]string, workerBin string) {
 		report(strings.TrimSuffix(hook, hook[len(hook)-3:])+"xyz", http.StatusNotFound, `{"success": true}`)
 		report(strings.Replace(hook, "/manual/", "/other/", 1), http.StatusNotFound, `{"success": true}`)
 		report(hook, http.StatusOK, `{"success": true, "outputs": {"result": "ok"}}`)
-		if b := report(hook, http.StatusBadRequest, `{"success": true, "outputs": {"result": "ok"}}`); !strings.Contains(b, "already WorkSucceeded") {
+		if b := report(hook, http.StatusBadRequest, `{"success": true, "outputs": {"result": "ok"}}`); !strings.Contains(b, "already succeeded") {
 			t.Errorf("a duplicate report: %s", b)
 		}
-		if b := report(hook, http.StatusBadRequest, `{"success": false, "error": "changed my mind"}`); !strings.Contains(b, "cannot change to WorkFailed") {
+		if b := report(hook, http.StatusBadRequest, `{"success": false, "error": "changed my mind"}`); !strings.Contains(b, "cannot change to failed") {
 			t.Errorf("a different outcome: %s", b)
 		}
 		done := c.waitStatus(t, run.ID, "succeeded")
@@ -240,7 +246,7 @@ func testHTTPSteps(t *testing.T, env map[string]string, workerBin string) {
 	t.Run("the allow-list is checked at registration", func(t *testing.T) {
 		r := c.call(t, http.StatusUnprocessableEntity, "PUT", "/api/v1/workflows/inside/versions/1",
 			json.RawMessage(`{"id": "inside", "version": "1", "steps": [{"type": "http", "name": "x", "url": "http://10.1.2.3/admin"}]}`))
-		if !strings.Contains(string(r.Body), "steps[0].url") || !strings.Contains(string(r.Body), "allow-list") {
+		if !strings.Contains(string(r.Body), "/steps/0/url") || !strings.Contains(string(r.Body), "allow-list") {
 			t.Errorf("%s", r.Body)
 		}
 	})

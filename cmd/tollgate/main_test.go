@@ -863,7 +863,7 @@ func testExamples(t *testing.T, s *testServer) {
 		jsonEqual(t, "output", done.Output, map[string]any{"claimId": "c-1", "verdict": "verified", "method": "documentation", "documentType": "financial_statement", "documentIds": rd.DocumentIDs})
 
 		n := checkLog(t, c.events(t, run.ID))
-		for typ, want := range map[string]int{"RUN_CREATED": 1, "STEP_COMPLETED(verifyClaim)": 1, "verification_suspended": 1, "WORKFLOW_PAUSED": 1, "RUN_RESUMED": 1, "STEP_COMPLETED(handleDocumentation)": 1, "RUN_SUCCEEDED": 1} {
+		for typ, want := range map[string]int{"RUN_CREATED": 1, "STEP_COMPLETED(verifyClaim)": 1, "VERIFICATION_SUSPENDED": 1, "WORKFLOW_PAUSED": 1, "RUN_RESUMED": 1, "STEP_COMPLETED(handleDocumentation)": 1, "RUN_SUCCEEDED": 1} {
 			if n[typ] != want {
 				t.Errorf("%s occurs %d times, want %d (%v)", typ, n[typ], want, n)
 			}

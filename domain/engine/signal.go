@@ -30,7 +30,7 @@ func (e *Engine) Signal(ctx context.Context, req domain.SignalRequest) (domain.S
 func checkSignal(req domain.SignalRequest) error {
 	var errs []domain.FieldError
 	add := func(field, format string, args ...any) {
-		errs = append(errs, domain.FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+		errs = append(errs, domain.FieldError{Field: "/" + field, Message: fmt.Sprintf(format, args...)})
 	}
 	if err := domain.ValidateName("signal", req.Name); err != nil {
 		add("name", "%v", err)

@@ -57,14 +57,14 @@ func TestParseReportsDisplayProblems(t *testing.T) {
 }
 
 // An invalid document's problems reach the API as one validation error,
-// each field named by its path.
+// each field named by its JSON Pointer.
 func TestDisplayProblemsAreFieldErrors(t *testing.T) {
 	t.Parallel()
 	_, err := flow.Parse([]byte(`{"id": "a", "version": "1", "steps": [{"type": "approval", "name": "ok",
 		"display": {"fields": [{"label": "Amount", "value": "/input/amount", "format": "money:eur"}]}}]}`), testEnv(t))
 	ve, ok := err.(interface{ As(any) bool })
 	var v *domain.ValidationError
-	if !ok || !ve.As(&v) || v.Code != flow.CodeInvalidWorkflow || len(v.Fields) != 1 || v.Fields[0].Field != "steps[0].display.fields[0].format" {
+	if !ok || !ve.As(&v) || v.Code != flow.CodeInvalidWorkflow || len(v.Fields) != 1 || v.Fields[0].Field != "/steps/0/display/fields/0/format" {
 		t.Fatalf("error = %#v (%v)", v, err)
 	}
 }

@@ -161,11 +161,51 @@ var commonFields = []string{"type", "name", "next", "end", "retry"}
 
 var documentFields = []string{"id", "name", "version", "description", "inputSchema", "webhookTrigger", "allowFounders", "steps"}
 
-// Problem is one thing wrong with a document, at a JSON path such as
-// steps[2].durationMs.
+// Problem is one thing wrong with a document, at a path people read, such
+// as steps[2].durationMs or steps[0].headers["X.Id"]; $ is the whole
+// document. The API names the same place by its JSON Pointer.
 type Problem struct {
 	Path    string `json:"path"`
 	Message string `json:"message"`
+}
+
+// Pointer is the JSON Pointer of the problem's place: /steps/2/durationMs.
+func (p Problem) Pointer() string {
+	var b strings.Builder
+	path := p.Path
+	if path == "$" {
+		return ""
+	}
+	token := func(t string) {
+		b.WriteByte('/')
+		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(t))
+	}
+	for path != "" {
+		switch path[0] {
+		case '[':
+			if q, err := strconv.QuotedPrefix(path[1:]); err == nil {
+				name, _ := strconv.Unquote(q)
+				token(name)
+				path = strings.TrimPrefix(path[1+len(q):], "]")
+				continue
+			}
+			end := strings.IndexByte(path, ']')
+			if end < 0 {
+				end = len(path) - 1
+			}
+			token(path[1:end])
+			path = path[end+1:]
+		default:
+			path = strings.TrimPrefix(path, ".")
+			end := strings.IndexAny(path, ".[")
+			if end < 0 {
+				end = len(path)
+			}
+			token(path[:end])
+			path = path[end:]
+		}
+	}
+	return b.String()
 }
 
 // InvalidError lists every problem found in a document.
@@ -182,9 +222,9 @@ func (e *InvalidError) As(target any) bool {
 	if !ok {
 		return false
 	}
-	ve := &domain.ValidationError{Code: CodeInvalidWorkflow, Message: fmt.Sprintf("the workflow document has %d problem(s); each is listed with its JSON path", len(e.Problems))}
+	ve := &domain.ValidationError{Code: CodeInvalidWorkflow, Message: fmt.Sprintf("the workflow document has %d problem(s); each is listed with its JSON Pointer", len(e.Problems))}
 	for _, pr := range e.Problems {
-		ve.Fields = append(ve.Fields, domain.FieldError{Field: pr.Path, Message: pr.Message})
+		ve.Fields = append(ve.Fields, domain.FieldError{Field: pr.Pointer(), Message: pr.Message})
 	}
 	*p = ve
 	return true

@@ -304,3 +304,20 @@ func TestParseRefusesMillisecondsPastTheLongestWait(t *testing.T) {
 		t.Fatalf("problems:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 }
+
+func TestProblemPointer(t *testing.T) {
+	for path, want := range map[string]string{
+		"$":                                    "",
+		"id":                                   "/id",
+		"steps[2].durationMs":                  "/steps/2/durationMs",
+		"steps[1].of[0].type":                  "/steps/1/of/0/type",
+		`steps[0].headers["X.Id"]`:             "/steps/0/headers/X.Id",
+		`steps[0].headers["a/b~c"]`:            "/steps/0/headers/a~1b~0c",
+		"steps[3].escalation[0].afterMs":       "/steps/3/escalation/0/afterMs",
+		`steps[0].responseToSend.headers["X"]`: "/steps/0/responseToSend/headers/X",
+	} {
+		if got := (flow.Problem{Path: path}).Pointer(); got != want {
+			t.Errorf("Pointer of %s = %q, want %q", path, got, want)
+		}
+	}
+}

@@ -21,8 +21,11 @@ import (
 // HTTP steps call an endpoint with the step's arguments and metadata. A
 // sync step's answer is its StepResult ({success, outputs | error}); an
 // async step's first answer only acknowledges, and the endpoint reports
-// later to metadata.webhook_url, {PUBLIC_URL}/webhook/{flow_id}/{step_id}/
-// {receipt_token}. Calls time out, and are retried with the step's backoff
+// later to metadata.webhookUrl, {PUBLIC_URL}/webhook/{flowId}/{stepId}/
+// {receiptToken}. Metadata is written in camelCase like the rest of the
+// API, and also under the async-step protocol's own names (flow_id,
+// step_id, run_id, receipt_token, webhook_url), so that an endpoint
+// written to the protocol works unchanged. Calls time out, and are retried with the step's backoff
 // on 5xx, 429 and network errors; each carries the receipt token as its
 // Idempotency-Key. Redirects are not followed.
 
@@ -190,6 +193,9 @@ type permanent struct{ msg string }
 
 func (p *permanent) Error() string { return p.msg }
 
+// protocolNames are the async-step protocol's names for metadata members.
+var protocolNames = map[string]string{"flowId": "flow_id", "stepId": "step_id", "runId": "run_id", "receiptToken": "receipt_token", "webhookUrl": "webhook_url"}
+
 // stepBody is what an http step's endpoint receives.
 type stepBody struct {
 	Args     json.RawMessage            `json:"args"`
@@ -342,9 +348,14 @@ func (c *compiled) httpStep(ctx context.Context, i int, req domain.StepRequest, 
 }
 
 func (c *compiled) body(st Step, req domain.StepRequest, s State, attempt int, token, webhook string) stepBody {
-	meta := map[string]any{"flow_id": c.doc.ID, "step_id": st.Name, "run_id": req.RunID, "attempt": attempt, "receipt_token": token}
+	meta := map[string]any{"flowId": c.doc.ID, "stepId": st.Name, "runId": req.RunID, "attempt": attempt, "receiptToken": token}
 	if webhook != "" {
-		meta["webhook_url"] = webhook
+		meta["webhookUrl"] = webhook
+	}
+	for camel, snake := range protocolNames {
+		if v, ok := meta[camel]; ok {
+			meta[snake] = v
+		}
 	}
 	args := st.Args
 	if len(args) == 0 {

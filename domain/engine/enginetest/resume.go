@@ -108,7 +108,7 @@ func testSuspendResumeCycle(t *testing.T, open Open) {
 	}
 	// The step's own event comes after its completion, then the invoke the
 	// suspend discarded, then the pause; the resume step completes the run.
-	want := []string{domain.EventRunCreated, domain.EventStepCompleted, "verification_suspended", domain.EventCommandsDropped,
+	want := []string{domain.EventRunCreated, domain.EventStepCompleted, "VERIFICATION_SUSPENDED", domain.EventCommandsDropped,
 		domain.EventWorkflowPaused, domain.EventRunResumed, domain.EventStepCompleted, domain.EventRunSucceeded}
 	if !slices.Equal(types, want) {
 		t.Fatalf("events:\n got %v\nwant %v", types, want)
