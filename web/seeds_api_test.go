@@ -104,7 +104,7 @@ func TestSeedDripCampaignRegistersAsWritten(t *testing.T) {
 		want(t, e.call(t, "POST", "/api/v1/workflows", e.admin, string(doc)), http.StatusOK)
 		want(t, e.call(t, "PUT", "/api/v1/workflows/drip-campaign/versions/1.0", e.admin, string(doc)), http.StatusOK)
 		p := problem(t, e.call(t, "PUT", "/api/v1/workflows/drip/versions/1.0", e.admin, string(doc)), http.StatusUnprocessableEntity, flow.CodeInvalidWorkflow)
-		if !hasField(p, "id") {
+		if !hasField(p, "/id") {
 			t.Errorf("a document under another id: %+v", p)
 		}
 		problem(t, e.call(t, "POST", "/api/v1/workflows", e.admin, strings.Replace(string(doc), `"version"`, `"versoin"`, 1)), http.StatusUnprocessableEntity, flow.CodeInvalidWorkflow)
@@ -175,14 +175,14 @@ func TestRunStateShowsWaitingForAndPendingApproval(t *testing.T) {
 		if done.WaitingFor != nil || done.PendingApproval != nil || len(done.Awaiting) != 0 {
 			t.Errorf("a finished run waits for %+v, %+v, %+v", done.WaitingFor, done.PendingApproval, done.Awaiting)
 		}
-		for q, want := range map[string]bool{"status=succeeded": true, "status=completed": true, "status=finished": true, "status=paused": false, "status=errored": false} {
+		for q, want := range map[string]bool{"status=succeeded": true, "status=completed": true, "status=finished": true, "status=COMPLETED": true, "status=paused": false, "status=errored": false} {
 			if listed(q) != want {
 				t.Errorf("a succeeded run listed by %s: %v", q, !want)
 			}
 		}
-		for _, name := range []string{"PAUSED", "aborted", "bogus"} {
+		for _, name := range []string{"pending", "aborted", "bogus"} {
 			p := problem(t, e.call(t, "GET", "/api/v1/runs?status="+url.QueryEscape(name), e.admin, ""), http.StatusUnprocessableEntity, "validation_failed")
-			if !hasField(p, "status") || !strings.Contains(p.Errors[0].Message, `"`+name+`"`) {
+			if !hasParameter(p, "status") || !strings.Contains(p.Errors[0].Message, `"`+name+`"`) {
 				t.Errorf("status=%s: %+v", name, p)
 			}
 		}

@@ -96,7 +96,7 @@ func TestUIRunsListTakesTheAPIsStatusNames(t *testing.T) {
 		e.waitRun(t, done.ID, "succeeded")
 		waiting, _ := e.paused(t, "review", map[string]any{"amount": 2})
 		b := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
-		for name, st := range map[string]string{"paused": "suspended", "waiting": "suspended", "completed": "succeeded", "finished": "succeeded", "suspended": "suspended"} {
+		for name, st := range map[string]string{"paused": "suspended", "waiting": "suspended", "completed": "succeeded", "finished": "succeeded", "suspended": "suspended", "PAUSED": "suspended", "Succeeded": "succeeded"} {
 			shown, hidden := waiting.ID, done.ID
 			if st == "succeeded" {
 				shown, hidden = done.ID, waiting.ID
@@ -107,7 +107,7 @@ func TestUIRunsListTakesTheAPIsStatusNames(t *testing.T) {
 				t.Errorf("status=%s lists run %s, which is not %s", name, hidden, st)
 			}
 		}
-		for _, name := range []string{"PAUSED", "bogus", "<b>x</b>"} {
+		for _, name := range []string{"pending", "bogus", "<b>x</b>"} {
 			p := b.get("/runs?status=" + url.QueryEscape(name))
 			wantPage(t, p, http.StatusBadRequest, `role="alert"`, "is not a run status", "paused or waiting", `href="/runs">Show all runs`)
 			if strings.Contains(p.Body, "data-run=") || strings.Contains(p.Body, "<b>x</b>") {
