@@ -190,4 +190,14 @@ func (db *DB) Stats(ctx context.Context, now time.Time) (domain.Stats, error) {
 	return st, nil
 }
 
+// PendingTimers counts the jobs waiting for their time: timers, deadline
+// rungs and retries' backoffs not yet due at now.
+func (db *DB) PendingTimers(ctx context.Context, now time.Time) (int, error) {
+	n, err := db.bun.NewSelect().Model((*jobRow)(nil)).Where("status = ? AND run_at > ?", jobAvailable, ts(now)).Count(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("count pending timers: %w", err)
+	}
+	return int(n), nil
+}
+
 var _ domain.AuthStore = (*DB)(nil)

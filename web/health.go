@@ -13,8 +13,9 @@ import (
 	"github.com/tollgatehq/tollgate/domain/engine"
 )
 
+// healthz answers while the process serves, with its version.
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
 }
 
 // readyz answers 200 only when the database answers and its schema is

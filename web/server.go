@@ -43,6 +43,8 @@ type Server struct {
 	Health Health
 	Clock  domain.Clock
 	Log    *slog.Logger
+	// Version is the server's version, in /healthz and the pages' footer.
+	Version string
 	// MaxBody bounds JSON request bodies (default 1 MiB).
 	MaxBody int64
 	// KeyCacheTTL is how long a successful API-key lookup is reused (5s;

@@ -196,7 +196,7 @@ func (s *Server) signedIn(may func(domain.Role) bool, next http.HandlerFunc) htt
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	if err := c.Render(r.Context(), w); err != nil {
+	if err := c.Render(views.WithVersion(r.Context(), s.Version), w); err != nil {
 		level := slog.LevelError
 		if r.Context().Err() != nil || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
 			level = slog.LevelDebug // the browser went away mid-page

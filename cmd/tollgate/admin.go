@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -86,13 +88,21 @@ func createKey(ctx context.Context, db *storage.DB, userID, name, secret string)
 	return secret, db.CreateAPIKey(ctx, k, hash)
 }
 
-func openForAdmin(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, extra func(*envFlags)) (*storage.DB, error) {
+// openForAdmin parses a command's flags (its own, from extra, and the
+// database's), runs check on them, and only then opens the database: a
+// command given wrong arguments touches nothing.
+func openForAdmin(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, extra func(*envFlags), check func() error) (*storage.DB, error) {
 	var c dbConfig
 	f := newFlags("tollgate", getenv, stderr)
 	f.db(&c)
 	extra(f)
 	if err := f.parse(args); err != nil {
 		return nil, err
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return nil, err
+		}
 	}
 	log, err := c.logger(stderr)
 	if err != nil {
@@ -102,7 +112,7 @@ func openForAdmin(ctx context.Context, args []string, getenv func(string) string
 }
 
 func migrateCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	db, err := openForAdmin(ctx, args, getenv, stderr, func(*envFlags) {})
+	db, err := openForAdmin(ctx, args, getenv, stderr, func(*envFlags) {}, nil)
 	if err != nil {
 		return err
 	}
@@ -119,10 +129,24 @@ func userCmd(ctx context.Context, args []string, getenv func(string) string, std
 		return errors.New("usage: tollgate user add --email E --role admin|reviewer|founder [--name N] (password from $TOLLGATE_PASSWORD or generated)")
 	}
 	var email, role, name string
+	password, generated := getenv("TOLLGATE_PASSWORD"), false
+	if password == "" {
+		password, generated = rand.Text(), true
+	}
 	db, err := openForAdmin(ctx, args[1:], getenv, stderr, func(f *envFlags) {
 		f.fs.StringVar(&email, "email", "", "email address (login)")
 		f.fs.StringVar(&role, "role", "reviewer", "admin, reviewer or founder")
 		f.fs.StringVar(&name, "name", "", "display name")
+	}, func() error {
+		if !strings.Contains(email, "@") || !domain.Role(role).Valid() {
+			return errors.New("--email must be an address and --role one of admin, reviewer, founder")
+		}
+		// Only a password from the environment can break the password
+		// rule: a generated one has 26 random characters.
+		if err := domain.ValidatePassword(password, email); err != nil {
+			return fmt.Errorf("TOLLGATE_PASSWORD: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return err
@@ -130,18 +154,6 @@ func userCmd(ctx context.Context, args []string, getenv func(string) string, std
 	defer db.Close()
 	if err := db.Migrate(ctx); err != nil {
 		return err
-	}
-	if !strings.Contains(email, "@") || !domain.Role(role).Valid() {
-		return errors.New("--email must be an address and --role one of admin, reviewer, founder")
-	}
-	password, generated := getenv("TOLLGATE_PASSWORD"), false
-	if password == "" {
-		password, generated = rand.Text(), true
-	}
-	// Only a password from the environment can break the password rule: a
-	// generated one has 26 random characters.
-	if err := domain.ValidatePassword(password, email); err != nil {
-		return fmt.Errorf("TOLLGATE_PASSWORD: %w", err)
 	}
 	hash, err := web.HashPassword(password)
 	if err != nil {
@@ -166,6 +178,11 @@ func apikeyCmd(ctx context.Context, args []string, getenv func(string) string, s
 	db, err := openForAdmin(ctx, args[1:], getenv, stderr, func(f *envFlags) {
 		f.fs.StringVar(&email, "email", "", "owner of the key")
 		f.fs.StringVar(&name, "name", "cli", "a name to tell keys apart")
+	}, func() error {
+		if !strings.Contains(email, "@") {
+			return errors.New("--email must name the key's owner, a user's address")
+		}
+		return nil
 	})
 	if err != nil {
 		return err
@@ -183,5 +200,51 @@ func apikeyCmd(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	fmt.Fprintf(stdout, "API key for %s (shown once): %s\n", u.Email, secret)
+	return nil
+}
+
+// backupCmd copies the embedded database to a new file while servers use
+// it (storage.Backup). It opens an existing database only: a wrong --data
+// must not back up a new, empty one.
+func backupCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var to string
+	var c dbConfig
+	f := newFlags("tollgate backup", getenv, stderr)
+	f.db(&c)
+	f.fs.StringVar(&to, "to", "", "file to write the backup to (must not exist)")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	switch {
+	case to == "":
+		return errors.New("usage: tollgate backup --to FILE [--data DIR]")
+	case c.databaseURL != "":
+		return errors.New("backup copies the embedded database; back up PostgreSQL with pg_dump (see the README's Backup and restore)")
+	}
+	if _, err := os.Lstat(to); err == nil {
+		return fmt.Errorf("%s exists; name a new file", to)
+	}
+	src := filepath.Join(c.dataDir, "tollgate.db")
+	if _, err := os.Stat(src); err != nil {
+		return fmt.Errorf("no database to back up: %w", err)
+	}
+	log, err := c.logger(stderr)
+	if err != nil {
+		return err
+	}
+	db, err := c.open(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	start := time.Now()
+	if err := db.Backup(ctx, to); err != nil {
+		return err
+	}
+	st, err := os.Stat(to)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Backed up %s to %s (%d bytes, %s).\n", src, to, st.Size(), time.Since(start).Round(time.Millisecond))
 	return nil
 }

@@ -5,6 +5,8 @@
 //	tollgate user add  create a user
 //	tollgate apikey create  create an API key for a user
 //	tollgate seed      fill a database with suspended example runs
+//	tollgate backup    copy the embedded database while it serves
+//	tollgate version   print the version
 package main
 
 import (
@@ -40,6 +42,8 @@ Usage:
   tollgate apikey create [flags]  create an API key for a user
   tollgate seed [flags]           fill a database with suspended example runs
                                   (--suspensions N, for load tests and demos)
+  tollgate backup --to FILE       copy the embedded database while it serves
+  tollgate version [--json]       print the version
 `
 
 // run is the whole program, callable from tests with their own arguments,
@@ -60,6 +64,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return apikeyCmd(ctx, rest, getenv, stdout, stderr)
 	case "seed":
 		return seedCmd(ctx, rest, getenv, stdout, stderr)
+	case "backup":
+		return backupCmd(ctx, rest, getenv, stdout, stderr)
+	case "version", "--version":
+		return versionCmd(rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -638,6 +638,28 @@ func TestBootstrap(t *testing.T) {
 		}
 		s.client().call(t, http.StatusOK, "GET", "/api/v1/workflows", nil)
 	})
+	t.Run("address in use", func(t *testing.T) {
+		taken, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer taken.Close()
+		data := t.TempDir()
+		var out, errb syncBuffer
+		err = run(t.Context(), []string{"serve", "--addr", taken.Addr().String(), "--data", data}, envFunc(nil), &out, &errb)
+		if err == nil || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatalf("serve on a taken address: %v", err)
+		}
+		// The admin is made once the address is bound: nobody was created
+		// whose password went to a start that failed.
+		if strings.Contains(out.String(), "Created the first admin") {
+			t.Errorf("a start that could not listen created the admin:\n%s", out.String())
+		}
+		s := startServer(t, nil, "--data", data)
+		if !strings.Contains(s.Stdout.String(), "Created the first admin") {
+			t.Fatalf("no admin at the first start that listened:\n%s", s.Stdout)
+		}
+	})
 }
 
 func TestGracefulShutdown(t *testing.T) {

@@ -56,12 +56,19 @@ type serveConfig struct {
 }
 
 func parseServe(args []string, getenv func(string) string, out io.Writer) (serveConfig, error) {
-	var c serveConfig
 	f := newFlags("tollgate serve", getenv, out)
 	f.fs.Usage = func() {
 		fmt.Fprint(out, "Usage: tollgate serve [flags]\n\nStarts the API server and the engine. Every flag can also be set by the\nenvironment variable named after it.\n\nFlags:\n")
 		printFlags(f.fs, out)
 	}
+	return parseServeWith(f, args)
+}
+
+// parseServeWith defines serve's flags on f and parses args with them. The
+// README's configuration reference is generated from these definitions.
+func parseServeWith(f *envFlags, args []string) (serveConfig, error) {
+	var c serveConfig
+	getenv := f.getenv
 	f.String(&c.addr, "addr", "TOLLGATE_ADDR", "127.0.0.1:8080", "address to listen on")
 	f.db(&c.dbConfig)
 	f.Bool(&c.noMigrate, "no-migrate", "TOLLGATE_NO_MIGRATE", "do not apply migrations at start (they must be current)")
@@ -96,6 +103,9 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 	if err != nil {
 		return c, err
 	}
+	if c.bootstrapKey != "" && len(c.bootstrapKey) < minKeyLen {
+		return c, fmt.Errorf("TOLLGATE_BOOTSTRAP_API_KEY must have at least %d characters", minKeyLen)
+	}
 	if c.metricsToken != "" && len(c.metricsToken) < minMetricsTokenLen {
 		return c, fmt.Errorf("--metrics-token must have at least %d characters", minMetricsTokenLen)
 	}
@@ -129,9 +139,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := prepareDB(ctx, db, c.noMigrate, log); err != nil {
 		return err
 	}
-	if err := bootstrap(ctx, db, c.adminEmail, c.bootstrapKey, stdout); err != nil {
-		return err
-	}
 	reg := domain.NewRegistry()
 	feed := &replay.Feed{}
 	if err := registerWorkflows(reg, &replay.Env{Store: db, Observe: feed.Publish}); err != nil {
@@ -154,6 +161,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	eng := engine.New(db, reg, engineOpts(c, log))
 	srv := newServer(c, eng, db, fl, feed, log)
+	build := readBuildInfo()
+	srv.Version = build.short()
 	srv.Hooks = newHooks(db, fl, log)
 	srv.MailPrefs = db
 	srv.Links = db
@@ -167,9 +176,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	var hk sync.WaitGroup
 	hk.Go(func() { housekeep(hkCtx, db, log, housekeepingEvery, c.retention) })
 	defer func() { stopHousekeeping(); hk.Wait() }()
-	listening := func(addr net.Addr) {
+	listening := func(addr net.Addr) error {
+		// The first admin is made once the address is bound: a server that
+		// cannot listen creates no account whose password nobody saw.
+		if err := bootstrap(ctx, db, c.adminEmail, c.bootstrapKey, stdout); err != nil {
+			return err
+		}
 		fl.listening(log)(addr)
 		hk.Go(func() { srv.Hooks.Run(hkCtx) }) // after the public URL is known, which events link to
+		return startupLine(ctx, c, db, fl, reg, build, addr, log)
 	}
 	h := srv.Handler()
 	if c.metricsAddr != "" {
@@ -182,10 +197,33 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	mails := newMailLoop(ctx)
 	defer mails.stop()
 	printMail(c.mailConfig, stdout)
-	return listenAndServe(ctx, c, h, eng, log, stdout, func(addr net.Addr) {
-		listening(addr)
+	return listenAndServe(ctx, c, h, eng, log, stdout, func(addr net.Addr) error {
+		if err := listening(addr); err != nil {
+			return err
+		}
 		mails.start(c, db, eng, sender, fl.links.PublicURL, log)
+		return nil
 	})
+}
+
+// startupLine logs the one line that says what started: version, address,
+// database, workflows loaded and timers waiting.
+func startupLine(ctx context.Context, c serveConfig, db *storage.DB, fl *flows, reg *domain.Registry, build buildInfo, addr net.Addr, log *slog.Logger) error {
+	docs, err := fl.catalog.List(ctx)
+	if err != nil {
+		return err
+	}
+	timers, err := db.PendingTimers(ctx, time.Now())
+	if err != nil {
+		return err
+	}
+	kind := "sqlite"
+	if c.databaseURL != "" {
+		kind = "postgres"
+	}
+	log.InfoContext(ctx, "Tollgate started", "version", build.short(), "addr", addr.String(), "database", kind,
+		"workflows", len(reg.All())+len(docs), "pending_timers", timers)
+	return nil
 }
 
 // commitLanesPG is how many batches of transitions commit at once on
@@ -392,12 +430,15 @@ func prepareDB(ctx context.Context, db *storage.DB, noMigrate bool, log *slog.Lo
 	return nil
 }
 
-func listenAndServe(ctx context.Context, c serveConfig, h http.Handler, eng *engine.Engine, log *slog.Logger, stdout io.Writer, listening func(net.Addr)) error {
+func listenAndServe(ctx context.Context, c serveConfig, h http.Handler, eng *engine.Engine, log *slog.Logger, stdout io.Writer, listening func(net.Addr) error) error {
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err
 	}
-	listening(ln.Addr()) // before the engine starts, which reads what it sets
+	if err := listening(ln.Addr()); err != nil { // before the engine starts, which reads what it sets
+		ln.Close()
+		return err
+	}
 	hs := &http.Server{
 		Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
@@ -409,7 +450,6 @@ func listenAndServe(ctx context.Context, c serveConfig, h http.Handler, eng *eng
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 	fmt.Fprintf(stdout, "Tollgate is running: open http://%s (%s)\n", ln.Addr(), c.where())
-	log.InfoContext(ctx, "Serving", "addr", ln.Addr().String())
 	warnPublicMetrics(c, ln.Addr(), log)
 
 	select {

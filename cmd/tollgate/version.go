@@ -1,0 +1,81 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+	"strings"
+)
+
+// version is set by `make release` (-ldflags "-X main.version=v1.2.3");
+// otherwise the build info says what was built.
+var version string
+
+// buildInfo is what `tollgate version` tells.
+type buildInfo struct {
+	Version  string `json:"version"`
+	Commit   string `json:"commit,omitempty"`
+	Modified bool   `json:"modified,omitempty"`
+	Go       string `json:"go"`
+	Platform string `json:"platform"`
+}
+
+// readBuildInfo reads the version stamped at build time: the release's
+// (main.version), the module's when built with `go install …@v1.2.3`, or
+// "devel" with the commit when built from a checkout.
+func readBuildInfo() buildInfo {
+	b := buildInfo{Version: version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		b.Version = cmp.Or(b.Version, "devel")
+		return b
+	}
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			b.Commit = s.Value
+		case "vcs.modified":
+			b.Modified = s.Value == "true"
+		}
+	}
+	if b.Version == "" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		b.Version = info.Main.Version
+	}
+	b.Version = cmp.Or(b.Version, "devel")
+	return b
+}
+
+// short is the version as one word, for the start-up line, /healthz and
+// the pages' footer: v1.2.3, or devel+abc1234 (with .dirty for a checkout
+// with changes).
+func (b buildInfo) short() string {
+	if b.Version != "devel" || b.Commit == "" {
+		return b.Version
+	}
+	s := "devel+" + b.Commit[:min(len(b.Commit), 12)]
+	if b.Modified {
+		s += ".dirty"
+	}
+	return s
+}
+
+func versionCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("tollgate version", func(string) string { return "" }, stderr)
+	asJSON := fs.fs.Bool("json", false, "print the version as JSON")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	b := readBuildInfo()
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(b)
+	}
+	parts := []string{b.Go, b.Platform}
+	if b.Commit != "" {
+		parts = append([]string{"commit " + b.Commit[:min(len(b.Commit), 12)]}, parts...)
+	}
+	_, err := fmt.Fprintf(stdout, "tollgate %s (%s)\n", b.short(), strings.Join(parts, ", "))
+	return err
+}
