@@ -2,7 +2,7 @@ SHELL := bash
 GO ?= go
 ADDR ?= 127.0.0.1:8080
 
-.PHONY: run build test bench generate lint check
+.PHONY: run build test bench generate lint check release release-check
 
 run: ## Start the server on the embedded database (./data/tollgate.db)
 	$(GO) run ./cmd/tollgate serve --addr $(ADDR)
@@ -24,9 +24,10 @@ BENCH ?= $(TOLLGATE_BENCH)
 bench: ## Suspend→resume, declarative and replay workflows on both databases; the web app with 1M suspensions; what mail adds to creating suspensions; approval policies' memory and vote latency (BENCH=kernel,herd picks parts)
 	TOLLGATE_BENCH=$(BENCH) $(GO) test -run '^TestBench' -tags bench -count=1 -timeout 60m -v ./cmd/tollgate
 
-generate: ## Regenerate generated code (templ components, from the repository root)
+generate: ## Regenerate generated code (templ components) and the README's configuration reference
 	$(GO) tool templ generate
 	$(GO) generate ./...
+	$(GO) test ./cmd/tollgate -run '^TestConfigurationReference$$' -count=1 -args -update-readme
 
 lint: ## gofmt, go vet and staticcheck
 	test -z "$$(gofmt -l .)"
@@ -37,3 +38,28 @@ check: generate lint test ## What CI runs, plus drift checks
 	git diff --exit-code
 	$(GO) mod tidy -diff
 	diff <(ls migrations/postgres) <(ls migrations/sqlite)
+
+# The release's version: the tag of the commit (v1.2.3), else what git
+# describe makes of it (v1.2.3-4-gabc1234, -dirty with local changes).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+
+release: ## Static binaries (CGO_ENABLED=0) for linux and darwin on amd64 and arm64, with SHA256SUMS, in dist/
+	rm -rf dist && mkdir -p dist
+	set -e; for p in $(PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; \
+		echo "dist/tollgate-$$os-$$arch ($(VERSION))"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath \
+			-ldflags "-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o dist/tollgate-$$os-$$arch ./cmd/tollgate; \
+	done
+	cd dist && sha256sum tollgate-* > SHA256SUMS
+
+# What CI checks of a release, on linux/amd64: the binary is static, runs,
+# and says the version it was given; the checksums match.
+release-check: ## Build the linux/amd64 release binary and check it
+	$(MAKE) release PLATFORMS=linux/amd64 VERSION=v0.0.0-check
+	cd dist && sha256sum -c SHA256SUMS
+	$(GO) version -m dist/tollgate-linux-amd64 | grep -q 'CGO_ENABLED=0'
+	dist/tollgate-linux-amd64 version | grep -q '^tollgate v0.0.0-check '
+	dist/tollgate-linux-amd64 version --json | grep -q '"version":"v0.0.0-check"'

@@ -10,9 +10,10 @@ import (
 	"strings"
 )
 
-// version is set by `make release` (-ldflags "-X main.version=v1.2.3");
-// otherwise the build info says what was built.
-var version string
+// version and commit are set by `make release` (-ldflags "-X
+// main.version=v1.2.3 -X main.commit=…"); otherwise the build info says
+// what was built.
+var version, commit string
 
 // buildInfo is what `tollgate version` tells.
 type buildInfo struct {
@@ -27,7 +28,7 @@ type buildInfo struct {
 // (main.version), the module's when built with `go install …@v1.2.3`, or
 // "devel" with the commit when built from a checkout.
 func readBuildInfo() buildInfo {
-	b := buildInfo{Version: version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	b := buildInfo{Version: version, Commit: commit, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		b.Version = cmp.Or(b.Version, "devel")
