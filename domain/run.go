@@ -176,7 +176,10 @@ type NewRun struct {
 	StartedBy      Starter
 	// FirstStep is the step that the run's first job executes.
 	FirstStep string
-	Now       time.Time
+	// RerunOf, when set, is the run this one runs again (RUN_CREATED
+	// names it).
+	RerunOf string
+	Now     time.Time
 	// Handoff, when set, has the run's first job handed to the starting
 	// process's worker (see Handoff): the first step starts with no claim.
 	Handoff *Handoff

@@ -13,6 +13,8 @@ type Transition struct {
 	Resume *ResumeRequest
 	Signal *SignalRequest
 	Cancel *CancelRequest
+	// Retry takes a failed run up again from its failed step.
+	Retry *RetryRequest
 	// Report is an async step's report on its work item, which resumes
 	// the pause waiting for it.
 	Report *WorkReport
@@ -34,6 +36,8 @@ func (t Transition) RunID() string {
 		return t.Signal.RunID
 	case t.Cancel != nil:
 		return t.Cancel.RunID
+	case t.Retry != nil:
+		return t.Retry.RunID
 	case t.Escalate != nil:
 		return t.Escalate.RunID
 	}
@@ -42,7 +46,8 @@ func (t Transition) RunID() string {
 
 // Applied is what one transition did, or, with Err, why it did nothing.
 type Applied struct {
-	// Run is the started run (Start) or the cancelled one (Cancel).
+	// Run is the started run (Start), the cancelled one (Cancel) or the
+	// retried one (Retry).
 	Run Run
 	// Created is false when a start's idempotency key returned an
 	// existing run.

@@ -115,6 +115,9 @@ func (db *DB) applyIn(ctx context.Context, tx bun.Tx, t domain.Transition) (doma
 	case t.Cancel != nil:
 		run, err := db.cancelRunIn(ctx, tx, *t.Cancel)
 		return domain.Applied{Run: run}, func() { db.changed(run.ID) }, err
+	case t.Retry != nil:
+		run, err := db.retryRunIn(ctx, tx, *t.Retry)
+		return domain.Applied{Run: run}, func() { db.retried(run.ID) }, err
 	case t.Escalate != nil:
 		req := *t.Escalate
 		err := db.escalateIn(ctx, tx, req)
@@ -143,6 +146,8 @@ func (db *DB) applyAlone(ctx context.Context, t domain.Transition) domain.Applie
 		a.Signal, a.Err = db.SendSignal(ctx, *t.Signal)
 	case t.Cancel != nil:
 		a.Run, a.Err = db.CancelRun(ctx, *t.Cancel)
+	case t.Retry != nil:
+		a.Run, a.Err = db.RetryRun(ctx, *t.Retry)
 	case t.Report != nil:
 		a.WorkItem, a.Err = db.completeWorkItem(ctx, *t.Report)
 	case t.Escalate != nil:
@@ -166,6 +171,8 @@ func describe(t domain.Transition, err error) error {
 		return describeSignal(*t.Signal, err)
 	case t.Cancel != nil:
 		return describeCancel(*t.Cancel, err)
+	case t.Retry != nil:
+		return describeRetry(*t.Retry, err)
 	case t.Report != nil:
 		return describeReport(err)
 	case t.Escalate != nil:

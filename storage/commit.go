@@ -84,6 +84,11 @@ func (db *DB) commitEnded(ctx context.Context, w *commitWriter, c domain.StepCom
 // already. On PostgreSQL both happen in one statement.
 func (db *DB) endJob(ctx context.Context, tx bun.IDB, c domain.StepCommit) (*runRow, error) {
 	fence := "id = ? AND attempt = ? AND status = ?"
+	if fails(c) {
+		if err := keepFailedStep(ctx, tx, c); err != nil {
+			return nil, err
+		}
+	}
 	var end interface {
 		bun.Query
 		Exec(context.Context, ...any) (sql.Result, error)
@@ -127,6 +132,23 @@ func (db *DB) endJob(ctx context.Context, tx bun.IDB, c domain.StepCommit) (*run
 		return nil, err
 	}
 	return db.lockRun(ctx, tx, c.RunID)
+}
+
+// fails reports whether c fails its run.
+func fails(c domain.StepCommit) bool {
+	return c.Finish != nil && c.Finish.Status == domain.RunFailed
+}
+
+// keepFailedStep copies the job of a commit that fails its run into
+// failed_steps, fenced like its deletion, so that a retry can queue it
+// again (see retryRunIn).
+func keepFailedStep(ctx context.Context, tx bun.IDB, c domain.StepCommit) error {
+	_, err := tx.NewRaw(`INSERT INTO failed_steps (run_id, job_key, kind, step, input, suspension_id, failed_at)
+		SELECT run_id, key, kind, step, input, suspension_id, ? FROM jobs WHERE id = ? AND attempt = ? AND status = ?
+		ON CONFLICT (run_id) DO UPDATE SET job_key = excluded.job_key, kind = excluded.kind, step = excluded.step,
+			input = excluded.input, suspension_id = excluded.suspension_id, failed_at = excluded.failed_at`,
+		ts(c.Now), c.Job.ID, c.Job.Attempt, jobRunning).Exec(ctx)
+	return err
 }
 
 // lockRun reads a run for update (see endJob), as the first statement of a

@@ -138,6 +138,9 @@ func runStartRows(row *runRow, nr domain.NewRun) (*eventRow, *jobRow) {
 	if by := nr.StartedBy; !by.System() {
 		created["startedBy"] = map[string]string{"id": by.ID, "email": by.Email, "role": string(by.Role)}
 	}
+	if nr.RerunOf != "" {
+		created["rerunOf"] = nr.RerunOf
+	}
 	ev := newEventRow(row.ID, 1, domain.NewEvent{Type: domain.EventRunCreated, Payload: domain.MustJSON(created)}, now)
 	job := jobRowFrom(domain.NewJob{Key: domain.StartJobKey(row.ID), Kind: domain.JobStep, RunID: row.ID, Step: nr.FirstStep, Input: nr.Input, RunAt: now}, now)
 	return ev, job

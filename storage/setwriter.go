@@ -73,9 +73,10 @@ func (s *setWriter) claim(job *jobRow, h *domain.Handoff, handOver func()) {
 // job rather than ending it, and a replay's commit can be refused after
 // its job has ended (ErrLogConflict), which the set path cannot undo for
 // one transition alone; a group's pauses are many rows that may decide
-// the group as they commit (see pauseGroup).
+// the group as they commit (see pauseGroup); a commit that fails its run
+// keeps its job for a retry (see keepFailedStep).
 func setStep(c domain.StepCommit) bool {
-	return c.RetryAt == nil && c.ExpectSeq == 0 && len(c.Branches) == 0
+	return c.RetryAt == nil && c.ExpectSeq == 0 && len(c.Branches) == 0 && !fails(c)
 }
 
 // applySet applies, in tx, the starts, step commits and resumes of batch

@@ -45,6 +45,7 @@ type eventFacts struct {
 	SuspensionID string          `json:"suspensionId"`
 	ResumedBy    string          `json:"resumedBy"`
 	CancelledBy  string          `json:"cancelledBy"`
+	RetriedBy    string          `json:"retriedBy"`
 	Count        int             `json:"count"`
 	Reason       string          `json:"reason"`
 	Message      string          `json:"message"` // of a RUN_FAILED's error
@@ -131,6 +132,8 @@ func tell(run domain.Run, e domain.Event, sps map[string]domain.Suspension) Stor
 		return StoryEntry{Text: "The run succeeded", Tone: "good"}
 	case domain.EventRunFailed:
 		return StoryEntry{Text: "The run failed", Quote: f.Message, Tone: "bad"}
+	case domain.EventRunRetried:
+		return StoryEntry{Text: "Retried by " + f.RetriedBy + " from step " + step, Quote: f.Reason, Tone: "info"}
 	case domain.EventRunCancelled:
 		if f.CancelledBy == "" {
 			return StoryEntry{Text: "Cancelled", Quote: f.Reason, Tone: "bad"}

@@ -166,6 +166,9 @@ func TestBrowserEveryPageFitsAndIsAccessible(t *testing.T) {
 	want(t, e.call(t, "POST", "/api/v1/suspensions/"+rejected.ID+"/reject", e.reviewer, `{"comment": "Not a business expense"}`), 200)
 	e.waitRun(t, won.ID, "succeeded")
 	e.waitRun(t, lost.ID, "failed")
+	e.bankDown.Store(true) // a step that fails: its run is retried from there
+	broke := e.startRun(t, "charge", map[string]any{"amount": 120, "card": "visa"})
+	e.waitRun(t, broke.ID, "failed")
 	// Approvals under a policy: one with another reviewer's vote, one
 	// with Rita's own, one whose ladder has a rung to come.
 	payout := map[string]any{"requester": "vera@vendor.example"}
@@ -225,6 +228,7 @@ func TestBrowserEveryPageFitsAndIsAccessible(t *testing.T) {
 		{admin, "/admin/audit", "admin-audit", "ol.audit-log"},
 		{admin, "/runs/" + running.ID + "/cancel", "confirm-cancel", "main button"},
 		{admin, "/runs/" + won.ID, "run-admin", ".danger-zone"},
+		{admin, "/runs/" + broke.ID, "run-failed-admin", `[data-testid="retry"]`},
 		{admin, "/runs/" + won.ID + "/delete", "confirm-delete", "#confirm-reason"},
 		{admin, "/admin/keys/" + keyID + "/revoke", "admin-confirm-revoke", "article.confirm button.danger"},
 		{admin, "/admin/users/" + samID + "/disable", "admin-confirm-disable", "article.confirm button.danger"},

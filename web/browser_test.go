@@ -29,6 +29,7 @@ func withMailUI(s *web.Server) {
 	withUI(s)
 	s.MailPrefs = s.Store.(domain.MailPreferences)
 	s.ResetMailer, s.PublicURL = &resetMails{links: map[string][]string{}}, publicURL+"/"
+	s.Version = "v1.4.2" // shown in the footer of signed-in pages
 }
 
 func chromium(t *testing.T) string {

@@ -258,6 +258,60 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// retryRun takes a failed run up again from its failed step (admins):
+// 200 with the run, running again; 409 run_not_failed for any other.
+func (s *Server) retryRun(w http.ResponseWriter, r *http.Request) error {
+	p := principalFrom(r.Context())
+	if p.User.Role != domain.RoleAdmin {
+		return errForbidden
+	}
+	var body struct {
+		// Reason, optional, says why (at most 500 characters).
+		Reason string `json:"reason"`
+	}
+	if err := decodeJSON(w, r, &body, s.MaxBody); err != nil {
+		return err
+	}
+	run, err := s.Engine.Retry(r.Context(), domain.RetryRequest{RunID: r.PathValue("runId"), By: p.User.Email, Reason: body.Reason,
+		Audit: s.apiAudit(r, "run.retry", map[string]any{})})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, runView(run))
+	return nil
+}
+
+// rerunRun starts a new run of a run's workflow (its latest version) with
+// the run's input, or the input the body gives (staff who may start the
+// workflow): 201 with the new run, whose RUN_CREATED names the old one.
+func (s *Server) rerunRun(w http.ResponseWriter, r *http.Request) error {
+	p := principalFrom(r.Context())
+	if !p.User.Role.Staff() {
+		return domain.ErrNotFound
+	}
+	var body struct {
+		// Input, when given, replaces the run's own.
+		Input json.RawMessage `json:"input"`
+	}
+	if err := decodeJSON(w, r, &body, s.MaxBody); err != nil {
+		return err
+	}
+	old, err := s.Store.Run(r.Context(), r.PathValue("runId"))
+	if err != nil {
+		return err
+	}
+	run, created, err := s.Engine.Rerun(r.Context(), domain.StarterOf(p.User), old, body.Input, r.Header.Get("Idempotency-Key"))
+	if err != nil {
+		return err
+	}
+	if !created {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	w.Header().Set("Location", "/api/v1/runs/"+run.ID)
+	writeJSON(w, http.StatusCreated, runView(run))
+	return nil
+}
+
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
 	p := principalFrom(r.Context())
 	if p.User.Role != domain.RoleAdmin {

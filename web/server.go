@@ -205,6 +205,8 @@ func (s *Server) Handler() http.Handler {
 	api("GET /api/v1/runs/{runId}", s.showRun)
 	api("GET /api/v1/runs/{runId}/events", s.listEvents, page...)
 	api("POST /api/v1/runs/{runId}/cancel", s.cancelRun)
+	api("POST /api/v1/runs/{runId}/retry", s.retryRun)
+	api("POST /api/v1/runs/{runId}/rerun", s.rerunRun)
 	api("DELETE /api/v1/runs/{runId}", s.deleteRun)
 	api("POST /api/v1/runs/{runId}/steps/{stepKey}/resume", s.resumeStep)
 	api("POST /api/v1/runs/{runId}/signals", s.sendSignal)

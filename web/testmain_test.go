@@ -76,6 +76,8 @@ type apiEnv struct {
 	// review's deferred step.
 	finished atomic.Int64
 	paid     atomic.Int64
+	// bankDown fails charge's only step while it holds.
+	bankDown atomic.Bool
 	// early's first step reports its run on entered, then blocks until
 	// gate is closed (releaseEarly).
 	entered     chan string
@@ -127,7 +129,7 @@ func newAPIEnv(t *testing.T, o storage.Opts, configure func(*web.Server)) *apiEn
 	t.Helper()
 	e := &apiEnv{db: storagetest.Open(t, o), userIDs: map[string]string{}, entered: make(chan string, 1), gate: make(chan struct{})}
 	reg := domain.NewRegistry()
-	for _, wf := range []*domain.Workflow{e.intake(), e.review(), delayWorkflow(), e.early(), paperwork(), selfService(), founderDoc(t), contractFlow(), expense(), claimForm(), payoutSignOff(t), escalating(t), settleWorkflow(), papersWorkflow()} {
+	for _, wf := range []*domain.Workflow{e.intake(), e.review(), delayWorkflow(), e.early(), paperwork(), selfService(), founderDoc(t), contractFlow(), expense(), claimForm(), payoutSignOff(t), escalating(t), settleWorkflow(), papersWorkflow(), e.charge()} {
 		if err := reg.Register(wf); err != nil {
 			t.Fatal(err)
 		}

@@ -40,6 +40,60 @@ func (s *Server) cancelFromPage(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/runs/"+run.ID, http.StatusSeeOther)
 }
 
+// retryFromPage retries a failed run from its page and shows it again,
+// running; a run that is no longer failed (retried meanwhile, say) is
+// answered with a page that says so.
+func (s *Server) retryFromPage(w http.ResponseWriter, r *http.Request) {
+	v := s.viewerOf(r)
+	run, err := s.Engine.Retry(r.Context(), domain.RetryRequest{RunID: r.PathValue("id"), By: v.Email,
+		Audit: s.auditEntry(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "run.retry"})})
+	var ce *domain.ConflictError
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		s.renderError(w, r, http.StatusNotFound, "Run not found", "There is no run with this id.", v)
+		return
+	case errors.As(err, &ce) && ce.Code == domain.CodeNotRetryable:
+		s.renderError(w, r, http.StatusConflict, "This run cannot be retried", "It was rejected, or it failed before failed steps were kept for retries. Run it again as a new run instead.", v)
+		return
+	case errors.As(err, &ce):
+		s.renderError(w, r, http.StatusConflict, "The run is no longer failed", "Someone retried it already, or it was deleted and started again. Open the run to see where it stands.", v)
+		return
+	case err != nil:
+		s.uiFailure(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/runs/"+run.ID, http.StatusSeeOther)
+}
+
+// rerunFromPage starts a new run with a run's input and opens it.
+func (s *Server) rerunFromPage(w http.ResponseWriter, r *http.Request) {
+	v := s.viewerOf(r)
+	old, err := s.Store.Run(r.Context(), r.PathValue("id"))
+	if errors.Is(err, domain.ErrNotFound) {
+		s.renderError(w, r, http.StatusNotFound, "Run not found", "There is no run with this id.", v)
+		return
+	}
+	if err != nil {
+		s.uiFailure(w, r, err)
+		return
+	}
+	run, _, err := s.Engine.Rerun(r.Context(), domain.Starter{ID: v.ID, Email: v.Email, Role: v.Role}, old, nil, "")
+	switch {
+	case errors.Is(err, domain.ErrStartForbidden):
+		s.renderError(w, r, http.StatusForbidden, "You may not start this workflow", "Its runs are started by other people; ask an admin.", v)
+		return
+	case err != nil:
+		var ve *domain.ValidationError
+		if errors.As(err, &ve) {
+			s.renderError(w, r, http.StatusUnprocessableEntity, "The run cannot start again", "Its input does not fit the workflow as it is now: "+ve.Message, v)
+			return
+		}
+		s.uiFailure(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/runs/"+run.ID, http.StatusSeeOther)
+}
+
 // runPage shows a run to reviewers and admins: why it failed or what it
 // waits for, its events told in people's words, and the raw record (input,
 // output, suspensions, event payloads) under technical details.

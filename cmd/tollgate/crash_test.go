@@ -45,7 +45,7 @@ func crashChild() int {
 	ledger := os.Getenv(crashLedgerEnv)
 	prev := registerWorkflows
 	registerWorkflows = func(reg *domain.Registry, env *replay.Env) error {
-		return errors.Join(prev(reg, env), reg.Register(crashCycle(ledger)), crashReplay(ledger).Register(reg, env))
+		return errors.Join(prev(reg, env), reg.Register(crashCycle(ledger)), reg.Register(crashRetry(ledger)), crashReplay(ledger).Register(reg, env))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

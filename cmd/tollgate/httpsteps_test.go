@@ -243,6 +243,26 @@ func testHTTPSteps(t *testing.T, env map[string]string, workerBin string) {
 		}
 	})
 
+	t.Run("a run failed by a 4xx is retried from its http step", func(t *testing.T) {
+		e := newEndpoint(t, func(n int, _ endpointCall) (int, string) {
+			if n == 1 {
+				return http.StatusUnprocessableEntity, `{"error": "unknown sku"}`
+			}
+			return http.StatusOK, `{"success": true, "outputs": {"price": 7}}`
+		})
+		register("price-retry", `{"type": "http", "name": "lookup", "url": "`+e.URL+`/lookup", "args": {"sku": "B-2"}, "next": "quote"},
+			{"type": "http", "name": "quote", "url": "`+e.URL+`/quote"}`)
+		run := c.startRun(t, "price-retry", map[string]string{"customer": "ada"})
+		c.waitStatus(t, run.ID, "failed")
+		c.call(t, http.StatusOK, "POST", "/api/v1/runs/"+run.ID+"/retry", map[string]string{"reason": "the sku was added"})
+		done := c.waitStatus(t, run.ID, "succeeded")
+		jsonEqual(t, "output", done.Output, map[string]any{"price": 7})
+		calls := e.recorded()
+		if len(calls) != 3 || !strings.Contains(string(calls[1].Args), `"B-2"`) || calls[0].Metadata["stepId"] != "lookup" || calls[1].Metadata["stepId"] != "lookup" {
+			t.Errorf("calls: %+v; want lookup, lookup again with its args, then quote", calls)
+		}
+	})
+
 	t.Run("the allow-list is checked at registration", func(t *testing.T) {
 		r := c.call(t, http.StatusUnprocessableEntity, "PUT", "/api/v1/workflows/inside/versions/1",
 			json.RawMessage(`{"id": "inside", "version": "1", "steps": [{"type": "http", "name": "x", "url": "http://10.1.2.3/admin"}]}`))

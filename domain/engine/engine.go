@@ -151,6 +151,20 @@ func (e *Engine) Start(ctx context.Context, workflowID string, input json.RawMes
 // that by already used for that workflow it returns the existing run and
 // created=false, and the same key from someone else starts another run.
 func (e *Engine) StartAs(ctx context.Context, by domain.Starter, workflowID string, input json.RawMessage, idempotencyKey string) (domain.Run, bool, error) {
+	return e.startRun(ctx, by, workflowID, input, idempotencyKey, "")
+}
+
+// Rerun starts a new run of the latest version of run's workflow, as
+// StartAs does, with input (the run's own when nil); its RUN_CREATED
+// names the run it runs again. The run itself is left as it is.
+func (e *Engine) Rerun(ctx context.Context, by domain.Starter, run domain.Run, input json.RawMessage, idempotencyKey string) (domain.Run, bool, error) {
+	if input == nil {
+		input = run.Input
+	}
+	return e.startRun(ctx, by, run.WorkflowID, input, idempotencyKey, run.ID)
+}
+
+func (e *Engine) startRun(ctx context.Context, by domain.Starter, workflowID string, input json.RawMessage, idempotencyKey, rerunOf string) (domain.Run, bool, error) {
 	wf, err := e.reg.Find(ctx, workflowID, "")
 	if err != nil {
 		return domain.Run{}, false, fmt.Errorf("start run: workflow %q: %w", workflowID, err)
@@ -178,7 +192,7 @@ func (e *Engine) StartAs(ctx context.Context, by domain.Starter, workflowID stri
 	a := e.apply(ctx, domain.Transition{Start: &domain.NewRun{
 		ID: newID(), WorkflowID: wf.ID, WorkflowVersion: wf.Version, Input: input,
 		IdempotencyKey: idempotencyKey, StartedBy: by, FirstStep: wf.FirstStep(), Now: e.o.Clock.Now(),
-		Handoff: h,
+		RerunOf: rerunOf, Handoff: h,
 	}})
 	e.dispatch(h, a.Err)
 	return a.Run, a.Created, a.Err
@@ -297,6 +311,20 @@ func (e *Engine) Cancel(ctx context.Context, req domain.CancelRequest) (domain.R
 	}
 	req.Now = e.o.Clock.Now()
 	a := e.apply(ctx, domain.Transition{Cancel: &req})
+	return a.Run, a.Err
+}
+
+// Retry takes a failed run up again from the step that failed it, with
+// that step's input and the run's state as they were (domain.RetryRequest).
+// A run that did not fail refuses with CodeRunNotFailed: two retries of
+// one failure make one attempt.
+func (e *Engine) Retry(ctx context.Context, req domain.RetryRequest) (domain.Run, error) {
+	req.Reason = strings.TrimSpace(req.Reason)
+	if err := checkReason("retrying", req.Reason, false); err != nil {
+		return domain.Run{}, err
+	}
+	req.Now = e.o.Clock.Now()
+	a := e.apply(ctx, domain.Transition{Retry: &req})
 	return a.Run, a.Err
 }
 

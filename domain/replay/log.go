@@ -99,11 +99,26 @@ func newHistory(events []domain.Event) *history {
 	for i := range events {
 		e := &events[i]
 		h.next = max(h.next, e.Seq+1)
-		if e.Type != EventStepFailed || ownFailure(e) {
+		switch {
+		case e.Type == domain.EventRunRetried:
+			h.forgetFailures()
+		case e.Type != EventStepFailed || ownFailure(e):
 			h.add(e)
 		}
 	}
 	return h
+}
+
+// forgetFailures makes the durable steps that failed before a retry of
+// the run (RUN_RETRIED) run again when the handler reaches them, instead
+// of replaying their failure: retrying is asking them to. They keep their
+// place in the order of primitives.
+func (h *history) forgetFailures() {
+	for _, r := range h.byID {
+		if r.done != nil && r.done.Type == EventStepFailed {
+			r.done = nil
+		}
+	}
 }
 
 // add indexes one entry of the log (read, or written by this invocation).

@@ -69,7 +69,7 @@ type test struct {
 // tests lists the suite, grouped by file.
 func tests() []test {
 	var all []test
-	for _, group := range [][]test{resumeTests, voteTests, escalationTests, groupTests, commandTests, runTests, startTests, signalTests, queueTests, timerTests} {
+	for _, group := range [][]test{resumeTests, voteTests, escalationTests, groupTests, commandTests, runTests, retryTests, startTests, signalTests, queueTests, timerTests} {
 		all = append(all, group...)
 	}
 	return all
