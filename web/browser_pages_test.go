@@ -167,7 +167,7 @@ func TestBrowserEveryPageFitsAndIsAccessible(t *testing.T) {
 	e.waitRun(t, won.ID, "succeeded")
 	e.waitRun(t, lost.ID, "failed")
 	e.bankDown.Store(true) // a step that fails: its run is retried from there
-	broke := e.startRun(t, "charge", map[string]any{"amount": 120, "card": "visa"})
+	broke := e.startRun(t, "bank-charge", map[string]any{"amount": 120, "card": "visa"})
 	e.waitRun(t, broke.ID, "failed")
 	// Approvals under a policy: one with another reviewer's vote, one
 	// with Rita's own, one whose ladder has a rung to come.

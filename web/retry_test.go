@@ -14,7 +14,7 @@ import (
 // charge is one step that returns its input, or fails while the bank is
 // down, at its first attempt.
 func (e *apiEnv) charge() *domain.Workflow {
-	return domain.NewWorkflow("charge", "1").
+	return domain.NewWorkflow("bank-charge", "1").
 		Step("charge", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
 			if e.bankDown.Load() {
 				return domain.StepResult{}, errors.New("the bank is down")
@@ -30,7 +30,7 @@ func TestRetryAndRerun(t *testing.T) {
 	t.Parallel()
 	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
 		e.bankDown.Store(true)
-		run := e.startRun(t, "charge", map[string]int{"amount": 5})
+		run := e.startRun(t, "bank-charge", map[string]int{"amount": 5})
 		e.waitRun(t, run.ID, "failed")
 		retry := "/api/v1/runs/" + run.ID + "/retry"
 		problem(t, e.call(t, "POST", retry, e.reviewer, ""), http.StatusForbidden, "forbidden")
@@ -67,7 +67,7 @@ func TestRetryAndRerun(t *testing.T) {
 		rerun := "/api/v1/runs/" + run.ID + "/rerun"
 		problem(t, e.call(t, "POST", rerun, e.founderA, ""), http.StatusNotFound, "not_found")
 		again := decode[runBody](t, e.call(t, "POST", rerun, e.reviewer, ""), http.StatusCreated)
-		if again.ID == run.ID || again.WorkflowID != "charge" || !sameJSON(t, again.Input, json.RawMessage(`{"amount": 5}`)) {
+		if again.ID == run.ID || again.WorkflowID != "bank-charge" || !sameJSON(t, again.Input, json.RawMessage(`{"amount": 5}`)) {
 			t.Fatalf("re-run = %+v", again)
 		}
 		edited := decode[runBody](t, e.call(t, "POST", rerun, e.admin, `{"input": {"amount": 7}}`), http.StatusCreated)
@@ -84,7 +84,7 @@ func TestRetryAndRerun(t *testing.T) {
 		// The failed run's page offers the retry to admins and the re-run
 		// to staff; the retry there is one too.
 		e.bankDown.Store(true)
-		failed := e.startRun(t, "charge", map[string]int{"amount": 9})
+		failed := e.startRun(t, "bank-charge", map[string]int{"amount": 9})
 		e.waitRun(t, failed.ID, "failed")
 		admin := e.signedIn(t, "ops@example.com", domain.RoleAdmin)
 		wantPage(t, admin.get("/runs/"+failed.ID), http.StatusOK, "This run failed", "Retry from charge", "Run again as a new run")
