@@ -111,12 +111,54 @@ func openForAdmin(ctx context.Context, args []string, getenv func(string) string
 	return c.open(ctx, log)
 }
 
+// migrateCmd applies the migrations (up, the default), lists them with
+// their state (status, --json for programs) or undoes the newest applied
+// one (down).
 func migrateCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	db, err := openForAdmin(ctx, args, getenv, stderr, func(*envFlags) {}, nil)
+	action := "up"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		action, args = args[0], args[1:]
+	}
+	if action != "up" && action != "status" && action != "down" {
+		return fmt.Errorf("unknown migrate action %q: use up (the default), status or down", action)
+	}
+	var asJSON bool
+	db, err := openForAdmin(ctx, args, getenv, stderr, func(f *envFlags) {
+		if action == "status" {
+			f.fs.BoolVar(&asJSON, "json", false, "print JSON for programs")
+		}
+	}, nil)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	switch action {
+	case "status":
+		ms, err := db.MigrationStatus(ctx)
+		if err != nil {
+			return err
+		}
+		p := printer{stdout, asJSON}
+		if asJSON {
+			return p.value(ms)
+		}
+		rows := make([][]string, len(ms))
+		for i, m := range ms {
+			state, at := "pending", ""
+			if m.Applied {
+				state, at = "applied", when(m.AppliedAt)
+			}
+			rows[i] = []string{m.Name, m.Comment, state, at}
+		}
+		return p.table([]string{"MIGRATION", "WHAT", "STATE", "APPLIED"}, rows)
+	case "down":
+		name, err := db.MigrateDown(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "Undid migration %s; this version of tollgate needs it: run tollgate migrate to apply it again.\n", name)
+		return nil
+	}
 	if err := db.Migrate(ctx); err != nil {
 		return err
 	}

@@ -511,7 +511,7 @@ func TestNoCommand(t *testing.T) {
 		t.Errorf("run(frobnicate) = %v; want an unknown-command error", err)
 	}
 	out.Reset()
-	if err := run(t.Context(), []string{"help"}, envFunc(nil), &out, &errb); err != nil || !strings.Contains(out.String(), "tollgate migrate") {
+	if err := run(t.Context(), []string{"help"}, envFunc(nil), &out, &errb); err != nil || !strings.Contains(out.String(), "Usage: tollgate <command>") || !strings.Contains(out.String(), "runs list") {
 		t.Errorf("run(help) = %v with stdout %q; want the usage", err, out.String())
 	}
 }

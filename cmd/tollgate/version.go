@@ -63,14 +63,10 @@ func (b buildInfo) short() string {
 	return s
 }
 
-func versionCmd(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("tollgate version", func(string) string { return "" }, stderr)
-	asJSON := fs.fs.Bool("json", false, "print the version as JSON")
-	if err := fs.parse(args); err != nil {
-		return err
-	}
+// printVersion prints the version for people, or as JSON.
+func printVersion(asJSON bool, stdout io.Writer) error {
 	b := readBuildInfo()
-	if *asJSON {
+	if asJSON {
 		return json.NewEncoder(stdout).Encode(b)
 	}
 	parts := []string{b.Go, b.Platform}
