@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +46,8 @@ type Server struct {
 	Log    *slog.Logger
 	// Version is the server's version, in /healthz and the pages' footer.
 	Version string
+	// routes are the routes Handler registered besides the pages.
+	routes []Route
 	// MaxBody bounds JSON request bodies (default 1 MiB).
 	MaxBody int64
 	// KeyCacheTTL is how long a successful API-key lookup is reused (5s;
@@ -184,16 +187,23 @@ func (s *Server) Handler() http.Handler {
 		s.Clock = domain.SystemClock{}
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", s.healthz)
-	mux.HandleFunc("GET /readyz", s.readyz)
-	if !s.MetricsElsewhere {
-		mux.Handle("GET /metrics", s.requireMetricsToken(http.HandlerFunc(s.metrics)))
+	s.routes = nil
+	// route registers a route that is not a page, and keeps it for Routes.
+	route := func(pattern string, h http.Handler, params ...string) {
+		mux.Handle(pattern, h)
+		s.routes = append(s.routes, newRoute(pattern, params))
 	}
+	route("GET /healthz", http.HandlerFunc(s.healthz))
+	route("GET /readyz", http.HandlerFunc(s.readyz))
+	if !s.MetricsElsewhere {
+		route("GET /metrics", s.requireMetricsToken(http.HandlerFunc(s.metrics)))
+	}
+	route("GET /api/v1/openapi.json", http.HandlerFunc(serveOpenAPI))
 
 	// api registers an API route whose handler reads the query
 	// parameters named, and no others (see knownQuery).
 	api := func(pattern string, h func(http.ResponseWriter, *http.Request) error, params ...string) {
-		mux.Handle(pattern, s.requireKey(s.handle(boundQuery(knownQuery(params, h)))))
+		route(pattern, s.requireKey(s.handle(boundQuery(knownQuery(params, h)))), params...)
 	}
 	page := []string{"cursor", "limit"}
 	wait := "wait"
@@ -235,10 +245,10 @@ func (s *Server) Handler() http.Handler {
 		}
 		return domain.ErrNotFound
 	}))
-	mux.Handle("/v1/flow-runs/{runId}/waitpoints/{waitpointId}", s.handle(s.resumeWaitpoint(false)))
-	mux.Handle("/v1/flow-runs/{runId}/waitpoints/{waitpointId}/sync", s.handle(s.resumeWaitpoint(true)))
-	mux.Handle("/v1/webhooks/{workflowId}", s.handle(s.webhookTrigger))
-	mux.Handle("POST /webhook/{flowId}/{stepId}/{token}", s.handle(s.reportWork))
+	route("/v1/flow-runs/{runId}/waitpoints/{waitpointId}", s.handle(s.resumeWaitpoint(false)))
+	route("/v1/flow-runs/{runId}/waitpoints/{waitpointId}/sync", s.handle(s.resumeWaitpoint(true)))
+	route("/v1/webhooks/{workflowId}", s.handle(s.webhookTrigger))
+	route("POST /webhook/{flowId}/{stepId}/{token}", s.handle(s.reportWork))
 	if s.UIStore != nil {
 		s.ui(mux)
 	}
@@ -329,6 +339,27 @@ var errMethodNotAllowed = errors.New("method not allowed")
 // CodeMethodNotAllowed is the problem code of a method a path does not
 // take: 405, with the methods it does take in Allow.
 const CodeMethodNotAllowed = "method_not_allowed"
+
+// Route is one route of the server besides its pages: Method is empty for
+// a route that takes any method (resume URLs and webhook triggers, whose
+// callers choose it), and Query lists the query parameters an API route
+// reads (it refuses others).
+type Route struct {
+	Method, Path string
+	Query        []string
+}
+
+func newRoute(pattern string, params []string) Route {
+	method, path, ok := strings.Cut(pattern, " ")
+	if !ok {
+		method, path = "", pattern
+	}
+	return Route{Method: method, Path: path, Query: slices.Clone(params)}
+}
+
+// Routes lists the routes the last Handler registered, besides the pages:
+// what the OpenAPI document describes.
+func (s *Server) Routes() []Route { return slices.Clone(s.routes) }
 
 // allowed lists the methods, in a fixed order, that mux routes r's path
 // to a handler other than the catch-all pattern fallback: those a 405

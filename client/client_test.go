@@ -1,0 +1,170 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgatehq/tollgate/client"
+	"github.com/tollgatehq/tollgate/web"
+)
+
+// specServer answers every request that the OpenAPI document describes
+// (method, path and query parameters) with an empty answer of the right
+// shape, records its operation, and refuses any other with 404: the
+// client is checked against the document, as the router is.
+type specServer struct {
+	t   *testing.T
+	doc map[string]map[string]struct {
+		OperationID string `json:"operationId"`
+		Parameters  []struct{ Name, In string }
+	}
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (s *specServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") != "Bearer key" {
+		s.t.Errorf("%s %s without the API key", r.Method, r.URL.Path)
+	}
+	for path, item := range s.doc {
+		if !matches(path, r.URL.Path) {
+			continue
+		}
+		op, ok := item[strings.ToLower(r.Method)]
+		if !ok {
+			continue
+		}
+		declared := map[string]bool{}
+		for _, p := range op.Parameters {
+			if p.In == "query" {
+				declared[p.Name] = true
+			}
+		}
+		for name := range r.URL.Query() {
+			if !declared[name] {
+				s.t.Errorf("%s %s sends query parameter %s, which the document does not declare", r.Method, path, name)
+			}
+		}
+		s.mu.Lock()
+		s.seen[op.OperationID] = true
+		s.mu.Unlock()
+		switch {
+		case strings.HasSuffix(path, "/attach"):
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write([]byte("event: RUN_STARTED\ndata: {}\n\nevent: RUN_ENDED\ndata: {\"status\":\"succeeded\"}\n\n"))
+		case r.Method == "DELETE":
+			w.WriteHeader(http.StatusNoContent)
+		case r.Method == "GET" && (strings.HasSuffix(path, "s") || strings.HasSuffix(path, "/events")):
+			_, _ = w.Write([]byte(`{"items": []}`))
+		default:
+			_, _ = w.Write([]byte(`{"id": "x", "status": "succeeded"}`))
+		}
+		return
+	}
+	s.t.Errorf("%s %s is not in the OpenAPI document", r.Method, r.URL.Path)
+	http.NotFound(w, r)
+}
+
+// matches reports whether path fits the document's template.
+func matches(template, path string) bool {
+	ts, ps := strings.Split(template, "/"), strings.Split(path, "/")
+	if len(ts) != len(ps) {
+		return false
+	}
+	for i := range ts {
+		if !strings.HasPrefix(ts[i], "{") && ts[i] != ps[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Every call of the client is an operation of the OpenAPI document, with
+// the query parameters it declares.
+func TestClientFollowsTheOpenAPIDocument(t *testing.T) {
+	var doc struct {
+		Paths map[string]map[string]struct {
+			OperationID string `json:"operationId"`
+			Parameters  []struct{ Name, In string }
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(web.OpenAPI(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	s := &specServer{t: t, doc: doc.Paths, seen: map[string]bool{}}
+	hs := httptest.NewServer(s)
+	defer hs.Close()
+	c := client.New(hs.URL, "key")
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	calls := []func() error{
+		func() error {
+			_, err := c.StartRun(ctx, "wf", map[string]int{"a": 1}, client.IdempotencyKey("k"))
+			return err
+		},
+		func() error { _, err := c.GetRun(ctx, "r"); return err },
+		func() error {
+			_, err := c.ListRuns(ctx, client.RunFilter{Statuses: []string{"failed"}, WorkflowID: "wf", Query: "q", CreatedAfter: time.Now(), CreatedBefore: time.Now(), Cursor: "c", Limit: 5})
+			return err
+		},
+		func() error { _, err := c.Events(ctx, "r", "3", 10); return err },
+		func() error { _, err := c.CancelRun(ctx, "r", "why"); return err },
+		func() error { _, err := c.RetryRun(ctx, "r", "why"); return err },
+		func() error { _, err := c.RerunRun(ctx, "r", map[string]int{"a": 2}); return err },
+		func() error { return c.DeleteRun(ctx, "r", "why") },
+		func() error {
+			_, err := c.Signal(ctx, "r", client.SignalRequest{Name: "go", SignalID: "s-1"})
+			return err
+		},
+		func() error { _, err := c.GetSuspension(ctx, "s"); return err },
+		func() error {
+			_, err := c.ListSuspensions(ctx, client.SuspensionFilter{Status: "pending", Reason: "r", Kind: "input", WorkflowID: "wf", RunID: "r", Newest: true, Cursor: "c", Limit: 5})
+			return err
+		},
+		func() error { _, err := c.Resume(ctx, "s", map[string]int{"a": 1}); return err },
+		func() error { _, err := c.Approve(ctx, "s", "ok"); return err },
+		func() error { _, err := c.Reject(ctx, "s", "no"); return err },
+		func() error { _, err := c.ListWorkflows(ctx); return err },
+		func() error {
+			_, _, err := c.PutWorkflow(ctx, []byte(`{"id": "wf", "version": "1", "steps": []}`))
+			return err
+		},
+		func() error { _, err := c.Wait(ctx, "r"); return err },
+		func() error {
+			_, err := c.Attach(ctx, "r", "", func(client.StreamEvent) bool { return true })
+			return err
+		},
+	}
+	for i, call := range calls {
+		if err := call(); err != nil {
+			t.Errorf("call %d: %v", i, err)
+		}
+	}
+	for _, id := range []string{"startRun", "getRun", "listRuns", "listEvents", "cancelRun", "retryRun", "rerunRun", "deleteRun", "sendSignal",
+		"getSuspension", "listSuspensions", "resumeSuspension", "approveSuspension", "rejectSuspension", "listWorkflows", "createWorkflow", "attachRun"} {
+		if !s.seen[id] {
+			t.Errorf("no call reached operation %s", id)
+		}
+	}
+}
+
+// A refusal is a *Problem with the server's code and field errors.
+func TestProblems(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		_, _ = w.Write([]byte(`{"type": "urn:tollgate:problem:validation_failed", "title": "Unprocessable Entity", "status": 422,
+			"detail": "invalid query parameters", "code": "validation_failed", "errors": [{"parameter": "status", "message": "\"x\" is not a run status"}]}`))
+	}))
+	defer hs.Close()
+	_, err := client.New(hs.URL, "key").ListRuns(t.Context(), client.RunFilter{Statuses: []string{"x"}})
+	if !client.IsProblem(err, "validation_failed") || err.Error() != `invalid query parameters (422 validation_failed): parameter status: "x" is not a run status` {
+		t.Errorf("error = %v", err)
+	}
+}

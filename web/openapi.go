@@ -1,0 +1,307 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// The OpenAPI 3.1 document of every route besides the pages: /api/v1, the
+// resume URLs of waitpoints, webhook triggers, async steps' reports and the
+// health and metrics endpoints. It is the contract, written here on its
+// own and not derived from the handlers; TestOpenAPIMatchesTheRouter holds
+// the router to it (every route and each API route's query parameters, in
+// both directions), and the client package is checked against it.
+//
+// The helpers below only keep the document short: obj lists an object's
+// properties (a name ending in "?" is optional), ref names a component,
+// op writes an operation.
+
+type schema = map[string]any
+
+func ref(name string) schema { return schema{"$ref": "#/components/schemas/" + name} }
+
+func str(desc string) schema {
+	s := schema{"type": "string"}
+	if desc != "" {
+		s["description"] = desc
+	}
+	return s
+}
+
+func enum(values ...string) schema { return schema{"type": "string", "enum": values} }
+
+func nullable(s schema) schema { return schema{"oneOf": []any{s, schema{"type": "null"}}} }
+
+func arrayOf(s schema) schema { return schema{"type": "array", "items": s} }
+
+var (
+	anyJSON  = schema{"description": "any JSON value"}
+	dateTime = schema{"type": "string", "format": "date-time"}
+	integer  = schema{"type": "integer"}
+	boolean  = schema{"type": "boolean"}
+	freeForm = schema{"type": "object", "additionalProperties": true}
+)
+
+// obj is an object schema: pairs of property name and schema; a name
+// ending in "?" is optional.
+func obj(pairs ...any) schema {
+	props := schema{}
+	var required []string
+	for i := 0; i+1 < len(pairs); i += 2 {
+		name := pairs[i].(string)
+		if n, ok := strings.CutSuffix(name, "?"); ok {
+			name = n
+		} else {
+			required = append(required, name)
+		}
+		props[name] = pairs[i+1]
+	}
+	s := schema{"type": "object", "properties": props}
+	if len(required) > 0 {
+		s["required"] = required
+	}
+	return s
+}
+
+func pageOf(item string) schema {
+	return obj("items", arrayOf(ref(item)), "nextCursor?", str("the next page's cursor; absent on the last page"))
+}
+
+// operation is one operation of the document.
+type operation struct {
+	method, path, id, summary string
+	// query names the query parameters (see queryParams for their
+	// schemas).
+	query []string
+	// body is the request body's schema, if any; bodyType its media type
+	// (application/json when empty).
+	body     schema
+	bodyType string
+	// ok is the answer's status and schema (nil: no body); okType its
+	// media type.
+	okStatus string
+	ok       schema
+	okType   string
+	// public operations need no API key.
+	public bool
+	// problems are the error statuses it documents besides 400, 401.
+	problems []string
+}
+
+// queryParams are the schemas of every query parameter an operation takes.
+var queryParams = map[string]schema{
+	"cursor":        str("from the nextCursor of the page before"),
+	"limit":         schema{"type": "integer", "minimum": 1, "maximum": 500},
+	"workflowId":    str("only this workflow's"),
+	"status":        str("a status, in any case; for runs a comma-separated list (the parameter may repeat), and the seeds' names (paused, completed…)"),
+	"q":             str("a run id, the beginning of a workflow id, or text in the input (case-insensitive)"),
+	"createdAfter":  schema{"type": "string", "format": "date-time", "description": "created at or after"},
+	"createdBefore": schema{"type": "string", "format": "date-time", "description": "created before"},
+	"reason":        str("only this reason"),
+	"kind":          enum("delay", "webhook", "callback", "signal", "approval", "input"),
+	"runId":         str("only this run's"),
+	"order":         enum("oldest", "newest"),
+	"wait":          str("how long to wait for what the run does next, up to 30s, like 5s"),
+}
+
+// anyMethod are the methods documented for routes that take any method.
+var anyMethod = []string{"get", "post", "put", "patch", "delete"}
+
+func operations() []operation {
+	run := ref("Run")
+	susp := ref("Suspension")
+	decision := obj("comment?", str("at most 10,000 characters; some policies require it to reject"))
+	reason := obj("reason?", str("why, at most 500 characters"))
+	return []operation{
+		{method: "get", path: "/healthz", id: "health", summary: "The process serves", public: true, ok: obj("status", enum("ok"), "version", str(""))},
+		{method: "get", path: "/readyz", id: "ready", summary: "The database answers and its schema is current", public: true, ok: obj("status", enum("ready")), problems: []string{"503"}},
+		{method: "get", path: "/metrics", id: "metrics", summary: "Prometheus metrics (may require its own bearer token)", public: true, ok: str(""), okType: "text/plain"},
+		{method: "get", path: "/api/v1/openapi.json", id: "openapi", summary: "This document", public: true, ok: freeForm},
+
+		{method: "get", path: "/api/v1/workflows", id: "listWorkflows", summary: "Workflows the caller may start, every version", ok: pageOf("Workflow")},
+		{method: "post", path: "/api/v1/workflows", id: "createWorkflow", summary: "Register a workflow document under the id and version it states (admins)", body: ref("WorkflowDocument"), okStatus: "201", ok: ref("Workflow"), problems: []string{"403", "409", "422"}},
+		{method: "put", path: "/api/v1/workflows/{workflowId}/versions/{version}", id: "registerWorkflow", summary: "Register a workflow document version (admins); the same document again is 200", body: ref("WorkflowDocument"), okStatus: "201", ok: ref("Workflow"), problems: []string{"403", "409", "422"}},
+		{method: "post", path: "/api/v1/workflows/{workflowId}/runs", id: "startRun", summary: "Start a run (honours Idempotency-Key, the caller's own)", body: obj("input?", anyJSON), okStatus: "201", ok: run, problems: []string{"403", "404", "422"}},
+
+		{method: "get", path: "/api/v1/runs", id: "listRuns", summary: "Runs, newest first (staff)", query: []string{"cursor", "limit", "workflowId", "status", "q", "createdAfter", "createdBefore"}, ok: pageOf("Run"), problems: []string{"403", "422"}},
+		{method: "get", path: "/api/v1/runs/{runId}", id: "getRun", summary: "A run with its suspensions and what it awaits (staff)", ok: run, problems: []string{"404"}},
+		{method: "delete", path: "/api/v1/runs/{runId}", id: "deleteRun", summary: "Delete a run and everything it holds (admins)", body: obj("reason", str("why, kept in the audit log")), okStatus: "204", problems: []string{"403", "404", "422"}},
+		{method: "get", path: "/api/v1/runs/{runId}/events", id: "listEvents", summary: "A run's log, a page at a time (100 by default)", query: []string{"cursor", "limit"}, ok: pageOf("Event"), problems: []string{"404", "422"}},
+		{method: "post", path: "/api/v1/runs/{runId}/cancel", id: "cancelRun", summary: "Cancel a run that has not finished (admins)", body: reason, ok: run, problems: []string{"403", "404", "409", "422"}},
+		{method: "post", path: "/api/v1/runs/{runId}/retry", id: "retryRun", summary: "Take a failed run up again from its failed step (admins); 409 run_not_failed otherwise", body: reason, ok: run, problems: []string{"403", "404", "409", "422"}},
+		{method: "post", path: "/api/v1/runs/{runId}/rerun", id: "rerunRun", summary: "Start a new run with the run's input, or another (staff)", body: obj("input?", anyJSON), okStatus: "201", ok: run, problems: []string{"403", "404", "422"}},
+		{method: "post", path: "/api/v1/runs/{runId}/steps/{stepKey}/resume", id: "resumeStep", summary: "Resume a step's pause, even before it has committed (202 until it does)", body: obj("resumeData?", anyJSON), ok: susp, problems: []string{"403", "404", "409", "422"}},
+		{method: "post", path: "/api/v1/runs/{runId}/signals", id: "sendSignal", summary: "Deliver a signal (staff): 200 delivered, 202 kept", body: obj("name", str(""), "signalId", str("the delivery's id"), "stepId?", str(""), "payload?", anyJSON), ok: ref("Signal"), problems: []string{"403", "404", "409", "422"}},
+		{method: "get", path: "/api/v1/runs/{runId}/attach", id: "attachRun", summary: "Follow a run as server-sent events (staff): its log, RUN_PAUSED, RUN_ENDED", ok: str("server-sent events"), okType: "text/event-stream", problems: []string{"404", "429"}},
+
+		{method: "get", path: "/api/v1/suspensions", id: "listSuspensions", summary: "Suspensions, oldest first (a founder's own)", query: []string{"cursor", "limit", "status", "reason", "kind", "workflowId", "runId", "order"}, ok: pageOf("Suspension"), problems: []string{"422"}},
+		{method: "get", path: "/api/v1/suspensions/{id}", id: "getSuspension", summary: "One suspension", ok: susp, problems: []string{"404"}},
+		{method: "post", path: "/api/v1/suspensions/{id}/resume", id: "resumeSuspension", summary: "Supply a pending suspension's resume data", query: []string{"wait"}, body: obj("resumeData?", anyJSON), ok: ref("Decided"), problems: []string{"403", "404", "409", "410", "422"}},
+		{method: "post", path: "/api/v1/suspensions/{id}/approve", id: "approveSuspension", summary: "Approve: a vote under the approval's policy", query: []string{"wait"}, body: decision, ok: ref("Decided"), problems: []string{"403", "404", "409", "410", "422"}},
+		{method: "post", path: "/api/v1/suspensions/{id}/reject", id: "rejectSuspension", summary: "Reject: a vote under the approval's policy", query: []string{"wait"}, body: decision, ok: ref("Decided"), problems: []string{"403", "404", "409", "410", "422"}},
+		{method: "post", path: "/api/v1/suspensions/{id}/links", id: "createLink", summary: "Make a decision link for one person's email (staff)", body: obj("email", str(""), "expiresInMs?", schema{"type": "integer", "description": "how long it works, in milliseconds"}), okStatus: "201", ok: ref("Link"), problems: []string{"403", "404", "409", "422"}},
+		{method: "get", path: "/api/v1/suspensions/{id}/links", id: "listLinks", summary: "A suspension's decision links (staff)", ok: pageOf("Link"), problems: []string{"403", "404"}},
+		{method: "delete", path: "/api/v1/suspensions/{id}/links/{linkId}", id: "revokeLink", summary: "Revoke a decision link (staff)", okStatus: "204", problems: []string{"403", "404"}},
+
+		{method: "post", path: "/api/v1/subscriptions", id: "createSubscription", summary: "Subscribe a URL to events (admins); its signing secret is shown once", body: obj("url", str(""), "events", arrayOf(str(""))), okStatus: "201", ok: ref("Subscription"), problems: []string{"403", "422"}},
+		{method: "get", path: "/api/v1/subscriptions", id: "listSubscriptions", summary: "Subscriptions (admins)", ok: pageOf("Subscription"), problems: []string{"403"}},
+		{method: "get", path: "/api/v1/subscriptions/{id}", id: "getSubscription", summary: "One subscription (admins)", ok: ref("Subscription"), problems: []string{"403", "404"}},
+		{method: "delete", path: "/api/v1/subscriptions/{id}", id: "deleteSubscription", summary: "End a subscription (admins)", okStatus: "204", problems: []string{"403", "404"}},
+		{method: "get", path: "/api/v1/subscriptions/{id}/deliveries", id: "listDeliveries", summary: "A subscription's delivery attempts (admins)", query: []string{"cursor", "limit"}, ok: pageOf("Delivery"), problems: []string{"403", "404"}},
+
+		{method: "*", path: "/v1/flow-runs/{runId}/waitpoints/{waitpointId}", id: "resumeWaitpoint", summary: "A waitpoint's resume URL: any call resumes it with the call (method, headers, query, body); its token is in the query", public: true, body: anyJSON, bodyType: "*/*", okStatus: "200", ok: anyJSON, problems: []string{"404", "409", "410"}},
+		{method: "*", path: "/v1/flow-runs/{runId}/waitpoints/{waitpointId}/sync", id: "resumeWaitpointSync", summary: "The same, answering with the waitpoint's responseToSend once the run has gone on (202 after the sync timeout)", public: true, body: anyJSON, bodyType: "*/*", okStatus: "200", ok: anyJSON, problems: []string{"404", "409", "410"}},
+		{method: "*", path: "/v1/webhooks/{workflowId}", id: "webhookTrigger", summary: "Start a run of a workflow that takes webhook triggers, with the call as its input", public: true, body: anyJSON, bodyType: "*/*", okStatus: "200", ok: anyJSON, problems: []string{"404"}},
+		{method: "post", path: "/webhook/{flowId}/{stepId}/{token}", id: "reportWork", summary: "An async http step's report on its work item (the receipt token is its credential)", public: true, body: ref("StepResult"), ok: freeForm, problems: []string{"404"}},
+	}
+}
+
+func components() schema {
+	return schema{
+		"Run": obj("id", str(""), "workflowId", str(""), "workflowVersion", str(""),
+			"status", enum("running", "suspended", "succeeded", "failed", "cancelled"),
+			"input", anyJSON, "output", anyJSON, "error", nullable(ref("RunError")),
+			"startedBy?", obj("id", str(""), "email", str(""), "role", enum("admin", "reviewer", "founder")),
+			"createdAt", dateTime, "updatedAt", dateTime,
+			"suspensions?", arrayOf(ref("Suspension")), "awaiting?", arrayOf(ref("Await")),
+			"waitingFor?", freeForm, "pendingApproval?", freeForm),
+		"RunError": obj("code", str("stable"), "message", str("")),
+		"Await": obj("stepId", str(""), "kind", str(""), "name", str(""), "suspensionId", str(""), "deadline?", dateTime,
+			"group?", str(""), "branch?", str("")),
+		"Suspension": obj("id", str(""), "runId", str(""), "workflowId", str(""), "workflowVersion", str(""),
+			"stepName", str(""), "stepKey", str(""), "kind", enum("delay", "webhook", "callback", "signal", "approval", "input"),
+			"reason", str(""), "status", enum("pending", "resumed", "expired", "cancelled"),
+			"checkpoint", anyJSON, "resumeStep", str(""), "resumeSchema?", anyJSON, "resumeData", anyJSON,
+			"assignee?", str(""), "approvers?", arrayOf(str("")), "approverRole?", str(""),
+			"policy?", freeForm, "votes?", arrayOf(freeForm), "tally?", freeForm,
+			"escalated?", integer, "nextEscalationAt?", dateTime,
+			"title", str(""), "fields", arrayOf(freeForm), "reasonLabel", str(""), "instructions?", str(""),
+			"accept?", arrayOf(str("")), "decision?", enum("approved", "rejected"), "deferredCommands?", integer,
+			"wakeAt?", dateTime, "suspendedAt", dateTime, "resumedAt", nullable(dateTime), "resumedBy", nullable(str("")),
+			"resumeUrl?", str(""), "group?", enum("any", "all"), "groupKey?", str(""), "branch?", str("")),
+		"Decided": schema{"allOf": []any{ref("Suspension"), obj("next?", obj("runId", str(""), "status", str(""),
+			"request?", ref("Suspension"), "forYou", boolean, "output?", anyJSON, "error?", ref("RunError")))}},
+		"Event": obj("seq", integer, "type", str("SCREAMING_SNAKE, like WORKFLOW_PAUSED"), "step", str(""), "payload", anyJSON, "createdAt", dateTime),
+		"Signal": obj("runId", str(""), "name", str(""), "signalId", str(""), "stepId?", str(""), "payload?", anyJSON,
+			"status", enum("delivered", "kept"), "duplicate?", boolean, "sentBy?", str(""), "sentAt?", dateTime, "deliveredAt?", dateTime),
+		"Workflow": obj("id", str(""), "name?", str(""), "version", str(""), "steps", arrayOf(str("")),
+			"source", enum("code", "document"), "document?", ref("WorkflowDocument"), "createdBy?", str(""), "createdAt?", dateTime),
+		"WorkflowDocument": schema{"type": "object", "description": "a declarative workflow: id (or name), version, steps (see the README)", "additionalProperties": true},
+		"Link":             schema{"type": "object", "description": "a decision link: its state, and its URL once, when made", "additionalProperties": true},
+		"Subscription":     schema{"type": "object", "description": "a subscription: url, events, and its secret once, when made", "additionalProperties": true},
+		"Delivery":         schema{"type": "object", "description": "one delivery attempt of an event to a subscription", "additionalProperties": true},
+		"StepResult": obj("success", boolean, "outputs?", anyJSON, "error?", str(""), "notCompleted?", boolean),
+		"Problem": obj("type", str(""), "title", str(""), "status", integer, "detail?", str(""), "code?", str("stable, for programs"),
+			"instance?", str(""), "errors?", arrayOf(ref("FieldError"))),
+		"FieldError": schema{"type": "object", "description": "where one thing is wrong: a JSON Pointer into the body (field), a query parameter, or an uploaded file",
+			"properties": schema{"field": str("JSON Pointer"), "parameter": str(""), "file": str(""), "message": str("")}, "required": []string{"message"}},
+	}
+}
+
+// openAPIDocument builds the document.
+func openAPIDocument() schema {
+	paths := schema{}
+	for _, op := range operations() {
+		item, _ := paths[op.path].(schema)
+		if item == nil {
+			item = schema{}
+			paths[op.path] = item
+		}
+		methods := []string{op.method}
+		if op.method == "*" {
+			methods = anyMethod
+		}
+		for _, m := range methods {
+			o := schema{"operationId": op.id, "summary": op.summary}
+			if len(methods) > 1 {
+				o["operationId"] = op.id + strings.ToUpper(m[:1]) + m[1:]
+			}
+			var params []any
+			for _, name := range pathParams(op.path) {
+				params = append(params, schema{"name": name, "in": "path", "required": true, "schema": str("")})
+			}
+			for _, name := range op.query {
+				params = append(params, schema{"name": name, "in": "query", "schema": queryParams[name]})
+			}
+			if len(params) > 0 {
+				o["parameters"] = params
+			}
+			if op.body != nil && m != "get" {
+				bt := op.bodyType
+				if bt == "" {
+					bt = "application/json"
+				}
+				o["requestBody"] = schema{"content": schema{bt: schema{"schema": op.body}}}
+			}
+			status := op.okStatus
+			if status == "" {
+				status = "200"
+			}
+			ok := schema{"description": "done"}
+			if op.ok != nil {
+				t := op.okType
+				if t == "" {
+					t = "application/json"
+				}
+				ok["content"] = schema{t: schema{"schema": op.ok}}
+			}
+			responses := schema{status: ok}
+			problems := append([]string{"400"}, op.problems...)
+			if !op.public {
+				problems = append(problems, "401")
+			}
+			for _, p := range problems {
+				responses[p] = schema{"$ref": "#/components/responses/Problem"}
+			}
+			o["responses"] = responses
+			if op.public {
+				o["security"] = []any{}
+			}
+			item[m] = o
+		}
+	}
+	return schema{
+		"openapi": "3.1.0",
+		"info": schema{"title": "Tollgate", "version": "1",
+			"description": "Durable workflows that stop and wait for the world. Errors are RFC 9457 problem details with a stable code; lists are pages with a cursor."},
+		"servers":  []any{schema{"url": "/"}},
+		"security": []any{schema{"bearer": []any{}}},
+		"paths":    paths,
+		"components": schema{
+			"schemas":         components(),
+			"securitySchemes": schema{"bearer": schema{"type": "http", "scheme": "bearer", "description": "an API key (tollgate apikey create)"}},
+			"responses": schema{"Problem": schema{"description": "a problem (RFC 9457)",
+				"content": schema{"application/problem+json": schema{"schema": ref("Problem")}}}},
+		},
+	}
+}
+
+// pathParams are the names of a path's {parameters}, in order.
+func pathParams(path string) []string {
+	var out []string
+	for _, seg := range strings.Split(path, "/") {
+		if name, ok := strings.CutPrefix(seg, "{"); ok {
+			out = append(out, strings.TrimSuffix(name, "}"))
+		}
+	}
+	return out
+}
+
+// openAPIJSON is the document, encoded once.
+var openAPIJSON = sync.OnceValue(func() []byte {
+	b, err := json.MarshalIndent(openAPIDocument(), "", "  ")
+	if err != nil {
+		panic(err)
+	}
+	return b
+})
+
+// OpenAPI is the OpenAPI 3.1 document of the server's routes.
+func OpenAPI() []byte { return openAPIJSON() }
+
+func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(openAPIJSON())
+}
