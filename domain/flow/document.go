@@ -429,12 +429,7 @@ func (v *validator) document(doc Document, idPath string, hasSteps bool, env Env
 		if st.Name == "" && st.Type == "" {
 			continue // not an object, already reported
 		}
-		v.name(path+".name", "step", st.Name)
-		if j, dup := index[st.Name]; dup && st.Name != "" {
-			v.add(path+".name", "step name %q is already used by steps[%d]", st.Name, j)
-		} else if st.Name != "" {
-			index[st.Name] = i
-		}
+		v.uniqueName(index, path, "step", st.Name, "steps", i)
 		if st.Type == TypeSignal {
 			v.add(path+".type", "a signal wait is a branch of an any or all step")
 			continue
@@ -575,6 +570,21 @@ func (v *validator) step(path string, st Step, env Env) {
 	}
 }
 
+// uniqueName checks the name of the what (step or branch) at path, the
+// i-th of list, and that none before it in seen has it; seen maps names
+// to their index.
+func (v *validator) uniqueName(seen map[string]int, path, what, name, list string, i int) {
+	v.name(path+".name", what, name)
+	if name == "" {
+		return
+	}
+	if j, dup := seen[name]; dup {
+		v.add(path+".name", "%s name %q is already used by %s[%d]", what, name, list, j)
+		return
+	}
+	seen[name] = i
+}
+
 // group checks the branches of an any or all step: 2 to
 // domain.MaxBranches waits with unique names, each valid as its own step
 // would be, none with what only a step of the workflow has (a next step,
@@ -589,12 +599,7 @@ func (v *validator) group(path string, st Step, env Env) {
 		if b.Name == "" && b.Type == "" {
 			continue // not an object, already reported
 		}
-		v.name(bp+".name", "branch", b.Name)
-		if k, dup := names[b.Name]; dup && b.Name != "" {
-			v.add(bp+".name", "branch name %q is already used by of[%d]", b.Name, k)
-		} else if b.Name != "" {
-			names[b.Name] = j
-		}
+		v.uniqueName(names, bp, "branch", b.Name, "of", j)
 		if !slices.Contains(BranchTypes, b.Type) {
 			v.add(bp+".type", "a branch is one of %s", strings.Join(BranchTypes, ", "))
 			continue
