@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -58,6 +59,9 @@ func (s *specServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case strings.HasSuffix(path, "/attach"):
 			w.Header().Set("Content-Type", "text/event-stream")
 			_, _ = w.Write([]byte("event: RUN_STARTED\ndata: {}\n\nevent: RUN_ENDED\ndata: {\"status\":\"succeeded\"}\n\n"))
+		case strings.HasSuffix(path, "/bulk"):
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			_, _ = w.Write([]byte("{\"id\": \"x\", \"ok\": true}\n{\"done\": 1, \"succeeded\": 1, \"failed\": 0}\n"))
 		case r.Method == "DELETE":
 			w.WriteHeader(http.StatusNoContent)
 		case r.Method == "GET" && (strings.HasSuffix(path, "s") || strings.HasSuffix(path, "/events")):
@@ -140,6 +144,21 @@ func TestClientFollowsTheOpenAPIDocument(t *testing.T) {
 			_, err := c.Attach(ctx, "r", "", func(client.StreamEvent) bool { return true })
 			return err
 		},
+		func() error {
+			sum, err := c.BulkSuspensions(ctx, client.SuspensionBulk{Action: "approve", Filter: &client.SuspensionSelection{Reason: "r"}}, nil)
+			if err == nil && sum.Done != 1 {
+				err = fmt.Errorf("summary %+v", sum)
+			}
+			return err
+		},
+		func() error {
+			var got []client.BulkResult
+			_, err := c.BulkRuns(ctx, client.RunBulk{Action: "retry", IDs: []string{"x"}}, func(r client.BulkResult) { got = append(got, r) })
+			if err == nil && (len(got) != 1 || !got[0].OK) {
+				err = fmt.Errorf("results %+v", got)
+			}
+			return err
+		},
 	}
 	for i, call := range calls {
 		if err := call(); err != nil {
@@ -147,7 +166,7 @@ func TestClientFollowsTheOpenAPIDocument(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"startRun", "getRun", "listRuns", "listEvents", "cancelRun", "retryRun", "rerunRun", "deleteRun", "sendSignal",
-		"getSuspension", "listSuspensions", "resumeSuspension", "approveSuspension", "rejectSuspension", "listWorkflows", "createWorkflow", "attachRun"} {
+		"getSuspension", "listSuspensions", "resumeSuspension", "approveSuspension", "rejectSuspension", "listWorkflows", "createWorkflow", "attachRun", "bulkSuspensions", "bulkRuns"} {
 		if !s.seen[id] {
 			t.Errorf("no call reached operation %s", id)
 		}

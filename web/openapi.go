@@ -126,6 +126,10 @@ func operations() []operation {
 		{method: "post", path: "/api/v1/workflows/{workflowId}/runs", id: "startRun", summary: "Start a run (honours Idempotency-Key, the caller's own)", body: obj("input?", anyJSON), okStatus: "201", ok: run, problems: []string{"403", "404", "422"}},
 
 		{method: "get", path: "/api/v1/runs", id: "listRuns", summary: "Runs, newest first (staff)", query: []string{"cursor", "limit", "workflowId", "status", "q", "createdAfter", "createdBefore"}, ok: pageOf("Run"), problems: []string{"403", "422"}},
+		{method: "post", path: "/api/v1/runs/bulk", id: "bulkRuns", summary: "Cancel or retry many runs, by ids or a filter, each once and audited (admins); results stream one line per run, then a summary",
+			body: obj("action", enum("cancel", "retry"), "reason?", str(""), "ids?", arrayOf(str("")),
+				"filter?", obj("status?", arrayOf(str("")), "workflowId?", str(""), "q?", str(""), "createdAfter?", dateTime, "createdBefore?", dateTime)),
+			ok: ref("BulkLine"), okType: "application/x-ndjson", problems: []string{"403", "422"}},
 		{method: "get", path: "/api/v1/runs/{runId}", id: "getRun", summary: "A run with its suspensions and what it awaits (staff)", ok: run, problems: []string{"404"}},
 		{method: "delete", path: "/api/v1/runs/{runId}", id: "deleteRun", summary: "Delete a run and everything it holds (admins)", body: obj("reason", str("why, kept in the audit log")), okStatus: "204", problems: []string{"403", "404", "422"}},
 		{method: "get", path: "/api/v1/runs/{runId}/events", id: "listEvents", summary: "A run's log, a page at a time (100 by default)", query: []string{"cursor", "limit"}, ok: pageOf("Event"), problems: []string{"404", "422"}},
@@ -137,6 +141,10 @@ func operations() []operation {
 		{method: "get", path: "/api/v1/runs/{runId}/attach", id: "attachRun", summary: "Follow a run as server-sent events (staff): its log, RUN_PAUSED, RUN_ENDED", ok: str("server-sent events"), okType: "text/event-stream", problems: []string{"404", "429"}},
 
 		{method: "get", path: "/api/v1/suspensions", id: "listSuspensions", summary: "Suspensions, oldest first (a founder's own)", query: []string{"cursor", "limit", "status", "reason", "kind", "workflowId", "runId", "order"}, ok: pageOf("Suspension"), problems: []string{"422"}},
+		{method: "post", path: "/api/v1/suspensions/bulk", id: "bulkSuspensions", summary: "Approve or reject many suspensions, by ids or a filter (pending by default), each once and audited (staff); results stream one line per suspension, then a summary",
+			body: obj("action", enum("approve", "reject"), "comment?", str(""), "ids?", arrayOf(str("")),
+				"filter?", obj("status?", str(""), "reason?", str(""), "kind?", str(""), "workflowId?", str(""), "runId?", str(""))),
+			ok: ref("BulkLine"), okType: "application/x-ndjson", problems: []string{"403", "422"}},
 		{method: "get", path: "/api/v1/suspensions/{id}", id: "getSuspension", summary: "One suspension", ok: susp, problems: []string{"404"}},
 		{method: "post", path: "/api/v1/suspensions/{id}/resume", id: "resumeSuspension", summary: "Supply a pending suspension's resume data", query: []string{"wait"}, body: obj("resumeData?", anyJSON), ok: ref("Decided"), problems: []string{"403", "404", "409", "410", "422"}},
 		{method: "post", path: "/api/v1/suspensions/{id}/approve", id: "approveSuspension", summary: "Approve: a vote under the approval's policy", query: []string{"wait"}, body: decision, ok: ref("Decided"), problems: []string{"403", "404", "409", "410", "422"}},
@@ -192,6 +200,11 @@ func components() schema {
 		"Link":             schema{"type": "object", "description": "a decision link: its state, and its URL once, when made", "additionalProperties": true},
 		"Subscription":     schema{"type": "object", "description": "a subscription: url, events, and its secret once, when made", "additionalProperties": true},
 		"Delivery":         schema{"type": "object", "description": "one delivery attempt of an event to a subscription", "additionalProperties": true},
+		"BulkLine": schema{"description": "one line of a bulk action's answer: an item's result, or the summary last",
+			"oneOf": []any{
+				obj("id", str(""), "ok", boolean, "status?", str("the item's status afterwards"), "code?", str("the problem's code"), "detail?", str("")),
+				obj("done", integer, "succeeded", integer, "failed", integer, "truncated?", boolean, "error?", str("")),
+			}},
 		"StepResult": obj("success", boolean, "outputs?", anyJSON, "error?", str(""), "notCompleted?", boolean),
 		"Problem": obj("type", str(""), "title", str(""), "status", integer, "detail?", str(""), "code?", str("stable, for programs"),
 			"instance?", str(""), "errors?", arrayOf(ref("FieldError"))),

@@ -221,6 +221,8 @@ func (s *Server) Handler() http.Handler {
 	api("POST /api/v1/runs/{runId}/steps/{stepKey}/resume", s.resumeStep)
 	api("POST /api/v1/runs/{runId}/signals", s.sendSignal)
 	api("GET /api/v1/runs/{runId}/attach", s.attachRun)
+	api("POST /api/v1/runs/bulk", s.bulkRuns)
+	api("POST /api/v1/suspensions/bulk", s.bulkSuspensions)
 	api("GET /api/v1/suspensions", s.listSuspensions, append(page, "status", "reason", "kind", "workflowId", "runId", "order")...)
 	api("GET /api/v1/suspensions/{id}", s.showSuspension)
 	api("POST /api/v1/suspensions/{id}/resume", s.resumeSuspension, wait)

@@ -121,6 +121,8 @@ func (s *Server) ui(mux *http.ServeMux) {
 	page("GET /runs/{id}/cancel", s.signedIn(adminOnly, s.confirmCancelRun))
 	page("POST /runs/{id}/cancel", s.signedIn(adminOnly, s.cancelFromPage))
 	page("POST /runs/{id}/retry", s.signedIn(adminOnly, s.retryFromPage))
+	page("POST /runs/bulk", s.signedIn(adminOnly, s.bulkFromRuns))
+	page("POST /inbox/bulk", s.signedIn(domain.Role.Staff, s.bulkFromInbox))
 	page("POST /runs/{id}/rerun", s.signedIn(domain.Role.Staff, s.rerunFromPage))
 	page("GET /runs/{id}/delete", s.signedIn(adminOnly, s.confirmDeleteRun))
 	page("POST /runs/{id}/delete", s.signedIn(adminOnly, s.deleteFromPage))

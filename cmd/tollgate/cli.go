@@ -74,6 +74,19 @@ type runsCLI struct {
 	Retry  runReasonCmd  `cmd:"" help:"Retry a failed run from the step that failed it."`
 	Rerun  runsRerunCmd  `cmd:"" help:"Start a new run with a run's input (or --input)."`
 	Delete runsDeleteCmd `cmd:"" help:"Delete a run and everything it holds."`
+	Bulk   runsBulkCmd   `cmd:"" help:"Cancel or retry many runs: --ids, or those the filter flags match."`
+}
+
+type runsBulkCmd struct {
+	apiFlags
+	Action        string    `arg:"" enum:"cancel,retry" help:"cancel or retry."`
+	IDs           []string  `name:"ids" help:"These runs (comma-separated)."`
+	Reason        string    `help:"Why (kept in each run's log and the audit log)."`
+	Status        []string  `help:"Runs in these statuses (comma-separated)."`
+	Workflow      string    `help:"Runs of this workflow."`
+	Query         string    `short:"q" name:"query" help:"Runs found by id, workflow or text in their input."`
+	CreatedAfter  time.Time `help:"Runs created at or after this time (RFC 3339)." format:"2006-01-02T15:04:05Z07:00"`
+	CreatedBefore time.Time `help:"Runs created before this time (RFC 3339)." format:"2006-01-02T15:04:05Z07:00"`
 }
 
 type runIDCmd struct {
@@ -135,6 +148,19 @@ type suspensionsCLI struct {
 	Resume  suspResumeCmd `cmd:"" help:"Resume a pending suspension with data."`
 	Approve suspDecideCmd `cmd:"" help:"Approve a pending approval."`
 	Reject  suspDecideCmd `cmd:"" help:"Reject a pending approval."`
+	Bulk    suspBulkCmd   `cmd:"" help:"Approve or reject many: --ids, or those the filter flags match (pending ones by default)."`
+}
+
+type suspBulkCmd struct {
+	apiFlags
+	Action   string   `arg:"" enum:"approve,reject" help:"approve or reject."`
+	IDs      []string `name:"ids" help:"These suspensions (comma-separated)."`
+	Comment  string   `help:"One comment for every decision."`
+	Status   string   `help:"Suspensions in this status (default: pending)."`
+	Reason   string   `help:"Suspensions with this reason."`
+	Kind     string   `help:"Suspensions of this kind."`
+	Workflow string   `help:"Suspensions of this workflow."`
+	Run      string   `help:"Suspensions of this run."`
 }
 
 type suspIDCmd struct {
@@ -311,6 +337,56 @@ func (p printer) fields(pairs ...string) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// bulkLine prints one item of a bulk action as it is reported.
+func (p printer) bulkLine(r apiclient.BulkResult) {
+	if p.json {
+		_ = json.NewEncoder(p.out).Encode(r)
+		return
+	}
+	if r.OK {
+		fmt.Fprintf(p.out, "ok      %s  %s\n", r.ID, r.Status)
+	} else {
+		fmt.Fprintf(p.out, "failed  %s  %s: %s\n", r.ID, r.Code, r.Detail)
+	}
+}
+
+// bulk prints a bulk action's summary; some items failing is an error, so
+// that the command's exit status says so.
+func (p printer) bulk(sum apiclient.BulkSummary, err error) error {
+	if err != nil {
+		return err
+	}
+	if p.json {
+		if err := json.NewEncoder(p.out).Encode(sum); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(p.out, "%d done: %d succeeded, %d failed\n", sum.Done, sum.Succeeded, sum.Failed)
+	}
+	switch {
+	case sum.Error != "":
+		return fmt.Errorf("the items stopped coming after %d: %s", sum.Done, sum.Error)
+	case sum.Truncated:
+		return fmt.Errorf("the filter matched more than one bulk action takes; run it again for the rest")
+	case sum.Failed > 0:
+		return fmt.Errorf("%d of %d failed", sum.Failed, sum.Done)
+	}
+	return nil
+}
+
+// splitList splits comma-separated values.
+func splitList(values []string) []string {
+	var out []string
+	for _, v := range values {
+		for part := range strings.SplitSeq(v, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
 }
 
 func when(t time.Time) string {
@@ -553,6 +629,24 @@ func (r *runsCLI) run(ctx context.Context, path string, getenv func(string) stri
 			return err
 		}
 		return printer{stdout, f.JSON}.run(run)
+	case "bulk":
+		f := r.Bulk
+		api, err := f.api(getenv)
+		if err != nil {
+			return err
+		}
+		b := apiclient.RunBulk{Action: f.Action, Reason: f.Reason, IDs: splitList(f.IDs)}
+		if len(b.IDs) == 0 {
+			b.Filter = &apiclient.RunSelection{Status: splitList(f.Status), WorkflowID: f.Workflow, Query: f.Query}
+			if !f.CreatedAfter.IsZero() {
+				b.Filter.CreatedAfter = &f.CreatedAfter
+			}
+			if !f.CreatedBefore.IsZero() {
+				b.Filter.CreatedBefore = &f.CreatedBefore
+			}
+		}
+		p := printer{stdout, f.JSON}
+		return p.bulk(api.BulkRuns(ctx, b, p.bulkLine))
 	case "delete":
 		f := r.Delete
 		api, err := f.api(getenv)
@@ -634,6 +728,18 @@ func (s *suspensionsCLI) run(ctx context.Context, path string, getenv func(strin
 			return err
 		}
 		return printer{stdout, f.JSON}.suspension(sp)
+	case "bulk":
+		f := s.Bulk
+		api, err := f.api(getenv)
+		if err != nil {
+			return err
+		}
+		b := apiclient.SuspensionBulk{Action: f.Action, Comment: f.Comment, IDs: splitList(f.IDs)}
+		if len(b.IDs) == 0 {
+			b.Filter = &apiclient.SuspensionSelection{Status: f.Status, Reason: f.Reason, Kind: f.Kind, WorkflowID: f.Workflow, RunID: f.Run}
+		}
+		p := printer{stdout, f.JSON}
+		return p.bulk(api.BulkSuspensions(ctx, b, p.bulkLine))
 	case "approve", "reject":
 		f, act := s.Approve, (*apiclient.Client).Approve
 		if strings.Fields(path)[1] == "reject" {

@@ -180,6 +180,22 @@ func TestCLIAgainstAServer(t *testing.T) {
 			t.Errorf("the signalled run = %+v", done)
 		}
 
+		// Bulk: approve every pending approval of a workflow, then a bulk
+		// cancel by ids that fails for one of them (exit status non-zero).
+		var b1, b2 apiclient.Run
+		cliJSON(t, s, &b1, "runs", "start", "cli-approval", "--wait")
+		cliJSON(t, s, &b2, "runs", "start", "cli-approval", "--wait")
+		if out, err := cliRun(t, s, "", "suspensions", "bulk", "approve", "--workflow", "cli-approval", "--comment", "batch"); err != nil ||
+			!strings.Contains(out, "2 done: 2 succeeded, 0 failed") || !strings.Contains(out, "ok      "+b1.Awaiting[0].SuspensionID) {
+			t.Errorf("suspensions bulk approve: %v\n%s", err, out)
+		}
+		var b3 apiclient.Run
+		cliJSON(t, s, &b3, "runs", "start", "cli-note", "--wait")
+		out, err := cliRun(t, s, "", "runs", "bulk", "cancel", "--ids", b3.ID+","+b1.ID, "--json")
+		if err == nil || !strings.Contains(err.Error(), "1 of 2 failed") || !strings.Contains(out, `"code":"run_finished"`) || !strings.Contains(out, `"succeeded":1`) {
+			t.Errorf("runs bulk cancel: %v\n%s", err, out)
+		}
+
 		// Cancel, retry (refused), re-run, delete.
 		var other apiclient.Run
 		cliJSON(t, s, &other, "runs", "start", "cli-note", "--wait")
@@ -188,7 +204,7 @@ func TestCLIAgainstAServer(t *testing.T) {
 		if cancelled.Status != "cancelled" {
 			t.Errorf("runs cancel = %+v", cancelled)
 		}
-		_, err := cliRun(t, s, "", "runs", "retry", other.ID)
+		_, err = cliRun(t, s, "", "runs", "retry", other.ID)
 		if !apiclient.IsProblem(err, "run_not_failed") || !strings.Contains(err.Error(), "only a failed run can be retried") {
 			t.Errorf("runs retry of a cancelled run: %v", err)
 		}
@@ -220,11 +236,11 @@ func TestCLIAgainstAServer(t *testing.T) {
 				t.Errorf("tollgate %s printed %q beside its error", strings.Join(tc.args, " "), out)
 			}
 		}
-		var out, errb syncBuffer
-		if err := runWithInput(t.Context(), []string{"runs", "list"}, envFunc(map[string]string{"TOLLGATE_URL": s.URL}), nil, &out, &errb); err == nil || !strings.Contains(err.Error(), "TOLLGATE_API_KEY") {
+		var stdout, stderr syncBuffer
+		if err := runWithInput(t.Context(), []string{"runs", "list"}, envFunc(map[string]string{"TOLLGATE_URL": s.URL}), nil, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "TOLLGATE_API_KEY") {
 			t.Errorf("a command without a key: %v", err)
 		}
-		if err := runWithInput(t.Context(), []string{"runs", "list", "--api-key", "tg_wrong_key_wrong_key_wrong"}, envFunc(map[string]string{"TOLLGATE_URL": s.URL}), nil, &out, &errb); !apiclient.IsProblem(err, "unauthorized") {
+		if err := runWithInput(t.Context(), []string{"runs", "list", "--api-key", "tg_wrong_key_wrong_key_wrong"}, envFunc(map[string]string{"TOLLGATE_URL": s.URL}), nil, &stdout, &stderr); !apiclient.IsProblem(err, "unauthorized") {
 			t.Errorf("a command with a wrong key: %v", err)
 		}
 	})

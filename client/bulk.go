@@ -1,0 +1,130 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// BulkResult is one item's fate in a bulk action: OK with its status
+// afterwards, or the problem's code and detail.
+type BulkResult struct {
+	ID     string `json:"id"`
+	OK     bool   `json:"ok"`
+	Status string `json:"status,omitempty"`
+	Code   string `json:"code,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// BulkSummary ends a bulk action: how many items it acted on, and whether
+// a filter matched more than it takes (Truncated) or stopped (Error).
+type BulkSummary struct {
+	Done      int    `json:"done"`
+	Succeeded int    `json:"succeeded"`
+	Failed    int    `json:"failed"`
+	Truncated bool   `json:"truncated,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// SuspensionBulk approves or rejects many suspensions: those IDs names, or
+// those Filter matches (pending ones unless its Status says otherwise).
+type SuspensionBulk struct {
+	Action  string   `json:"action"` // approve or reject
+	Comment string   `json:"comment,omitempty"`
+	IDs     []string `json:"ids,omitempty"`
+	Filter  *SuspensionSelection `json:"filter,omitempty"`
+}
+
+// SuspensionSelection selects suspensions for a bulk action, as
+// ListSuspensions' filter does.
+type SuspensionSelection struct {
+	Status     string `json:"status,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	WorkflowID string `json:"workflowId,omitempty"`
+	RunID      string `json:"runId,omitempty"`
+}
+
+// RunBulk cancels or retries many runs: those IDs names, or those Filter
+// matches.
+type RunBulk struct {
+	Action string   `json:"action"` // cancel or retry
+	Reason string   `json:"reason,omitempty"`
+	IDs    []string `json:"ids,omitempty"`
+	Filter *RunSelection `json:"filter,omitempty"`
+}
+
+// RunSelection selects runs for a bulk action, as ListRuns' filter does.
+type RunSelection struct {
+	Status        []string   `json:"status,omitempty"`
+	WorkflowID    string     `json:"workflowId,omitempty"`
+	Query         string     `json:"q,omitempty"`
+	CreatedAfter  *time.Time `json:"createdAfter,omitempty"`
+	CreatedBefore *time.Time `json:"createdBefore,omitempty"`
+}
+
+// BulkSuspensions acts on many suspensions, calling each (if not nil) with
+// every item's result as the server reports it.
+func (c *Client) BulkSuspensions(ctx context.Context, b SuspensionBulk, each func(BulkResult)) (BulkSummary, error) {
+	return c.bulk(ctx, "/api/v1/suspensions/bulk", b, each)
+}
+
+// BulkRuns acts on many runs, calling each (if not nil) with every item's
+// result as the server reports it.
+func (c *Client) BulkRuns(ctx context.Context, b RunBulk, each func(BulkResult)) (BulkSummary, error) {
+	return c.bulk(ctx, "/api/v1/runs/bulk", b, each)
+}
+
+func (c *Client) bulk(ctx context.Context, path string, body any, each func(BulkResult)) (BulkSummary, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return BulkSummary{}, err
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", c.base+path, bytes.NewReader(b))
+	if err != nil {
+		return BulkSummary{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return BulkSummary{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		p := &Problem{}
+		if json.Unmarshal(raw, p) != nil || p.Status == 0 {
+			p.Detail = string(raw)
+		}
+		p.Status = resp.StatusCode
+		return BulkSummary{}, p
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var line struct {
+			BulkResult
+			BulkSummary
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			return BulkSummary{}, fmt.Errorf("read the bulk action's answer: %w", err)
+		}
+		if line.ID == "" {
+			return line.BulkSummary, nil
+		}
+		if each != nil {
+			each(line.BulkResult)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return BulkSummary{}, err
+	}
+	return BulkSummary{}, errors.New("the bulk action's answer ended before its summary")
+}

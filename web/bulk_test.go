@@ -1,0 +1,170 @@
+package web_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+type bulkLine struct {
+	ID        string `json:"id"`
+	OK        bool   `json:"ok"`
+	Status    string `json:"status"`
+	Code      string `json:"code"`
+	Done      int    `json:"done"`
+	Succeeded int    `json:"succeeded"`
+	Failed    int    `json:"failed"`
+	Truncated bool   `json:"truncated"`
+}
+
+// bulk sends a bulk action and reads its streamed answer: each item's
+// line, by id, and the summary.
+func (e *apiEnv) bulk(t *testing.T, path, key, body string) (map[string]bulkLine, bulkLine) {
+	t.Helper()
+	r := e.call(t, "POST", path, key, body)
+	want(t, r, http.StatusOK)
+	if ct := r.Header.Get("Content-Type"); ct != "application/x-ndjson" {
+		t.Fatalf("Content-Type = %q", ct)
+	}
+	items := map[string]bulkLine{}
+	var sum bulkLine
+	sc := bufio.NewScanner(strings.NewReader(string(r.Body)))
+	for sc.Scan() {
+		var l bulkLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		if l.ID == "" {
+			sum = l
+			continue
+		}
+		if _, dup := items[l.ID]; dup {
+			t.Errorf("item %s reported twice", l.ID)
+		}
+		items[l.ID] = l
+	}
+	return items, sum
+}
+
+// Bulk actions on suspensions and runs: by ids or by a filter, each item
+// once with its own result, audited as one action each; refusals change
+// nothing.
+func TestAPIBulkActions(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		var ids []string
+		for range 5 {
+			_, s := e.paused(t, "review", map[string]int{"amount": 7})
+			ids = append(ids, s.ID)
+		}
+		path := "/api/v1/suspensions/bulk"
+		for body, field := range map[string]string{
+			`{"action": "approve"}`:                             "",
+			`{"action": "sign", "ids": ["x"]}`:                  "/action",
+			`{"action": "approve", "ids": ["x"], "filter": {}}`: "/filter",
+		} {
+			p := problem(t, e.call(t, "POST", path, e.admin, body), http.StatusUnprocessableEntity, "validation_failed")
+			if !hasField(p, field) {
+				t.Errorf("%s: %+v; want the field %q", body, p, field)
+			}
+		}
+		problem(t, e.call(t, "POST", path, e.founderA, `{"action": "approve", "ids": ["x"]}`), http.StatusForbidden, "forbidden")
+
+		// By ids: two approved, one unknown, one named twice.
+		items, sum := e.bulk(t, path, e.reviewer, `{"action": "approve", "comment": "batch", "ids": ["`+ids[0]+`", "`+ids[1]+`", "no-such", "`+ids[0]+`"]}`)
+		if sum.Done != 3 || sum.Succeeded != 2 || sum.Failed != 1 || !items[ids[0]].OK || items[ids[0]].Status != "resumed" || items["no-such"].Code != "not_found" {
+			t.Fatalf("bulk approve by ids: %+v, %+v", items, sum)
+		}
+		// By filter: the three left of review's pending approvals, rejected.
+		items, sum = e.bulk(t, path, e.reviewer, `{"action": "reject", "comment": "over budget", "filter": {"workflowId": "review", "kind": "approval"}}`)
+		if sum.Done != 3 || sum.Succeeded != 3 || len(items) != 3 || items[ids[0]].ID != "" {
+			t.Fatalf("bulk reject by filter: %+v, %+v", items, sum)
+		}
+		for _, id := range ids[2:] {
+			if got := e.suspension(t, id); got.Status != "resumed" || got.Decision != "rejected" {
+				t.Errorf("suspension %s after the bulk reject: %+v", id, got)
+			}
+		}
+		// Again: nothing pending matches, and a repeat by ids is refused per item.
+		if _, sum = e.bulk(t, path, e.reviewer, `{"action": "reject", "filter": {"workflowId": "review"}}`); sum.Done != 0 {
+			t.Errorf("a second bulk reject acted on %d", sum.Done)
+		}
+		items, sum = e.bulk(t, path, e.reviewer, `{"action": "approve", "ids": ["`+ids[0]+`"]}`)
+		if sum.Failed != 1 || items[ids[0]].OK || items[ids[0]].Code == "" {
+			t.Errorf("a decided suspension approved again in bulk: %+v", items)
+		}
+		entries, _, err := e.db.Audit(t.Context(), domain.AuditFilter{Action: "suspension.reject"})
+		var data struct {
+			Bulk    bool   `json:"bulk"`
+			Comment string `json:"comment"`
+		}
+		if err != nil || len(entries) != 3 || json.Unmarshal(entries[0].Data, &data) != nil || !data.Bulk || data.Comment != "over budget" {
+			t.Errorf("audit of the bulk reject: %d entries (%+v), %v", len(entries), data, err)
+		}
+
+		// Runs: cancel by filter, retry by ids (refused: none failed).
+		var runs []string
+		for range 3 {
+			r, _ := e.paused(t, "intake", map[string]string{"claimId": "bulk-7"})
+			runs = append(runs, r.ID)
+		}
+		problem(t, e.call(t, "POST", "/api/v1/runs/bulk", e.reviewer, `{"action": "cancel", "ids": ["x"]}`), http.StatusForbidden, "forbidden")
+		items, sum = e.bulk(t, "/api/v1/runs/bulk", e.admin, `{"action": "cancel", "reason": "duplicates", "filter": {"q": "bulk-7", "status": ["suspended"]}}`)
+		if sum.Done != 3 || sum.Succeeded != 3 || items[runs[0]].Status != "cancelled" {
+			t.Fatalf("bulk cancel: %+v, %+v", items, sum)
+		}
+		items, sum = e.bulk(t, "/api/v1/runs/bulk", e.admin, `{"action": "retry", "ids": ["`+runs[0]+`"]}`)
+		if sum.Failed != 1 || items[runs[0]].Code != "run_not_failed" {
+			t.Errorf("bulk retry of a cancelled run: %+v", items)
+		}
+	})
+}
+
+// From the pages: a reviewer ticks approvals in the inbox and approves
+// them together, an admin ticks runs and cancels them; each page says what
+// was done and what could not be.
+func TestBulkFromPages(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		var ids []string
+		for range 3 {
+			_, s := e.paused(t, "review", map[string]int{"amount": 9})
+			ids = append(ids, s.ID)
+		}
+		rev := e.signedIn(t, "bulk-rev@example.com", domain.RoleReviewer)
+		wantPage(t, rev.get("/inbox"), http.StatusOK, `id="inbox-bulk"`, `form="inbox-bulk"`, "Approve ticked")
+		want(t, e.call(t, "POST", "/api/v1/suspensions/"+ids[2]+"/approve", e.admin, `{}`), http.StatusOK) // decided meanwhile
+		p := rev.do("POST", "/inbox/bulk", url.Values{"decision": {"approve"}, "comment": {"fine"}, "id": ids})
+		wantPage(t, p, http.StatusOK, "Approved 2 requests of 3.", "1 request could not be", ids[2])
+		for _, id := range ids[:2] {
+			if got := e.suspension(t, id); got.Decision != "approved" {
+				t.Errorf("suspension %s after the bulk approve: %+v", id, got)
+			}
+		}
+		wantPage(t, rev.do("POST", "/inbox/bulk", url.Values{"decision": {"approve"}}), http.StatusUnprocessableEntity, "No request was ticked")
+		wantPage(t, rev.do("POST", "/runs/bulk", url.Values{"action": {"cancel"}, "id": {"x"}}), http.StatusForbidden)
+
+		var runs []string
+		for range 2 {
+			r, _ := e.paused(t, "intake", map[string]string{"claimId": "c"})
+			runs = append(runs, r.ID)
+		}
+		admin := e.signedIn(t, "bulk-admin@example.com", domain.RoleAdmin)
+		wantPage(t, admin.get("/runs"), http.StatusOK, `id="runs-bulk"`, `form="runs-bulk"`, "Cancel ticked")
+		if p := rev.get("/runs"); strings.Contains(p.Body, "runs-bulk") {
+			t.Error("a reviewer's runs list offers bulk actions")
+		}
+		p = admin.do("POST", "/runs/bulk", url.Values{"action": {"cancel"}, "reason": {"tidy"}, "id": runs})
+		wantPage(t, p, http.StatusOK, "Cancelled 2 runs of 2.")
+		for _, id := range runs {
+			if got := e.run(t, id); got.Status != "cancelled" {
+				t.Errorf("run %s after the bulk cancel: %s", id, got.Status)
+			}
+		}
+	})
+}
