@@ -35,9 +35,9 @@ type BulkSummary struct {
 // SuspensionBulk approves or rejects many suspensions: those IDs names, or
 // those Filter matches (pending ones unless its Status says otherwise).
 type SuspensionBulk struct {
-	Action  string   `json:"action"` // approve or reject
-	Comment string   `json:"comment,omitempty"`
-	IDs     []string `json:"ids,omitempty"`
+	Action  string               `json:"action"` // approve or reject
+	Comment string               `json:"comment,omitempty"`
+	IDs     []string             `json:"ids,omitempty"`
 	Filter  *SuspensionSelection `json:"filter,omitempty"`
 }
 
@@ -54,9 +54,9 @@ type SuspensionSelection struct {
 // RunBulk cancels or retries many runs: those IDs names, or those Filter
 // matches.
 type RunBulk struct {
-	Action string   `json:"action"` // cancel or retry
-	Reason string   `json:"reason,omitempty"`
-	IDs    []string `json:"ids,omitempty"`
+	Action string        `json:"action"` // cancel or retry
+	Reason string        `json:"reason,omitempty"`
+	IDs    []string      `json:"ids,omitempty"`
 	Filter *RunSelection `json:"filter,omitempty"`
 }
 
