@@ -229,6 +229,7 @@ func TestBrowserEveryPageFitsAndIsAccessible(t *testing.T) {
 		{admin, "/runs/" + running.ID + "/cancel", "confirm-cancel", "main button"},
 		{admin, "/runs/" + won.ID, "run-admin", ".danger-zone"},
 		{admin, "/runs/" + broke.ID, "run-failed-admin", `[data-testid="retry"]`},
+		{admin, "/runs", "runs-admin", `[data-testid="runs-bulk"]`},
 		{admin, "/runs/" + won.ID + "/delete", "confirm-delete", "#confirm-reason"},
 		{admin, "/admin/keys/" + keyID + "/revoke", "admin-confirm-revoke", "article.confirm button.danger"},
 		{admin, "/admin/users/" + samID + "/disable", "admin-confirm-disable", "article.confirm button.danger"},
