@@ -167,15 +167,7 @@ func (s *Server) bulkRuns(w http.ResponseWriter, r *http.Request) error {
 			func(f *domain.RunFilter, c string) { f.Cursor = c })
 	}
 	return s.streamBulk(w, r, items, list, func(id string) (string, error) {
-		var run domain.Run
-		var err error
-		if body.Action == "cancel" {
-			run, err = s.Engine.Cancel(r.Context(), domain.CancelRequest{RunID: id, By: p.User.Email, Reason: body.Reason,
-				Audit: s.apiAudit(r, "run.cancel", map[string]any{"bulk": true})})
-		} else {
-			run, err = s.Engine.Retry(r.Context(), domain.RetryRequest{RunID: id, By: p.User.Email, Reason: body.Reason,
-				Audit: s.apiAudit(r, "run.retry", map[string]any{"bulk": true})})
-		}
+		run, err := s.actOnRun(r.Context(), body.Action, id, p.User.Email, body.Reason, s.apiAudit(r, "run."+body.Action, map[string]any{"bulk": true}))
 		return string(run.Status), err
 	})
 }

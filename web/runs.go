@@ -2,6 +2,7 @@ package web
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -258,27 +259,37 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// retryRun takes a failed run up again from its failed step (admins):
-// 200 with the run, running again; 409 run_not_failed for any other.
-func (s *Server) retryRun(w http.ResponseWriter, r *http.Request) error {
-	p := principalFrom(r.Context())
-	if p.User.Role != domain.RoleAdmin {
-		return errForbidden
+// runAction answers an admin's cancel or retry of one run (action):
+// 200 with the run as it is afterwards; a finished run refuses a cancel,
+// a run that did not fail a retry (409).
+func (s *Server) runAction(action string) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		p := principalFrom(r.Context())
+		if p.User.Role != domain.RoleAdmin {
+			return errForbidden
+		}
+		var body struct {
+			// Reason, optional, says why (at most 500 characters).
+			Reason string `json:"reason"`
+		}
+		if err := decodeJSON(w, r, &body, s.MaxBody); err != nil {
+			return err
+		}
+		run, err := s.actOnRun(r.Context(), action, r.PathValue("runId"), p.User.Email, body.Reason, s.apiAudit(r, "run."+action, map[string]any{}))
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, runView(run))
+		return nil
 	}
-	var body struct {
-		// Reason, optional, says why (at most 500 characters).
-		Reason string `json:"reason"`
+}
+
+// actOnRun cancels or retries (action) a run, by someone, saying why.
+func (s *Server) actOnRun(ctx context.Context, action, runID, by, reason string, audit *domain.AuditEntry) (domain.Run, error) {
+	if action == "retry" {
+		return s.Engine.Retry(ctx, domain.RetryRequest{RunID: runID, By: by, Reason: reason, Audit: audit})
 	}
-	if err := decodeJSON(w, r, &body, s.MaxBody); err != nil {
-		return err
-	}
-	run, err := s.Engine.Retry(r.Context(), domain.RetryRequest{RunID: r.PathValue("runId"), By: p.User.Email, Reason: body.Reason,
-		Audit: s.apiAudit(r, "run.retry", map[string]any{})})
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, runView(run))
-	return nil
+	return s.Engine.Cancel(ctx, domain.CancelRequest{RunID: runID, By: by, Reason: reason, Audit: audit})
 }
 
 // rerunRun starts a new run of a run's workflow (its latest version) with
@@ -309,26 +320,5 @@ func (s *Server) rerunRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Location", "/api/v1/runs/"+run.ID)
 	writeJSON(w, http.StatusCreated, runView(run))
-	return nil
-}
-
-func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
-	p := principalFrom(r.Context())
-	if p.User.Role != domain.RoleAdmin {
-		return errForbidden
-	}
-	var body struct {
-		// Reason, optional, says why (at most 500 characters).
-		Reason string `json:"reason"`
-	}
-	if err := decodeJSON(w, r, &body, s.MaxBody); err != nil {
-		return err
-	}
-	run, err := s.Engine.Cancel(r.Context(), domain.CancelRequest{RunID: r.PathValue("runId"), By: p.User.Email, Reason: body.Reason,
-		Audit: s.apiAudit(r, "run.cancel", map[string]any{})})
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, runView(run))
 	return nil
 }

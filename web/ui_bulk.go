@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tollgatehq/tollgate/domain"
@@ -15,33 +16,63 @@ import (
 // progress.
 const maxPageBulk = 500
 
+// pageBulkForm describes a bulk form on a page: the field its buttons
+// send (one of choices), its text field and that field's limit, and how
+// its items and list are called.
+type pageBulkForm struct {
+	choice    string
+	choices   [2]string
+	labels    [2]string // the buttons' words
+	text      string
+	maxText   int
+	noun      string // "request"
+	list, cli string // "the inbox"; the CLI command that takes more
+}
+
+// pageBulk is what a bulk form sent.
+type pageBulk struct {
+	ids          []string
+	choice, text string
+}
+
+// readPageBulk reads a bulk form, answering a person's mistake (nothing
+// ticked, no choice, too many, too long a text) with a page that says so.
+func (s *Server) readPageBulk(w http.ResponseWriter, r *http.Request, v *views.Viewer, f pageBulkForm) (pageBulk, bool) {
+	r.Body = http.MaxBytesReader(w, r.Body, s.MaxBody)
+	if err := r.ParseForm(); err != nil {
+		s.renderError(w, r, http.StatusBadRequest, "The form could not be read", "Go back to "+f.list+" and try again.", v)
+		return pageBulk{}, false
+	}
+	b := pageBulk{ids: r.PostForm["id"], choice: r.PostForm.Get(f.choice), text: strings.TrimSpace(r.PostForm.Get(f.text))}
+	choose := "Choose " + f.labels[0] + " or " + f.labels[1]
+	var heading, message string
+	switch {
+	case !slices.Contains(f.choices[:], b.choice):
+		heading, message = choose, "Go back to "+f.list+" and choose what to do with what you ticked."
+	case len(b.ids) == 0:
+		heading, message = "No "+f.noun+" was ticked", "Tick the "+f.noun+"s in "+f.list+", then "+strings.ToLower(choose[:1])+choose[1:]+"."
+	case len(b.ids) > maxPageBulk:
+		heading, message = "Too many at once", "A page acts on at most 500 "+f.noun+"s at once; the API and tollgate "+f.cli+" bulk take up to 10,000."
+	case len(b.text) > f.maxText:
+		heading, message = "The "+f.text+" is too long", "It has at most "+strconv.Itoa(f.maxText)+" characters."
+	default:
+		return b, true
+	}
+	s.renderError(w, r, http.StatusUnprocessableEntity, heading, message, v)
+	return pageBulk{}, false
+}
+
 // bulkFromInbox approves or rejects the requests ticked on the inbox, each
 // as if decided on its own page, and shows what happened to each.
 func (s *Server) bulkFromInbox(w http.ResponseWriter, r *http.Request) {
 	v := s.viewerOf(r)
-	r.Body = http.MaxBytesReader(w, r.Body, s.MaxBody)
-	if err := r.ParseForm(); err != nil {
-		s.renderError(w, r, http.StatusBadRequest, "The form could not be read", "Go back to the inbox and try again.", v)
+	form, ok := s.readPageBulk(w, r, v, pageBulkForm{choice: "decision", choices: [2]string{"approve", "reject"}, labels: [2]string{"Approve", "Reject"}, text: "comment", maxText: 10_000,
+		noun: "request", list: "the inbox", cli: "suspensions"})
+	if !ok {
 		return
 	}
-	ids := r.PostForm["id"]
-	decision := r.PostForm.Get("decision")
-	comment := strings.TrimSpace(r.PostForm.Get("comment"))
-	switch {
-	case decision != "approve" && decision != "reject":
-		s.renderError(w, r, http.StatusUnprocessableEntity, "Choose Approve or Reject", "Go back to the inbox and choose what to do with the requests you ticked.", v)
-		return
-	case len(ids) == 0:
-		s.renderError(w, r, http.StatusUnprocessableEntity, "No request was ticked", "Tick the requests to decide in the inbox, then choose Approve or Reject.", v)
-		return
-	case len(ids) > maxPageBulk:
-		s.renderError(w, r, http.StatusUnprocessableEntity, "Too many at once", "A page decides at most 500 requests at once; the API and tollgate suspensions bulk take up to 10,000.", v)
-		return
-	case len(comment) > 10_000:
-		s.renderError(w, r, http.StatusUnprocessableEntity, "The comment is too long", "A comment has at most 10,000 characters.", v)
-		return
-	}
-	approve := decision == "approve"
+	ids, comment := form.ids, form.text
+	approve := form.choice == "approve"
 	actor := viewerPrincipal(v).User
 	titles := map[string]string{}
 	act := func(id string) (string, error) {
@@ -72,34 +103,15 @@ func (s *Server) bulkFromInbox(w http.ResponseWriter, r *http.Request) {
 // bulkFromRuns cancels or retries the runs ticked on the runs list (admins).
 func (s *Server) bulkFromRuns(w http.ResponseWriter, r *http.Request) {
 	v := s.viewerOf(r)
-	r.Body = http.MaxBytesReader(w, r.Body, s.MaxBody)
-	if err := r.ParseForm(); err != nil {
-		s.renderError(w, r, http.StatusBadRequest, "The form could not be read", "Go back to the runs and try again.", v)
+	form, ok := s.readPageBulk(w, r, v, pageBulkForm{choice: "action", choices: [2]string{"cancel", "retry"}, labels: [2]string{"Cancel", "Retry"}, text: "reason", maxText: 500,
+		noun: "run", list: "the runs list", cli: "runs"})
+	if !ok {
 		return
 	}
-	ids := r.PostForm["id"]
-	action := r.PostForm.Get("action")
-	reason := strings.TrimSpace(r.PostForm.Get("reason"))
-	switch {
-	case action != "cancel" && action != "retry":
-		s.renderError(w, r, http.StatusUnprocessableEntity, "Choose Cancel or Retry", "Go back to the runs and choose what to do with the runs you ticked.", v)
-		return
-	case len(ids) == 0:
-		s.renderError(w, r, http.StatusUnprocessableEntity, "No run was ticked", "Tick the runs in the list, then choose Cancel or Retry.", v)
-		return
-	case len(ids) > maxPageBulk:
-		s.renderError(w, r, http.StatusUnprocessableEntity, "Too many at once", "A page acts on at most 500 runs at once; the API and tollgate runs bulk take up to 10,000.", v)
-		return
-	}
+	ids, action, reason := form.ids, form.choice, form.text
 	act := func(id string) (string, error) {
 		audit := s.auditEntry(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "run." + action, Data: auditData(map[string]any{"bulk": true})})
-		var run domain.Run
-		var err error
-		if action == "cancel" {
-			run, err = s.Engine.Cancel(r.Context(), domain.CancelRequest{RunID: id, By: v.Email, Reason: reason, Audit: audit})
-		} else {
-			run, err = s.Engine.Retry(r.Context(), domain.RetryRequest{RunID: id, By: v.Email, Reason: reason, Audit: audit})
-		}
+		run, err := s.actOnRun(r.Context(), action, id, v.Email, reason, audit)
 		return string(run.Status), err
 	}
 	verb := map[string]string{"cancel": "Cancelled", "retry": "Retried"}[action]

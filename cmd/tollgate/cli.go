@@ -480,31 +480,11 @@ func (r *runsCLI) run(ctx context.Context, path string, getenv func(string) stri
 			statuses = append(statuses, strings.Split(s, ",")...)
 		}
 		filter := apiclient.RunFilter{Statuses: statuses, WorkflowID: f.Workflow, Query: f.Query, CreatedAfter: f.CreatedAfter,
-			CreatedBefore: f.CreatedBefore, Cursor: f.Cursor, Limit: f.Limit}
-		var all []apiclient.Run
-		next := ""
-		for {
-			page, err := api.ListRuns(ctx, filter)
-			if err != nil {
-				return err
-			}
-			all, next = append(all, page.Items...), page.NextCursor
-			if !f.All || next == "" {
-				break
-			}
-			filter.Cursor = next
-		}
-		p := printer{stdout, f.JSON}
-		if p.json {
-			return p.value(apiclient.Page[apiclient.Run]{Items: orEmpty(all), NextCursor: next})
-		}
-		if err := p.table(runHeader, runRows(all)); err != nil {
-			return err
-		}
-		if next != "" {
-			fmt.Fprintf(stdout, "More: --cursor %s\n", next)
-		}
-		return nil
+			CreatedBefore: f.CreatedBefore, Limit: f.Limit}
+		return listPages(printer{stdout, f.JSON}, f.Cursor, f.All, func(cursor string) (apiclient.Page[apiclient.Run], error) {
+			filter.Cursor = cursor
+			return api.ListRuns(ctx, filter)
+		}, runHeader, runRows)
 	case "get":
 		api, err := r.Get.api(getenv)
 		if err != nil {
@@ -674,35 +654,17 @@ func (s *suspensionsCLI) run(ctx context.Context, path string, getenv func(strin
 			return err
 		}
 		filter := apiclient.SuspensionFilter{Status: f.Status, Reason: f.Reason, Kind: f.Kind, WorkflowID: f.Workflow, RunID: f.Run,
-			Newest: f.Newest, Cursor: f.Cursor, Limit: f.Limit}
-		var all []apiclient.Suspension
-		next := ""
-		for {
-			page, err := api.ListSuspensions(ctx, filter)
-			if err != nil {
-				return err
+			Newest: f.Newest, Limit: f.Limit}
+		return listPages(printer{stdout, f.JSON}, f.Cursor, f.All, func(cursor string) (apiclient.Page[apiclient.Suspension], error) {
+			filter.Cursor = cursor
+			return api.ListSuspensions(ctx, filter)
+		}, []string{"ID", "RUN", "WORKFLOW", "KIND", "STATUS", "WHAT", "SINCE"}, func(all []apiclient.Suspension) [][]string {
+			rows := make([][]string, len(all))
+			for i, sp := range all {
+				rows[i] = []string{sp.ID, sp.RunID, sp.WorkflowID, sp.Kind, sp.Status, cmp.Or(sp.Title, sp.ReasonLabel, sp.Reason), when(sp.SuspendedAt)}
 			}
-			all, next = append(all, page.Items...), page.NextCursor
-			if !f.All || next == "" {
-				break
-			}
-			filter.Cursor = next
-		}
-		p := printer{stdout, f.JSON}
-		if p.json {
-			return p.value(apiclient.Page[apiclient.Suspension]{Items: orEmpty(all), NextCursor: next})
-		}
-		rows := make([][]string, len(all))
-		for i, sp := range all {
-			rows[i] = []string{sp.ID, sp.RunID, sp.WorkflowID, sp.Kind, sp.Status, cmp.Or(sp.Title, sp.ReasonLabel, sp.Reason), when(sp.SuspendedAt)}
-		}
-		if err := p.table([]string{"ID", "RUN", "WORKFLOW", "KIND", "STATUS", "WHAT", "SINCE"}, rows); err != nil {
-			return err
-		}
-		if next != "" {
-			fmt.Fprintf(stdout, "More: --cursor %s\n", next)
-		}
-		return nil
+			return rows
+		})
 	case "get":
 		api, err := s.Get.api(getenv)
 		if err != nil {
@@ -880,6 +842,33 @@ func putWorkflows(ctx context.Context, f apiFlags, getenv func(string) string, s
 		rows[i] = []string{r.File, r.ID, r.Version, state}
 	}
 	return p.table([]string{"FILE", "ID", "VERSION", "STATE"}, rows)
+}
+
+// listPages prints a list from cursor on: one page, or every page with
+// all; as JSON, or as a table of header and rows with the cursor of the
+// next page when there is one.
+func listPages[T any](p printer, cursor string, all bool, page func(cursor string) (apiclient.Page[T], error), header []string, rows func([]T) [][]string) error {
+	var items []T
+	for {
+		pg, err := page(cursor)
+		if err != nil {
+			return err
+		}
+		items, cursor = append(items, pg.Items...), pg.NextCursor
+		if !all || cursor == "" {
+			break
+		}
+	}
+	if p.json {
+		return p.value(apiclient.Page[T]{Items: orEmpty(items), NextCursor: cursor})
+	}
+	if err := p.table(header, rows(items)); err != nil {
+		return err
+	}
+	if cursor != "" {
+		fmt.Fprintf(p.out, "More: --cursor %s\n", cursor)
+	}
+	return nil
 }
 
 func versionWords(v string) string {
