@@ -47,9 +47,10 @@ type bulkSummary struct {
 	Error string `json:"error,omitempty"`
 }
 
-// listing is how a filter's items came: cut at maxBulk, or stopped by an
-// error.
+// listing is how a filter's items came: cut at max (maxBulk when 0), or
+// stopped by an error.
 type listing struct {
+	max       int
 	truncated bool
 	err       error
 }
@@ -185,7 +186,7 @@ func pages[F, T any](ctx context.Context, l *listing, f F, list func(context.Con
 				return
 			}
 			for _, it := range page {
-				if n == maxBulk {
+				if n == cmp.Or(l.max, maxBulk) {
 					l.truncated = true
 					return
 				}

@@ -147,6 +147,24 @@ func TestBulkFromPages(t *testing.T) {
 			}
 		}
 		wantPage(t, rev.do("POST", "/inbox/bulk", url.Values{"decision": {"approve"}}), http.StatusUnprocessableEntity, "No request was ticked")
+		// Every approval the filters match, not only the ticked ones: the
+		// filter's workflow only, and only approvals.
+		var more []string
+		for range 2 {
+			_, s := e.paused(t, "review", map[string]int{"amount": 3})
+			more = append(more, s.ID)
+		}
+		_, other := e.paused(t, "intake", map[string]string{"claimId": "c"})
+		p = rev.do("POST", "/inbox/bulk", url.Values{"decision": {"reject"}, "comment": {"no"}, "scope": {"all"}, "workflow": {"review"}, "id": {ids[0]}})
+		wantPage(t, p, http.StatusOK, "Rejected 2 requests of 2.")
+		for _, id := range more {
+			if got := e.suspension(t, id); got.Decision != "rejected" {
+				t.Errorf("suspension %s after rejecting all that match: %+v", id, got)
+			}
+		}
+		if got := e.suspension(t, other.ID); got.Status != "pending" {
+			t.Errorf("an input request outside the filter was touched: %+v", got)
+		}
 		wantPage(t, rev.do("POST", "/runs/bulk", url.Values{"action": {"cancel"}, "id": {"x"}}), http.StatusForbidden)
 
 		var runs []string
@@ -161,6 +179,13 @@ func TestBulkFromPages(t *testing.T) {
 		}
 		p = admin.do("POST", "/runs/bulk", url.Values{"action": {"cancel"}, "reason": {"tidy"}, "id": runs})
 		wantPage(t, p, http.StatusOK, "Cancelled 2 runs of 2.")
+		// Every run the list's filter matches: suspended runs of intake.
+		suspended, _ := e.paused(t, "intake", map[string]string{"claimId": "d"})
+		p = admin.do("POST", "/runs/bulk", url.Values{"action": {"cancel"}, "scope": {"all"}, "status": {"suspended"}, "workflow": {"intake"}})
+		wantPage(t, p, http.StatusOK, "Cancelled 2 runs of 2.")
+		if got := e.run(t, suspended.ID); got.Status != "cancelled" {
+			t.Errorf("run %s after cancelling all that match: %s", suspended.ID, got.Status)
+		}
 		for _, id := range runs {
 			if got := e.run(t, id); got.Status != "cancelled" {
 				t.Errorf("run %s after the bulk cancel: %s", id, got.Status)

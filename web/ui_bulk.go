@@ -29,9 +29,11 @@ type pageBulkForm struct {
 	list, cli string // "the inbox"; the CLI command that takes more
 }
 
-// pageBulk is what a bulk form sent.
+// pageBulk is what a bulk form sent: the ticked ids, or all (every item
+// its list's filter matches, up to maxPageBulk).
 type pageBulk struct {
 	ids          []string
+	all          bool
 	choice, text string
 }
 
@@ -43,13 +45,16 @@ func (s *Server) readPageBulk(w http.ResponseWriter, r *http.Request, v *views.V
 		s.renderError(w, r, http.StatusBadRequest, "The form could not be read", "Go back to "+f.list+" and try again.", v)
 		return pageBulk{}, false
 	}
-	b := pageBulk{ids: r.PostForm["id"], choice: r.PostForm.Get(f.choice), text: strings.TrimSpace(r.PostForm.Get(f.text))}
+	b := pageBulk{ids: r.PostForm["id"], all: r.PostForm.Get("scope") == "all", choice: r.PostForm.Get(f.choice), text: strings.TrimSpace(r.PostForm.Get(f.text))}
+	if b.all {
+		b.ids = nil
+	}
 	choose := "Choose " + f.labels[0] + " or " + f.labels[1]
 	var heading, message string
 	switch {
 	case !slices.Contains(f.choices[:], b.choice):
 		heading, message = choose, "Go back to "+f.list+" and choose what to do with what you ticked."
-	case len(b.ids) == 0:
+	case len(b.ids) == 0 && !b.all:
 		heading, message = "No "+f.noun+" was ticked", "Tick the "+f.noun+"s in "+f.list+", then "+strings.ToLower(choose[:1])+choose[1:]+"."
 	case len(b.ids) > maxPageBulk:
 		heading, message = "Too many at once", "A page acts on at most 500 "+f.noun+"s at once; the API and tollgate "+f.cli+" bulk take up to 10,000."
@@ -71,8 +76,15 @@ func (s *Server) bulkFromInbox(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ids, comment := form.ids, form.text
+	comment := form.text
 	approve := form.choice == "approve"
+	items, list := slices.Values(form.ids), &listing{max: maxPageBulk}
+	if form.all {
+		f, _ := inboxFilterOf(r.PostForm)
+		f.Kind = string(domain.KindApproval) // only approvals are decided in bulk
+		items = pages(r.Context(), list, s.pendingIn(f, "", bulkPage), s.Store.Suspensions, func(sp domain.Suspension) string { return sp.ID },
+			func(f *domain.SuspensionFilter, c string) { f.Cursor = c })
+	}
 	actor := viewerPrincipal(v).User
 	titles := map[string]string{}
 	act := func(id string) (string, error) {
@@ -90,13 +102,13 @@ func (s *Server) bulkFromInbox(w http.ResponseWriter, r *http.Request) {
 		return string(out.Status), err
 	}
 	verb := map[bool]string{true: "Approved", false: "Rejected"}[approve]
-	p := views.BulkPage{Viewer: v, Verb: verb, Noun: "request", Back: "/inbox", BackLabel: "Back to the inbox"}
-	sum := s.doBulk(r.Context(), slices.Values(ids), &listing{}, act, func(res bulkResult) {
+	p := views.BulkPage{Viewer: v, Verb: verb, Noun: "request", CLI: "suspensions", Back: "/inbox", BackLabel: "Back to the inbox"}
+	sum := s.doBulk(r.Context(), items, list, act, func(res bulkResult) {
 		if !res.OK {
 			p.Failures = append(p.Failures, views.BulkFailure{Label: cmp.Or(titles[res.ID], res.ID), Href: views.SuspensionURL(res.ID), Why: res.Detail})
 		}
 	})
-	p.Done, p.Succeeded = sum.Done, sum.Succeeded
+	p.Done, p.Succeeded, p.More = sum.Done, sum.Succeeded, sum.Truncated
 	s.render(w, r, http.StatusOK, views.Bulk(p))
 }
 
@@ -108,19 +120,28 @@ func (s *Server) bulkFromRuns(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ids, action, reason := form.ids, form.choice, form.text
+	action, reason := form.choice, form.text
+	items, list := slices.Values(form.ids), &listing{max: maxPageBulk}
+	if form.all {
+		f := domain.RunFilter{WorkflowID: strings.TrimSpace(r.PostForm.Get("workflow")), Limit: bulkPage}
+		if st, ok := domain.ParseRunStatus(r.PostForm.Get("status")); ok {
+			f.Statuses = []domain.RunStatus{st}
+		}
+		items = pages(r.Context(), list, f, s.Store.Runs, func(run domain.Run) string { return run.ID },
+			func(f *domain.RunFilter, c string) { f.Cursor = c })
+	}
 	act := func(id string) (string, error) {
 		audit := s.auditEntry(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "run." + action, Data: auditData(map[string]any{"bulk": true})})
 		run, err := s.actOnRun(r.Context(), action, id, v.Email, reason, audit)
 		return string(run.Status), err
 	}
 	verb := map[string]string{"cancel": "Cancelled", "retry": "Retried"}[action]
-	p := views.BulkPage{Viewer: v, Verb: verb, Noun: "run", Back: "/runs", BackLabel: "Back to the runs"}
-	sum := s.doBulk(r.Context(), slices.Values(ids), &listing{}, act, func(res bulkResult) {
+	p := views.BulkPage{Viewer: v, Verb: verb, Noun: "run", CLI: "runs", Back: "/runs", BackLabel: "Back to the runs"}
+	sum := s.doBulk(r.Context(), items, list, act, func(res bulkResult) {
 		if !res.OK {
 			p.Failures = append(p.Failures, views.BulkFailure{Label: res.ID, Href: "/runs/" + res.ID, Why: res.Detail})
 		}
 	})
-	p.Done, p.Succeeded = sum.Done, sum.Succeeded
+	p.Done, p.Succeeded, p.More = sum.Done, sum.Succeeded, sum.Truncated
 	s.render(w, r, http.StatusOK, views.Bulk(p))
 }
