@@ -2,10 +2,12 @@ package web_test
 
 import (
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/hook"
 	"github.com/tollgatehq/tollgate/storage"
 	"github.com/tollgatehq/tollgate/web"
@@ -93,6 +95,9 @@ func TestEveryRouteHasARule(t *testing.T) {
 		{"admin", e.admin, func(a access) int { return a.admin }},
 	}
 	for _, r := range e.api.Routes() {
+		if r.Page {
+			continue // TestEveryPageHasARule
+		}
 		method := r.Method
 		if method == "" {
 			method = "*"
@@ -112,6 +117,153 @@ func TestEveryRouteHasARule(t *testing.T) {
 				t.Errorf("%s %s as %s = %d; want it let through", method, r.Path, k.role, got.Status)
 			case want != ok && got.Status != want:
 				t.Errorf("%s %s as %s = %d; want %d", method, r.Path, k.role, got.Status, want)
+			}
+		}
+	}
+}
+
+// pageAccess is what a page answers: anonymous, the founder a request is
+// for (its owner), another founder, a reviewer and an admin. toLogin is a
+// redirect to the login page; anyAnswer is not checked (a login refused
+// for a wrong password, say).
+type pageAccess struct{ anonymous, owner, other, reviewer, admin int }
+
+const (
+	toLogin   = 303
+	anyAnswer = -1
+)
+
+var (
+	pagePublic = pageAccess{ok, ok, ok, ok, ok}
+	pageAny    = pageAccess{anyAnswer, anyAnswer, anyAnswer, anyAnswer, anyAnswer}
+	pageSigned = pageAccess{toLogin, ok, ok, ok, ok}
+	pageStaff  = pageAccess{toLogin, 403, 403, ok, ok}
+	pageAdmin  = pageAccess{toLogin, 403, 403, 403, ok}
+	pageOwner  = pageAccess{toLogin, ok, 404, ok, ok} // a request's page: its founder and staff
+	pageNone   = pageAccess{404, 404, 404, 404, 404}  // an address that names nothing (the token "nope")
+)
+
+// pageRules is who may open each page. A page added without a line here
+// fails TestEveryPageHasARule.
+var pageRules = map[string]pageAccess{
+	"GET /login":                       pagePublic,
+	"POST /login":                      pageAny,
+	"POST /logout":                     pageAny,
+	"GET /reset/{token}":               pageNone,
+	"POST /reset/{token}":              pagePublic,
+	"GET /links/{token}":               pagePublic,
+	"POST /links/{token}":              pagePublic,
+	"GET /forgot":                      pagePublic,
+	"POST /forgot":                     pageAny,
+	"GET /{$}":                         pageSigned,
+	"GET /inbox":                       pageStaff,
+	"GET /my":                          {toLogin, ok, ok, 403, 403},
+	"GET /suspensions/{id}":            pageOwner,
+	"POST /suspensions/{id}/resume":    pageOwner,
+	"POST /suspensions/{id}/decide":    pageOwner,
+	"POST /suspensions/{id}/documents": pageOwner,
+	"GET /documents/{id}":              {toLogin, 404, 404, 404, 404}, // none by that id
+	"GET /account":                     pageSigned,
+	"POST /account/password":           pageSigned,
+	"POST /account/mail":               pageSigned,
+	"GET /runs":                        pageStaff,
+	"GET /live":                        {toLogin, 403, 403, 403, 403}, // only a same-origin websocket handshake is taken
+	"GET /admin/audit":                 pageAdmin,
+	"GET /admin/audit/export":          pageAdmin,
+	"GET /admin/users":                 pageAdmin,
+	"POST /admin/users":                pageAdmin,
+	"POST /admin/users/{id}":           pageAdmin,
+	"GET /admin/users/{id}/disable":    pageAdmin,
+	"POST /admin/users/{id}/reset":     pageAdmin,
+	"POST /admin/keys":                 pageAdmin,
+	"GET /admin/keys/{id}/revoke":      pageAdmin,
+	"POST /admin/keys/{id}/revoke":     pageAdmin,
+	"GET /runs/{id}":                   pageStaff,
+	"GET /runs/{id}/cancel":            pageAdmin,
+	"POST /runs/{id}/cancel":           pageAdmin,
+	"POST /runs/{id}/retry":            pageAdmin,
+	"POST /runs/bulk":                  pageAdmin,
+	"POST /inbox/bulk":                 pageStaff,
+	"POST /runs/{id}/rerun":            pageStaff,
+	"GET /runs/{id}/delete":            pageAdmin,
+	"POST /runs/{id}/delete":           pageAdmin,
+	"* /":                              pageNone, // the not-found page
+}
+
+// Every page, for anonymous visitors, a request's founder, another
+// founder, a reviewer and an admin, is answered as its rule says. The
+// pages come from the router, so a new one without a rule fails here.
+func TestEveryPageHasARule(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t, storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")}, withMailUI)
+	owner := e.signedIn(t, "owner@founders.example", domain.RoleFounder)
+	other := e.signedIn(t, "other@founders.example", domain.RoleFounder)
+	reviewer := e.signedIn(t, "pages-rev@example.com", domain.RoleReviewer)
+	admin := e.signedIn(t, "pages-admin@example.com", domain.RoleAdmin)
+	run, sp := e.paused(t, "paperwork", map[string]string{"assignee": "owner@founders.example"})
+	keyID, _ := e.addKey(t, e.userIDs[reviewerEmail])
+	fill := func(path string) string {
+		id := sp.ID
+		switch {
+		case strings.HasPrefix(path, "/runs/"):
+			id = run.ID
+		case strings.HasPrefix(path, "/admin/users/"):
+			id = e.userIDs[reviewerEmail]
+		case strings.HasPrefix(path, "/admin/keys/"):
+			id = keyID
+		case strings.HasPrefix(path, "/documents/"):
+			id = "nope"
+		}
+		if path == "/" {
+			return "/no-such-page" // the catch-all, not the home page
+		}
+		return strings.NewReplacer("{id}", id, "{token}", "nope", "{$}", "").Replace(path)
+	}
+	visitors := []struct {
+		role string
+		b    *browser
+		want func(pageAccess) int
+	}{
+		{"anonymous", e.browser(t), func(a pageAccess) int { return a.anonymous }},
+		{"the owner", owner, func(a pageAccess) int { return a.owner }},
+		{"another founder", other, func(a pageAccess) int { return a.other }},
+		{"a reviewer", reviewer, func(a pageAccess) int { return a.reviewer }},
+		{"an admin", admin, func(a pageAccess) int { return a.admin }},
+	}
+	for _, r := range e.api.Routes() {
+		if !r.Page || r.Path == "/logout" && r.Method == "POST" {
+			continue // logging out would end the visitors' sessions
+		}
+		method := r.Method
+		if method == "" {
+			method = "*"
+		}
+		rule, found := pageRules[method+" "+r.Path]
+		if !found {
+			t.Errorf("page %s %s has no rule in pageRules: say who may open it", method, r.Path)
+			continue
+		}
+		if method == "*" {
+			method = "GET"
+		}
+		var form url.Values
+		if method == "POST" {
+			form = url.Values{}
+		}
+		for _, v := range visitors {
+			got := v.b.do(method, fill(r.Path), form)
+			// Not found counts as refused: the fixtures exist, so a 404 is a
+			// page hiding them.
+			refused := got.Status == http.StatusUnauthorized || got.Status == http.StatusForbidden || got.Status == http.StatusNotFound ||
+				got.Status == http.StatusSeeOther && strings.HasPrefix(got.Header.Get("Location"), "/login")
+			switch want := v.want(rule); {
+			case want == anyAnswer:
+			case want == ok && refused:
+				t.Errorf("%s %s for %s = %d %s; want it let through", method, r.Path, v.role, got.Status, got.Header.Get("Location"))
+			case want == toLogin && !(got.Status == http.StatusSeeOther && strings.HasPrefix(got.Header.Get("Location"), "/login")):
+				t.Errorf("%s %s for %s = %d; want a redirect to the login page", method, r.Path, v.role, got.Status)
+			case want != ok && want != toLogin && got.Status != want:
+				t.Errorf("%s %s for %s = %d; want %d", method, r.Path, v.role, got.Status, want)
 			}
 		}
 	}

@@ -342,13 +342,15 @@ var errMethodNotAllowed = errors.New("method not allowed")
 // take: 405, with the methods it does take in Allow.
 const CodeMethodNotAllowed = "method_not_allowed"
 
-// Route is one route of the server besides its pages: Method is empty for
-// a route that takes any method (resume URLs and webhook triggers, whose
-// callers choose it), and Query lists the query parameters an API route
-// reads (it refuses others).
+// Route is one route of the server: Method is empty for a route that
+// takes any method (resume URLs and webhook triggers, whose callers choose
+// it), Query lists the query parameters an API route reads (it refuses
+// others), and Page marks the web app's pages, which the OpenAPI document
+// leaves out.
 type Route struct {
 	Method, Path string
 	Query        []string
+	Page         bool
 }
 
 func newRoute(pattern string, params []string) Route {
@@ -359,8 +361,7 @@ func newRoute(pattern string, params []string) Route {
 	return Route{Method: method, Path: path, Query: slices.Clone(params)}
 }
 
-// Routes lists the routes the last Handler registered, besides the pages:
-// what the OpenAPI document describes.
+// Routes lists the routes the last Handler registered, pages included.
 func (s *Server) Routes() []Route { return slices.Clone(s.routes) }
 
 // allowed lists the methods, in a fixed order, that mux routes r's path

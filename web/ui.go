@@ -75,6 +75,9 @@ func (s *Server) ui(mux *http.ServeMux) {
 	}))
 	page := func(pattern string, h http.HandlerFunc) {
 		mux.Handle(pattern, uiHeaders(cop.Handler(s.boundPageQuery(h))))
+		r := newRoute(pattern, nil)
+		r.Page = true
+		s.routes = append(s.routes, r)
 	}
 	sub, err := fs.Sub(static.FS, ".")
 	if err != nil {
