@@ -268,3 +268,34 @@ func TestEveryPageHasARule(t *testing.T) {
 		}
 	}
 }
+
+// No page takes a post from another site: every form's address refuses a
+// cross-site request of a signed-in admin before its handler runs.
+func TestEveryFormRefusesCrossSitePosts(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t, storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")}, withMailUI)
+	admin := e.signedIn(t, "xsite-admin@example.com", domain.RoleAdmin)
+	run, sp := e.paused(t, "review", map[string]int{"amount": 5})
+	posts := 0
+	for _, r := range e.api.Routes() {
+		if !r.Page || r.Method != "POST" {
+			continue
+		}
+		posts++
+		path := strings.NewReplacer("{id}", sp.ID, "{token}", "nope").Replace(r.Path)
+		if strings.HasPrefix(r.Path, "/runs/{id}") {
+			path = strings.Replace(r.Path, "{id}", run.ID, 1)
+		}
+		got := admin.do("POST", path, url.Values{"decision": {"approve"}, "action": {"cancel"}, "id": {run.ID}},
+			"Sec-Fetch-Site", "cross-site", "Origin", "https://evil.example")
+		if got.Status != http.StatusForbidden || !strings.Contains(got.Body, "sent from another site") {
+			t.Errorf("a cross-site POST %s = %d; want 403 refused as sent from another site", r.Path, got.Status)
+		}
+	}
+	if posts < 20 {
+		t.Errorf("only %d forms found", posts)
+	}
+	if got := e.run(t, run.ID); got.Status != "suspended" {
+		t.Errorf("the run after the refused posts is %s", got.Status)
+	}
+}
