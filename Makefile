@@ -2,7 +2,7 @@ SHELL := bash
 GO ?= go
 ADDR ?= 127.0.0.1:8080
 
-.PHONY: run build test bench generate lint check release release-check
+.PHONY: run build test fuzz bench generate lint check release release-check
 
 run: ## Start the server on the embedded database (./data/tollgate.db)
 	$(GO) run ./cmd/tollgate serve --addr $(ADDR)
@@ -14,8 +14,20 @@ build: ## Build bin/tollgate
 # 0.3-1.5 s and need the machine's cores to make progress between kills;
 # sharing two cores with the web and storage suites starved them into
 # timeouts. Tests inside a package still run in parallel.
-test: ## Every test, on SQLite and a real PostgreSQL, with the race detector
+test: ## Every test, on SQLite and a real PostgreSQL, with the race detector; then each fuzz target for 5s
 	$(GO) test -race -count=1 -p 1 -timeout 18m ./...
+	$(MAKE) fuzz FUZZTIME=5s
+
+# Native fuzz targets: the workflow document parser and validator, the
+# request decoder, async steps' reports, and the check of JSON that arrives
+# encoded. Each keeps its seed corpus in testdata/fuzz/ beside it.
+FUZZTIME ?= 30s
+FUZZ_TARGETS := ./domain/flow:FuzzParseDocument ./web:FuzzDecodeJSON ./web:FuzzReadReport ./domain:FuzzCheckJSON
+
+fuzz: ## Fuzz each target for FUZZTIME (30s)
+	set -e; for t in $(FUZZ_TARGETS); do \
+		$(GO) test "$${t%%:*}" -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME); \
+	done
 
 # BENCH=kernel,herd runs only the parts named (all when empty): kernel, herd,
 # trips, hooks, replay, web, mail, upload, policies.

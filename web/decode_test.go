@@ -353,3 +353,28 @@ func FuzzDecodeJSON(f *testing.F) {
 		}
 	})
 }
+
+// Any body posted as an async step's report is read as strictly as the
+// API's bodies without a panic: an outcome with exactly one of success,
+// failure or not-completed, or a validation error.
+func FuzzReadReport(f *testing.F) {
+	for _, seed := range []string{`{"success": true, "outputs": {"a": 1}}`, `{"success": false, "error": "no"}`,
+		`{"success": false, "notCompleted": true}`, `{"success":false,"success":true}`, `{"Success": true}`, `{"success": true, "x": 1}`,
+		``, `[]`, `{"success": "yes"}`, "{\"error\": \"\\u0000\"}", nestedArrays(70)} {
+		f.Add(seed)
+	}
+	s := &Server{MaxBody: 1 << 16}
+	f.Fuzz(func(t *testing.T, body string) {
+		r := httptest.NewRequest(http.MethodPost, "/webhook/f/s/t", strings.NewReader(body))
+		o, err := s.readReport(httptest.NewRecorder(), r)
+		if err != nil {
+			if _, ok := errors.AsType[*domain.ValidationError](err); !ok {
+				t.Fatalf("readReport(%q) = %T %v, want a *domain.ValidationError", body, err, err)
+			}
+			return
+		}
+		if o.Success && o.NotCompleted {
+			t.Fatalf("readReport(%q) took a success that is also not completed", body)
+		}
+	})
+}

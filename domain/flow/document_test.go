@@ -13,7 +13,7 @@ import (
 	"github.com/tollgatehq/tollgate/domain/flow"
 )
 
-func testEnv(t *testing.T) flow.Env {
+func testEnv(t testing.TB) flow.Env {
 	tasks := flow.NewTasks()
 	if err := tasks.Register("sendEmail", func(_ context.Context, req flow.TaskRequest) (any, error) {
 		return map[string]json.RawMessage{"config": req.Config}, nil
