@@ -79,6 +79,8 @@ func (s *Server) attachRun(w http.ResponseWriter, r *http.Request) error {
 			select {
 			case <-ctx.Done():
 				return nil
+			case <-s.closing: // shutting down: the client reconnects elsewhere, from its Last-Event-ID
+				return nil
 			case <-changed:
 				break wait
 			case e := <-live:

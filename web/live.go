@@ -237,6 +237,10 @@ func (s *Server) liveWrite(conn *websocket.Conn, c *liveClient) {
 			if err := conn.WriteMessage(websocket.PingMessage, nil); err != nil {
 				return
 			}
+		case <-s.closing: // shutting down: the page reconnects and re-syncs
+			_ = conn.SetWriteDeadline(time.Now().Add(liveWriteWait))
+			_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "server shutting down"))
+			return
 		}
 	}
 }

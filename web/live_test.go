@@ -3,6 +3,7 @@ package web_test
 import (
 	"encoding/json"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/storage"
 )
 
 // socket opens the live stream of a page as the browser b would.
@@ -129,4 +131,29 @@ func TestUILiveUpdates(t *testing.T) {
 		waitFor(t, runTab, run.ID)
 		waitFor(t, inbox, run.ID)
 	})
+}
+
+// CloseStreams, called when the server begins to shut down, ends every
+// live page's websocket at once with "going away", so pages reconnect
+// rather than hold the shutdown until its deadline.
+func TestLivePagesEndAtShutdown(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t, storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")}, withUI)
+	rev := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
+	conn, _, err := rev.socket("inbox", e.srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.api.CloseStreams()
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		_, _, err := conn.ReadMessage()
+		if err == nil {
+			continue // a message sent before the close
+		}
+		if !websocket.IsCloseError(err, websocket.CloseGoingAway) {
+			t.Fatalf("the live page's socket ended with %v; want a close, going away", err)
+		}
+		return
+	}
 }

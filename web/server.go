@@ -46,8 +46,11 @@ type Server struct {
 	Log    *slog.Logger
 	// Version is the server's version, in /healthz and the pages' footer.
 	Version string
-	// routes are the routes Handler registered besides the pages.
+	// routes are the routes Handler registered.
 	routes []Route
+	// closing is closed by CloseStreams: attach streams and live pages end.
+	closing   chan struct{}
+	closeOnce sync.Once
 	// MaxBody bounds JSON request bodies (default 1 MiB).
 	MaxBody int64
 	// KeyCacheTTL is how long a successful API-key lookup is reused (5s;
@@ -188,6 +191,7 @@ func (s *Server) Handler() http.Handler {
 	}
 	mux := http.NewServeMux()
 	s.routes = nil
+	s.closing = make(chan struct{})
 	// route registers a route that is not a page, and keeps it for Routes.
 	route := func(pattern string, h http.Handler, params ...string) {
 		mux.Handle(pattern, h)
@@ -341,6 +345,19 @@ var errMethodNotAllowed = errors.New("method not allowed")
 // CodeMethodNotAllowed is the problem code of a method a path does not
 // take: 405, with the methods it does take in Allow.
 const CodeMethodNotAllowed = "method_not_allowed"
+
+// CloseStreams ends the long-lived answers the server holds open: attach
+// streams and live pages' websockets. A shutting-down http.Server waits for
+// open requests and does not see hijacked connections, so the process
+// calls this when it begins to shut down (http.Server.RegisterOnShutdown):
+// clients reconnect to another server, or to this one when it is back.
+func (s *Server) CloseStreams() {
+	s.closeOnce.Do(func() {
+		if s.closing != nil {
+			close(s.closing)
+		}
+	})
+}
 
 // Route is one route of the server: Method is empty for a route that
 // takes any method (resume URLs and webhook triggers, whose callers choose

@@ -322,7 +322,7 @@ func benchServerOn(t *testing.T, o storage.Opts, errs *atomic.Int64, onCommit fu
 	listening := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- listenAndServe(srvCtx, cfg, srv.Handler(), eng, log, io.Discard, func(addr net.Addr) error {
+		done <- listenAndServe(srvCtx, cfg, srv.Handler(), srv.CloseStreams, eng, log, io.Discard, func(addr net.Addr) error {
 			fl.listening(log)(addr)
 			listening <- "http://" + addr.String()
 			return nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -676,6 +677,46 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	if _, err := c.do(context.Background(), "GET", "/healthz", nil); err == nil {
 		t.Error("the server still answers after run returned")
+	}
+}
+
+// A shutdown ends the attach streams it holds open at once, rather than
+// waiting for its timeout with them.
+func TestShutdownEndsAttachStreams(t *testing.T) {
+	s := startServer(t, nil, "--shutdown-timeout", "10s")
+	c := s.client()
+	run := c.startRun(t, "claim-verification", map[string]any{"claimId": "c-1", "claimText": "We have 12 customers", "founderEmail": "ada@example.com"})
+	c.waitStatus(t, run.ID, "suspended")
+	req, err := http.NewRequestWithContext(t.Context(), "GET", c.base+"/api/v1/runs/"+run.ID+"/attach", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	resp, err := (&http.Client{}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if line, err := br.ReadString('\n'); err != nil || !strings.HasPrefix(line, "event: RUN_STARTED") {
+		t.Fatalf("the stream began with %q, %v", line, err)
+	}
+	ended := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, br)
+		ended <- err
+	}()
+	start := time.Now()
+	if err := s.stop(); err != nil {
+		t.Fatalf("run returned %v after cancellation, want nil", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("shutdown took %v with an attach stream open; it should end the stream at once", d)
+	}
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Error("the attach stream was still open after the server stopped")
 	}
 }
 

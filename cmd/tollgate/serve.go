@@ -197,7 +197,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	mails := newMailLoop(ctx)
 	defer mails.stop()
 	printMail(c.mailConfig, stdout)
-	return listenAndServe(ctx, c, h, eng, log, stdout, func(addr net.Addr) error {
+	return listenAndServe(ctx, c, h, srv.CloseStreams, eng, log, stdout, func(addr net.Addr) error {
 		if err := listening(addr); err != nil {
 			return err
 		}
@@ -430,7 +430,7 @@ func prepareDB(ctx context.Context, db *storage.DB, noMigrate bool, log *slog.Lo
 	return nil
 }
 
-func listenAndServe(ctx context.Context, c serveConfig, h http.Handler, eng *engine.Engine, log *slog.Logger, stdout io.Writer, listening func(net.Addr) error) error {
+func listenAndServe(ctx context.Context, c serveConfig, h http.Handler, onShutdown func(), eng *engine.Engine, log *slog.Logger, stdout io.Writer, listening func(net.Addr) error) error {
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err
@@ -443,6 +443,9 @@ func listenAndServe(ctx context.Context, c serveConfig, h http.Handler, eng *eng
 		Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	if onShutdown != nil {
+		hs.RegisterOnShutdown(onShutdown) // long-lived streams end at once rather than at the deadline
 	}
 	engineCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
