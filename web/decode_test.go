@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -375,6 +376,44 @@ func FuzzReadReport(f *testing.F) {
 		}
 		if o.Success && o.NotCompleted {
 			t.Fatalf("readReport(%q) took a success that is also not completed", body)
+		}
+	})
+}
+
+// Any schema and any form posted against it are read without a panic: a
+// schema the form generator takes gives fields, and whatever is typed in
+// them becomes JSON that encodes, or field errors at JSON Pointers.
+func FuzzSchemaForm(f *testing.F) {
+	for _, seed := range [][2]string{
+		{`{"type": "object", "properties": {"amount": {"type": "number"}, "note": {"type": "string"}}, "required": ["amount"]}`, "amount=12.5&note=hi"},
+		{`{"type": "object", "properties": {"when": {"type": "string", "format": "date-time"}, "ok": {"type": "boolean"}}}`, "when=2026-04-15T09:00&ok=true"},
+		{`{"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "integer"}}}}`, "tags=1%0A2%0Ax"},
+		{`{"type": "object", "properties": {"a": {"type": "object", "properties": {"b/c~d": {"type": "integer"}}}}}`, "a%2Fb~1c~0d=7"},
+		{`{"type": "object", "properties": {"n": {"type": "number"}}}`, "n=1e400"},
+		{`{"type": "string"}`, "x=1"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, schema, query string) {
+		fields, ok := formFields(json.RawMessage(schema))
+		if !ok {
+			return
+		}
+		form, err := url.ParseQuery(query)
+		if err != nil {
+			return
+		}
+		v, shown, errs := formValue(fields, form, time.UTC)
+		if len(shown) != len(fields) {
+			t.Fatalf("%d fields shown for %d", len(shown), len(fields))
+		}
+		if _, err := json.Marshal(v); err != nil {
+			t.Fatalf("the form %q against %s gave a value that does not encode: %v", query, schema, err)
+		}
+		for _, fe := range errs {
+			if !strings.HasPrefix(fe.Field, "/") {
+				t.Fatalf("a field error at %q, not a JSON Pointer", fe.Field)
+			}
 		}
 	})
 }
