@@ -207,7 +207,7 @@ func components() schema {
 			}},
 		"StepResult": obj("success", boolean, "outputs?", anyJSON, "error?", str(""), "notCompleted?", boolean),
 		"Problem": obj("type", str(""), "title", str(""), "status", integer, "detail?", str(""), "code?", str("stable, for programs"),
-			"instance?", str(""), "errors?", arrayOf(ref("FieldError"))),
+			"instance?", str(""), "errors?", arrayOf(ref("FieldError")), "requestId?", str("the request's id, as in X-Request-Id and the server's log")),
 		"FieldError": schema{"type": "object", "description": "where one thing is wrong: a JSON Pointer into the body (field), a query parameter, or an uploaded file",
 			"properties": schema{"field": str("JSON Pointer"), "parameter": str(""), "file": str(""), "message": str("")}, "required": []string{"message"}},
 	}

@@ -206,6 +206,15 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p Problem) {
 	if p.Instance == "" && r != nil && r.URL != nil {
 		p.Instance = r.URL.Path
 	}
+	if r != nil {
+		if id := RequestID(r.Context()); id != "" {
+			p.Extra = maps.Clone(p.Extra)
+			if p.Extra == nil {
+				p.Extra = map[string]any{}
+			}
+			p.Extra["requestId"] = id
+		}
+	}
 	body, err := json.Marshal(p)
 	if err != nil {
 		// Extra held something encoding/json cannot write. The status and

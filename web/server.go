@@ -189,6 +189,12 @@ func (s *Server) Handler() http.Handler {
 	if s.Clock == nil {
 		s.Clock = domain.SystemClock{}
 	}
+	if s.Log == nil {
+		s.Log = slog.Default()
+	}
+	if _, ok := s.Log.Handler().(requestIDs); !ok {
+		s.Log = slog.New(requestIDs{s.Log.Handler()})
+	}
 	mux := http.NewServeMux()
 	s.routes = nil
 	s.closing = make(chan struct{})
@@ -266,7 +272,7 @@ func (s *Server) Handler() http.Handler {
 			}
 		})
 	}
-	return s.recoverPanics(s.logRequests(securityHeaders(mux)))
+	return withRequestID(s.recoverPanics(s.logRequests(securityHeaders(mux))))
 }
 
 // handle adapts an error-returning handler; errors become problem details
