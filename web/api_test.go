@@ -798,17 +798,20 @@ func TestAPIHealthAndMetrics(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		for _, line := range []string{
-			`tollgate_runs{status="succeeded"} 1`,
-			`tollgate_runs{status="suspended"} 1`,
-			`tollgate_suspensions_pending{reason="awaiting_approval"} 1`,
+			`tollgate_runs{scope="database",status="succeeded"} 1`,
+			`tollgate_runs{scope="database",status="suspended"} 1`,
+			`tollgate_suspensions_pending{reason="awaiting_approval",scope="database"} 1`,
 			`tollgate_resume_latency_seconds_bucket{le="+Inf"} 1`,
 			`tollgate_resume_latency_seconds_count 1`,
+			`tollgate_http_requests_total{code="200",route="GET /healthz"}`,
+			`tollgate_http_requests_total{code="201",route="POST /api/v1/workflows/{workflowId}/runs"}`,
 		} {
-			if !strings.Contains(text, line+"\n") {
+			if !strings.Contains(text, line+"\n") && !strings.Contains(text, line+" ") {
 				t.Errorf("metrics lack %q:\n%s", line, text)
 			}
 		}
-		for _, prefix := range []string{"tollgate_job_lag_seconds ", "tollgate_resume_latency_seconds_bucket{le=", "# TYPE tollgate_resume_latency_seconds histogram"} {
+		for _, prefix := range []string{`tollgate_job_lag_seconds{scope="database"} `, "tollgate_resume_latency_seconds_bucket{le=", "# TYPE tollgate_resume_latency_seconds histogram",
+			"go_goroutines ", "process_resident_memory_bytes ", "tollgate_http_request_duration_seconds_bucket{"} {
 			if !strings.Contains(text, "\n"+prefix) {
 				t.Errorf("metrics lack %q:\n%s", prefix, text)
 			}

@@ -51,6 +51,9 @@ type Server struct {
 	// closing is closed by CloseStreams: attach streams and live pages end.
 	closing   chan struct{}
 	closeOnce sync.Once
+	// prom is the server's metrics registry (promMetrics).
+	prom     *serverMetrics
+	promOnce sync.Once
 	// MaxBody bounds JSON request bodies (default 1 MiB).
 	MaxBody int64
 	// KeyCacheTTL is how long a successful API-key lookup is reused (5s;
@@ -206,7 +209,7 @@ func (s *Server) Handler() http.Handler {
 	route("GET /healthz", http.HandlerFunc(s.healthz))
 	route("GET /readyz", http.HandlerFunc(s.readyz))
 	if !s.MetricsElsewhere {
-		route("GET /metrics", s.requireMetricsToken(http.HandlerFunc(s.metrics)))
+		route("GET /metrics", s.requireMetricsToken(s.metricsHTTP()))
 	}
 	route("GET /api/v1/openapi.json", http.HandlerFunc(serveOpenAPI))
 
@@ -325,11 +328,14 @@ func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // logRequests logs each request once. Query strings are left out: resume
 // URLs may carry tokens.
 func (s *Server) logRequests(next http.Handler) http.Handler {
+	m := s.promMetrics()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(sw, r)
-		s.Log.DebugContext(r.Context(), "Request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", time.Since(start))
+		d := time.Since(start)
+		m.observe(r, sw.status, d)
+		s.Log.DebugContext(r.Context(), "Request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", d)
 	})
 }
 

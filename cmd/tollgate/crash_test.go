@@ -587,7 +587,7 @@ func crashTest(t *testing.T, extraEnv map[string]string, cycles, floor int) {
 		}
 	}
 	metrics := string(c.call(t, http.StatusOK, "GET", "/metrics", nil).Body)
-	if !strings.Contains(metrics, "\ntollgate_jobs_queued 0\n") || strings.Contains(metrics, "tollgate_suspensions_pending{") {
+	if !strings.Contains(metrics, "\ntollgate_jobs_queued{scope=\"database\"} 0\n") || strings.Contains(metrics, "tollgate_suspensions_pending{") {
 		t.Errorf("work is left over after the drain:\n%s", metrics)
 	}
 

@@ -1017,7 +1017,7 @@ func testExamples(t *testing.T, s *testServer) {
 	})
 	t.Run("metrics", func(t *testing.T) {
 		r := c.call(t, http.StatusOK, "GET", "/metrics", nil)
-		for _, want := range []string{`tollgate_runs{status="succeeded"}`, "tollgate_resume_latency_seconds_count"} {
+		for _, want := range []string{`tollgate_runs{scope="database",status="succeeded"}`, "tollgate_resume_latency_seconds_count"} {
 			if !bytes.Contains(r.Body, []byte(want)) {
 				t.Errorf("/metrics lacks %s", want)
 			}
