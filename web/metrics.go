@@ -65,6 +65,9 @@ var (
 	lagDesc        = prometheus.NewDesc("tollgate_job_lag_seconds", "Age of the oldest due job no worker has claimed, in the whole database.", nil, database)
 	commitsDesc    = prometheus.NewDesc("tollgate_step_commits_total", "Step outcomes committed by this process.", nil, nil)
 	resumeLatDesc  = prometheus.NewDesc("tollgate_resume_latency_seconds", "From a resume's commit to its resumed step's commit, in this process.", nil, nil)
+	stepDurDesc    = prometheus.NewDesc("tollgate_step_duration_seconds", "From a worker of this process taking a job to its step's commit, by workflow.", []string{"workflow"}, nil)
+	stepFailDesc   = prometheus.NewDesc("tollgate_step_failures_total", "Steps committed by this process that failed their run, by workflow.", []string{"workflow"}, nil)
+	stepRetryDesc  = prometheus.NewDesc("tollgate_step_retries_total", "Steps committed by this process to be run again after a failure, by workflow.", []string{"workflow"}, nil)
 	resumeLatBucks = engine.ResumeLatencyBuckets
 )
 
@@ -76,7 +79,7 @@ const statsTimeout = 5 * time.Second
 type stateCollector struct{ s *Server }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{runsDesc, pendingDesc, queuedDesc, lagDesc, commitsDesc, resumeLatDesc} {
+	for _, d := range []*prometheus.Desc{runsDesc, pendingDesc, queuedDesc, lagDesc, commitsDesc, resumeLatDesc, stepDurDesc, stepFailDesc, stepRetryDesc} {
 		ch <- d
 	}
 }
@@ -90,6 +93,17 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			buckets[le] = cum[i]
 		}
 		ch <- prometheus.MustNewConstHistogram(resumeLatDesc, count, sum, buckets)
+		for wf, st := range e.Metrics.Steps() {
+			buckets := make(map[float64]uint64, len(engine.StepDurationBuckets))
+			var acc uint64
+			for i, le := range engine.StepDurationBuckets {
+				acc += st.Buckets[i]
+				buckets[le] = acc
+			}
+			ch <- prometheus.MustNewConstHistogram(stepDurDesc, st.Count, st.Sum, buckets, wf)
+			ch <- prometheus.MustNewConstMetric(stepFailDesc, prometheus.CounterValue, float64(st.Failures), wf)
+			ch <- prometheus.MustNewConstMetric(stepRetryDesc, prometheus.CounterValue, float64(st.Retries), wf)
+		}
 	}
 	if c.s.Health == nil {
 		return

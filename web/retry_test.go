@@ -32,6 +32,9 @@ func TestRetryAndRerun(t *testing.T) {
 		e.bankDown.Store(true)
 		run := e.startRun(t, "bank-charge", map[string]int{"amount": 5})
 		e.waitRun(t, run.ID, "failed")
+		if m := string(e.call(t, "GET", "/metrics", "", "").Body); !strings.Contains(m, `tollgate_step_failures_total{workflow="bank-charge"} 1`+"\n") {
+			t.Errorf("/metrics does not count the failed step:\n%s", m)
+		}
 		retry := "/api/v1/runs/" + run.ID + "/retry"
 		problem(t, e.call(t, "POST", retry, e.reviewer, ""), http.StatusForbidden, "forbidden")
 		problem(t, e.call(t, "POST", retry, e.founderA, ""), http.StatusForbidden, "forbidden")

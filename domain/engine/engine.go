@@ -624,6 +624,14 @@ func (e *Engine) runJob(ctx context.Context, job domain.Job) (*domain.Job, error
 	if job.Kind == domain.JobEscalate {
 		return nil, e.escalate(ctx, job)
 	}
+	start := time.Now()
+	if job.Run == nil { // read once here, for the step's metrics and for prepare
+		run, err := e.jobRun(ctx, job)
+		if err != nil {
+			return nil, err
+		}
+		job.Run = &run
+	}
 	commit, skip, err := e.prepare(ctx, job)
 	if err != nil || skip {
 		return nil, err
@@ -632,6 +640,7 @@ func (e *Engine) runJob(ctx context.Context, job domain.Job) (*domain.Job, error
 	if err := e.commit(ctx, job, commit); err != nil {
 		return nil, err
 	}
+	e.Metrics.observeStep(job.Run.WorkflowID, commit, time.Since(start))
 	return commit.Handoff.Job, nil
 }
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -11,6 +12,10 @@ import (
 // latency histogram: from a resume's commit to its resumed step's commit.
 var ResumeLatencyBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
 
+// StepDurationBuckets are the upper bounds, in seconds, of the step
+// duration histograms: from a worker taking a job to its step's commit.
+var StepDurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
 // Metrics are the engine's in-process counters, exported by the web layer.
 type Metrics struct {
 	mu      sync.Mutex
@@ -18,11 +23,62 @@ type Metrics struct {
 	sum     float64
 	total   uint64
 	commits uint64
+	steps   map[string]*StepStats // by workflow
+}
+
+// StepStats are one workflow's committed steps in this process: their
+// durations (per StepDurationBuckets, plus +Inf, not cumulative), and how
+// many failed their run or were to be retried.
+type StepStats struct {
+	Buckets  []uint64
+	Sum      float64
+	Count    uint64
+	Failures uint64
+	Retries  uint64
 }
 
 // NewMetrics returns zeroed metrics.
 func NewMetrics() *Metrics {
-	return &Metrics{counts: make([]uint64, len(ResumeLatencyBuckets)+1)}
+	return &Metrics{counts: make([]uint64, len(ResumeLatencyBuckets)+1), steps: map[string]*StepStats{}}
+}
+
+// observeStep counts one committed step of workflow that took d: a
+// failure when it failed its run, a retry when it is to run again.
+func (m *Metrics) observeStep(workflow string, c domain.StepCommit, d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := m.steps[workflow]
+	if st == nil {
+		st = &StepStats{Buckets: make([]uint64, len(StepDurationBuckets)+1)}
+		m.steps[workflow] = st
+	}
+	secs := max(d.Seconds(), 0)
+	i := 0
+	for i < len(StepDurationBuckets) && secs > StepDurationBuckets[i] {
+		i++
+	}
+	st.Buckets[i]++
+	st.Sum += secs
+	st.Count++
+	switch {
+	case c.RetryAt != nil:
+		st.Retries++
+	case c.Finish != nil && c.Finish.Status == domain.RunFailed:
+		st.Failures++
+	}
+}
+
+// Steps is a snapshot of the step statistics, by workflow.
+func (m *Metrics) Steps() map[string]StepStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]StepStats, len(m.steps))
+	for wf, st := range m.steps {
+		c := *st
+		c.Buckets = slices.Clone(st.Buckets)
+		out[wf] = c
+	}
+	return out
 }
 
 func (m *Metrics) observeCommit(job domain.Job, _ domain.CommitResult, c domain.StepCommit, now time.Time) {
