@@ -67,6 +67,7 @@ var (
 	resumeLatDesc  = prometheus.NewDesc("tollgate_resume_latency_seconds", "From a resume's commit to its resumed step's commit, in this process.", nil, nil)
 	stepDurDesc    = prometheus.NewDesc("tollgate_step_duration_seconds", "From a worker of this process taking a job to its step's commit, by workflow.", []string{"workflow"}, nil)
 	stepFailDesc   = prometheus.NewDesc("tollgate_step_failures_total", "Steps committed by this process that failed their run, by workflow.", []string{"workflow"}, nil)
+	notifyDesc     = prometheus.NewDesc("tollgate_notifications_total", "Attempts of this process to deliver mail and webhook events, by channel and outcome (sent, retrying, failed: given up).", []string{"channel", "outcome"}, nil)
 	stepRetryDesc  = prometheus.NewDesc("tollgate_step_retries_total", "Steps committed by this process to be run again after a failure, by workflow.", []string{"workflow"}, nil)
 	resumeLatBucks = engine.ResumeLatencyBuckets
 )
@@ -79,7 +80,7 @@ const statsTimeout = 5 * time.Second
 type stateCollector struct{ s *Server }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{runsDesc, pendingDesc, queuedDesc, lagDesc, commitsDesc, resumeLatDesc, stepDurDesc, stepFailDesc, stepRetryDesc} {
+	for _, d := range []*prometheus.Desc{runsDesc, pendingDesc, queuedDesc, lagDesc, commitsDesc, resumeLatDesc, stepDurDesc, stepFailDesc, stepRetryDesc, notifyDesc} {
 		ch <- d
 	}
 }
@@ -104,6 +105,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(stepFailDesc, prometheus.CounterValue, float64(st.Failures), wf)
 			ch <- prometheus.MustNewConstMetric(stepRetryDesc, prometheus.CounterValue, float64(st.Retries), wf)
 		}
+	}
+	for k, n := range c.s.Deliveries.Snapshot() {
+		ch <- prometheus.MustNewConstMetric(notifyDesc, prometheus.CounterValue, float64(n), k[0], k[1])
 	}
 	if c.s.Health == nil {
 		return

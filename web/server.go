@@ -46,6 +46,9 @@ type Server struct {
 	Log    *slog.Logger
 	// Version is the server's version, in /healthz and the pages' footer.
 	Version string
+	// Deliveries, when set, counts this process's mail and webhook
+	// attempts, for /metrics.
+	Deliveries *domain.DeliveryCounts
 	// routes are the routes Handler registered.
 	routes []Route
 	// closing is closed by CloseStreams: attach streams and live pages end.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,6 +52,15 @@ func TestServeDeliversSignedWebhooks(t *testing.T) {
 		}
 		if ev.Type != "run.succeeded" || ev.Data.ID != run.ID || ev.Data.Status != "succeeded" || ev.Data.URL != "https://tollgate.example.com/runs/"+run.ID {
 			t.Errorf("delivery = %s", d.body)
+		}
+		// The attempt is counted in /metrics.
+		const sent = `tollgate_notifications_total{channel="webhook",outcome="sent"} 1` + "\n"
+		deadline := time.Now().Add(10 * time.Second)
+		for m := ""; !strings.Contains(m, sent); m = string(c.call(t, http.StatusOK, "GET", "/metrics", nil).Body) {
+			if time.Now().After(deadline) {
+				t.Fatalf("/metrics does not count the delivery:\n%s", m)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	})
 }

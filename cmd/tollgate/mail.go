@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"sync"
 
+	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/domain/mail"
 	"github.com/tollgatehq/tollgate/storage"
@@ -68,9 +69,9 @@ func newMailLoop(ctx context.Context) *mailLoop {
 
 // start runs a dispatcher for the server c configures, linking to
 // publicURL, that yields to eng while it is busy.
-func (l *mailLoop) start(c serveConfig, db *storage.DB, eng *engine.Engine, sender mail.Sender, publicURL string, log *slog.Logger) {
+func (l *mailLoop) start(c serveConfig, db *storage.DB, eng *engine.Engine, sender mail.Sender, publicURL string, counts *domain.DeliveryCounts, log *slog.Logger) {
 	d := mail.New(mail.Opts{Store: db, Sender: sender, Log: log, PublicURL: publicURL, Poll: c.poll, Lease: c.lease, DigestHour: c.digestHour,
-		Busy: eng.Busy})
+		Busy: eng.Busy, Counts: counts})
 	l.wg.Go(func() { d.Run(l.ctx) })
 }
 

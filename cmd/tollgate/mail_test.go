@@ -159,6 +159,9 @@ func TestForgotPasswordMailsAResetLink(t *testing.T) {
 	if n := len(smtp.Messages()); n != 1 {
 		t.Fatalf("%d mails, want 1", n)
 	}
+	if m := string(s.client().call(t, http.StatusOK, "GET", "/metrics", nil).Body); !strings.Contains(m, `tollgate_notifications_total{channel="mail",outcome="sent"} 1`+"\n") {
+		t.Errorf("/metrics does not count the mail sent:\n%s", m)
+	}
 }
 
 func getPage(t *testing.T, u string) string {

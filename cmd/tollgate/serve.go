@@ -163,7 +163,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	srv := newServer(c, eng, db, fl, feed, log)
 	build := readBuildInfo()
 	srv.Version = build.short()
+	srv.Deliveries = &domain.DeliveryCounts{}
 	srv.Hooks = newHooks(db, fl, log)
+	srv.Hooks.Counts = srv.Deliveries
 	srv.MailPrefs = db
 	srv.Links = db
 	if c.smtpURL != "" {
@@ -201,7 +203,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		if err := listening(addr); err != nil {
 			return err
 		}
-		mails.start(c, db, eng, sender, fl.links.PublicURL, log)
+		mails.start(c, db, eng, sender, fl.links.PublicURL, srv.Deliveries, log)
 		return nil
 	})
 }

@@ -127,6 +127,8 @@ func (h *Hooks) deliver(ctx context.Context, d domain.Delivery) {
 			a.Status, a.NextAt = domain.DeliveryRetrying, &next
 		}
 	}
+	h.Counts.Add(domain.NotifyWebhook, map[domain.DeliveryStatus]string{domain.DeliverySucceeded: domain.NotifySent,
+		domain.DeliveryRetrying: domain.NotifyRetrying, domain.DeliveryFailed: domain.NotifyFailed}[a.Status])
 	switch err := h.Store.RecordAttempt(ctx, d, a); {
 	case err == nil, ctx.Err() != nil:
 	case errors.Is(err, domain.ErrStale):

@@ -42,6 +42,8 @@ type Hooks struct {
 	Clock  domain.Clock
 	Log    *slog.Logger
 	Opts   Opts
+	// Counts, when set, counts the attempts this process makes.
+	Counts *domain.DeliveryCounts
 }
 
 // maxURL bounds a subscription's URL.

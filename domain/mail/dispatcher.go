@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
@@ -40,6 +41,8 @@ type Opts struct {
 	// failure doubles it, up to RetryMax (1h). A mail is tried for 24
 	// hours, then given up and logged.
 	RetryBase, RetryMax time.Duration
+	// Counts, when set, counts the sends this process attempts.
+	Counts *domain.DeliveryCounts
 	// DigestHour is the hour of the day (UTC) when digests are sent, 0–23
 	// (serve uses DefaultDigestHour).
 	DigestHour int
@@ -252,15 +255,20 @@ func (d *Dispatcher) send(ctx context.Context, jobs []domain.MailJob) []domain.M
 	for i, j := range jobs {
 		if errs[i] == nil {
 			outcomes[i].Sent = true
+			if slices.Contains(sent, i) { // a mail went out, not an empty digest
+				d.o.Counts.Add(domain.NotifyMail, domain.NotifySent)
+			}
 			continue
 		}
 		outcomes[i].Error = errs[i].Error()
 		wait := d.backoff(j.Attempt)
 		if at := now.Add(wait); at.Before(j.GiveUpAt) {
 			outcomes[i].RetryAt = at
+			d.o.Counts.Add(domain.NotifyMail, domain.NotifyRetrying)
 			d.o.Log.WarnContext(ctx, "Mail not sent; trying again later", "to", j.To.Email, "subject", subjects[i], "attempt", j.Attempt, "retry_in", wait, "error", errs[i])
 			continue
 		}
+		d.o.Counts.Add(domain.NotifyMail, domain.NotifyFailed)
 		d.o.Log.ErrorContext(ctx, "Mail given up after a day of failures", "to", j.To.Email, "subject", subjects[i], "attempts", j.Attempt, "error", errs[i])
 	}
 	return outcomes
