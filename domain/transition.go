@@ -22,6 +22,30 @@ type Transition struct {
 	Escalate *EscalateRequest
 }
 
+// Kind names the transition: start, step, resume, signal, cancel, retry,
+// report or escalate.
+func (t Transition) Kind() string {
+	switch {
+	case t.Start != nil:
+		return "start"
+	case t.Step != nil:
+		return "step"
+	case t.Resume != nil:
+		return "resume"
+	case t.Signal != nil:
+		return "signal"
+	case t.Cancel != nil:
+		return "cancel"
+	case t.Retry != nil:
+		return "retry"
+	case t.Report != nil:
+		return "report"
+	case t.Escalate != nil:
+		return "escalate"
+	}
+	return "none"
+}
+
 // RunID is the run the transition changes; empty for a resume by
 // suspension id and for a report, whose run the store looks up.
 func (t Transition) RunID() string {

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/domain/flow"
@@ -338,6 +340,11 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		next.ServeHTTP(sw, r)
 		d := time.Since(start)
 		m.observe(r, sw.status, d)
+		// A tracing span begun before the request was routed takes the
+		// route's name now that it is known.
+		if span := trace.SpanFromContext(r.Context()); span.IsRecording() && r.Pattern != "" {
+			span.SetName(r.Pattern)
+		}
 		s.Log.DebugContext(r.Context(), "Request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", d)
 	})
 }

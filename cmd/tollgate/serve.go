@@ -159,9 +159,24 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := loadDocuments(ctx, fl.catalog, c.workflowsDir, log); err != nil {
 		return err
 	}
-	eng := engine.New(db, reg, engineOpts(c, log))
-	srv := newServer(c, eng, db, fl, feed, log)
 	build := readBuildInfo()
+	tr, err := newTracing(ctx, getenv, build.short())
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	defer func() {
+		flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tr.shutdown(flush); err != nil {
+			log.Warn("Exporting the last traces failed", "error", err)
+		}
+	}()
+	opts := engineOpts(c, log)
+	if tr != nil {
+		opts.Trace = tr.span
+	}
+	eng := engine.New(db, reg, opts)
+	srv := newServer(c, eng, db, fl, feed, log)
 	srv.Version = build.short()
 	srv.Deliveries = &domain.DeliveryCounts{}
 	srv.Hooks = newHooks(db, fl, log)
@@ -188,7 +203,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		hk.Go(func() { srv.Hooks.Run(hkCtx) }) // after the public URL is known, which events link to
 		return startupLine(ctx, c, db, fl, reg, build, addr, log)
 	}
-	h := srv.Handler()
+	h := tr.handler(srv.Handler())
 	if c.metricsAddr != "" {
 		stop, err := serveMetrics(c, srv.MetricsHandler(), log, stdout)
 		if err != nil {

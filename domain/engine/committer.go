@@ -111,7 +111,13 @@ func (c *committer) commit(ctx context.Context, batch []*waiter) {
 func (e *Engine) apply(ctx context.Context, t domain.Transition) domain.Applied {
 	e.committing.Add(1)
 	defer e.committing.Add(-1)
-	return e.commits.apply(ctx, t)
+	if e.o.Trace == nil {
+		return e.commits.apply(ctx, t)
+	}
+	ctx, end := e.o.Trace(ctx, "transition "+t.Kind(), map[string]string{"run_id": t.RunID()})
+	a := e.commits.apply(ctx, t)
+	end(a.Err)
+	return a
 }
 
 // Busy says whether transitions overlap in commit: several callers are

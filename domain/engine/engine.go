@@ -60,8 +60,12 @@ type Opts struct {
 	ValidateInput func(schema, data json.RawMessage) error
 	// OnCommit is called after every committed step outcome.
 	OnCommit func(runID string, res domain.CommitResult)
-	Clock    domain.Clock
-	Log      *slog.Logger
+	// Trace, when set, starts a span (tracing) around each job's step and
+	// each transition's commit; end is called with its outcome. Nil traces
+	// nothing.
+	Trace func(ctx context.Context, name string, attrs map[string]string) (context.Context, func(error))
+	Clock domain.Clock
+	Log   *slog.Logger
 }
 
 func (o *Opts) defaults() {
@@ -620,7 +624,7 @@ func (e *Engine) execute(ctx, shutdown context.Context, job domain.Job) *domain.
 
 // runJob runs job to its commit: a step's or resume's, or a ladder's
 // rung. It returns the job the commit handed back to run next, if any.
-func (e *Engine) runJob(ctx context.Context, job domain.Job) (*domain.Job, error) {
+func (e *Engine) runJob(ctx context.Context, job domain.Job) (next *domain.Job, err error) {
 	if job.Kind == domain.JobEscalate {
 		return nil, e.escalate(ctx, job)
 	}
@@ -631,6 +635,12 @@ func (e *Engine) runJob(ctx context.Context, job domain.Job) (*domain.Job, error
 			return nil, err
 		}
 		job.Run = &run
+	}
+	if e.o.Trace != nil {
+		var end func(error)
+		ctx, end = e.o.Trace(ctx, "step "+job.Step, map[string]string{"run_id": job.RunID, "workflow_id": job.Run.WorkflowID,
+			"step": job.Step, "job_kind": string(job.Kind), "attempt": strconv.Itoa(job.Attempt)})
+		defer func() { end(err) }()
 	}
 	commit, skip, err := e.prepare(ctx, job)
 	if err != nil || skip {
