@@ -16,7 +16,7 @@ import (
 // payoutSignOff is a declarative approval under a whole policy: two
 // reviewers' approvals, one rejection with a reason, and neither the
 // person who started the run nor the requester its input names may decide.
-func payoutSignOff(t *testing.T) *domain.Workflow {
+func payoutSignOff(t testing.TB) *domain.Workflow {
 	t.Helper()
 	_, wf, err := flow.Load([]byte(`{"id": "payout-sign-off", "version": "1", "steps": [
 		{"type": "approval", "name": "sign-off", "title": "Payout sign-off",
@@ -246,7 +246,7 @@ func TestLadderIsShown(t *testing.T) {
 
 // escalating is an approval that goes to admins after two days and is
 // rejected after three.
-func escalating(t *testing.T) *domain.Workflow {
+func escalating(t testing.TB) *domain.Workflow {
 	t.Helper()
 	_, wf, err := flow.Load([]byte(`{"id": "escalating", "version": "1", "steps": [
 		{"type": "approval", "name": "sign-off", "title": "Escalating sign-off", "approvers": {"role": "reviewer"},

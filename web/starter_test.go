@@ -34,7 +34,7 @@ func selfService() *domain.Workflow {
 
 // founderDoc is a declarative workflow founders may start: it asks its
 // input's email for a note, then for an approval.
-func founderDoc(t *testing.T) *domain.Workflow {
+func founderDoc(t testing.TB) *domain.Workflow {
 	t.Helper()
 	_, wf, err := flow.Load([]byte(`{"id": "founder-doc", "version": "1", "allowFounders": true, "steps": [
 		{"type": "input", "name": "note", "reason": "awaiting_note", "assignee": "/email"},

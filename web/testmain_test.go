@@ -125,7 +125,7 @@ func openDB(t testing.TB, o storage.Opts, migrate bool) *storage.DB {
 	return db
 }
 
-func newAPIEnv(t *testing.T, o storage.Opts, configure func(*web.Server)) *apiEnv {
+func newAPIEnv(t testing.TB, o storage.Opts, configure func(*web.Server)) *apiEnv {
 	t.Helper()
 	e := &apiEnv{db: storagetest.Open(t, o), userIDs: map[string]string{}, entered: make(chan string, 1), gate: make(chan struct{})}
 	reg := domain.NewRegistry()
@@ -165,7 +165,7 @@ func newAPIEnv(t *testing.T, o storage.Opts, configure func(*web.Server)) *apiEn
 }
 
 // addUser creates a user and returns the secret of a new API key of theirs.
-func (e *apiEnv) addUser(t *testing.T, email string, role domain.Role, disabled bool) string {
+func (e *apiEnv) addUser(t testing.TB, email string, role domain.Role, disabled bool) string {
 	t.Helper()
 	u, err := e.db.CreateUser(t.Context(), domain.User{
 		ID: "u-" + email, Email: email, Name: string(role), Role: role, Disabled: disabled, CreatedAt: time.Now(),
@@ -179,7 +179,7 @@ func (e *apiEnv) addUser(t *testing.T, email string, role domain.Role, disabled 
 }
 
 // addKey creates an API key for a user and returns its id and secret.
-func (e *apiEnv) addKey(t *testing.T, userID string) (id, secret string) {
+func (e *apiEnv) addKey(t testing.TB, userID string) (id, secret string) {
 	t.Helper()
 	secret, prefix, hash := web.NewAPIKey()
 	id = "k-" + prefix + "-" + fmt.Sprint(time.Now().UnixNano())

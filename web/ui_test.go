@@ -19,7 +19,7 @@ import (
 // browser is an HTTP client with a cookie jar that does not follow
 // redirects, so each answer can be checked.
 type browser struct {
-	t    *testing.T
+	t    testing.TB
 	base string
 	hc   *http.Client
 }
@@ -30,7 +30,7 @@ type page struct {
 	Body   string
 }
 
-func (e *apiEnv) browser(t *testing.T) *browser {
+func (e *apiEnv) browser(t testing.TB) *browser {
 	jar, err := cookiejar.New(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +91,7 @@ func (b *browser) cookie() string {
 func withUI(s *web.Server) { s.UIStore = s.Store.(web.UIStore) }
 
 // addPerson creates a user who signs in with a password.
-func (e *apiEnv) addPerson(t *testing.T, email string, role domain.Role) (id, password string) {
+func (e *apiEnv) addPerson(t testing.TB, email string, role domain.Role) (id, password string) {
 	t.Helper()
 	password = "correct horse " + email
 	hash, err := web.HashPassword(password)
@@ -106,7 +106,7 @@ func (e *apiEnv) addPerson(t *testing.T, email string, role domain.Role) (id, pa
 }
 
 // signedIn adds a person and returns a browser signed in as them.
-func (e *apiEnv) signedIn(t *testing.T, email string, role domain.Role) *browser {
+func (e *apiEnv) signedIn(t testing.TB, email string, role domain.Role) *browser {
 	t.Helper()
 	_, password := e.addPerson(t, email, role)
 	b := e.browser(t)
@@ -330,7 +330,7 @@ func TestUIResumeWithJSONEditor(t *testing.T) {
 	})
 }
 
-func mustURL(t *testing.T, s string) *url.URL {
+func mustURL(t testing.TB, s string) *url.URL {
 	u, err := url.Parse(s)
 	if err != nil {
 		t.Fatal(err)
