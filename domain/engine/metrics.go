@@ -53,11 +53,7 @@ func (m *Metrics) observeStep(workflow string, c domain.StepCommit, d time.Durat
 		m.steps[workflow] = st
 	}
 	secs := max(d.Seconds(), 0)
-	i := 0
-	for i < len(StepDurationBuckets) && secs > StepDurationBuckets[i] {
-		i++
-	}
-	st.Buckets[i]++
+	st.Buckets[bucketOf(StepDurationBuckets, secs)]++
 	st.Sum += secs
 	st.Count++
 	switch {
@@ -89,15 +85,8 @@ func (m *Metrics) observeCommit(job domain.Job, _ domain.CommitResult, c domain.
 		return
 	}
 	// The job's run-at is when the resume committed (or the timer was due).
-	d := now.Sub(job.RunAt).Seconds()
-	if d < 0 {
-		d = 0
-	}
-	i := 0
-	for i < len(ResumeLatencyBuckets) && d > ResumeLatencyBuckets[i] {
-		i++
-	}
-	m.counts[i]++
+	d := max(now.Sub(job.RunAt).Seconds(), 0)
+	m.counts[bucketOf(ResumeLatencyBuckets, d)]++
 	m.sum += d
 	m.total++
 }
@@ -121,4 +110,14 @@ func (m *Metrics) Commits() uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.commits
+}
+
+// bucketOf is the index of the first of bounds that v does not exceed, or
+// len(bounds) (+Inf).
+func bucketOf(bounds []float64, v float64) int {
+	i := 0
+	for i < len(bounds) && v > bounds[i] {
+		i++
+	}
+	return i
 }
