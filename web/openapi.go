@@ -159,10 +159,10 @@ func operations() []operation {
 		{method: "delete", path: "/api/v1/subscriptions/{id}", id: "deleteSubscription", summary: "End a subscription (admins)", okStatus: "204", problems: []string{"403", "404"}},
 		{method: "get", path: "/api/v1/subscriptions/{id}/deliveries", id: "listDeliveries", summary: "A subscription's delivery attempts (admins)", query: []string{"cursor", "limit"}, ok: pageOf("Delivery"), problems: []string{"403", "404"}},
 
-		{method: "*", path: "/v1/flow-runs/{runId}/waitpoints/{waitpointId}", id: "resumeWaitpoint", summary: "A waitpoint's resume URL: any call resumes it with the call (method, headers, query, body); its token is in the query", public: true, body: anyJSON, bodyType: "*/*", okStatus: "200", ok: anyJSON, problems: []string{"404", "409", "410"}},
-		{method: "*", path: "/v1/flow-runs/{runId}/waitpoints/{waitpointId}/sync", id: "resumeWaitpointSync", summary: "The same, answering with the waitpoint's responseToSend once the run has gone on (202 after the sync timeout)", public: true, body: anyJSON, bodyType: "*/*", okStatus: "200", ok: anyJSON, problems: []string{"404", "409", "410"}},
+		{method: "*", path: "/v1/flow-runs/{runId}/waitpoints/{waitpointId}", id: "resumeWaitpoint", summary: "A waitpoint's resume URL: any call resumes it with the call (method, headers, query, body); its token is in the query (an address that sends too many unknown tokens is refused 429)", public: true, body: anyJSON, bodyType: "*/*", okStatus: "200", ok: anyJSON, problems: []string{"404", "409", "410", "429"}},
+		{method: "*", path: "/v1/flow-runs/{runId}/waitpoints/{waitpointId}/sync", id: "resumeWaitpointSync", summary: "The same, answering with the waitpoint's responseToSend once the run has gone on (202 after the sync timeout)", public: true, body: anyJSON, bodyType: "*/*", okStatus: "200", ok: anyJSON, problems: []string{"404", "409", "410", "429"}},
 		{method: "*", path: "/v1/webhooks/{workflowId}", id: "webhookTrigger", summary: "Start a run of a workflow that takes webhook triggers, with the call as its input", public: true, body: anyJSON, bodyType: "*/*", okStatus: "200", ok: anyJSON, problems: []string{"404"}},
-		{method: "post", path: "/webhook/{flowId}/{stepId}/{token}", id: "reportWork", summary: "An async http step's report on its work item (the receipt token is its credential)", public: true, body: ref("StepResult"), ok: freeForm, problems: []string{"404"}},
+		{method: "post", path: "/webhook/{flowId}/{stepId}/{token}", id: "reportWork", summary: "An async http step's report on its work item (the receipt token is its credential)", public: true, body: ref("StepResult"), ok: freeForm, problems: []string{"404", "429"}},
 	}
 }
 

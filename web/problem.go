@@ -137,6 +137,8 @@ func problemFor(err error) Problem {
 		return newProblem(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "This address does not take this method; the Allow header lists those it takes.")
 	case errors.Is(err, domain.ErrNotApprover):
 		return newProblem(http.StatusForbidden, domain.CodeNotApprover, notApproverMessage)
+	case errors.Is(err, errTooManyInvalidTokens):
+		return newProblem(http.StatusTooManyRequests, CodeTooManyInvalidTokens, "This address sent too many tokens that match nothing; wait for the time Retry-After says, then try again.")
 	case errors.Is(err, errTooManyStreams):
 		return newProblem(http.StatusTooManyRequests, CodeTooManyStreams, "You hold as many attach streams open as one user may; close one and try again.")
 	case errors.Is(err, domain.ErrSeparationOfDuties):

@@ -56,6 +56,11 @@ type Server struct {
 	// closing is closed by CloseStreams: attach streams and live pages end.
 	closing   chan struct{}
 	closeOnce sync.Once
+	// TokenMissLimit is how many tokens matching nothing one address may
+	// send to capability URLs in a quarter of an hour (100).
+	TokenMissLimit int
+	tokenMisses    *loginLimiter
+	tokenOnce      sync.Once
 	// prom is the server's metrics registry (promMetrics).
 	prom     *serverMetrics
 	promOnce sync.Once
@@ -265,10 +270,10 @@ func (s *Server) Handler() http.Handler {
 		}
 		return domain.ErrNotFound
 	}))
-	route("/v1/flow-runs/{runId}/waitpoints/{waitpointId}", s.handle(s.resumeWaitpoint(false)))
-	route("/v1/flow-runs/{runId}/waitpoints/{waitpointId}/sync", s.handle(s.resumeWaitpoint(true)))
+	route("/v1/flow-runs/{runId}/waitpoints/{waitpointId}", s.handle(s.guardToken(s.resumeWaitpoint(false))))
+	route("/v1/flow-runs/{runId}/waitpoints/{waitpointId}/sync", s.handle(s.guardToken(s.resumeWaitpoint(true))))
 	route("/v1/webhooks/{workflowId}", s.handle(s.webhookTrigger))
-	route("POST /webhook/{flowId}/{stepId}/{token}", s.handle(s.reportWork))
+	route("POST /webhook/{flowId}/{stepId}/{token}", s.handle(s.guardToken(s.reportWork)))
 	if s.UIStore != nil {
 		s.ui(mux)
 	}
