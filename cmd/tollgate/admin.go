@@ -91,7 +91,7 @@ func createKey(ctx context.Context, db *storage.DB, userID, name, secret string)
 // openForAdmin parses a command's flags (its own, from extra, and the
 // database's), runs check on them, and only then opens the database: a
 // command given wrong arguments touches nothing.
-func openForAdmin(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, extra func(*envFlags), check func() error) (*storage.DB, error) {
+func openForAdmin(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, extra func(*envFlags), check func(dbConfig) error) (*storage.DB, error) {
 	var c dbConfig
 	f := newFlags("tollgate", getenv, stderr)
 	f.db(&c)
@@ -100,7 +100,7 @@ func openForAdmin(ctx context.Context, args []string, getenv func(string) string
 		return nil, err
 	}
 	if check != nil {
-		if err := check(); err != nil {
+		if err := check(c); err != nil {
 			return nil, err
 		}
 	}
@@ -179,7 +179,7 @@ func userCmd(ctx context.Context, args []string, getenv func(string) string, std
 		f.fs.StringVar(&email, "email", "", "email address (login)")
 		f.fs.StringVar(&role, "role", "reviewer", "admin, reviewer or founder")
 		f.fs.StringVar(&name, "name", "", "display name")
-	}, func() error {
+	}, func(dbConfig) error {
 		if !strings.Contains(email, "@") || !domain.Role(role).Valid() {
 			return errors.New("--email must be an address and --role one of admin, reviewer, founder")
 		}
@@ -220,7 +220,7 @@ func apikeyCmd(ctx context.Context, args []string, getenv func(string) string, s
 	db, err := openForAdmin(ctx, args[1:], getenv, stderr, func(f *envFlags) {
 		f.fs.StringVar(&email, "email", "", "owner of the key")
 		f.fs.StringVar(&name, "name", "cli", "a name to tell keys apart")
-	}, func() error {
+	}, func(dbConfig) error {
 		if !strings.Contains(email, "@") {
 			return errors.New("--email must name the key's owner, a user's address")
 		}
@@ -249,32 +249,25 @@ func apikeyCmd(ctx context.Context, args []string, getenv func(string) string, s
 // it (storage.Backup). It opens an existing database only: a wrong --data
 // must not back up a new, empty one.
 func backupCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var to string
-	var c dbConfig
-	f := newFlags("tollgate backup", getenv, stderr)
-	f.db(&c)
-	f.fs.StringVar(&to, "to", "", "file to write the backup to (must not exist)")
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	switch {
-	case to == "":
-		return errors.New("usage: tollgate backup --to FILE [--data DIR]")
-	case c.databaseURL != "":
-		return errors.New("backup copies the embedded database; back up PostgreSQL with pg_dump (see the README's Backup and restore)")
-	}
-	if _, err := os.Lstat(to); err == nil {
-		return fmt.Errorf("%s exists; name a new file", to)
-	}
-	src := filepath.Join(c.dataDir, "tollgate.db")
-	if _, err := os.Stat(src); err != nil {
-		return fmt.Errorf("no database to back up: %w", err)
-	}
-	log, err := c.logger(stderr)
-	if err != nil {
-		return err
-	}
-	db, err := c.open(ctx, log)
+	var to, src string
+	db, err := openForAdmin(ctx, args, getenv, stderr, func(f *envFlags) {
+		f.fs.StringVar(&to, "to", "", "file to write the backup to (must not exist)")
+	}, func(c dbConfig) error {
+		switch {
+		case to == "":
+			return errors.New("usage: tollgate backup --to FILE [--data DIR]")
+		case c.databaseURL != "":
+			return errors.New("backup copies the embedded database; back up PostgreSQL with pg_dump (see the README's Backup and restore)")
+		}
+		if _, err := os.Lstat(to); err == nil {
+			return fmt.Errorf("%s exists; name a new file", to)
+		}
+		src = filepath.Join(c.dataDir, "tollgate.db")
+		if _, err := os.Stat(src); err != nil {
+			return fmt.Errorf("no database to back up: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}

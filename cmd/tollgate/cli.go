@@ -79,14 +79,10 @@ type runsCLI struct {
 
 type runsBulkCmd struct {
 	apiFlags
-	Action        string    `arg:"" enum:"cancel,retry" help:"cancel or retry."`
-	IDs           []string  `name:"ids" help:"These runs (comma-separated)."`
-	Reason        string    `help:"Why (kept in each run's log and the audit log)."`
-	Status        []string  `help:"Runs in these statuses (comma-separated)."`
-	Workflow      string    `help:"Runs of this workflow."`
-	Query         string    `short:"q" name:"query" help:"Runs found by id, workflow or text in their input."`
-	CreatedAfter  time.Time `help:"Runs created at or after this time (RFC 3339)." format:"2006-01-02T15:04:05Z07:00"`
-	CreatedBefore time.Time `help:"Runs created before this time (RFC 3339)." format:"2006-01-02T15:04:05Z07:00"`
+	runFilterFlags
+	Action string   `arg:"" enum:"cancel,retry" help:"cancel or retry."`
+	IDs    []string `name:"ids" help:"These runs (comma-separated); without them, those the filter flags match."`
+	Reason string   `help:"Why (kept in each run's log and the audit log)."`
 }
 
 type runIDCmd struct {
@@ -99,16 +95,30 @@ type runReasonCmd struct {
 	Reason string `help:"Why (kept in the run's log and the audit log)."`
 }
 
-type runsListCmd struct {
-	apiFlags
+// runFilterFlags select runs, for runs list and runs bulk.
+type runFilterFlags struct {
 	Status        []string  `help:"Only runs in these statuses (comma-separated)."`
 	Workflow      string    `help:"Only runs of this workflow."`
 	Query         string    `short:"q" name:"query" help:"Find runs by id, workflow or text in their input."`
 	CreatedAfter  time.Time `help:"Only runs created at or after this time (RFC 3339)." format:"2006-01-02T15:04:05Z07:00"`
 	CreatedBefore time.Time `help:"Only runs created before this time (RFC 3339)." format:"2006-01-02T15:04:05Z07:00"`
-	Limit         int       `default:"50" help:"Runs per page (1-500)."`
-	Cursor        string    `help:"The page after the one that handed out this cursor."`
-	All           bool      `help:"Every page, not only the first."`
+}
+
+// suspFilterFlags select suspensions, for suspensions list and bulk.
+type suspFilterFlags struct {
+	Status   string `help:"pending, resumed, expired or cancelled (bulk: pending by default)."`
+	Reason   string `help:"Only this reason."`
+	Kind     string `help:"delay, webhook, callback, signal, approval or input."`
+	Workflow string `help:"Only this workflow's."`
+	Run      string `help:"Only this run's."`
+}
+
+type runsListCmd struct {
+	apiFlags
+	runFilterFlags
+	Limit  int    `default:"50" help:"Runs per page (1-500)."`
+	Cursor string `help:"The page after the one that handed out this cursor."`
+	All    bool   `help:"Every page, not only the first."`
 }
 
 type runsStartCmd struct {
@@ -153,14 +163,10 @@ type suspensionsCLI struct {
 
 type suspBulkCmd struct {
 	apiFlags
-	Action   string   `arg:"" enum:"approve,reject" help:"approve or reject."`
-	IDs      []string `name:"ids" help:"These suspensions (comma-separated)."`
-	Comment  string   `help:"One comment for every decision."`
-	Status   string   `help:"Suspensions in this status (default: pending)."`
-	Reason   string   `help:"Suspensions with this reason."`
-	Kind     string   `help:"Suspensions of this kind."`
-	Workflow string   `help:"Suspensions of this workflow."`
-	Run      string   `help:"Suspensions of this run."`
+	suspFilterFlags
+	Action  string   `arg:"" enum:"approve,reject" help:"approve or reject."`
+	IDs     []string `name:"ids" help:"These suspensions (comma-separated); without them, those the filter flags match."`
+	Comment string   `help:"One comment for every decision."`
 }
 
 type suspIDCmd struct {
@@ -170,15 +176,11 @@ type suspIDCmd struct {
 
 type suspListCmd struct {
 	apiFlags
-	Status   string `help:"pending, resumed, expired or cancelled."`
-	Reason   string `help:"Only this reason."`
-	Kind     string `help:"delay, webhook, callback, signal, approval or input."`
-	Workflow string `help:"Only this workflow's."`
-	Run      string `help:"Only this run's."`
-	Newest   bool   `help:"Newest first."`
-	Limit    int    `default:"50" help:"Suspensions per page (1-500)."`
-	Cursor   string `help:"The page after the one that handed out this cursor."`
-	All      bool   `help:"Every page, not only the first."`
+	suspFilterFlags
+	Newest bool   `help:"Newest first."`
+	Limit  int    `default:"50" help:"Suspensions per page (1-500)."`
+	Cursor string `help:"The page after the one that handed out this cursor."`
+	All    bool   `help:"Every page, not only the first."`
 }
 
 type suspResumeCmd struct {
@@ -475,11 +477,7 @@ func (r *runsCLI) run(ctx context.Context, path string, getenv func(string) stri
 		if err != nil {
 			return err
 		}
-		var statuses []string
-		for _, s := range f.Status {
-			statuses = append(statuses, strings.Split(s, ",")...)
-		}
-		filter := apiclient.RunFilter{Statuses: statuses, WorkflowID: f.Workflow, Query: f.Query, CreatedAfter: f.CreatedAfter,
+		filter := apiclient.RunFilter{Statuses: splitList(f.Status), WorkflowID: f.Workflow, Query: f.Query, CreatedAfter: f.CreatedAfter,
 			CreatedBefore: f.CreatedBefore, Limit: f.Limit}
 		return listPages(printer{stdout, f.JSON}, f.Cursor, f.All, func(cursor string) (apiclient.Page[apiclient.Run], error) {
 			filter.Cursor = cursor
@@ -568,11 +566,7 @@ func (r *runsCLI) run(ctx context.Context, path string, getenv func(string) stri
 		if err != nil {
 			return err
 		}
-		var statuses []string
-		for _, s := range f.Status {
-			statuses = append(statuses, strings.Split(s, ",")...)
-		}
-		run, err := api.Wait(ctx, f.ID, statuses...)
+		run, err := api.Wait(ctx, f.ID, splitList(f.Status)...)
 		if err != nil {
 			return err
 		}

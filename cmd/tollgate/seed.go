@@ -26,7 +26,7 @@ func seedCmd(ctx context.Context, args []string, getenv func(string) string, std
 		f.fs.IntVar(&n, "suspensions", 1000, "how many suspended runs to create")
 		f.fs.IntVar(&founders, "founders", 20, "documentation requests are assigned to founder-1@example.com … founder-N@example.com")
 		f.fs.DurationVar(&spread, "spread", 30*24*time.Hour, "the oldest suspension has waited this long")
-	}, func() error {
+	}, func(dbConfig) error {
 		if n < 1 || founders < 1 || spread < 0 {
 			return errors.New("--suspensions and --founders must be positive, --spread not negative")
 		}
