@@ -34,22 +34,11 @@ type RetryRequest struct {
 	Audit *AuditEntry
 }
 
-// FailedStep is what a run's failing commit kept of the job whose step
-// failed it, so that a retry can queue that job again.
-type FailedStep struct {
-	JobKey       string
-	Kind         JobKind
-	Step         string
-	Input        []byte
-	SuspensionID string
-	FailedAt     time.Time
-}
-
-// DecideRetry decides whether a run of status, failed with why, with the
-// failed step it kept (nil when none), may be retried. Only a failed run
-// may: any other refuses with CodeRunNotFailed. A rejected run, or one
-// without a kept step, refuses with CodeNotRetryable.
-func DecideRetry(req RetryRequest, status RunStatus, why *RunError, failed *FailedStep) error {
+// DecideRetry decides whether a run of status, failed with why, may be
+// retried; kept says whether its failing commit kept the failed step's
+// job. Only a failed run may: any other refuses with CodeRunNotFailed. A
+// rejected run, or one without a kept step, refuses with CodeNotRetryable.
+func DecideRetry(req RetryRequest, status RunStatus, why *RunError, kept bool) error {
 	if status != RunFailed {
 		return &ConflictError{Code: CodeRunNotFailed, Message: fmt.Sprintf("run %s is %s; only a failed run can be retried", req.RunID, status),
 			Detail: map[string]any{"status": status}}
@@ -57,7 +46,7 @@ func DecideRetry(req RetryRequest, status RunStatus, why *RunError, failed *Fail
 	if err := Retryable(why); err != nil {
 		return err
 	}
-	if failed == nil {
+	if !kept {
 		return &ConflictError{Code: CodeNotRetryable, Message: fmt.Sprintf("run %s failed before failed steps were kept for retries; re-run it as a new run instead", req.RunID)}
 	}
 	return nil

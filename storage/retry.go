@@ -61,14 +61,12 @@ func (db *DB) retryRunIn(ctx context.Context, tx bun.IDB, req domain.RetryReques
 	if err != nil {
 		return domain.Run{}, err
 	}
-	var kept *domain.FailedStep
 	row := new(failedStepRow)
-	switch err := tx.NewSelect().Model(row).Where("run_id = ?", run.ID).Scan(ctx); {
-	case err == nil:
-		kept = &domain.FailedStep{JobKey: row.JobKey, Kind: row.Kind, Step: row.Step, Input: row.Input, FailedAt: row.FailedAt}
-	case !isNoRows(err):
+	err = tx.NewSelect().Model(row).Where("run_id = ?", run.ID).Scan(ctx)
+	if err != nil && !isNoRows(err) {
 		return domain.Run{}, err
 	}
+	kept := err == nil
 	if err := domain.DecideRetry(req, run.Status, run.Error, kept); err != nil {
 		return domain.Run{}, err
 	}
