@@ -312,3 +312,9 @@ func fieldErrors(fields []FormField) []string {
 	}
 	return out
 }
+
+// RunLabel names a run for people: "A run of onboarding started 2 Mar
+// 2026, 09:30 UTC".
+func RunLabel(run domain.Run) string {
+	return "A run of " + cmp.Or(run.WorkflowID, "a workflow") + " started " + exactTime(run.CreatedAt)
+}

@@ -245,6 +245,23 @@ func TestBrowserEveryPageFitsAndIsAccessible(t *testing.T) {
 		mailHintsUnderLabels(t, e.srv.URL, rev, vp)
 	}
 
+	// What a bulk action from a page answers: an admin ticks the failed
+	// run and a succeeded one and retries them; the second cannot be.
+	for _, vp := range sizes {
+		tab, cancel := context.WithTimeout(admin, time.Minute)
+		atSize(t, tab, vp)
+		do(t, tab, "retry ticked runs at "+vp.Name, chromedp.Navigate(e.srv.URL+"/runs"), chromedp.WaitVisible(`[data-testid="runs-bulk"]`),
+			chromedp.Click(`input[value="`+broke.ID+`"]`), chromedp.Click(`input[value="`+won.ID+`"]`),
+			chromedp.Click(`#runs-bulk button[value="retry"]`), chromedp.WaitVisible(`.bulk-failures`))
+		why, err := chromedp.Run(tab, chromedp.Text(`.bulk-failures`))
+		if err != nil || !strings.Contains(why, "A run of "+won.WorkflowID+" started") || !strings.Contains(why, "it has not failed: it is succeeded") || strings.Contains(why, won.ID) {
+			t.Errorf("at %s the run that could not be retried reads %q, want it named by its workflow and why in words (%v)", vp.Name, why, err)
+		}
+		checkPage(t, tab, vp, "bulk result at "+vp.Name)
+		screenshot(t, tab, "bulk-result-"+vp.Name)
+		cancel()
+	}
+
 	// The pages a form leads to: an issued reset link, the page it opens
 	// and the one after it, and the answer to "Forgot password?". A link
 	// works once, so each size has its own.

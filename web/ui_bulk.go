@@ -130,7 +130,11 @@ func (s *Server) bulkFromRuns(w http.ResponseWriter, r *http.Request) {
 		items = pages(r.Context(), list, f, s.Store.Runs, func(run domain.Run) string { return run.ID },
 			func(f *domain.RunFilter, c string) { f.Cursor = c })
 	}
+	before := map[string]domain.Run{} // each run as it stood, to name it and say why it could not be acted on
 	act := func(id string) (string, error) {
+		if run, err := s.Store.Run(r.Context(), id); err == nil {
+			before[id] = run
+		}
 		audit := s.auditEntry(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "run." + action, Data: auditData(map[string]any{"bulk": true})})
 		run, err := s.actOnRun(r.Context(), action, id, v.Email, reason, audit)
 		return string(run.Status), err
@@ -139,9 +143,31 @@ func (s *Server) bulkFromRuns(w http.ResponseWriter, r *http.Request) {
 	p := views.BulkPage{Viewer: v, Verb: verb, Noun: "run", CLI: "runs", Back: "/runs", BackLabel: "Back to the runs"}
 	sum := s.doBulk(r.Context(), items, list, act, func(res bulkResult) {
 		if !res.OK {
-			p.Failures = append(p.Failures, views.BulkFailure{Label: res.ID, Href: "/runs/" + res.ID, Why: res.Detail})
+			run, found := before[res.ID]
+			label := res.ID
+			if found {
+				label = views.RunLabel(run)
+			}
+			p.Failures = append(p.Failures, views.BulkFailure{Label: label, Href: "/runs/" + res.ID, Why: whyNotActed(res, run)})
 		}
 	})
 	p.Done, p.Succeeded, p.More = sum.Done, sum.Succeeded, sum.Truncated
 	s.render(w, r, http.StatusOK, views.Bulk(p))
+}
+
+// whyNotActed says in a person's words why a run could not be cancelled
+// or retried, from the problem's code; a problem without one keeps its
+// detail.
+func whyNotActed(res bulkResult, run domain.Run) string {
+	switch res.Code {
+	case domain.CodeNotFound:
+		return "it no longer exists"
+	case domain.CodeRunFinished:
+		return "it has already finished"
+	case domain.CodeRunNotFailed:
+		return "it has not failed: it is " + string(run.Status)
+	case domain.CodeNotRetryable:
+		return "it was rejected, or it failed before failed steps were kept for retries; run it again as a new run instead"
+	}
+	return res.Detail
 }
