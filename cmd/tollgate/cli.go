@@ -67,7 +67,7 @@ type runsCLI struct {
 	List   runsListCmd   `cmd:"" help:"List runs, newest first."`
 	Get    runIDCmd      `cmd:"" help:"Show a run and what it waits for."`
 	Start  runsStartCmd  `cmd:"" help:"Start a run of a workflow."`
-	Events runsEventsCmd `cmd:"" help:"Print a run's log."`
+	Events runIDCmd      `cmd:"" help:"Print a run's log."`
 	Attach runIDCmd      `cmd:"" help:"Follow a run's events as they happen, until it ends."`
 	Wait   runsWaitCmd   `cmd:"" help:"Wait until a run is in one of the statuses given (default: finished)."`
 	Cancel runReasonCmd  `cmd:"" help:"Cancel a run that has not finished."`
@@ -129,26 +129,18 @@ type runsStartCmd struct {
 	Wait           bool   `help:"Wait until the run pauses or finishes."`
 }
 
-type runsEventsCmd struct {
-	apiFlags
-	ID string `arg:"" name:"run" help:"The run's id."`
-}
-
 type runsWaitCmd struct {
-	apiFlags
-	ID     string   `arg:"" name:"run" help:"The run's id."`
+	runIDCmd
 	Status []string `help:"Statuses to wait for (comma-separated; default: succeeded, failed, cancelled)."`
 }
 
 type runsRerunCmd struct {
-	apiFlags
-	ID    string `arg:"" name:"run" help:"The run's id."`
+	runIDCmd
 	Input string `help:"Another input: JSON, or @FILE (@- for standard input)."`
 }
 
 type runsDeleteCmd struct {
-	apiFlags
-	ID     string `arg:"" name:"run" help:"The run's id."`
+	runIDCmd
 	Reason string `required:"" help:"Why (kept in the audit log)."`
 }
 
