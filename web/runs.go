@@ -264,24 +264,33 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 // a run that did not fail a retry (409).
 func (s *Server) runAction(action string) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		p := principalFrom(r.Context())
-		if p.User.Role != domain.RoleAdmin {
-			return errForbidden
-		}
-		var body struct {
-			// Reason, optional, says why (at most 500 characters).
-			Reason string `json:"reason"`
-		}
-		if err := decodeJSON(w, r, &body, s.MaxBody); err != nil {
+		p, reason, err := s.adminWithReason(w, r)
+		if err != nil {
 			return err
 		}
-		run, err := s.actOnRun(r.Context(), action, r.PathValue("runId"), p.User.Email, body.Reason, s.apiAudit(r, "run."+action, map[string]any{}))
+		run, err := s.actOnRun(r.Context(), action, r.PathValue("runId"), p.User.Email, reason, s.apiAudit(r, "run."+action, map[string]any{}))
 		if err != nil {
 			return err
 		}
 		writeJSON(w, http.StatusOK, runView(run))
 		return nil
 	}
+}
+
+// adminWithReason admits an admin's request on a run and reads the
+// reason its body gives (optional for a cancel or a retry, required for a
+// delete, which the engine checks).
+func (s *Server) adminWithReason(w http.ResponseWriter, r *http.Request) (Principal, string, error) {
+	p := principalFrom(r.Context())
+	if p.User.Role != domain.RoleAdmin {
+		return Principal{}, "", errForbidden
+	}
+	var body struct {
+		// Reason says why (at most 500 characters).
+		Reason string `json:"reason"`
+	}
+	err := decodeJSON(w, r, &body, s.MaxBody)
+	return p, body.Reason, err
 }
 
 // actOnRun cancels or retries (action) a run, by someone, saying why.

@@ -12,17 +12,11 @@ import (
 // the audit log keeps with the admin, as for every API action; there is
 // no undo, so the reason is required. 204 when the run is gone.
 func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request) error {
-	p := principalFrom(r.Context())
-	if p.User.Role != domain.RoleAdmin {
-		return errForbidden
-	}
-	var body struct {
-		Reason string `json:"reason"`
-	}
-	if err := decodeJSON(w, r, &body, s.MaxBody); err != nil {
+	_, reason, err := s.adminWithReason(w, r)
+	if err != nil {
 		return err
 	}
-	req := domain.DeleteRunRequest{RunID: r.PathValue("runId"), Reason: body.Reason, Audit: s.apiAudit(r, "run.delete", map[string]any{})}
+	req := domain.DeleteRunRequest{RunID: r.PathValue("runId"), Reason: reason, Audit: s.apiAudit(r, "run.delete", map[string]any{})}
 	if err := s.Engine.DeleteRun(r.Context(), req); err != nil {
 		return err
 	}
