@@ -13,16 +13,28 @@ const changesChannel = "tollgate_changes"
 
 type changeFunc = func(runID string)
 
-// OnChange registers f to hear of every committed change to a run: in this
-// process on SQLite, in every process sharing the database on PostgreSQL
-// (notifications are delivered on commit, never for a rollback). f must not
-// block. A notification can be lost when the listening connection breaks;
-// listeners re-read what they show after a reconnect.
-func (db *DB) OnChange(f func(runID string)) { db.onChange.Store(&f) }
+// OnChange adds f to those that hear of every committed change to a run:
+// in this process on SQLite, in every process sharing the database on
+// PostgreSQL (notifications are delivered on commit, never for a
+// rollback). f must not block. A notification can be lost when the
+// listening connection breaks; listeners re-read what they show after a
+// reconnect.
+func (db *DB) OnChange(f func(runID string)) {
+	db.onChangeMu.Lock()
+	defer db.onChangeMu.Unlock()
+	var fs []changeFunc
+	if old := db.onChange.Load(); old != nil {
+		fs = append(fs, *old...)
+	}
+	fs = append(fs, f)
+	db.onChange.Store(&fs)
+}
 
 func (db *DB) emitChange(runID string) {
-	if f := db.onChange.Load(); f != nil && runID != "" {
-		(*f)(runID)
+	if fs := db.onChange.Load(); fs != nil && runID != "" {
+		for _, f := range *fs {
+			f(runID)
+		}
 	}
 }
 

@@ -72,11 +72,13 @@ type DB struct {
 	// self is carried by this handle's job notifications, so that its
 	// listener skips them: signal has woken its own workers already.
 	self string
-	// onChange hears of committed run changes (see OnChange).
-	onChange atomic.Pointer[changeFunc]
-	stop     context.CancelFunc
-	done     chan struct{}
-	dsn      string
+	// onChange hear of committed run changes (see OnChange); the slice is
+	// replaced, never changed, and onChangeMu orders the replacements.
+	onChange   atomic.Pointer[[]changeFunc]
+	onChangeMu sync.Mutex
+	stop       context.CancelFunc
+	done       chan struct{}
+	dsn        string
 }
 
 // Open connects, configures the connection and returns the DB. It does not

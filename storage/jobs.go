@@ -88,12 +88,18 @@ func (j *jobRow) unclaim() {
 // commits. PostgreSQL delivers the notification only on commit, never for a
 // rollback. Its payload names this handle, whose own workers every caller
 // wakes with signal after the commit; its listener skips it, so that one
-// job does not wake this process twice.
+// job does not wake this process twice. A transaction the caller commits
+// (CreateRunTx) is followed by no signal here, so its notice names no
+// handle and this process hears it too.
 func (db *DB) notifyJobs(ctx context.Context, b *batch) error {
 	if db.dialect != Postgres {
 		return nil
 	}
-	return b.add(ctx, b.tx.NewRaw("SELECT pg_notify(?, ?)", jobsChannel, db.self))
+	from := db.self
+	if _, callers := b.tx.(callerTx); callers {
+		from = ""
+	}
+	return b.add(ctx, b.tx.NewRaw("SELECT pg_notify(?, ?)", jobsChannel, from))
 }
 
 // ClaimJobs implements domain.Store. On PostgreSQL, FOR UPDATE SKIP LOCKED

@@ -71,7 +71,7 @@ func (db *DB) runCreated(id string, h *domain.Handoff) {
 // createRunIn inserts the run row holds inside a transaction, or, when its
 // idempotency key was used before, loads the existing run into row and
 // returns created=false.
-func (db *DB) createRunIn(ctx context.Context, tx bun.Tx, row *runRow, nr domain.NewRun) (created bool, err error) {
+func (db *DB) createRunIn(ctx context.Context, tx bun.IDB, row *runRow, nr domain.NewRun) (created bool, err error) {
 	res, err := tx.NewInsert().Model(row).On("CONFLICT DO NOTHING").Exec(ctx)
 	if err != nil {
 		return false, err
@@ -157,7 +157,7 @@ func handOverStart(h *domain.Handoff, job *jobRow, row *runRow) {
 // starter: a key is the caller's own, so another person's run is never
 // handed back. The same key with a different input is a client error, not a
 // silent replay.
-func (db *DB) existingRun(ctx context.Context, tx bun.Tx, row *runRow, nr domain.NewRun) error {
+func (db *DB) existingRun(ctx context.Context, tx bun.IDB, row *runRow, nr domain.NewRun) error {
 	if nr.IdempotencyKey == "" {
 		return domain.ErrConflict // an id collision; ids are random, so this is a bug
 	}

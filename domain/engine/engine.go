@@ -169,12 +169,31 @@ func (e *Engine) Rerun(ctx context.Context, by domain.Starter, run domain.Run, i
 }
 
 func (e *Engine) startRun(ctx context.Context, by domain.Starter, workflowID string, input json.RawMessage, idempotencyKey, rerunOf string) (domain.Run, bool, error) {
+	nr, err := e.newRun(ctx, by, workflowID, input, idempotencyKey, rerunOf)
+	if err != nil {
+		return domain.Run{}, false, err
+	}
+	nr.Handoff = e.handoff()
+	a := e.apply(ctx, domain.Transition{Start: &nr})
+	e.dispatch(nr.Handoff, a.Err)
+	return a.Run, a.Created, a.Err
+}
+
+// NewRun checks a start of workflowID as StartAs does (who may start it,
+// its input against the workflow's schema, the idempotency key) and
+// returns the run it would create, for a caller that writes the run
+// itself, inside a transaction of its own.
+func (e *Engine) NewRun(ctx context.Context, by domain.Starter, workflowID string, input json.RawMessage, idempotencyKey string) (domain.NewRun, error) {
+	return e.newRun(ctx, by, workflowID, input, idempotencyKey, "")
+}
+
+func (e *Engine) newRun(ctx context.Context, by domain.Starter, workflowID string, input json.RawMessage, idempotencyKey, rerunOf string) (domain.NewRun, error) {
 	wf, err := e.reg.Find(ctx, workflowID, "")
 	if err != nil {
-		return domain.Run{}, false, fmt.Errorf("start run: workflow %q: %w", workflowID, err)
+		return domain.NewRun{}, fmt.Errorf("start run: workflow %q: %w", workflowID, err)
 	}
 	if !by.System() && !wf.MayStart(by.Role) {
-		return domain.Run{}, false, fmt.Errorf("start run of %s as %s: %w", workflowID, by.Role, domain.ErrStartForbidden)
+		return domain.NewRun{}, fmt.Errorf("start run of %s as %s: %w", workflowID, by.Role, domain.ErrStartForbidden)
 	}
 	if len(input) == 0 {
 		input = json.RawMessage("null")
@@ -182,24 +201,21 @@ func (e *Engine) startRun(ctx context.Context, by domain.Starter, workflowID str
 	// Checked here, not left to the database: PostgreSQL refuses some JSON
 	// that SQLite stores, and a run must start (or not) the same on both.
 	if err := domain.CheckJSON(input); err != nil {
-		return domain.Run{}, false, fmt.Errorf("start run of %s: input: %w", workflowID, err)
+		return domain.NewRun{}, fmt.Errorf("start run of %s: input: %w", workflowID, err)
 	}
 	if len(wf.InputSchema) > 0 && e.o.ValidateInput != nil {
 		if err := e.o.ValidateInput(wf.InputSchema, input); err != nil {
-			return domain.Run{}, false, fmt.Errorf("start run of %s: input: %w", workflowID, err)
+			return domain.NewRun{}, fmt.Errorf("start run of %s: input: %w", workflowID, err)
 		}
 	}
 	if len(idempotencyKey) > 255 {
-		return domain.Run{}, false, &domain.ValidationError{Code: domain.CodeValidation, Message: "Idempotency-Key is longer than 255 characters"}
+		return domain.NewRun{}, &domain.ValidationError{Code: domain.CodeValidation, Message: "Idempotency-Key is longer than 255 characters"}
 	}
-	h := e.handoff()
-	a := e.apply(ctx, domain.Transition{Start: &domain.NewRun{
+	return domain.NewRun{
 		ID: newID(), WorkflowID: wf.ID, WorkflowVersion: wf.Version, Input: input,
 		IdempotencyKey: idempotencyKey, StartedBy: by, FirstStep: wf.FirstStep(), Now: e.o.Clock.Now(),
-		RerunOf: rerunOf, Handoff: h,
-	}})
-	e.dispatch(h, a.Err)
-	return a.Run, a.Created, a.Err
+		RerunOf: rerunOf,
+	}, nil
 }
 
 // Resume supplies resume data to a pending suspension (by ID, or by run and
