@@ -234,7 +234,7 @@
       return;
     }
     var scope = marker.getAttribute("data-live-scope");
-    var url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/live?scope=" + encodeURIComponent(scope);
+    var url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + (document.documentElement.getAttribute("data-base") || "") + "/live?scope=" + encodeURIComponent(scope);
     var backoff = 1000;
     var opened = false;
     function connect() {

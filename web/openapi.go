@@ -303,18 +303,28 @@ func pathParams(path string) []string {
 }
 
 // openAPIJSON is the document, encoded once.
-var openAPIJSON = sync.OnceValue(func() []byte {
-	b, err := json.MarshalIndent(openAPIDocument(), "", "  ")
+var openAPIJSON = sync.OnceValue(func() []byte { return encodeOpenAPI(openAPIDocument()) })
+
+func encodeOpenAPI(doc schema) []byte {
+	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		panic(err)
 	}
 	return b
-})
+}
+
+// openAPIUnder is the document of a server mounted under base: its paths
+// are relative to base, which its server URL names.
+func openAPIUnder(base string) []byte {
+	doc := openAPIDocument()
+	doc["servers"] = []any{schema{"url": base + "/"}}
+	return encodeOpenAPI(doc)
+}
 
 // OpenAPI is the OpenAPI 3.1 document of the server's routes.
 func OpenAPI() []byte { return openAPIJSON() }
 
-func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(openAPIJSON())
+	_, _ = w.Write(s.openAPI())
 }

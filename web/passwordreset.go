@@ -45,7 +45,7 @@ func (s *Server) publicBase(r *http.Request) string {
 	if s.sessions.secure(r) {
 		scheme = "https"
 	}
-	return scheme + "://" + r.Host
+	return scheme + "://" + r.Host + s.BasePath
 }
 
 // issueReset makes a password-reset link for u, valid for

@@ -23,6 +23,7 @@ import (
 	"github.com/tollgatehq/tollgate/domain/flow"
 	"github.com/tollgatehq/tollgate/domain/hook"
 	"github.com/tollgatehq/tollgate/domain/replay"
+	"github.com/tollgatehq/tollgate/views"
 )
 
 // Health is what /readyz checks.
@@ -53,6 +54,8 @@ type Server struct {
 	Deliveries *domain.DeliveryCounts
 	// routes are the routes Handler registered.
 	routes []Route
+	// openAPI is the OpenAPI document as this server serves it.
+	openAPI func() []byte
 	// closing is closed by CloseStreams: attach streams and live pages end.
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -149,6 +152,11 @@ type Server struct {
 	// password-reset links; without it, links name the scheme and host
 	// the request came to.
 	PublicURL string
+	// BasePath, when set (/tollgate), is the path the handler is mounted
+	// under in a program that embeds it: requests arrive with it, and the
+	// pages write it before their links, forms, assets and redirects.
+	// PublicURL then ends with it too.
+	BasePath string
 	// ResetMailer, when set together with PublicURL, mails
 	// password-reset links that people ask for with "Forgot password?" on
 	// the login page; without them the page does not offer it and only
@@ -196,6 +204,11 @@ func (s *Server) keyCache() *keyCache {
 
 // Handler returns the routed, middleware-wrapped handler.
 func (s *Server) Handler() http.Handler {
+	s.openAPI = openAPIJSON
+	if s.BasePath != "" {
+		base := s.BasePath
+		s.openAPI = sync.OnceValue(func() []byte { return openAPIUnder(base) })
+	}
 	if s.MaxBody <= 0 {
 		s.MaxBody = 1 << 20
 	}
@@ -221,7 +234,7 @@ func (s *Server) Handler() http.Handler {
 	if !s.MetricsElsewhere {
 		route("GET /metrics", s.requireMetricsToken(s.metricsHTTP()))
 	}
-	route("GET /api/v1/openapi.json", http.HandlerFunc(serveOpenAPI))
+	route("GET /api/v1/openapi.json", http.HandlerFunc(s.serveOpenAPI))
 
 	// api registers an API route whose handler reads the query
 	// parameters named, and no others (see knownQuery).
@@ -285,8 +298,63 @@ func (s *Server) Handler() http.Handler {
 			}
 		})
 	}
-	return withRequestID(s.recoverPanics(s.logRequests(securityHeaders(mux))))
+	h := withRequestID(s.recoverPanics(s.logRequests(securityHeaders(mux))))
+	if s.BasePath != "" {
+		h = underBase(s.BasePath, h)
+	}
+	return h
 }
+
+// underBase serves next under the path base: the rest of a request's path
+// reaches next, pages render with base before their links, and a redirect
+// or Location to a path of the app gets base in front. base alone
+// redirects to base/; a path outside base is not the app's.
+func underBase(base string, next http.Handler) http.Handler {
+	strip := http.StripPrefix(base, next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == base {
+			target := base + "/"
+			if r.URL.RawQuery != "" {
+				target += "?" + r.URL.RawQuery
+			}
+			http.Redirect(w, r, target, http.StatusMovedPermanently)
+			return
+		}
+		if !strings.HasPrefix(r.URL.Path, base+"/") {
+			http.NotFound(w, r)
+			return
+		}
+		strip.ServeHTTP(&baseWriter{ResponseWriter: w, base: base}, r.WithContext(views.WithBase(r.Context(), base)))
+	})
+}
+
+// baseWriter puts the base path before a Location that names a path of
+// the app, as the pages' links have it.
+type baseWriter struct {
+	http.ResponseWriter
+	base  string
+	wrote bool
+}
+
+func (w *baseWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.wrote = true
+		h := w.Header()
+		if loc := h.Get("Location"); strings.HasPrefix(loc, "/") && !strings.HasPrefix(loc, "//") {
+			h.Set("Location", w.base+loc)
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *baseWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *baseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // handle adapts an error-returning handler; errors become problem details
 // here and only here.

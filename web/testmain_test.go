@@ -323,7 +323,11 @@ func (e *apiEnv) call(t testing.TB, method, path, key, body string, headers ...s
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(t.Context(), method, e.srv.URL+path, rd)
+	base := e.srv.URL
+	if e.api != nil {
+		base += e.api.BasePath // the server may be mounted under a path
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, base+path, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
