@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgatehq/tollgate"
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/domain/flow"
@@ -228,12 +229,9 @@ func (s *stamps) first(runID string) (time.Time, bool) {
 // flowServer is a bench server with declarative workflows whose task
 // handler "stamp" records into st, and the documents registered.
 func flowServer(t *testing.T, dialect string, st *stamps, onCommit func(string, domain.CommitResult), docs ...string) (*client, *engine.Engine, *storage.DB, func()) {
-	tasks := flow.NewTasks()
-	if err := tasks.Register("stamp", st.task); err != nil {
-		t.Fatal(err)
-	}
 	var errs atomic.Int64
-	c, eng, db, stop := benchServerOn(t, benchOpts(t, dialect), &errs, onCommit, tasks, "--http-allow", "*")
+	stamp := func(tg *tollgate.Tollgate) error { return tg.RegisterTask("stamp", st.task) }
+	c, eng, db, stop := benchServerOn(t, benchOpts(t, dialect), &errs, onCommit, stamp, "--http-allow", "*")
 	for _, doc := range docs {
 		c.register(t, doc)
 	}

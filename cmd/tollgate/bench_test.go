@@ -28,9 +28,9 @@ import (
 	"github.com/google/uuid"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver of the minimal raw cycle
 
+	"github.com/tollgatehq/tollgate"
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/engine"
-	"github.com/tollgatehq/tollgate/domain/flow"
 	"github.com/tollgatehq/tollgate/domain/replay"
 	"github.com/tollgatehq/tollgate/storage"
 	"github.com/tollgatehq/tollgate/storage/storagetest"
@@ -283,73 +283,53 @@ func benchServer(t *testing.T, dialect string, errs *atomic.Int64, onCommit func
 // workers, its commit callback and error-counting logger, a fixed secret,
 // and no housekeeping (TestBenchWeb measures counts with deltas not yet
 // folded).
-func benchServerOn(t *testing.T, o storage.Opts, errs *atomic.Int64, onCommit func(string, domain.CommitResult), tasks *flow.Tasks, args ...string) (*client, *engine.Engine, *storage.DB, func()) {
+func benchServerOn(t *testing.T, o storage.Opts, errs *atomic.Int64, onCommit func(string, domain.CommitResult), register func(*tollgate.Tollgate) error, args ...string) (*client, *engine.Engine, *storage.DB, func()) {
 	ctx := context.Background()
 	args = append([]string{"--addr", "127.0.0.1:0", "--shutdown-timeout", "10s", "--workers", strconv.Itoa(benchWorkers),
 		"--job-lease", "30s", "--poll-interval", "1s", "--data", o.DataDir, "--database-url", o.URL}, args...)
-	cfg, err := parseServe(args, func(string) string { return "" }, io.Discard)
+	c, err := parseServe(args, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(errorCounter{errs})
-	o.Log = log
-	db, err := storage.Open(ctx, o)
+	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := prepareDB(ctx, db, false, log); err != nil {
+	base := "http://" + ln.Addr().String()
+	cfg := c.config(log, base, "bench", "bench secret, 32 bytes or more..")
+	cfg.OnCommit = onCommit
+	tg, err := tollgate.New(ctx, cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
+	db := tg.Store()
 	if err := bootstrap(ctx, db, "bench@tollgate.local", testKey, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	reg := domain.NewRegistry()
-	if err := errors.Join(registerExamples(reg), reg.Register(benchCycle()), registerBenchMail(reg), benchReplay().Register(reg, &replay.Env{Store: db, Observe: replayObserve})); err != nil {
+	reg := tg.Registry()
+	if err := errors.Join(registerExamples(tg), reg.Register(benchCycle()), registerBenchMail(reg), benchReplay().Register(reg, &replay.Env{Store: db, Observe: replayObserve})); err != nil {
 		t.Fatal(err)
 	}
-	if tasks == nil {
-		tasks = flow.NewTasks()
+	if register != nil {
+		if err := register(tg); err != nil {
+			t.Fatal(err)
+		}
 	}
-	fl, err := newFlows(cfg, db, reg, tasks, []byte("bench secret, 32 bytes or more.."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := engineOpts(cfg, log)
-	opts.OnCommit = onCommit
-	eng := engine.New(db, reg, opts)
-	srv := newServer(cfg, eng, db, fl, nil, log)
 	srvCtx, cancel := context.WithCancel(ctx)
-	listening := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() {
-		done <- listenAndServe(srvCtx, cfg, srv.Handler(), srv.CloseStreams, eng, log, io.Discard, func(addr net.Addr) error {
-			fl.listening(log)(addr)
-			listening <- "http://" + addr.String()
-			return nil
-		})
-	}()
-	var base string
-	select {
-	case base = <-listening:
-	case err := <-done:
-		cancel()
-		db.Close()
-		t.Fatalf("the server did not start: %v", err)
-	case <-time.After(10 * time.Second):
-		cancel()
-		t.Fatal("the server did not start within 10s")
-	}
+	go func() { done <- listenAndServe(srvCtx, c, ln, tg.Handler(), tg.Run, log, io.Discard) }()
 	tr := &http.Transport{MaxIdleConns: 128, MaxIdleConnsPerHost: 64}
-	c := &client{base: base, key: testKey, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+	api := &client{base: base, key: testKey, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
 	stop := func() {
 		tr.CloseIdleConnections()
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("server: %v", err)
 		}
-		db.Close()
+		tg.Close()
 	}
-	return c, eng, db, stop
+	return api, tg.Engine(), db, stop
 }
 
 // commitWatch follows runs through the engine's OnCommit callback.

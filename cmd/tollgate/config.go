@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgatehq/tollgate"
 	"github.com/tollgatehq/tollgate/storage"
 )
 
@@ -110,7 +111,7 @@ func (f *envFlags) parse(args []string) error {
 }
 
 func (f *envFlags) db(c *dbConfig) {
-	f.String(&c.dataDir, "data", "TOLLGATE_DATA", "./data", "folder of the embedded database (tollgate.db)")
+	f.String(&c.dataDir, "data", "TOLLGATE_DATA", tollgate.DefaultDataDir, "folder of the embedded database (tollgate.db)")
 	c.databaseURL = f.getenv("DATABASE_URL")
 	f.fs.StringVar(&c.databaseURL, "database-url", c.databaseURL, "postgres://… URL; selects PostgreSQL instead of the embedded database ($DATABASE_URL)")
 	f.String(&c.logLevel, "log-level", "TOLLGATE_LOG_LEVEL", "info", "debug, info, warn or error")

@@ -24,8 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgatehq/tollgate"
 	"github.com/tollgatehq/tollgate/domain"
-	"github.com/tollgatehq/tollgate/domain/replay"
 	"github.com/tollgatehq/tollgate/storage/storagetest"
 )
 
@@ -44,8 +44,8 @@ const (
 func crashChild() int {
 	ledger := os.Getenv(crashLedgerEnv)
 	prev := registerWorkflows
-	registerWorkflows = func(reg *domain.Registry, env *replay.Env) error {
-		return errors.Join(prev(reg, env), reg.Register(crashCycle(ledger)), reg.Register(crashRetry(ledger)), crashReplay(ledger).Register(reg, env))
+	registerWorkflows = func(tg *tollgate.Tollgate) error {
+		return errors.Join(prev(tg), tg.RegisterWorkflow(crashCycle(ledger)), tg.RegisterWorkflow(crashRetry(ledger)), tg.RegisterReplay(crashReplay(ledger)))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgatehq/tollgate"
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/flow"
 )
@@ -27,8 +28,8 @@ var exampleDocuments embed.FS
 // it to add handlers of their own.
 var registerTasks = registerExampleTasks
 
-func registerExampleTasks(t *flow.Tasks, log *slog.Logger) error {
-	return t.Register("sendEmail", sendEmail(log))
+func registerExampleTasks(tg *tollgate.Tollgate, log *slog.Logger) error {
+	return tg.RegisterTask("sendEmail", sendEmail(log))
 }
 
 // sendEmail is the drip-campaign example's task. Tollgate has no mail
@@ -65,16 +66,13 @@ func sendEmail(log *slog.Logger) flow.TaskFunc {
 // example yields to a document registered before under its id and
 // version, from dir or the API: examples are a convenience, and the
 // operator's document is the one that runs.
-func loadDocuments(ctx context.Context, catalog *flow.Catalog, dir string, log *slog.Logger) error {
+func loadDocuments(ctx context.Context, tg *tollgate.Tollgate, dir string) error {
 	if dir != "" {
-		loaded, err := catalog.LoadDir(ctx, dir)
-		for _, r := range loaded {
-			log.InfoContext(ctx, "Loaded workflow document", "workflow", r.Document.ID, "version", r.Document.Version, "new", r.Created)
-		}
-		if err != nil {
-			return fmt.Errorf("loading workflows from %s: %w", dir, err)
+		if err := tg.LoadDocuments(ctx, dir); err != nil {
+			return err
 		}
 	}
+	catalog, log := tg.Catalog(), tg.Log()
 	names, err := fs.Glob(exampleDocuments, "examples/*.json")
 	if err != nil {
 		return err

@@ -8,19 +8,22 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/tollgatehq/tollgate"
 	"github.com/tollgatehq/tollgate/domain"
-	"github.com/tollgatehq/tollgate/domain/replay"
 )
 
-// registerWorkflows registers what serve runs: the examples, replay
-// workflows with env. Tests replace it to add workflows of their own.
-var registerWorkflows = func(reg *domain.Registry, env *replay.Env) error {
-	return errors.Join(registerExamples(reg), replayExamples(reg, env))
-}
+// registerWorkflows registers what serve runs: the examples. Tests
+// replace it to add workflows of their own.
+var registerWorkflows = registerExamples
 
 // registerExamples adds the workflows a new server ships with, so a
 // newcomer sees real suspensions at once.
-func registerExamples(reg *domain.Registry) error {
+func registerExamples(tg *tollgate.Tollgate) error {
+	return errors.Join(stepExamples(tg.Registry()), replayExamples(tg))
+}
+
+// stepExamples are the examples made of step functions, which seed runs.
+func stepExamples(reg *domain.Registry) error {
 	return errors.Join(reg.Register(claimVerification()), reg.Register(expenseApproval()))
 }
 

@@ -1,17 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/url"
-	"sync"
 
-	"github.com/tollgatehq/tollgate/domain"
-	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/domain/mail"
-	"github.com/tollgatehq/tollgate/storage"
 )
 
 // mailConfig is how serve sends mail.
@@ -51,33 +46,6 @@ func (c mailConfig) describe() string {
 		host = u.Scheme + "://" + u.Host
 	}
 	return "Mail: sent through " + host + " from " + c.smtpFrom
-}
-
-// mailLoop runs the mail dispatcher from the moment the server listens
-// (its public URL is known then) until stop is called.
-type mailLoop struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-}
-
-func newMailLoop(ctx context.Context) *mailLoop {
-	l := &mailLoop{}
-	l.ctx, l.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	return l
-}
-
-// start runs a dispatcher for the server c configures, linking to
-// publicURL, that yields to eng while it is busy.
-func (l *mailLoop) start(c serveConfig, db *storage.DB, eng *engine.Engine, sender mail.Sender, publicURL string, counts *domain.DeliveryCounts, log *slog.Logger) {
-	d := mail.New(mail.Opts{Store: db, Sender: sender, Log: log, PublicURL: publicURL, Poll: c.poll, Lease: c.lease, DigestHour: c.digestHour,
-		Busy: eng.Busy, Counts: counts})
-	l.wg.Go(func() { d.Run(l.ctx) })
-}
-
-func (l *mailLoop) stop() {
-	l.cancel()
-	l.wg.Wait()
 }
 
 func printMail(c mailConfig, stdout io.Writer) { fmt.Fprintln(stdout, c.describe()) }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tollgatehq/tollgate"
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/replay"
 )
@@ -114,6 +115,6 @@ func paymentPipeline() *replay.Definition {
 }
 
 // replayExamples registers the replay examples.
-func replayExamples(reg *domain.Registry, env *replay.Env) error {
-	return paymentPipeline().Register(reg, env)
+func replayExamples(tg *tollgate.Tollgate) error {
+	return tg.RegisterReplay(paymentPipeline())
 }

@@ -77,7 +77,7 @@ const expenseTemplates = 5
 // approvals. It returns their ids.
 func seedTemplates(ctx context.Context, db *storage.DB, n, founders int) ([]string, error) {
 	reg := domain.NewRegistry()
-	if err := registerExamples(reg); err != nil {
+	if err := stepExamples(reg); err != nil {
 		return nil, err
 	}
 	eng := engine.New(db, reg, engine.Opts{Log: slog.New(slog.DiscardHandler)})

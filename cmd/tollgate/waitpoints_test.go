@@ -16,15 +16,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgatehq/tollgate"
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/flow"
 )
 
 // Test task handlers that wait on waitpoints through the Go API.
 func init() {
-	registerTasks = func(t *flow.Tasks, log *slog.Logger) error {
-		return errors.Join(registerExampleTasks(t, log), t.Register("awaitCallback", awaitCallback), t.Register("napFor", napFor),
-			t.Register("sleepFor", func(ctx context.Context, req flow.TaskRequest) (any, error) {
+	registerTasks = func(tg *tollgate.Tollgate, log *slog.Logger) error {
+		return errors.Join(registerExampleTasks(tg, log), tg.RegisterTask("awaitCallback", awaitCallback), tg.RegisterTask("napFor", napFor),
+			tg.RegisterTask("sleepFor", func(ctx context.Context, req flow.TaskRequest) (any, error) {
 				var cfg struct{ Ms int }
 				_ = json.Unmarshal(req.Config, &cfg)
 				select {

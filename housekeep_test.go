@@ -1,4 +1,4 @@
-package main
+package tollgate
 
 import (
 	"context"
@@ -124,7 +124,14 @@ func TestHousekeepingSweepsUnfinishedUploads(t *testing.T) {
 	ctx := t.Context()
 	db := storagetest.Open(t, storage.Opts{DataDir: t.TempDir()})
 	reg := domain.NewRegistry()
-	if err := registerExamples(reg); err != nil {
+	awaitDocuments := domain.NewWorkflow("await-documents", "1").
+		Step("ask", func(context.Context, domain.StepRequest) (domain.StepResult, error) {
+			return domain.StepResult{Commands: []domain.Command{domain.Suspend("documents_needed", nil, "done")}}, nil
+		}).
+		Step("done", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+			return domain.StepResult{Output: req.Input}, nil
+		})
+	if err := reg.Register(awaitDocuments); err != nil {
 		t.Fatal(err)
 	}
 	eng := engine.New(db, reg, engine.Opts{PollInterval: 10 * time.Millisecond})
@@ -132,7 +139,7 @@ func TestHousekeepingSweepsUnfinishedUploads(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() { eng.Run(engCtx) })
 	defer func() { stopEngine(); wg.Wait() }()
-	run, _, err := eng.Start(ctx, "claim-verification", json.RawMessage(`{"claimId":"c-1","claimText":"Up 300%","founderEmail":"ada@example.com"}`), "")
+	run, _, err := eng.Start(ctx, "await-documents", json.RawMessage(`{}`), "")
 	if err != nil {
 		t.Fatal(err)
 	}

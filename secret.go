@@ -1,4 +1,4 @@
-package main
+package tollgate
 
 import (
 	"context"
@@ -17,25 +17,18 @@ import (
 	"github.com/tollgatehq/tollgate/storage"
 )
 
-// minSecretLen is the shortest TOLLGATE_SECRET accepted: 32 characters,
-// at least 128 bits however they are written.
-const minSecretLen = 32
-
 // loadSecret returns the secret that derives the tokens of resume URLs and
-// http steps' receipts: TOLLGATE_SECRET, else the one stored in the
-// database, which the first server to start makes. Every server sharing
+// http steps' receipts: configured (TOLLGATE_SECRET for serve), else the
+// one stored in the database, which the first server to start makes. Every server sharing
 // a database must derive the same tokens, since a call is checked against
 // the stored hash of the token of the server that made the waitpoint.
 //
 // A data folder from before the secret moved into the database holds it
 // in a file named secret: the first start stores that one, so the URLs it
 // handed out keep working.
-func loadSecret(ctx context.Context, db *storage.DB, dataDir string, getenv func(string) string, log *slog.Logger) ([]byte, error) {
-	if s := getenv("TOLLGATE_SECRET"); s != "" {
-		if len(s) < minSecretLen {
-			return nil, fmt.Errorf("$TOLLGATE_SECRET must have at least %d characters", minSecretLen)
-		}
-		return []byte(s), nil
+func loadSecret(ctx context.Context, db *storage.DB, dataDir, configured string, log *slog.Logger) ([]byte, error) {
+	if configured != "" {
+		return []byte(configured), nil // its length is checked with the rest of the Config
 	}
 	return db.Secret(ctx, func() ([]byte, error) {
 		path := filepath.Join(dataDir, "secret")
