@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/tollgatehq/tollgate/domain"
 )
@@ -131,6 +133,8 @@ func dutyMessage(err error) string {
 // generic 500 whose error the caller logs.
 func problemFor(err error) Problem {
 	switch {
+	case databaseUnavailable(err):
+		return newProblem(http.StatusServiceUnavailable, CodeDatabaseUnavailable, "The database cannot be reached just now; nothing was changed. Try again in a moment.")
 	case errors.Is(err, errForbidden):
 		return newProblem(http.StatusForbidden, "forbidden", "Your role does not allow this.")
 	case errors.Is(err, errMethodNotAllowed):
@@ -244,4 +248,25 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
+}
+
+// CodeDatabaseUnavailable is the problem code of a request the database
+// could not answer for now (it restarts, or the connection was cut): 503
+// with Retry-After. A write it interrupted did not commit.
+const CodeDatabaseUnavailable = "database_unavailable"
+
+// databaseUnavailable reports an error of a database that cannot answer
+// for now: a connection refused or cut (SQLSTATE class 08, or no
+// connection at all), or a server shutting down or starting up (57P01 to
+// 57P03). The same request may be tried again.
+func databaseUnavailable(err error) bool {
+	if se, ok := errors.AsType[interface {
+		error
+		SQLState() string
+	}](err); ok {
+		c := se.SQLState()
+		return strings.HasPrefix(c, "08") || c == "57P01" || c == "57P02" || c == "57P03"
+	}
+	_, ok := errors.AsType[*net.OpError](err)
+	return ok
 }

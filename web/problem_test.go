@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tollgatehq/tollgate/domain"
 )
@@ -300,5 +303,27 @@ func TestDecodeJSONStatuses(t *testing.T) {
 				t.Errorf("code = %v, want %q", p["code"], tt.wantCode)
 			}
 		})
+	}
+}
+
+// A database that restarts or cannot be reached answers 503
+// database_unavailable, which callers retry; any other database error is
+// still a 500.
+func TestProblemForAnUnavailableDatabase(t *testing.T) {
+	for name, c := range map[string]struct {
+		err  error
+		want int
+	}{
+		"shutting down":      {fmt.Errorf("get run r: %w", &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}), http.StatusServiceUnavailable},
+		"starting up":        {&pgconn.PgError{Code: "57P03"}, http.StatusServiceUnavailable},
+		"connection failure": {&pgconn.PgError{Code: "08006"}, http.StatusServiceUnavailable},
+		"refused":            {fmt.Errorf("claim: %w", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}), http.StatusServiceUnavailable},
+		"a broken statement": {&pgconn.PgError{Code: "42601"}, http.StatusInternalServerError},
+		"anything else":      {errors.New("boom"), http.StatusInternalServerError},
+	} {
+		p := problemFor(c.err)
+		if p.Status != c.want || (c.want == http.StatusServiceUnavailable) != (p.Code == CodeDatabaseUnavailable) {
+			t.Errorf("%s: %d %s; want %d", name, p.Status, p.Code, c.want)
+		}
 	}
 }

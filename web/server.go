@@ -362,7 +362,12 @@ func (s *Server) handle(h func(http.ResponseWriter, *http.Request) error) http.H
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
 			p := problemFor(err)
-			if p.Status >= 500 {
+			switch {
+			case p.Code == CodeDatabaseUnavailable:
+				// Expected while the database restarts: the caller tries again.
+				s.Log.WarnContext(r.Context(), "Request failed: the database is unavailable", "method", r.Method, "path", r.URL.Path, "error", err)
+				w.Header().Set("Retry-After", "1")
+			case p.Status >= 500:
 				s.Log.ErrorContext(r.Context(), "Request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 			}
 			writeProblem(w, r, p)
