@@ -2,7 +2,7 @@ SHELL := bash
 GO ?= go
 ADDR ?= 127.0.0.1:8080
 
-.PHONY: run build test fuzz bench generate lint check release release-check
+.PHONY: run build test fuzz chaos bench generate lint check release release-check
 
 run: ## Start the server on the embedded database (./data/tollgate.db)
 	$(GO) run ./cmd/tollgate serve --addr $(ADDR)
@@ -28,6 +28,12 @@ fuzz: ## Fuzz each target for FUZZTIME (30s)
 	set -e; for t in $(FUZZ_TARGETS); do \
 		$(GO) test "$${t%%:*}" -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME); \
 	done
+
+# make test runs the chaos test for 60 s; this runs it for CHAOS_TIME.
+CHAOS_TIME ?= 10m
+
+chaos: ## Three servers on one PostgreSQL under SIGKILL, SIGSTOP and a database restart for CHAOS_TIME (10m), then every run checked
+	TOLLGATE_CHAOS_DURATION=$(CHAOS_TIME) $(GO) test -race -run '^TestChaos$$' -count=1 -timeout 60m -v ./cmd/tollgate
 
 # BENCH=kernel,herd runs only the parts named (all when empty): kernel, herd,
 # trips, hooks, replay, web, mail, upload, policies.

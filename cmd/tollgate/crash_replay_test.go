@@ -79,11 +79,26 @@ func crashReplayTest(t *testing.T, extraEnv map[string]string, runs, floor int) 
 		mu.Unlock()
 		return nil
 	})
+	checkReplayLogs(t, d.c, runIDs)
+	h.stopGracefully(final)
+	dups := h.checkEffects(runIDs, "charge", "finish")
+	h.checkServerLogs()
+	t.Logf("%d replay runs through %d kills, %d retried requests; repeated effects: charge %d, finish %d",
+		len(runIDs), h.kills(), d.retries.Load(), dups["charge"], dups["finish"])
+	if h.kills() < minKills {
+		t.Errorf("only %d kills", h.kills())
+	}
+}
+
+// checkReplayLogs checks the log of each crash-replay run: each durable id
+// recorded once, the signal resolved once, the indexes gapless.
+func checkReplayLogs(t *testing.T, c *client, runIDs map[string]int) {
+	t.Helper()
 	want := []string{"STEP_FINISHED charge", "NOW_RECORDED __now-0", "SIGNAL_AWAITED __timer-0", "SIGNAL_RESOLVED __timer-0",
 		"SIGNAL_AWAITED go", "SIGNAL_RESOLVED go", "STEP_FINISHED finish", "RUN_FINISHED"}
 	for id, i := range runIDs {
 		var got []string
-		for k, e := range d.c.events(t, id) {
+		for k, e := range c.events(t, id) {
 			if e.Seq != int64(k+1) {
 				t.Errorf("run %s: entry %d has index %d", id, k+1, e.Seq)
 			}
@@ -97,14 +112,6 @@ func crashReplayTest(t *testing.T, extraEnv map[string]string, runs, floor int) 
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("run %s (%d): the log\n got %q\nwant %q", id, i, got, want)
 		}
-	}
-	h.stopGracefully(final)
-	dups := h.checkEffects(runIDs, "charge", "finish")
-	h.checkServerLogs()
-	t.Logf("%d replay runs through %d kills, %d retried requests; repeated effects: charge %d, finish %d",
-		len(runIDs), h.kills(), d.retries.Load(), dups["charge"], dups["finish"])
-	if h.kills() < minKills {
-		t.Errorf("only %d kills", h.kills())
 	}
 }
 

@@ -145,7 +145,11 @@ type crashHarness struct {
 
 	mu     sync.Mutex
 	killed map[int]bool // pids ended by SIGKILL
+	paused map[int]bool // pids stopped (SIGSTOP) past their lease at least once
 	procs  []*crashProc
+	// started, when set, is every run the clients started, of whichever
+	// workflow: the ledger may name no other (see checkEffects).
+	started map[string]int
 }
 
 type crashProc struct {
@@ -185,7 +189,7 @@ func newCrashHarness(t *testing.T, extraEnv map[string]string) *crashHarness {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	h := &crashHarness{t: t, dir: dir, ledger: filepath.Join(dir, "ledger"), addr: addr, killed: map[int]bool{}}
+	h := &crashHarness{t: t, dir: dir, ledger: filepath.Join(dir, "ledger"), addr: addr, killed: map[int]bool{}, paused: map[int]bool{}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			for i := 1; i <= h.n; i++ {
@@ -217,15 +221,21 @@ func newCrashHarness(t *testing.T, extraEnv map[string]string) *crashHarness {
 	return h
 }
 
-func (h *crashHarness) start() (*crashProc, error) {
+func (h *crashHarness) start() (*crashProc, error) { return h.startAt(h.addr) }
+
+// startAt starts a server listening on addr.
+func (h *crashHarness) startAt(addr string) (*crashProc, error) {
+	h.mu.Lock()
 	h.n++
-	errPath := filepath.Join(h.dir, fmt.Sprintf("server-%02d.stderr", h.n))
+	n := h.n
+	h.mu.Unlock()
+	errPath := filepath.Join(h.dir, fmt.Sprintf("server-%02d.stderr", n))
 	errFile, err := os.Create(errPath)
 	if err != nil {
 		return nil, err
 	}
 	defer errFile.Close() // the child has its own descriptor
-	cmd := exec.Command(os.Args[0], "serve", "--addr", h.addr, "--data", filepath.Join(h.dir, "data"),
+	cmd := exec.Command(os.Args[0], "serve", "--addr", addr, "--data", filepath.Join(h.dir, "data"),
 		"--job-lease", "1s", "--poll-interval", "200ms", "--workers", "16",
 		"--log-level", "warn", "--shutdown-timeout", "5s")
 	cmd.Env = h.env
@@ -251,8 +261,11 @@ func (h *crashHarness) start() (*crashProc, error) {
 // startReady starts a server and waits until it listens. A server that
 // exits first, or does not listen within 60s, is an error (the test's end
 // kills it).
-func (h *crashHarness) startReady() (*crashProc, error) {
-	p, err := h.start()
+func (h *crashHarness) startReady() (*crashProc, error) { return h.startReadyAt(h.addr) }
+
+// startReadyAt is startReady on addr.
+func (h *crashHarness) startReadyAt(addr string) (*crashProc, error) {
+	p, err := h.startAt(addr)
 	if err != nil {
 		return nil, fmt.Errorf("start server: %w", err)
 	}
@@ -392,6 +405,11 @@ type crashDriver struct {
 	c        *client
 	retries  atomic.Int64
 	errors5x atomic.Int64
+	// errors500 are the 5xx answers other than 503 (database_unavailable,
+	// which a database restart brings): a server's failure, not the
+	// world's.
+	errors500 atomic.Int64
+	last500   atomic.Pointer[string]
 }
 
 // try sends a request until the server answers with a status below 500.
@@ -406,6 +424,11 @@ func (d *crashDriver) try(ctx context.Context, method, path string, body any, hd
 		}
 		if err == nil {
 			d.errors5x.Add(1)
+			if r.Status != http.StatusServiceUnavailable {
+				d.errors500.Add(1)
+				what := fmt.Sprintf("%s %s: %d %s", method, path, r.Status, r.Body)
+				d.last500.Store(&what)
+			}
 		}
 		d.retries.Add(1)
 		time.Sleep(20 * time.Millisecond)
@@ -497,15 +520,34 @@ func crashTest(t *testing.T, extraEnv map[string]string, cycles, floor int) {
 	drivenFor := time.Since(began)
 	kills := h.kills()
 
-	// Drain: every run the clients started has succeeded.
 	c := d.c
+	drain(t, c, "crash-cycle", runIDs)
+	resumedEarly := checkCycleLogs(t, c, runIDs)
+	metrics := string(c.call(t, http.StatusOK, "GET", "/metrics", nil).Body)
+	if !strings.Contains(metrics, "\ntollgate_jobs_queued{scope=\"database\"} 0\n") || strings.Contains(metrics, "tollgate_suspensions_pending{") {
+		t.Errorf("work is left over after the drain:\n%s", metrics)
+	}
+
+	h.stopGracefully(final)
+	dups := h.checkEffects(runIDs, "first", "resumed", "timer")
+	h.checkServerLogs()
+	t.Logf("%d cycles (%d resumed before their pause committed) in %v; %d SIGKILLs, %d server starts; client retries %d (%d 5xx)",
+		len(runIDs), resumedEarly, drivenFor.Round(time.Millisecond), kills, h.n, d.retries.Load(), d.errors5x.Load())
+	t.Logf("repeated effects (at-least-once, each after a kill): %d total — first %d, resumed %d, timer %d",
+		dups["first"]+dups["resumed"]+dups["timer"], dups["first"], dups["resumed"], dups["timer"])
+}
+
+// drain waits until every run of workflowID the clients started (runIDs)
+// has succeeded, and fails the test if the servers hold others.
+func drain(t *testing.T, c *client, workflowID string, runIDs map[string]int) {
+	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		statuses := map[string]string{}
 		cursor := ""
 		for {
 			var p apiPage[apiRun]
-			c.call(t, http.StatusOK, "GET", "/api/v1/runs?workflowId=crash-cycle&limit=500&cursor="+cursor, nil).decode(t, &p)
+			c.call(t, http.StatusOK, "GET", "/api/v1/runs?workflowId="+workflowID+"&limit=500&cursor="+cursor, nil).decode(t, &p)
 			for _, r := range p.Items {
 				statuses[r.ID] = r.Status
 			}
@@ -520,7 +562,7 @@ func crashTest(t *testing.T, extraEnv map[string]string, cycles, floor int) {
 			}
 		}
 		if len(statuses) != len(runIDs) {
-			t.Fatalf("the server has %d crash-cycle runs, the clients started %d", len(statuses), len(runIDs))
+			t.Fatalf("the servers have %d %s runs, the clients started %d", len(statuses), workflowID, len(runIDs))
 		}
 		if notDone == 0 {
 			break
@@ -530,10 +572,15 @@ func crashTest(t *testing.T, extraEnv map[string]string, cycles, floor int) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
 
-	// Committed outcomes, from each run's event log: every step completed
-	// exactly once, each of the two suspensions resumed exactly once, and the
-	// timer resumed its run no earlier than its wake time.
+// checkCycleLogs checks the committed outcomes of crash-cycle runs, from
+// each run's event log: every step completed exactly once, each of the two
+// suspensions resumed exactly once, and the timer resumed its run no
+// earlier than its wake time. It returns how many resumes came before
+// their pause committed.
+func checkCycleLogs(t *testing.T, c *client, runIDs map[string]int) int {
+	t.Helper()
 	resumedEarly := 0
 	for id := range runIDs {
 		es := c.events(t, id)
@@ -586,18 +633,7 @@ func crashTest(t *testing.T, extraEnv map[string]string, cycles, floor int) {
 			}
 		}
 	}
-	metrics := string(c.call(t, http.StatusOK, "GET", "/metrics", nil).Body)
-	if !strings.Contains(metrics, "\ntollgate_jobs_queued{scope=\"database\"} 0\n") || strings.Contains(metrics, "tollgate_suspensions_pending{") {
-		t.Errorf("work is left over after the drain:\n%s", metrics)
-	}
-
-	h.stopGracefully(final)
-	dups := h.checkEffects(runIDs, "first", "resumed", "timer")
-	h.checkServerLogs()
-	t.Logf("%d cycles (%d resumed before their pause committed) in %v; %d SIGKILLs, %d server starts; client retries %d (%d 5xx)",
-		len(runIDs), resumedEarly, drivenFor.Round(time.Millisecond), kills, h.n, d.retries.Load(), d.errors5x.Load())
-	t.Logf("repeated effects (at-least-once, each after a kill): %d total — first %d, resumed %d, timer %d",
-		dups["first"]+dups["resumed"]+dups["timer"], dups["first"], dups["resumed"], dups["timer"])
+	return resumedEarly
 }
 
 // stopGracefully sends SIGTERM to p, which must then exit cleanly within
@@ -619,15 +655,20 @@ func (h *crashHarness) stopGracefully(p *crashProc) {
 
 // checkEffects checks the ledger of the runs' steps: each step's effect
 // happened at least once. A repeat is legitimate only when an attempt was
-// cut short by a kill: of one step's lines at most one comes from a
-// process that was not killed, and no process wrote the same step twice.
-// It returns how many times each step's effect was repeated.
+// cut short by a kill, or outlived its lease in a process stopped past it:
+// of one step's lines at most one comes from a process that was neither
+// killed nor paused, and no process that was not paused wrote the same
+// step twice. It returns how many times each step's effect was repeated.
 func (h *crashHarness) checkEffects(runIDs map[string]int, steps ...string) map[string]int {
 	t := h.t
 	t.Helper()
 	h.mu.Lock()
-	killed := maps.Clone(h.killed)
+	killed, paused := maps.Clone(h.killed), maps.Clone(h.paused)
+	started := h.started
 	h.mu.Unlock()
+	if started == nil {
+		started = runIDs
+	}
 	f, err := os.Open(h.ledger)
 	if err != nil {
 		t.Fatal(err)
@@ -642,7 +683,7 @@ func (h *crashHarness) checkEffects(runIDs map[string]int, steps ...string) map[
 			t.Fatalf("ledger line %q", sc.Text())
 		}
 		pid, _ := strconv.Atoi(parts[2])
-		if _, ok := runIDs[parts[0]]; !ok {
+		if _, ok := started[parts[0]]; !ok {
 			t.Errorf("ledger names run %s, which no client started", parts[0])
 		}
 		k := effect{parts[0], parts[1]}
@@ -664,10 +705,10 @@ func (h *crashHarness) checkEffects(runIDs map[string]int, steps ...string) map[
 			total += len(pids) - 1
 			live := 0
 			for i, pid := range pids {
-				if !killed[pid] {
+				if !killed[pid] && !paused[pid] {
 					live++
 				}
-				if slices.Contains(pids[:i], pid) {
+				if slices.Contains(pids[:i], pid) && !paused[pid] {
 					t.Errorf("run %s: process %d performed the %s effect twice (writers %v)", id, pid, step, pids)
 				}
 			}
@@ -676,10 +717,10 @@ func (h *crashHarness) checkEffects(runIDs map[string]int, steps ...string) map[
 			}
 		}
 	}
-	if total > len(killed)*16 {
-		t.Errorf("%d repeated effects for %d kills of servers with 16 workers", total, len(killed))
-	} else if total > len(killed) {
-		t.Logf("note: %d repeated effects for %d kills: some kills interrupted several steps at once", total, len(killed))
+	if cuts := len(killed) + len(paused); total > cuts*16 {
+		t.Errorf("%d repeated effects for %d kills and pauses of servers with 16 workers", total, cuts)
+	} else if total > cuts {
+		t.Logf("note: %d repeated effects for %d kills and pauses: some interrupted several steps at once", total, cuts)
 	}
 	return dups
 }

@@ -100,7 +100,11 @@ func PostgresURL(tb testing.TB) string {
 // tb and its subtests finish.
 func NewDatabase(tb testing.TB) string {
 	tb.Helper()
-	admin := PostgresURL(tb)
+	return newDatabaseOn(tb, PostgresURL(tb))
+}
+
+func newDatabaseOn(tb testing.TB, admin string) string {
+	tb.Helper()
 	b := make([]byte, 8)
 	rand.Read(b)
 	name := "tg_" + hex.EncodeToString(b)
@@ -152,6 +156,9 @@ func execAdmin(ctx context.Context, dsn, sql string) error {
 // cluster is a throwaway PostgreSQL server owned by this test process.
 type cluster struct {
 	dir     string // holds data/, the Unix socket and postgres.log
+	bin     string
+	cred    *syscall.Credential
+	port    int // kept across restarts, so that clients reconnect to the same URL
 	url     string
 	cmd     *exec.Cmd
 	done    chan struct{} // closed when cmd has exited
@@ -171,7 +178,11 @@ func startCluster() (_ *cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &cluster{dir: dir}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	c := &cluster{dir: dir, bin: bin, cred: cred, port: port}
 	defer func() {
 		if err != nil {
 			c.stop()
@@ -190,7 +201,7 @@ func startCluster() (_ *cluster, err error) {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("initdb: %w\n%s", err, out)
 	}
-	if err := c.start(cred, bin); err != nil {
+	if err := c.start(); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -198,20 +209,16 @@ func startCluster() (_ *cluster, err error) {
 
 // start runs postgres directly rather than through pg_ctl, so that it is our
 // child and Pdeathsig can kill it if the test process dies.
-func (c *cluster) start(cred *syscall.Credential, bin string) error {
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
+func (c *cluster) start() error {
 	logPath := filepath.Join(c.dir, "postgres.log")
-	logFile, err := os.Create(logPath)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	defer logFile.Close() // the child keeps its own descriptor
-	args := append([]string{"-D", filepath.Join(c.dir, "data"), "-k", c.dir, "-p", strconv.Itoa(port)},
+	args := append([]string{"-D", filepath.Join(c.dir, "data"), "-k", c.dir, "-p", strconv.Itoa(c.port)},
 		serverSettings(os.Getenv)...)
-	cmd := c.command(cred, filepath.Join(bin, "postgres"), args...)
+	cmd := c.command(c.cred, filepath.Join(c.bin, "postgres"), args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start postgres: %w", err)
@@ -221,7 +228,7 @@ func (c *cluster) start(cred *syscall.Credential, bin string) error {
 		c.waitErr = cmd.Wait()
 		close(c.done)
 	}()
-	c.url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	c.url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.port)
 	if err := c.waitReady(30 * time.Second); err != nil {
 		log, _ := os.ReadFile(logPath)
 		return fmt.Errorf("wait for postgres: %w\nserver log:\n%s", err, log)
@@ -283,27 +290,66 @@ func (c *cluster) waitReady(timeout time.Duration) error {
 	}
 }
 
+// halt shuts the server down fast (SIGINT), killing it after 10s.
+func (c *cluster) halt() error {
+	if c.cmd == nil {
+		return nil
+	}
+	if err := c.cmd.Process.Signal(syscall.SIGINT); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("signal postgres: %w", err)
+	}
+	select {
+	case <-c.done:
+		return nil
+	case <-time.After(10 * time.Second):
+		c.cmd.Process.Kill()
+		<-c.done
+		return errors.New("postgres did not stop within 10s; killed it")
+	}
+}
+
 // stop shuts the server down and removes its directory. It uses SIGINT, a
 // fast shutdown, rather than SIGTERM: SIGTERM waits for every client to
 // disconnect, and a test that leaked a pool would hold it for the full 10s.
 func (c *cluster) stop() error {
-	var errs []error
-	if c.cmd != nil {
-		if err := c.cmd.Process.Signal(syscall.SIGINT); err != nil && !errors.Is(err, os.ErrProcessDone) {
-			errs = append(errs, fmt.Errorf("signal postgres: %w", err))
-		}
-		select {
-		case <-c.done:
-		case <-time.After(10 * time.Second):
-			c.cmd.Process.Kill()
-			<-c.done
-			errs = append(errs, errors.New("postgres did not stop within 10s; killed it"))
-		}
+	return errors.Join(c.halt(), os.RemoveAll(c.dir))
+}
+
+// Cluster is a PostgreSQL server of one test's own, which the test may
+// restart under its clients (the shared server of PostgresURL must stay
+// up for the tests running beside it).
+type Cluster struct{ c *cluster }
+
+// NewCluster starts a throwaway PostgreSQL server for tb, stopped and
+// removed when tb finishes.
+func NewCluster(tb testing.TB) *Cluster {
+	tb.Helper()
+	c, err := startCluster()
+	if err != nil {
+		tb.Fatalf("storagetest: start a PostgreSQL server: %v", err)
 	}
-	if err := os.RemoveAll(c.dir); err != nil {
-		errs = append(errs, err)
+	tb.Cleanup(func() {
+		if err := c.stop(); err != nil {
+			tb.Errorf("storagetest: stop the PostgreSQL server: %v", err)
+		}
+	})
+	return &Cluster{c: c}
+}
+
+// NewDatabase creates a database of its own on the server, as the
+// package's NewDatabase does on the shared one.
+func (c *Cluster) NewDatabase(tb testing.TB) string {
+	tb.Helper()
+	return newDatabaseOn(tb, c.c.url)
+}
+
+// Restart stops the server (a fast shutdown: every connection is cut) and
+// starts it again on the same port and data.
+func (c *Cluster) Restart() error {
+	if err := c.c.halt(); err != nil {
+		return err
 	}
-	return errors.Join(errs...)
+	return c.c.start()
 }
 
 // findBinDir returns the directory holding initdb and postgres: the one of
