@@ -269,7 +269,7 @@ func Inbox(p InboxPage) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "\" class=\"bulk-bar\" data-testid=\"inbox-bulk\"><label for=\"bulk-comment\">Decide the approvals you tick below together</label><div class=\"bulk-controls\"><input id=\"bulk-comment\" name=\"comment\" maxlength=\"10000\" placeholder=\"Comment for each (optional)\"> <button type=\"submit\" name=\"decision\" value=\"approve\">Approve ticked</button> <button type=\"submit\" name=\"decision\" value=\"reject\" class=\"secondary\">Reject ticked</button></div><label class=\"bulk-scope\"><input type=\"checkbox\" name=\"scope\" value=\"all\"> Not only the ticked ones: every approval these filters match (500 at a time)</label> <input type=\"hidden\" name=\"reason\" value=\"")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "\" class=\"bulk-bar\" data-testid=\"inbox-bulk\"><label for=\"bulk-comment\">Decide the approvals you tick below together</label><div class=\"bulk-controls\"><input id=\"bulk-comment\" name=\"comment\" maxlength=\"10000\" placeholder=\"Comment for each (optional)\"> <button type=\"submit\" name=\"decision\" value=\"approve\">Approve ticked</button> <button type=\"submit\" name=\"decision\" value=\"reject\" class=\"secondary\">Reject ticked</button></div><label class=\"bulk-scope\"><input type=\"checkbox\" name=\"scope\" value=\"all\"> Not only the ticked ones: every approval these filters match (up to 10,000)</label> <input type=\"hidden\" name=\"reason\" value=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

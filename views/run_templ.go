@@ -1602,7 +1602,7 @@ func Runs(p RunsPage) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 127, "\" class=\"bulk-bar\" data-testid=\"runs-bulk\"><label for=\"bulk-reason\">Cancel or retry the runs you tick below together</label><div class=\"bulk-controls\"><input id=\"bulk-reason\" name=\"reason\" maxlength=\"500\" placeholder=\"Reason (optional)\"> <button type=\"submit\" name=\"action\" value=\"retry\" class=\"secondary\">Retry ticked</button> <button type=\"submit\" name=\"action\" value=\"cancel\" class=\"secondary outline\">Cancel ticked</button></div><label class=\"bulk-scope\"><input type=\"checkbox\" name=\"scope\" value=\"all\"> Not only the ticked ones: every run this list's filter matches (500 at a time)</label> <input type=\"hidden\" name=\"status\" value=\"")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 127, "\" class=\"bulk-bar\" data-testid=\"runs-bulk\"><label for=\"bulk-reason\">Cancel or retry the runs you tick below together</label><div class=\"bulk-controls\"><input id=\"bulk-reason\" name=\"reason\" maxlength=\"500\" placeholder=\"Reason (optional)\"> <button type=\"submit\" name=\"action\" value=\"retry\" class=\"secondary\">Retry ticked</button> <button type=\"submit\" name=\"action\" value=\"cancel\" class=\"secondary outline\">Cancel ticked</button></div><label class=\"bulk-scope\"><input type=\"checkbox\" name=\"scope\" value=\"all\"> Not only the ticked ones: every run this list's filter matches (up to 10,000)</label> <input type=\"hidden\" name=\"status\" value=\"")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}

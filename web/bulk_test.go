@@ -6,9 +6,12 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/storage"
 )
 
 type bulkLine struct {
@@ -193,3 +196,47 @@ func TestBulkFromPages(t *testing.T) {
 		}
 	})
 }
+
+// "All that match" from the inbox takes more than a page lists (up to
+// 10,000, as the API does), and the page streams its progress, a line
+// every hundred, before it says what was done.
+func TestBulkFromAPageShowsProgress(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t, storage.Opts{DataDir: t.TempDir()}, withUI)
+	const n = 650 // more than a page lists and ticks (500)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { e.startRun(t, "review", map[string]int{"amount": i + 1}) })
+	}
+	wg.Wait()
+	pending := func() int {
+		count, cursor := 0, ""
+		for {
+			p := decode[pageBody[suspensionBody]](t, e.call(t, "GET", "/api/v1/suspensions?status=pending&workflowId=review&limit=500&cursor="+cursor, e.admin, ""), http.StatusOK)
+			count += len(p.Items)
+			if cursor = p.NextCursor; cursor == "" {
+				return count
+			}
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for k := pending(); k != n; k = pending() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d runs paused within 30s", k, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	rev := e.signedIn(t, "bulk-many@example.com", domain.RoleReviewer)
+	p := rev.do("POST", "/inbox/bulk", url.Values{"decision": {"approve"}, "comment": {"quarter end"}, "scope": {"all"}, "workflow": {"review"}})
+	wantPage(t, p, http.StatusOK, "Approving 100 requests so far…", "Approving 600 requests so far…", "Approved 650 requests of 650.")
+	if got := strings.Count(p.Body, `data-testid="bulk-progress"`); got != n/bulkEvery {
+		t.Errorf("%d lines of progress; want %d", got, n/bulkEvery)
+	}
+	if left := pending(); left != 0 {
+		t.Errorf("%d requests still pending after approving all that match", left)
+	}
+}
+
+// bulkEvery is how many items a page's bulk action does between two lines
+// of progress (web's bulkProgressEvery).
+const bulkEvery = 100

@@ -2,31 +2,40 @@ package web
 
 import (
 	"cmp"
+	"context"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/a-h/templ"
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/views"
 )
 
-// maxPageBulk is how many items a bulk action from a page takes: the
-// people who need more use the API or the CLI, which stream their
-// progress.
+// maxPageBulk is how many ticked items a bulk action from a page takes, as
+// many as a page lists; "all that match" takes up to maxBulk, as the API
+// does, and the page shows its progress.
 const maxPageBulk = 500
+
+// bulkProgressEvery is how many items a page's bulk action does between
+// two lines of progress.
+const bulkProgressEvery = 100
 
 // pageBulkForm describes a bulk form on a page: the field its buttons
 // send (one of choices), its text field and that field's limit, and how
 // its items and list are called.
 type pageBulkForm struct {
-	choice    string
-	choices   [2]string
-	labels    [2]string // the buttons' words
-	text      string
-	maxText   int
-	noun      string // "request"
-	list, cli string // "the inbox"; the CLI command that takes more
+	choice  string
+	choices [2]string
+	labels  [2]string // the buttons' words
+	text    string
+	maxText int
+	noun    string // "request"
+	list    string // "the inbox"
 }
 
 // pageBulk is what a bulk form sent: the ticked ids, or all (every item
@@ -57,7 +66,7 @@ func (s *Server) readPageBulk(w http.ResponseWriter, r *http.Request, v *views.V
 	case len(b.ids) == 0 && !b.all:
 		heading, message = "No "+f.noun+" was ticked", "Tick the "+f.noun+"s in "+f.list+", then "+strings.ToLower(choose[:1])+choose[1:]+"."
 	case len(b.ids) > maxPageBulk:
-		heading, message = "Too many at once", "A page acts on at most 500 "+f.noun+"s at once; the API and tollgate "+f.cli+" bulk take up to 10,000."
+		heading, message = "Too many ticked", "Tick at most 500 "+f.noun+"s, or choose all that match the filters (up to 10,000)."
 	case len(b.text) > f.maxText:
 		heading, message = "The "+f.text+" is too long", "It has at most "+strconv.Itoa(f.maxText)+" characters."
 	default:
@@ -72,13 +81,13 @@ func (s *Server) readPageBulk(w http.ResponseWriter, r *http.Request, v *views.V
 func (s *Server) bulkFromInbox(w http.ResponseWriter, r *http.Request) {
 	v := s.viewerOf(r)
 	form, ok := s.readPageBulk(w, r, v, pageBulkForm{choice: "decision", choices: [2]string{"approve", "reject"}, labels: [2]string{"Approve", "Reject"}, text: "comment", maxText: 10_000,
-		noun: "request", list: "the inbox", cli: "suspensions"})
+		noun: "request", list: "the inbox"})
 	if !ok {
 		return
 	}
 	comment := form.text
 	approve := form.choice == "approve"
-	items, list := slices.Values(form.ids), &listing{max: maxPageBulk}
+	items, list := slices.Values(form.ids), &listing{}
 	if form.all {
 		f, _ := inboxFilterOf(r.PostForm)
 		f.Kind = string(domain.KindApproval) // only approvals are decided in bulk
@@ -101,27 +110,23 @@ func (s *Server) bulkFromInbox(w http.ResponseWriter, r *http.Request) {
 		out, err := s.Engine.Decide(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, By: v.Email, Actor: &actor, Audit: audit, Channel: domain.ChannelWeb}, approve, comment)
 		return string(out.Status), err
 	}
-	verb := map[bool]string{true: "Approved", false: "Rejected"}[approve]
-	p := views.BulkPage{Viewer: v, Verb: verb, Noun: "request", CLI: "suspensions", Back: "/inbox", BackLabel: "Back to the inbox"}
-	sum := s.doBulk(r.Context(), items, list, act, func(res bulkResult) {
-		if !res.OK {
-			p.Failures = append(p.Failures, views.BulkFailure{Label: cmp.Or(titles[res.ID], res.ID), Href: views.SuspensionURL(res.ID), Why: res.Detail})
-		}
+	p := &views.BulkPage{Viewer: v, Verb: map[bool]string{true: "Approved", false: "Rejected"}[approve], Doing: map[bool]string{true: "Approving", false: "Rejecting"}[approve],
+		Noun: "request", Back: "/inbox", BackLabel: "Back to the inbox"}
+	s.runPageBulk(w, r, p, items, list, act, func(res bulkResult) views.BulkFailure {
+		return views.BulkFailure{Label: cmp.Or(titles[res.ID], res.ID), Href: views.SuspensionURL(res.ID), Why: res.Detail}
 	})
-	p.Done, p.Succeeded, p.More = sum.Done, sum.Succeeded, sum.Truncated
-	s.render(w, r, http.StatusOK, views.Bulk(p))
 }
 
 // bulkFromRuns cancels or retries the runs ticked on the runs list (admins).
 func (s *Server) bulkFromRuns(w http.ResponseWriter, r *http.Request) {
 	v := s.viewerOf(r)
 	form, ok := s.readPageBulk(w, r, v, pageBulkForm{choice: "action", choices: [2]string{"cancel", "retry"}, labels: [2]string{"Cancel", "Retry"}, text: "reason", maxText: 500,
-		noun: "run", list: "the runs list", cli: "runs"})
+		noun: "run", list: "the runs list"})
 	if !ok {
 		return
 	}
 	action, reason := form.choice, form.text
-	items, list := slices.Values(form.ids), &listing{max: maxPageBulk}
+	items, list := slices.Values(form.ids), &listing{}
 	if form.all {
 		f := domain.RunFilter{WorkflowID: strings.TrimSpace(r.PostForm.Get("workflow")), Limit: bulkPage}
 		if st, ok := domain.ParseRunStatus(r.PostForm.Get("status")); ok {
@@ -139,20 +144,49 @@ func (s *Server) bulkFromRuns(w http.ResponseWriter, r *http.Request) {
 		run, err := s.actOnRun(r.Context(), action, id, v.Email, reason, audit)
 		return string(run.Status), err
 	}
-	verb := map[string]string{"cancel": "Cancelled", "retry": "Retried"}[action]
-	p := views.BulkPage{Viewer: v, Verb: verb, Noun: "run", CLI: "runs", Back: "/runs", BackLabel: "Back to the runs"}
-	sum := s.doBulk(r.Context(), items, list, act, func(res bulkResult) {
-		if !res.OK {
-			run, found := before[res.ID]
-			label := res.ID
-			if found {
-				label = views.RunLabel(run)
-			}
-			p.Failures = append(p.Failures, views.BulkFailure{Label: label, Href: "/runs/" + res.ID, Why: whyNotActed(res, run)})
+	p := &views.BulkPage{Viewer: v, Verb: map[string]string{"cancel": "Cancelled", "retry": "Retried"}[action], Doing: map[string]string{"cancel": "Cancelling", "retry": "Retrying"}[action],
+		Noun: "run", Back: "/runs", BackLabel: "Back to the runs"}
+	s.runPageBulk(w, r, p, items, list, act, func(res bulkResult) views.BulkFailure {
+		run, found := before[res.ID]
+		label := res.ID
+		if found {
+			label = views.RunLabel(run)
 		}
+		return views.BulkFailure{Label: label, Href: "/runs/" + res.ID, Why: whyNotActed(res, run)}
 	})
-	p.Done, p.Succeeded, p.More = sum.Done, sum.Succeeded, sum.Truncated
-	s.render(w, r, http.StatusOK, views.Bulk(p))
+}
+
+// runPageBulk runs a bulk action from a page and streams the page as it
+// goes: its head at once, a line of progress every bulkProgressEvery
+// items, then the outcome, with each item failed says how. The write
+// deadline moves with the progress, so no action is cut short for being
+// long.
+func (s *Server) runPageBulk(w http.ResponseWriter, r *http.Request, p *views.BulkPage, items func(func(string) bool), list *listing,
+	act func(id string) (string, error), failed func(bulkResult) views.BulkFailure) {
+	rc := http.NewResponseController(w)
+	work := templ.ComponentFunc(func(ctx context.Context, out io.Writer) error {
+		flush := func() {
+			if b, ok := out.(interface{ Flush() error }); ok { // templ's buffer, into w
+				_ = b.Flush()
+			}
+			_ = rc.SetWriteDeadline(time.Now().Add(time.Minute))
+			_ = rc.Flush()
+		}
+		flush()
+		done := 0
+		sum := s.doBulk(r.Context(), items, list, act, func(res bulkResult) {
+			if !res.OK {
+				p.Failures = append(p.Failures, failed(res))
+			}
+			if done++; done%bulkProgressEvery == 0 {
+				_ = views.BulkProgress(*p, done).Render(ctx, out)
+				flush()
+			}
+		})
+		p.Done, p.Succeeded, p.More, p.Error = sum.Done, sum.Succeeded, sum.Truncated, sum.Error
+		return views.BulkOutcome(*p).Render(ctx, out)
+	})
+	s.render(w, r, http.StatusOK, views.BulkRunning(*p, work))
 }
 
 // whyNotActed says in a person's words why a run could not be cancelled

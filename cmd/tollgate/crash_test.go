@@ -221,8 +221,6 @@ func newCrashHarness(t *testing.T, extraEnv map[string]string) *crashHarness {
 	return h
 }
 
-func (h *crashHarness) start() (*crashProc, error) { return h.startAt(h.addr) }
-
 // startAt starts a server listening on addr.
 func (h *crashHarness) startAt(addr string) (*crashProc, error) {
 	h.mu.Lock()
