@@ -2,7 +2,7 @@ SHELL := bash
 GO ?= go
 ADDR ?= 127.0.0.1:8080
 
-.PHONY: run build test fuzz chaos bench generate lint check release release-check
+.PHONY: run build test fuzz chaos soak bench generate lint check release release-check
 
 run: ## Start the server on the embedded database (./data/tollgate.db)
 	$(GO) run ./cmd/tollgate serve --addr $(ADDR)
@@ -34,6 +34,14 @@ CHAOS_TIME ?= 10m
 
 chaos: ## Three servers on one PostgreSQL under SIGKILL, SIGSTOP and a database restart for CHAOS_TIME (10m), then every run checked
 	TOLLGATE_CHAOS_DURATION=$(CHAOS_TIME) $(GO) test -race -run '^TestChaos$$' -count=1 -timeout 60m -v ./cmd/tollgate
+
+# The soak: one server on PostgreSQL under SOAK_RATE resumes a second with
+# 1,000 live pages open, for SOAK_TIME; a line of figures each minute.
+SOAK_TIME ?= 30m
+SOAK_RATE ?= 200
+
+soak: ## One server under SOAK_RATE (200) resumes/s and 1,000 open live pages for SOAK_TIME (30m): RSS, goroutines, descriptors, connections and p99 each minute, which must stay flat
+	TOLLGATE_SOAK_DURATION=$(SOAK_TIME) TOLLGATE_SOAK_RATE=$(SOAK_RATE) $(GO) test -run '^TestSoak$$' -count=1 -timeout 90m -v ./cmd/tollgate
 
 # BENCH=kernel,herd runs only the parts named (all when empty): kernel, herd,
 # trips, hooks, replay, web, mail, upload, policies.

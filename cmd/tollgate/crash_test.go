@@ -45,7 +45,8 @@ func crashChild() int {
 	ledger := os.Getenv(crashLedgerEnv)
 	prev := registerWorkflows
 	registerWorkflows = func(tg *tollgate.Tollgate) error {
-		return errors.Join(prev(tg), tg.RegisterWorkflow(crashCycle(ledger)), tg.RegisterWorkflow(crashRetry(ledger)), tg.RegisterReplay(crashReplay(ledger)))
+		return errors.Join(prev(tg), tg.RegisterWorkflow(crashCycle(ledger)), tg.RegisterWorkflow(crashRetry(ledger)), tg.RegisterReplay(crashReplay(ledger)),
+			tg.RegisterWorkflow(soakCycle()))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
