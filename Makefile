@@ -44,10 +44,10 @@ soak: ## One server under SOAK_RATE (200) resumes/s and 1,000 open live pages fo
 	TOLLGATE_SOAK_DURATION=$(SOAK_TIME) TOLLGATE_SOAK_RATE=$(SOAK_RATE) $(GO) test -run '^TestSoak$$' -count=1 -timeout 90m -v ./cmd/tollgate
 
 # BENCH=kernel,herd runs only the parts named (all when empty): kernel, herd,
-# trips, hooks, replay, web, mail, upload, policies.
+# trips, hooks, replay, web, mail, upload, policies, servers.
 BENCH ?= $(TOLLGATE_BENCH)
 
-bench: ## Suspend→resume, declarative and replay workflows on both databases; the web app with 1M suspensions; what mail adds to creating suspensions; approval policies' memory and vote latency (BENCH=kernel,herd picks parts)
+bench: ## Suspend→resume, declarative and replay workflows on both databases; the web app with 1M suspensions; what mail adds to creating suspensions; approval policies' memory and vote latency; one server against three on one PostgreSQL (BENCH=kernel,herd picks parts)
 	TOLLGATE_BENCH=$(BENCH) $(GO) test -run '^TestBench' -tags bench -count=1 -timeout 60m -v ./cmd/tollgate
 
 generate: ## Regenerate generated code (templ components) and the README's configuration reference

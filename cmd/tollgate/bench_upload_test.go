@@ -10,10 +10,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"mime/multipart"
-	"net"
 	"net/http"
-	"net/http/cookiejar"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,15 +133,6 @@ func TestBenchUploadMemory(t *testing.T) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 func waitHealthy(t *testing.T, base string) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -198,20 +186,6 @@ func pendingClaims(t *testing.T, base, key string, n int) []string {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-func signInAs(t *testing.T, base, email, password string) *http.Client {
-	jar, _ := cookiejar.New(nil)
-	hc := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := hc.PostForm(base+"/login", url.Values{"email": {email}, "password": {password}, "next": {"/"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther {
-		t.Fatalf("sign in: %d", resp.StatusCode)
-	}
-	return hc
 }
 
 // streamUpload posts one file of size bytes (a PDF header, then random

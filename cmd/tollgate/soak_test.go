@@ -102,7 +102,8 @@ func TestSoak(t *testing.T) {
 		if _, err := db.CreateUser(ctx, domain.User{ID: fmt.Sprintf("soak-%02d", r), Email: email, Role: domain.RoleReviewer, CreatedAt: time.Now()}, hash); err != nil {
 			t.Fatal(err)
 		}
-		cookies := signInAs(t, base, email, "soak test password 1")
+		u, _ := url.Parse(base)
+		cookies := signInAs(t, base, email, "soak test password 1").Jar.Cookies(u)
 		for tab := range tabsPerPerson {
 			scope := "inbox"
 			if tab >= inboxTabs {
@@ -274,13 +275,13 @@ type soakRow struct {
 	tabs                          int
 }
 
-// signInAs signs in through the login form and returns the session's
-// cookies.
-func signInAs(t *testing.T, base, email, password string) []*http.Cookie {
+// signInAs signs in through the login form and returns a client that
+// holds the session's cookie.
+func signInAs(t *testing.T, base, email, password string) *http.Client {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	hc := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	req, _ := http.NewRequest("POST", base+"/login", strings.NewReader(url.Values{"email": {email}, "password": {password}}.Encode()))
+	req, _ := http.NewRequest("POST", base+"/login", strings.NewReader(url.Values{"email": {email}, "password": {password}, "next": {"/"}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", base)
 	resp, err := hc.Do(req)
@@ -288,11 +289,10 @@ func signInAs(t *testing.T, base, email, password string) []*http.Cookie {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	u, _ := url.Parse(base)
-	if resp.StatusCode != http.StatusSeeOther || len(jar.Cookies(u)) == 0 {
+	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("sign in as %s: %d", email, resp.StatusCode)
 	}
-	return jar.Cookies(u)
+	return hc
 }
 
 // liveTabs are open live-update websockets, as pages hold them.
