@@ -21,8 +21,9 @@ import (
 // would not show, and each goes only to tabs allowed to see that run:
 // reviewers and admins on the inbox (every change) or on that run's or
 // suspension's page, founders on their list when the run has a suspension
-// assigned to them. A tab that falls behind is disconnected; on reconnect
-// it re-reads its page, so no change is lost.
+// assigned to them. A notice only says "re-read your page", so a tab that
+// falls behind drops the notices beyond its queue, which holds unread ones
+// already; on a reconnect it re-reads its page, so no change is lost.
 
 const (
 	liveWriteWait  = 10 * time.Second
@@ -107,14 +108,15 @@ func (h *liveHub) fanOut(runID string) {
 	}
 }
 
-// deliver queues msg for c; a tab too slow to take it is dropped (it will
-// reconnect and re-sync). h.mu is held.
+// deliver queues msg for c. A tab whose queue is full loses nothing when
+// msg is dropped: it has notices it has not read yet, each of which makes
+// it re-read its page after this change committed. So a busy inbox tab,
+// told of every change, is not cut off; a tab that stops reading is closed
+// by the write deadline. h.mu is held.
 func (h *liveHub) deliver(c *liveClient, msg []byte) {
 	select {
 	case c.send <- msg:
 	default:
-		delete(h.clients, c)
-		close(c.send)
 	}
 }
 
