@@ -100,6 +100,9 @@ func (s sweep) run(ctx context.Context, log *slog.Logger, before time.Time) {
 	}
 }
 
+// prepareDB applies the migrations, or with noMigrate checks that none is
+// missing, and takes back the jobs a dead process left running on the
+// embedded database.
 func prepareDB(ctx context.Context, db *storage.DB, noMigrate bool, log *slog.Logger) error {
 	if !noMigrate {
 		if err := db.Migrate(ctx); err != nil {
