@@ -63,6 +63,7 @@ type serversResult struct {
 // cycles benchClients clients drive through them.
 func benchServersRun(t *testing.T, n int) serversResult {
 	h := newCrashHarness(t, map[string]string{"DATABASE_URL": storagetest.NewDatabase(t)})
+	h.defaults = true
 	var addrs []string
 	var procs []*crashProc
 	for range n {

@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -19,7 +24,9 @@ import (
 // server of its own and drives a mixed workload through all three — step
 // functions that suspend, are resumed (by step key before the pause
 // commits, or by suspension id) and wait on a timer; replay workflows that
-// sleep and wait for a signal — while it kills a random server with
+// sleep and wait for a signal; approvals, each approved by two requests at
+// once; declarative waits; async http steps, whose endpoint reports back
+// through any server — while it kills a random server with
 // SIGKILL and starts it again, stops one with SIGSTOP past its job lease
 // and lets it go on, and restarts PostgreSQL under them all. Then every
 // run must have finished with the log its workflow writes once, every
@@ -48,7 +55,10 @@ func TestChaos(t *testing.T) {
 		lease   = time.Second // the harness's --job-lease
 	)
 	pg := storagetest.NewCluster(t)
-	h := newCrashHarness(t, map[string]string{"DATABASE_URL": pg.NewDatabase(t)})
+	endpoint := &asyncEndpoint{calls: map[string]int{}}
+	far := httptest.NewServer(endpoint)
+	defer far.Close()
+	h := newCrashHarness(t, map[string]string{"DATABASE_URL": pg.NewDatabase(t), "TOLLGATE_HTTP_ALLOW": strings.TrimPrefix(far.URL, "http://")})
 	s := &chaosServers{h: h, procs: make([]*crashProc, servers)}
 	for i := range servers {
 		s.addrs = append(s.addrs, freeAddr(t))
@@ -97,13 +107,27 @@ func TestChaos(t *testing.T) {
 		}
 	})
 
+	endpoint.reports = &crashDriver{c: d.c}
+	d.c.call(t, http.StatusCreated, "PUT", "/api/v1/workflows/chaos-wait/versions/1", json.RawMessage(chaosWaitDoc))
+	d.c.call(t, http.StatusCreated, "PUT", "/api/v1/workflows/chaos-async/versions/1",
+		json.RawMessage(`{"id": "chaos-async", "version": "1", "steps": [{"type": "http", "name": "ship", "async": true, "url": "`+far.URL+`/ship"}]}`))
 	var (
-		mu     sync.Mutex
-		cycles = map[string]int{} // crash-cycle runs
-		replay = map[string]int{} // crash-replay runs
-		next   atomic.Int64
-		wg     sync.WaitGroup
+		mu        sync.Mutex
+		cycles    = map[string]int{} // crash-cycle runs
+		replay    = map[string]int{} // crash-replay runs
+		approvals = map[string]int{} // expense-approval runs
+		waits     = map[string]int{} // chaos-wait runs
+		asyncs    = map[string]int{} // chaos-async runs
+		next      atomic.Int64
+		wg        sync.WaitGroup
 	)
+	keep := func(runs map[string]int, id string, i int) {
+		if id != "" {
+			mu.Lock()
+			runs[id] = i
+			mu.Unlock()
+		}
+	}
 	deadline := time.Now().Add(duration)
 	ctx, cancel := context.WithTimeout(context.Background(), duration+3*time.Minute)
 	defer cancel()
@@ -111,25 +135,26 @@ func TestChaos(t *testing.T) {
 		wg.Go(func() {
 			for !t.Failed() && time.Now().Before(deadline) {
 				i := int(next.Add(1)) - 1
-				if i%3 == 2 {
-					id, err := d.replayCycle(ctx, i)
-					if id != "" {
-						mu.Lock()
-						replay[id] = i
-						mu.Unlock()
-					}
-					if err != nil {
-						t.Errorf("replay run %d: %v", i, err)
-						return
-					}
-					continue
+				var err error
+				var id string
+				switch i % 6 {
+				case 2:
+					id, err = d.replayCycle(ctx, i)
+					keep(replay, id, i)
+				case 3:
+					id, err = d.approvalCycle(ctx, i)
+					keep(approvals, id, i)
+				case 4:
+					id, err = d.runToEnd(ctx, "chaos-wait", fmt.Sprint("wait-", i), map[string]int{"n": i})
+					keep(waits, id, i)
+				case 5:
+					id, err = d.runToEnd(ctx, "chaos-async", fmt.Sprint("async-", i), map[string]int{"n": i})
+					keep(asyncs, id, i)
+				default:
+					err = d.cycle(ctx, i, func(id string) { keep(cycles, id, i) })
 				}
-				if err := d.cycle(ctx, i, func(id string) {
-					mu.Lock()
-					cycles[id] = i
-					mu.Unlock()
-				}); err != nil {
-					t.Errorf("cycle %d: %v", i, err)
+				if err != nil {
+					t.Errorf("cycle %d (kind %d of 6): %v", i, i%6, err)
 					return
 				}
 			}
@@ -144,19 +169,32 @@ func TestChaos(t *testing.T) {
 	s.resumeAll()
 
 	all := map[string]int{}
-	for id, i := range cycles {
-		all[id] = i
-	}
-	for id, i := range replay {
-		all[id] = i
+	for _, runs := range []map[string]int{cycles, replay, approvals, waits, asyncs} {
+		maps.Copy(all, runs)
 	}
 	h.mu.Lock()
 	h.started = all
 	h.mu.Unlock()
 	drain(t, d.c, "crash-cycle", cycles)
 	drain(t, d.c, "crash-replay", replay)
+	drain(t, d.c, "expense-approval", approvals)
+	drain(t, d.c, "chaos-wait", waits)
+	drain(t, d.c, "chaos-async", asyncs)
 	resumedEarly := checkCycleLogs(t, d.c, cycles)
 	checkReplayLogs(t, d.c, replay)
+	checkOnceLogs(t, d.c, approvals, map[string]int{"REVIEW_APPROVED": 1, "STEP_COMPLETED(submitExpense)": 1, "STEP_COMPLETED(reimburse)": 1, "RUN_SUCCEEDED": 1, "RUN_FAILED": 0})
+	checkOnceLogs(t, d.c, waits, map[string]int{"WORKFLOW_PAUSED": 1, "RUN_RESUMED": 1, "RUN_SUCCEEDED": 1, "RUN_FAILED": 0})
+	checkOnceLogs(t, d.c, asyncs, map[string]int{"RUN_SUCCEEDED": 1, "RUN_FAILED": 0})
+	endpoint.mu.Lock()
+	for id := range asyncs {
+		if endpoint.calls[id] == 0 {
+			t.Errorf("run %s succeeded without calling its endpoint", id)
+		}
+	}
+	endpoint.mu.Unlock()
+	if n := endpoint.failed.Load(); n > 0 {
+		t.Errorf("%d async reports were refused; the last: %s", n, *endpoint.lastErr.Load())
+	}
 	for _, p := range s.procs {
 		h.stopGracefully(p)
 	}
@@ -164,9 +202,9 @@ func TestChaos(t *testing.T) {
 	dr := h.checkEffects(replay, "charge", "finish")
 	h.checkServerLogs()
 	repeated := dc["first"] + dc["resumed"] + dc["timer"] + dr["charge"] + dr["finish"]
-	t.Logf("chaos for %v, %d servers on one PostgreSQL: %d step-function cycles (%d resumed before their pause committed) and %d replay runs finished, 0 lost; "+
+	t.Logf("chaos for %v, %d servers on one PostgreSQL: %d step-function cycles (%d resumed before their pause committed), %d replay runs, %d approvals (each approved twice at once), %d declarative waits and %d async http steps finished, 0 lost; "+
 		"%d SIGKILLs and restarts, %d SIGSTOPs past the lease, %d PostgreSQL restarts; %d client retries (%d 5xx); %d repeated step effects (at-least-once, each after a kill or pause), 0 repeated commits",
-		duration, servers, len(cycles), resumedEarly, len(replay), kills.Load(), pauses.Load(), pgRestarts.Load(), d.retries.Load(), d.errors5x.Load(), repeated)
+		duration, servers, len(cycles), resumedEarly, len(replay), len(approvals), len(waits), len(asyncs), kills.Load(), pauses.Load(), pgRestarts.Load(), d.retries.Load(), d.errors5x.Load(), repeated)
 	if n := d.errors500.Load(); n > 0 {
 		t.Errorf("%d answers were 5xx other than 503 database_unavailable; the last: %s", n, *d.last500.Load())
 	}

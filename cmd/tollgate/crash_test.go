@@ -151,6 +151,10 @@ type crashHarness struct {
 	// started, when set, is every run the clients started, of whichever
 	// workflow: the ledger may name no other (see checkEffects).
 	started map[string]int
+	// defaults runs the servers with serve's job lease and poll interval
+	// (the soak, the bench), not the short ones that bring a killed
+	// server's jobs back at once.
+	defaults bool
 }
 
 type crashProc struct {
@@ -234,9 +238,13 @@ func (h *crashHarness) startAt(addr string) (*crashProc, error) {
 		return nil, err
 	}
 	defer errFile.Close() // the child has its own descriptor
-	cmd := exec.Command(os.Args[0], "serve", "--addr", addr, "--data", filepath.Join(h.dir, "data"),
-		"--job-lease", "1s", "--poll-interval", "200ms", "--workers", "16",
-		"--log-level", "warn", "--shutdown-timeout", "5s")
+	args := []string{"serve", "--addr", addr, "--data", filepath.Join(h.dir, "data"), "--workers", "16", "--log-level", "warn", "--shutdown-timeout", "5s"}
+	if h.defaults {
+		args = append(args, "--job-lease", "30s", "--poll-interval", "1s") // serve's own
+	} else {
+		args = append(args, "--job-lease", "1s", "--poll-interval", "200ms") // a killed server's jobs come back within a second
+	}
+	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = h.env
 	p := &crashProc{cmd: cmd, ready: make(chan struct{}), exited: make(chan struct{}), stderr: errPath}
 	cmd.Stdout = &readyWriter{ready: p.ready}
@@ -648,7 +656,10 @@ func (h *crashHarness) stopGracefully(p *crashProc) {
 			h.t.Errorf("server %d exited with %v after SIGTERM\n%s", p.pid, p.err, tail(p.stderr, 20))
 		}
 	case <-time.After(20 * time.Second):
-		h.t.Fatalf("server %d did not stop within 20s of SIGTERM", p.pid)
+		// Its goroutines say what it waits for.
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+		<-p.exited
+		h.t.Fatalf("server %d did not stop within 20s of SIGTERM; its goroutines:\n%s", p.pid, tail(p.stderr, 3000))
 	}
 }
 
