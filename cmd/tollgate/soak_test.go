@@ -46,7 +46,8 @@ func soakCycle() *domain.Workflow {
 // descriptors, database connections, the resumes done and their p99
 // latency; at the end the server's memory, goroutines, descriptors and
 // connections must not have grown past warm-up, every run must have
-// finished, and every live page must still be open.
+// finished, every live page must still be open, and the resumes' p99
+// must not have grown.
 func TestSoak(t *testing.T) {
 	v := os.Getenv("TOLLGATE_SOAK_DURATION")
 	if v == "" {
@@ -262,7 +263,25 @@ func TestSoak(t *testing.T) {
 		if last.dbConns > 25 {
 			t.Errorf("%d database connections; the pool holds 20 and the listener 1", last.dbConns)
 		}
+		// Latency: a minute's p99 jumps with whatever else the machine
+		// does, so the median of the last third's is held to that of the
+		// minutes after warm-up.
+		third := len(rows) / 3
+		early, late := medianP99(rows[1:1+third]), medianP99(rows[len(rows)-third:])
+		if late > 2*early+20*time.Millisecond {
+			t.Errorf("the resumes' p99 grew: median %v over minutes 2–%d, %v over the last %d", early, 1+third, late, third)
+		}
 	}
+}
+
+// medianP99 is the median of the rows' p99 latencies.
+func medianP99(rows []soakRow) time.Duration {
+	var d []time.Duration
+	for _, r := range rows {
+		d = append(d, r.p99)
+	}
+	slices.Sort(d)
+	return d[len(d)/2]
 }
 
 type soakRow struct {
