@@ -205,7 +205,7 @@ func TestSoak(t *testing.T) {
 		latencies = nil
 		mu.Unlock()
 		row := soakRow{minute: minute, rss: procStatusKiB(p.pid, "VmRSS") / 1024, fds: countFDs(p.pid), goroutines: metricValue(t, api, "go_goroutines"),
-			p99: p99(lat), tabs: live.open_()}
+			p99: p99(lat), tabs: live.connected()}
 		if err := pg.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()").Scan(&row.dbConns); err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +241,7 @@ func TestSoak(t *testing.T) {
 	if n := failures.Load(); n > 0 {
 		t.Errorf("%d cycles failed; the last: %s", n, *lastErr.Load())
 	}
-	if open := live.open_(); open != reviewers*tabsPerPerson {
+	if open := live.connected(); open != reviewers*tabsPerPerson {
 		t.Errorf("%d of %d live pages are still open", open, reviewers*tabsPerPerson)
 	}
 	h.stopGracefully(p)
@@ -348,8 +348,8 @@ func (l *liveTabs) open(base, scope string, cookies []*http.Cookie) error {
 	return nil
 }
 
-// open_ is how many tabs are still connected.
-func (l *liveTabs) open_() int {
+// connected is how many tabs are still connected.
+func (l *liveTabs) connected() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.conns) - int(l.closed.Load())
