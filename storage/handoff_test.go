@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"crypto/sha256"
+	"sync"
 	"testing"
 	"time"
 
@@ -133,6 +134,76 @@ func TestEngineRunsHandedOffReportsAtOnce(t *testing.T) {
 		}
 		if n := store.claimed.Load(); n != 0 {
 			t.Fatalf("the engine claimed %d jobs; want the report's handed to it", n)
+		}
+	})
+}
+
+// Every worker slot a handoff or a claim takes is given back once: with
+// starts, resumes before the pause commits and resumes of committed
+// pauses racing through batched commits, an engine that has finished
+// every run holds no slot, and stops at once.
+func TestHandoffsGiveBackEverySlot(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
+		ctx := t.Context()
+		wf := askOnce("slots", func(domain.StepRequest) domain.Command { return domain.Suspend("ask", nil, "") })
+		e, stop := runEngine(t, db, newRegistry(t, wf), engine.Opts{Workers: 4, CommitLanes: 2, PollInterval: time.Second})
+		var (
+			mu   sync.Mutex
+			runs []string
+			wg   sync.WaitGroup
+		)
+		deadline := time.Now().Add(3 * time.Second)
+		for c := range 12 {
+			wg.Go(func() {
+				for i := 0; time.Now().Before(deadline) && ctx.Err() == nil; i++ {
+					run, _, err := e.Start(ctx, "slots", nil, "")
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					runs = append(runs, run.ID)
+					mu.Unlock()
+					req := domain.ResumeRequest{RunID: run.ID, StepKey: "ask", Data: raw(i), By: "t"}
+					if (c+i)%2 == 1 { // to the committed pause
+						for req.SuspensionID == "" && ctx.Err() == nil {
+							ss, _, err := db.Suspensions(ctx, domain.SuspensionFilter{RunID: run.ID, Status: domain.SuspensionPending})
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							if len(ss) == 1 {
+								req = domain.ResumeRequest{SuspensionID: ss[0].ID, Data: raw(i), By: "t"}
+							} else {
+								time.Sleep(time.Millisecond)
+							}
+						}
+					}
+					if _, err := e.Resume(ctx, req); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		waitFor(t, 30*time.Second, "every run to succeed", func() bool {
+			for len(runs) > 0 {
+				if got, err := db.Run(ctx, runs[0]); err != nil || got.Status != domain.RunSucceeded {
+					return false
+				}
+				runs = runs[1:]
+			}
+			return true
+		})
+		waitFor(t, 5*time.Second, "every worker slot to be free", func() bool { busy, _ := e.Workers(); return busy == 0 })
+		stopped := make(chan struct{})
+		go func() { stop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the engine did not stop")
 		}
 	})
 }

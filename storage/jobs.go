@@ -156,13 +156,23 @@ type claim struct {
 func (db *DB) claimDue(ctx context.Context, c claim) ([]jobRow, error) {
 	var rows []jobRow
 	if db.dialect == Postgres {
-		err := db.bun.NewSelect().With("claimed", db.claimUpdate(db.bun, c).Returning("*")).
+		// The due jobs are chosen and locked once, in a materialised CTE
+		// the update reads: PostgreSQL may plan "id IN (subquery)" so
+		// that the subquery runs more than once, and each run of a
+		// LIMIT ... SKIP LOCKED can pick other rows, claiming more jobs
+		// than asked for.
+		due := bun.NewWithQuery("due", db.dueJobs(db.bun, c).For("UPDATE SKIP LOCKED")).Materialized()
+		claimed := db.claimUpdate(db.bun, c).Where("id IN (SELECT id FROM due)").Returning("*")
+		err := db.bun.NewSelect().WithQuery(due).With("claimed", claimed).
 			Model(&rows).ModelTableExpr("claimed AS j").Relation("Run").Relation("Suspension").Scan(ctx)
 		return rows, err
 	}
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var ids []int64
-		if err := db.claimUpdate(tx, c).Returning("id").Scan(ctx, &ids); err != nil || len(ids) == 0 {
+		// SQLite's one writer holds the database for the transaction: no
+		// claim runs beside this one.
+		q := db.claimUpdate(tx, c).Where("id IN (?)", db.dueJobs(tx, c))
+		if err := q.Returning("id").Scan(ctx, &ids); err != nil || len(ids) == 0 {
 			return err
 		}
 		return tx.NewSelect().Model(&rows).Relation("Run").Relation("Suspension").
@@ -171,21 +181,24 @@ func (db *DB) claimDue(ctx context.Context, c claim) ([]jobRow, error) {
 	return rows, err
 }
 
-// claimUpdate is the update that marks the jobs c claims running.
-func (db *DB) claimUpdate(idb bun.IDB, c claim) *bun.UpdateQuery {
+// dueJobs selects the ids of the jobs c claims: due, oldest first, at
+// most c.limit of them.
+func (db *DB) dueJobs(idb bun.IDB, c claim) *bun.SelectQuery {
 	due := idb.NewSelect().Model((*jobRow)(nil)).Column("id").
 		Where("status = ?", jobAvailable).Where("run_at <= ?", c.now).
 		OrderExpr("run_at, id").Limit(int64(c.limit))
 	if c.runID != "" {
 		due.Where("run_id = ?", c.runID)
 	}
-	if db.dialect == Postgres {
-		due.For("UPDATE SKIP LOCKED")
-	}
+	return due
+}
+
+// claimUpdate marks the jobs it is given a condition for running for
+// c.worker.
+func (db *DB) claimUpdate(idb bun.IDB, c claim) *bun.UpdateQuery {
 	return idb.NewUpdate().Model((*jobRow)(nil)).
 		Set("status = ?", jobRunning).Set("attempt = attempt + 1").
-		Set("locked_by = ?", c.worker).Set("lease_until = ?", c.now.Add(c.lease)).
-		Where("id IN (?)", due)
+		Set("locked_by = ?", c.worker).Set("lease_until = ?", c.now.Add(c.lease))
 }
 
 // ExtendLease implements domain.Store.

@@ -811,7 +811,7 @@ func TestAPIHealthAndMetrics(t *testing.T) {
 			}
 		}
 		for _, prefix := range []string{`tollgate_job_lag_seconds{scope="database"} `, "tollgate_resume_latency_seconds_bucket{le=", "# TYPE tollgate_resume_latency_seconds histogram",
-			"go_goroutines ", "process_resident_memory_bytes ", "tollgate_http_request_duration_seconds_bucket{",
+			"go_goroutines ", "process_resident_memory_bytes ", "tollgate_http_request_duration_seconds_bucket{", "tollgate_workers ", "tollgate_workers_busy ",
 			`tollgate_step_duration_seconds_count{workflow="intake"} `, `tollgate_step_failures_total{workflow="intake"} 0`} {
 			if !strings.Contains(text, "\n"+prefix) {
 				t.Errorf("metrics lack %q:\n%s", prefix, text)

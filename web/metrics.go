@@ -58,18 +58,20 @@ func (s *Server) metricsHTTP() http.Handler {
 }
 
 var (
-	database       = prometheus.Labels{"scope": "database"}
-	runsDesc       = prometheus.NewDesc("tollgate_runs", "Runs by status, in the whole database.", []string{"status"}, database)
-	pendingDesc    = prometheus.NewDesc("tollgate_suspensions_pending", "Pending suspensions by reason, in the whole database.", []string{"reason"}, database)
-	queuedDesc     = prometheus.NewDesc("tollgate_jobs_queued", "Jobs in the queue, in the whole database.", nil, database)
-	lagDesc        = prometheus.NewDesc("tollgate_job_lag_seconds", "Age of the oldest due job no worker has claimed, in the whole database.", nil, database)
-	commitsDesc    = prometheus.NewDesc("tollgate_step_commits_total", "Step outcomes committed by this process.", nil, nil)
-	resumeLatDesc  = prometheus.NewDesc("tollgate_resume_latency_seconds", "From a resume's commit to its resumed step's commit, in this process.", nil, nil)
-	stepDurDesc    = prometheus.NewDesc("tollgate_step_duration_seconds", "From a worker of this process taking a job to its step's commit, by workflow.", []string{"workflow"}, nil)
-	stepFailDesc   = prometheus.NewDesc("tollgate_step_failures_total", "Steps committed by this process that failed their run, by workflow.", []string{"workflow"}, nil)
-	notifyDesc     = prometheus.NewDesc("tollgate_notifications_total", "Attempts of this process to deliver mail and webhook events, by channel and outcome (sent, retrying, failed: given up).", []string{"channel", "outcome"}, nil)
-	stepRetryDesc  = prometheus.NewDesc("tollgate_step_retries_total", "Steps committed by this process to be run again after a failure, by workflow.", []string{"workflow"}, nil)
-	resumeLatBucks = engine.ResumeLatencyBuckets
+	database        = prometheus.Labels{"scope": "database"}
+	runsDesc        = prometheus.NewDesc("tollgate_runs", "Runs by status, in the whole database.", []string{"status"}, database)
+	pendingDesc     = prometheus.NewDesc("tollgate_suspensions_pending", "Pending suspensions by reason, in the whole database.", []string{"reason"}, database)
+	queuedDesc      = prometheus.NewDesc("tollgate_jobs_queued", "Jobs in the queue, in the whole database.", nil, database)
+	lagDesc         = prometheus.NewDesc("tollgate_job_lag_seconds", "Age of the oldest due job no worker has claimed, in the whole database.", nil, database)
+	commitsDesc     = prometheus.NewDesc("tollgate_step_commits_total", "Step outcomes committed by this process.", nil, nil)
+	resumeLatDesc   = prometheus.NewDesc("tollgate_resume_latency_seconds", "From a resume's commit to its resumed step's commit, in this process.", nil, nil)
+	stepDurDesc     = prometheus.NewDesc("tollgate_step_duration_seconds", "From a worker of this process taking a job to its step's commit, by workflow.", []string{"workflow"}, nil)
+	stepFailDesc    = prometheus.NewDesc("tollgate_step_failures_total", "Steps committed by this process that failed their run, by workflow.", []string{"workflow"}, nil)
+	notifyDesc      = prometheus.NewDesc("tollgate_notifications_total", "Attempts of this process to deliver mail and webhook events, by channel and outcome (sent, retrying, failed: given up).", []string{"channel", "outcome"}, nil)
+	stepRetryDesc   = prometheus.NewDesc("tollgate_step_retries_total", "Steps committed by this process to be run again after a failure, by workflow.", []string{"workflow"}, nil)
+	workersBusyDesc = prometheus.NewDesc("tollgate_workers_busy", "Worker slots of this process running a job or reserved for one.", nil, nil)
+	workersDesc     = prometheus.NewDesc("tollgate_workers", "Worker slots of this process.", nil, nil)
+	resumeLatBucks  = engine.ResumeLatencyBuckets
 )
 
 // statsTimeout bounds the database's read at a scrape.
@@ -80,7 +82,7 @@ const statsTimeout = 5 * time.Second
 type stateCollector struct{ s *Server }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{runsDesc, pendingDesc, queuedDesc, lagDesc, commitsDesc, resumeLatDesc, stepDurDesc, stepFailDesc, stepRetryDesc, notifyDesc} {
+	for _, d := range []*prometheus.Desc{runsDesc, pendingDesc, queuedDesc, lagDesc, commitsDesc, resumeLatDesc, stepDurDesc, stepFailDesc, stepRetryDesc, notifyDesc, workersBusyDesc, workersDesc} {
 		ch <- d
 	}
 }
@@ -88,6 +90,9 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if e := c.s.Engine; e != nil {
 		ch <- prometheus.MustNewConstMetric(commitsDesc, prometheus.CounterValue, float64(e.Metrics.Commits()))
+		busy, capacity := e.Workers()
+		ch <- prometheus.MustNewConstMetric(workersBusyDesc, prometheus.GaugeValue, float64(busy))
+		ch <- prometheus.MustNewConstMetric(workersDesc, prometheus.GaugeValue, float64(capacity))
 		cum, sum, count := e.Metrics.ResumeLatency()
 		buckets := make(map[float64]uint64, len(resumeLatBucks))
 		for i, le := range resumeLatBucks {

@@ -735,9 +735,16 @@ func (h *crashHarness) checkEffects(runIDs map[string]int, steps ...string) map[
 	return dups
 }
 
+// brokenPromises are what a server logs when the engine's own accounting
+// went wrong, which no kill or pause excuses.
+var brokenPromises = []string{
+	"A worker slot was given back that was not taken",
+	"A claim took more jobs than it asked for",
+}
+
 // checkServerLogs fails the test if a server reported a data race (a
-// server killed with SIGKILL reports it only on stderr), and logs the
-// first of the servers' ERROR lines.
+// server killed with SIGKILL reports it only on stderr) or a broken
+// promise, and logs the first of the servers' ERROR lines.
 func (h *crashHarness) checkServerLogs() {
 	h.t.Helper()
 	h.mu.Lock()
@@ -752,6 +759,11 @@ func (h *crashHarness) checkServerLogs() {
 		for l := range strings.Lines(string(b)) {
 			if strings.Contains(l, "level=ERROR") {
 				errLines = append(errLines, strings.TrimSpace(l))
+			}
+			for _, broken := range brokenPromises {
+				if strings.Contains(l, broken) {
+					h.t.Errorf("server %d: %s", p.pid, strings.TrimSpace(l))
+				}
 			}
 		}
 	}

@@ -135,6 +135,10 @@ func New(store domain.Store, reg *domain.Registry, o Opts) *Engine {
 		commits: newCommitter(store, o.BatchLimit, o.CommitLanes), Metrics: NewMetrics()}
 }
 
+// Workers says how many worker slots are taken (a job executing, or one
+// reserved for a handoff) and how many there are.
+func (e *Engine) Workers() (busy, capacity int) { return len(e.slots), cap(e.slots) }
+
 // Registry returns the workflows this engine runs.
 func (e *Engine) Registry() *domain.Registry { return e.reg }
 
@@ -445,6 +449,15 @@ func (e *Engine) claim(ctx context.Context, p *pool) (claimed, asked int) {
 	if err != nil && ctx.Err() == nil {
 		e.log.ErrorContext(ctx, "Claiming jobs failed", "error", err)
 	}
+	if len(jobs) > asked {
+		// A store must not claim more than asked; had it, the jobs
+		// beyond the slots taken would run in slots nobody took.
+		e.log.Error("A claim took more jobs than it asked for; the rest go back to the queue", "asked", asked, "claimed", len(jobs))
+		for _, j := range jobs[asked:] {
+			e.release(j, 0, false)
+		}
+		jobs = jobs[:asked]
+	}
 	for _, j := range jobs {
 		e.start(p, j)
 	}
@@ -497,7 +510,14 @@ func (e *Engine) chain(ctx, shutdown context.Context, job domain.Job) {
 
 // free gives a slot back and tells the claim loop.
 func (e *Engine) free() {
-	<-e.slots
+	select {
+	case <-e.slots:
+	default:
+		// Each slot is given back once by whoever took it. One given back
+		// twice would wait here for a slot taken by somebody else, and at
+		// shutdown, with none taken any more, for ever.
+		e.log.Error("A worker slot was given back that was not taken")
+	}
 	select {
 	case e.freed <- struct{}{}:
 	default:

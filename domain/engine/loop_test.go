@@ -369,6 +369,47 @@ func TestLoopRunsNoMoreThanItsSlotsAndClaimsWhenOneFrees(t *testing.T) {
 	})
 }
 
+// A claim that takes more jobs than it asked for (PostgreSQL can, for an
+// "IN (... LIMIT n FOR UPDATE SKIP LOCKED)" it evaluates again) runs no
+// more than the slots taken: the jobs beyond them go back to the queue
+// and run when a slot frees, and the engine still stops.
+func TestLoopGivesBackWhatAClaimTookBeyondItsSlots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newLoopStore()
+		s.overClaim = 1
+		var mu sync.Mutex
+		running, most, ran := 0, 0, 0
+		step := func(context.Context, domain.StepRequest) (domain.StepResult, error) {
+			mu.Lock()
+			running++
+			most = max(most, running)
+			mu.Unlock()
+			time.Sleep(10 * time.Second)
+			mu.Lock()
+			running--
+			ran++
+			mu.Unlock()
+			return domain.StepResult{Output: "done"}, nil
+		}
+		e := New(s, loopWorkflow(t, domain.DefaultRetry, map[string]domain.StepFunc{"work": step}),
+			Opts{Workers: 2, PollInterval: time.Hour, Lease: 2 * time.Hour})
+		for range 3 {
+			s.enqueue("loop", "work", time.Now(), false)
+		}
+		stop := runLoop(t, e)
+		time.Sleep(time.Minute)
+		stop()
+		if busy, _ := e.Workers(); busy != 0 {
+			t.Errorf("%d worker slots still taken after every job ended", busy)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if most != 2 || ran != 3 {
+			t.Errorf("%d steps ran at once and %d in all; want the 2 Workers, and all 3", most, ran)
+		}
+	})
+}
+
 // Slots that free more often than the poll interval do not put the poll
 // off: a job no one was told of is claimed within a poll interval of the
 // last claim while steps keep ending around it.

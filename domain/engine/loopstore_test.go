@@ -41,6 +41,9 @@ type loopStore struct {
 	// failCommit, when set, decides the error of a step's commit; nil
 	// lets it commit.
 	failCommit func(domain.StepCommit) error
+	// overClaim is how many due jobs beyond its limit a claim takes, as
+	// a faulty store's would.
+	overClaim int
 }
 
 // loopJob is a queued job with the claim state the storage package keeps
@@ -126,7 +129,7 @@ func (s *loopStore) ClaimJobs(_ context.Context, worker string, now time.Time, l
 		return due[a].job.ID < due[b].job.ID
 	})
 	var out []domain.Job
-	for _, j := range due[:min(len(due), limit)] {
+	for _, j := range due[:min(len(due), limit+s.overClaim)] {
 		j.running, j.lockedBy = true, worker
 		j.job.Attempt++
 		j.job.LeaseUntil = now.Add(lease)
