@@ -35,6 +35,9 @@ func (db *DB) Apply(ctx context.Context, batch []domain.Transition) []domain.App
 		clear(out)
 		rest := restAll(batch)
 		if db.dialect == Postgres {
+			if err := lockBatchRuns(ctx, tx, batch); err != nil {
+				return err
+			}
 			var err error
 			if rest, after, err = db.applySet(ctx, tx, batch, out); err != nil {
 				return err
@@ -81,6 +84,50 @@ func (db *DB) Apply(ctx context.Context, batch []domain.Transition) []domain.App
 		out[i] = db.applyAlone(ctx, batch[i])
 	}
 	return out
+}
+
+// lockBatchRuns locks every existing run the batch's transitions change,
+// in id order, before any of them changes anything. Each transition locks
+// its run again as it goes (which then waits for nobody), but in batch
+// order, and the set path locks its runs in id order after the savepoint
+// path's: two batches in flight at once, each holding a run the other
+// wants next, would deadlock, and PostgreSQL finds a deadlock only after
+// deadlock_timeout (a second by default), holding up every transition of
+// both. A run is named by the transition, or by the suspension a resume
+// names or the work item a report's token names.
+func lockBatchRuns(ctx context.Context, tx bun.Tx, batch []domain.Transition) error {
+	var runs, suspensions []string
+	var reports [][]byte
+	for _, t := range batch {
+		switch {
+		case t.Start != nil: // a new run: nobody else can hold it
+		case t.Report != nil:
+			reports = append(reports, t.Report.TokenHash)
+		case t.Resume != nil && t.Resume.RunID == "":
+			suspensions = append(suspensions, t.Resume.SuspensionID)
+		default:
+			if id := t.RunID(); id != "" {
+				runs = append(runs, id)
+			}
+		}
+	}
+	q := tx.NewSelect().Model((*runRow)(nil)).Column("id").WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+		if len(runs) > 0 {
+			q.WhereOr("id IN (?)", bun.List(runs))
+		}
+		if len(suspensions) > 0 {
+			q.WhereOr("id IN (SELECT run_id FROM suspensions WHERE id IN (?))", bun.List(suspensions))
+		}
+		if len(reports) > 0 {
+			q.WhereOr("id IN (SELECT run_id FROM work_items WHERE token_hash IN (?))", bun.List(reports))
+		}
+		return q
+	})
+	if len(runs)+len(suspensions)+len(reports) < 2 {
+		return nil // one run at most: nothing to order
+	}
+	_, err := q.OrderExpr("id").For("UPDATE").Exec(ctx)
+	return err
 }
 
 // applyIn applies one transition inside the batch's transaction and

@@ -3,7 +3,9 @@ package storage_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -100,4 +102,48 @@ func TestApplyIsolatesEachTransition(t *testing.T) {
 			t.Errorf("cancelled run: %+v", r)
 		}
 	})
+}
+
+// Two batches in flight at once that change the same runs lock them in
+// one order, whatever order their transitions name them in: else each
+// holds a run the other wants next, and PostgreSQL takes a second
+// (deadlock_timeout) to find the deadlock and break it, holding up both
+// batches. Resumes by step key before their pause commits (kept for it)
+// take the savepoint path, one transition after another.
+func TestBatchesLockTheirRunsInOneOrder(t *testing.T) {
+	t.Parallel()
+	db := openDB(t, dialectOpts(t, storage.Postgres))
+	wf := askOnce("crossed", func(domain.StepRequest) domain.Command { return domain.Suspend("ask", nil, "") })
+	e := engine.New(db, newRegistry(t, wf), engine.Opts{Log: testLogger(t)}) // never runs: the runs stay before their pause
+	a, b := startRun(t, e, "crossed", nil), startRun(t, e, "crossed", nil)
+	deadlocks := func() int64 {
+		var n int64
+		if err := db.Bun().QueryRowContext(t.Context(), "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := deadlocks()
+	kept := func(run domain.Run, key string) domain.Transition {
+		return domain.Transition{Resume: &domain.ResumeRequest{RunID: run.ID, StepKey: key, Data: raw(key), By: "t", Now: time.Now()}}
+	}
+	for i := range 100 {
+		var wg sync.WaitGroup
+		for _, batch := range [][]domain.Transition{
+			{kept(a, fmt.Sprint("x", i)), kept(b, fmt.Sprint("x", i))},
+			{kept(b, fmt.Sprint("y", i)), kept(a, fmt.Sprint("y", i))},
+		} {
+			wg.Go(func() {
+				for _, got := range db.Apply(t.Context(), batch) {
+					if got.Err != nil || !got.Suspension.Precompleted {
+						t.Errorf("kept resume: %+v, %v", got.Suspension, got.Err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	if n := deadlocks() - before; n > 0 {
+		t.Errorf("%d deadlocks between two batches of the same two runs", n)
+	}
 }
