@@ -60,13 +60,17 @@ func (d *crashDriver) approvalCycle(ctx context.Context, i int) (string, error) 
 	return runID, err
 }
 
-// runToEnd starts a run of workflowID (idempotently, under key) and waits
-// until it has succeeded: the declarative wait, and the async http step
-// whose endpoint reports back through another server.
-func (d *crashDriver) runToEnd(ctx context.Context, workflowID, key string, input any) (string, error) {
+// runToEnd starts a run of workflowID (idempotently, under key), tells
+// started (when not nil) and waits until it has succeeded: the declarative
+// wait, and the async http step whose endpoint reports back through
+// another server.
+func (d *crashDriver) runToEnd(ctx context.Context, workflowID, key string, input any, started func(string)) (string, error) {
 	id, err := d.startRun(ctx, workflowID, key, input)
 	if err != nil {
 		return id, err
+	}
+	if started != nil {
+		started(id)
 	}
 	_, err = awaitStatus(ctx, d.getRun, id, string(domain.RunSucceeded), 50*time.Millisecond)
 	return id, err

@@ -26,13 +26,17 @@ import (
 // commits, or by suspension id) and wait on a timer; replay workflows that
 // sleep and wait for a signal; approvals, each approved by two requests at
 // once; declarative waits; async http steps, whose endpoint reports back
-// through any server — while it kills a random server with
+// through any server; claims whose founder uploads a statement through
+// the web app; live watchers of runs through the API's event stream; a
+// webhook subscriber that hears of every run's end — while it kills a random server with
 // SIGKILL and starts it again, stops one with SIGSTOP past its job lease
 // and lets it go on, and restarts PostgreSQL under them all. Then every
 // run must have finished with the log its workflow writes once, every
 // step's effect must have happened (again only where a kill or a pause
-// cut an attempt short), every timer fired once and not early, and every
-// server must stop cleanly.
+// cut an attempt short), every timer fired once and not early, every
+// upload be the one document of its request, every watcher have seen its
+// run's whole log once and in order, every run's end have reached the
+// subscriber, and every server must stop cleanly.
 //
 // It runs for TOLLGATE_CHAOS_DURATION (60s by default; `make chaos` sets
 // 10m) and says what it did: cycles, kills, restarts, pauses, lost runs
@@ -56,9 +60,14 @@ func TestChaos(t *testing.T) {
 	)
 	pg := storagetest.NewCluster(t)
 	endpoint := &asyncEndpoint{calls: map[string]int{}}
-	far := httptest.NewServer(endpoint)
+	subscriber := &chaosSubscriber{got: map[string]int{}, refused: map[string]bool{}}
+	farMux := http.NewServeMux()
+	farMux.Handle("/ship", endpoint)
+	farMux.Handle("/events", subscriber)
+	far := httptest.NewServer(farMux)
 	defer far.Close()
-	h := newCrashHarness(t, map[string]string{"DATABASE_URL": pg.NewDatabase(t), "TOLLGATE_HTTP_ALLOW": strings.TrimPrefix(far.URL, "http://")})
+	env := map[string]string{"DATABASE_URL": pg.NewDatabase(t), "TOLLGATE_HTTP_ALLOW": strings.TrimPrefix(far.URL, "http://")}
+	h := newCrashHarness(t, env)
 	s := &chaosServers{h: h, procs: make([]*crashProc, servers)}
 	for i := range servers {
 		s.addrs = append(s.addrs, freeAddr(t))
@@ -68,10 +77,19 @@ func TestChaos(t *testing.T) {
 		}
 		s.procs[i] = p
 	}
+	transport := &spread{addrs: s.addrs, inner: &http.Transport{MaxIdleConnsPerHost: 2 * clients, DialContext: (&net.Dialer{Timeout: time.Second}).DialContext}}
 	d := &crashDriver{c: &client{base: "http://tollgate", key: testKey, hc: &http.Client{
 		Timeout:   5 * time.Second, // a stopped server answers nothing; the call goes elsewhere
-		Transport: &spread{addrs: s.addrs, inner: &http.Transport{MaxIdleConnsPerHost: clients, DialContext: (&net.Dialer{Timeout: time.Second}).DialContext}},
+		Transport: transport,
 	}}}
+	founder, err := signInFounder(t.Context(), t, env, transport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sub struct{ Secret string }
+	d.c.call(t, http.StatusCreated, "POST", "/api/v1/subscriptions", map[string]any{"url": far.URL + "/events", "events": []string{"run.succeeded"}}).decode(t, &sub)
+	subscriber.secret = []byte(sub.Secret)
+	watchers := newChaosWatchers(transport)
 
 	// The chaos: every 0.5–2s a kill and restart (two in three) or a pause
 	// past the lease; PostgreSQL restarts once, halfway.
@@ -113,11 +131,13 @@ func TestChaos(t *testing.T) {
 		json.RawMessage(`{"id": "chaos-async", "version": "1", "steps": [{"type": "http", "name": "ship", "async": true, "url": "`+far.URL+`/ship"}]}`))
 	var (
 		mu        sync.Mutex
-		cycles    = map[string]int{} // crash-cycle runs
-		replay    = map[string]int{} // crash-replay runs
-		approvals = map[string]int{} // expense-approval runs
-		waits     = map[string]int{} // chaos-wait runs
-		asyncs    = map[string]int{} // chaos-async runs
+		cycles    = map[string]int{}    // crash-cycle runs
+		replay    = map[string]int{}    // crash-replay runs
+		approvals = map[string]int{}    // expense-approval runs
+		waits     = map[string]int{}    // chaos-wait runs
+		asyncs    = map[string]int{}    // chaos-async runs
+		uploads   = map[string]int{}    // claim-verification runs
+		requests  = map[string]string{} // claim-verification run → its request for documents
 		next      atomic.Int64
 		wg        sync.WaitGroup
 	)
@@ -137,7 +157,7 @@ func TestChaos(t *testing.T) {
 				i := int(next.Add(1)) - 1
 				var err error
 				var id string
-				switch i % 6 {
+				switch i % 7 {
 				case 2:
 					id, err = d.replayCycle(ctx, i)
 					keep(replay, id, i)
@@ -145,16 +165,26 @@ func TestChaos(t *testing.T) {
 					id, err = d.approvalCycle(ctx, i)
 					keep(approvals, id, i)
 				case 4:
-					id, err = d.runToEnd(ctx, "chaos-wait", fmt.Sprint("wait-", i), map[string]int{"n": i})
+					id, err = d.runToEnd(ctx, "chaos-wait", fmt.Sprint("wait-", i), map[string]int{"n": i}, func(id string) { watchers.watch(ctx, id) })
 					keep(waits, id, i)
 				case 5:
-					id, err = d.runToEnd(ctx, "chaos-async", fmt.Sprint("async-", i), map[string]int{"n": i})
+					id, err = d.runToEnd(ctx, "chaos-async", fmt.Sprint("async-", i), map[string]int{"n": i}, nil)
 					keep(asyncs, id, i)
+				case 6:
+					var request string
+					id, request, err = d.uploadCycle(ctx, founder, i)
+					keep(uploads, id, i)
+					mu.Lock()
+					requests[id] = request
+					mu.Unlock()
 				default:
-					err = d.cycle(ctx, i, func(id string) { keep(cycles, id, i) })
+					err = d.cycle(ctx, i, func(id string) {
+						keep(cycles, id, i)
+						watchers.watch(ctx, id)
+					})
 				}
 				if err != nil {
-					t.Errorf("cycle %d (kind %d of 6): %v", i, i%6, err)
+					t.Errorf("cycle %d (kind %d of 7): %v", i, i%7, err)
 					return
 				}
 			}
@@ -169,7 +199,7 @@ func TestChaos(t *testing.T) {
 	s.resumeAll()
 
 	all := map[string]int{}
-	for _, runs := range []map[string]int{cycles, replay, approvals, waits, asyncs} {
+	for _, runs := range []map[string]int{cycles, replay, approvals, waits, asyncs, uploads} {
 		maps.Copy(all, runs)
 	}
 	h.mu.Lock()
@@ -180,11 +210,16 @@ func TestChaos(t *testing.T) {
 	drain(t, d.c, "expense-approval", approvals)
 	drain(t, d.c, "chaos-wait", waits)
 	drain(t, d.c, "chaos-async", asyncs)
+	drain(t, d.c, "claim-verification", uploads)
 	resumedEarly := checkCycleLogs(t, d.c, cycles)
 	checkReplayLogs(t, d.c, replay)
 	checkOnceLogs(t, d.c, approvals, map[string]int{"REVIEW_APPROVED": 1, "STEP_COMPLETED(submitExpense)": 1, "STEP_COMPLETED(reimburse)": 1, "RUN_SUCCEEDED": 1, "RUN_FAILED": 0})
 	checkOnceLogs(t, d.c, waits, map[string]int{"WORKFLOW_PAUSED": 1, "RUN_RESUMED": 1, "RUN_SUCCEEDED": 1, "RUN_FAILED": 0})
 	checkOnceLogs(t, d.c, asyncs, map[string]int{"RUN_SUCCEEDED": 1, "RUN_FAILED": 0})
+	checkOnceLogs(t, d.c, uploads, map[string]int{"STEP_COMPLETED(handleDocumentation)": 1, "RUN_SUCCEEDED": 1, "RUN_FAILED": 0})
+	checkUploads(t, env["DATABASE_URL"], d.c, requests)
+	watchers.check(t, d.c)
+	redelivered := subscriber.check(t, all)
 	endpoint.mu.Lock()
 	for id := range asyncs {
 		if endpoint.calls[id] == 0 {
@@ -202,9 +237,12 @@ func TestChaos(t *testing.T) {
 	dr := h.checkEffects(replay, "charge", "finish")
 	h.checkServerLogs()
 	repeated := dc["first"] + dc["resumed"] + dc["timer"] + dr["charge"] + dr["finish"]
-	t.Logf("chaos for %v, %d servers on one PostgreSQL: %d step-function cycles (%d resumed before their pause committed), %d replay runs, %d approvals (each approved twice at once), %d declarative waits and %d async http steps finished, 0 lost; "+
+	t.Logf("chaos for %v, %d servers on one PostgreSQL: %d step-function cycles (%d resumed before their pause committed), %d replay runs, %d approvals (each approved twice at once), %d declarative waits, %d async http steps and %d uploads finished, 0 lost; "+
+		"%d runs followed live to their end (%d streams opened again elsewhere), every run's end delivered to the subscriber (%d more than once); "+
 		"%d SIGKILLs and restarts, %d SIGSTOPs past the lease, %d PostgreSQL restarts; %d client retries (%d 5xx); %d repeated step effects (at-least-once, each after a kill or pause), 0 repeated commits",
-		duration, servers, len(cycles), resumedEarly, len(replay), len(approvals), len(waits), len(asyncs), kills.Load(), pauses.Load(), pgRestarts.Load(), d.retries.Load(), d.errors5x.Load(), repeated)
+		duration, servers, len(cycles), resumedEarly, len(replay), len(approvals), len(waits), len(asyncs), len(uploads),
+		len(watchers.seen), watchers.reopens.Load(), redelivered,
+		kills.Load(), pauses.Load(), pgRestarts.Load(), d.retries.Load(), d.errors5x.Load(), repeated)
 	if n := d.errors500.Load(); n > 0 {
 		t.Errorf("%d answers were 5xx other than 503 database_unavailable; the last: %s", n, *d.last500.Load())
 	}
