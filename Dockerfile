@@ -7,7 +7,7 @@
 # The first start prints the first admin's email, password and API key to
 # the container's output (docker logs). Set DATABASE_URL to use PostgreSQL.
 
-FROM golang:1.26-bookworm AS build
+FROM golang:1.27.3-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download

@@ -2,6 +2,8 @@ module github.com/tollgatehq/tollgate
 
 go 1.26.0
 
+toolchain go1.27.3
+
 require (
 	github.com/a-h/templ v0.3.977
 	github.com/alecthomas/kong v1.17.0
@@ -73,8 +75,10 @@ require (
 	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/telemetry v0.0.0-20261010193011-f71dc92da45e // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/tools v0.52.0 // indirect
+	golang.org/x/vuln v1.9.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260928230214-8a89bd6388cc // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
 	google.golang.org/grpc v1.83.2 // indirect
@@ -87,5 +91,6 @@ require (
 
 tool (
 	github.com/a-h/templ/cmd/templ
+	golang.org/x/vuln/cmd/govulncheck
 	honnef.co/go/tools/cmd/staticcheck
 )
