@@ -365,7 +365,7 @@ func TestEncodeJSON(t *testing.T) {
 		{"escaped backslash before u0000", `\u0000`, `"\\u0000"`, ""},
 		{"paired surrogates", json.RawMessage(`"\ud83d\ude00"`), `"\ud83d\ude00"`, ""},
 		{"NUL", "\x00", "", "c"},
-		{"invalid UTF-8 is replaced when marshalled", "\xff", `"\ufffd"`, ""},
+		{"invalid UTF-8 is replaced when marshalled", "\xff", `"\ufffd"`, ""}, // escaped by Go 1.26, written as is by 1.27
 		{"raw invalid UTF-8", json.RawMessage("\"\xff\""), "", "c"},
 		{"over the limit", "123456789012345", "", domain.CodeCheckpointTooLarge},
 	}
@@ -375,13 +375,20 @@ func TestEncodeJSON(t *testing.T) {
 			got, err := domain.EncodeJSON("value", tt.v, 16, "c")
 			var ve *domain.ValidationError
 			switch {
-			case tt.code == "" && (err != nil || string(got) != tt.want):
+			case tt.code == "" && (err != nil || string(got) != tt.want && !sameJSONString(got, tt.want)):
 				t.Fatalf("EncodeJSON = %s, %v; want %s", got, err, tt.want)
 			case tt.code != "" && (!errors.As(err, &ve) || ve.Code != tt.code):
 				t.Fatalf("EncodeJSON = %s, %v; want code %s", got, err, tt.code)
 			}
 		})
 	}
+}
+
+// sameJSONString says whether got and want are JSON strings of the same
+// text, however each escapes it.
+func sameJSONString(got []byte, want string) bool {
+	var g, w string
+	return json.Unmarshal(got, &g) == nil && json.Unmarshal([]byte(want), &w) == nil && g == w
 }
 
 func TestCheckJSON(t *testing.T) {
