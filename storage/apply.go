@@ -111,6 +111,9 @@ func lockBatchRuns(ctx context.Context, tx bun.Tx, batch []domain.Transition) er
 			}
 		}
 	}
+	if len(runs)+len(suspensions)+len(reports) < 2 {
+		return nil // one run at most: nothing to order
+	}
 	q := tx.NewSelect().Model((*runRow)(nil)).Column("id").WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
 		if len(runs) > 0 {
 			q.WhereOr("id IN (?)", bun.List(runs))
@@ -123,9 +126,6 @@ func lockBatchRuns(ctx context.Context, tx bun.Tx, batch []domain.Transition) er
 		}
 		return q
 	})
-	if len(runs)+len(suspensions)+len(reports) < 2 {
-		return nil // one run at most: nothing to order
-	}
 	_, err := q.OrderExpr("id").For("UPDATE").Exec(ctx)
 	return err
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -134,26 +133,8 @@ func (d *crashDriver) uploadCycle(ctx context.Context, f *chaosFounder, i int) (
 // upload posts one file as the upload form does and returns the answer's
 // status.
 func (f *chaosFounder) upload(ctx context.Context, suspensionID, name string) (int, error) {
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	w, err := mw.CreateFormFile("files", name)
-	if err != nil {
-		return 0, err
-	}
-	_, _ = w.Write(pngStatement)
-	_ = mw.Close()
-	req, err := http.NewRequestWithContext(ctx, "POST", "http://tollgate/suspensions/"+suspensionID+"/documents", &body)
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	resp, err := f.hc.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode, nil
+	status, _, err := postFile(ctx, f.hc, "http://tollgate/suspensions/"+suspensionID+"/documents", name, pngStatement)
+	return status, err
 }
 
 // checkUploads checks that each claim's request for documents holds

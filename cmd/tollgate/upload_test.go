@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -50,24 +51,34 @@ func (s *testServer) signIn(t *testing.T, email, role string) *person {
 // and body of the answer.
 func (p *person) upload(t *testing.T, path, name string, content []byte) (int, string) {
 	t.Helper()
+	status, body, err := postFile(t.Context(), p.hc, p.base+path, name, content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return status, body
+}
+
+// postFile posts content as the one file of the upload form ("files") and
+// returns the status and body of the answer.
+func postFile(ctx context.Context, hc *http.Client, target, name string, content []byte) (int, string, error) {
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
 	w, err := mw.CreateFormFile("files", name)
 	if err != nil {
-		t.Fatal(err)
+		return 0, "", err
 	}
 	_, _ = w.Write(content)
 	_ = mw.Close()
-	req, err := http.NewRequestWithContext(t.Context(), "POST", p.base+path, &body)
+	req, err := http.NewRequestWithContext(ctx, "POST", target, &body)
 	if err != nil {
-		t.Fatal(err)
+		return 0, "", err
 	}
 	req.Header.Set("Content-Type", mw.FormDataContentType())
-	resp, err := p.hc.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, "", err
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
 }
