@@ -2,6 +2,7 @@ package domain
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -71,13 +72,28 @@ type LinkStore interface {
 	RevokeLink(ctx context.Context, suspensionID, id, by string, now time.Time, audit *AuditEntry) (DecisionLink, error)
 }
 
-// CheckLinkActor returns nil if u, who holds a decision link to s, may
-// decide s: the link stands for the approver lists, but not for
-// separation of duties, and nobody decides an approval of a run they
-// started.
-func (s Suspension) CheckLinkActor(u User) error {
+// CheckLinkActor returns nil if u, who holds a decision link to s that
+// creator made, may decide s. Only a person who may decide s makes a link
+// to it, and the link hands that on: it stands for the approver lists,
+// but for nothing else. Separation of duties applies to the link's person
+// and to its creator alike, nobody decides through a link an approval
+// of a run they started, a disabled account decides nothing, and a link whose creator
+// may no longer decide s decides nothing either (ErrNotApprover).
+func (s Suspension) CheckLinkActor(u, creator User) error {
+	if creator.Disabled || !s.MayDecide(creator) {
+		return fmt.Errorf("%w: %s, who made this link, may no longer decide this request", ErrNotApprover, creator.Email)
+	}
+	if u.Disabled {
+		return fmt.Errorf("%w: the account of %s is disabled", ErrNotApprover, u.Email)
+	}
 	if s.Kind == KindApproval && u.ID != "" && s.RunStartedBy == u.ID {
 		return &DutyError{Message: "You started this run, so someone else must decide it."}
 	}
-	return s.checkDuties(u.ID, u.Email)
+	if err := s.checkDuties(u.ID, u.Email); err != nil {
+		return err
+	}
+	if err := s.checkDuties(creator.ID, creator.Email); err != nil {
+		return &DutyError{Message: "This request separates duties, and the person who made this link may not decide it, so it cannot be decided through their link."}
+	}
+	return nil
 }

@@ -197,6 +197,10 @@ type Vote struct {
 	Comment  string    `json:"comment,omitempty"`
 	Channel  string    `json:"channel"`
 	At       time.Time `json:"at"`
+	// LinkCreator, for a vote cast through a decision link, is the email
+	// of the member of staff who made the link. The vote counts as theirs
+	// too: whoever makes links adds at most one vote in all.
+	LinkCreator string `json:"linkCreator,omitempty"`
 	// RequestKey is the Idempotency-Key of the request that voted: the
 	// same request sent again is answered as before.
 	RequestKey string `json:"-"`
@@ -237,13 +241,28 @@ func (t Tally) Outcome() string {
 	return ""
 }
 
-// VoteOf returns the vote of voter among votes, if any.
+// VoteOf returns the vote of voter among votes, if any, whatever the
+// spelling of their email (see SameEmail).
 func VoteOf(votes []Vote, voter string) (Vote, bool) {
-	i := slices.IndexFunc(votes, func(v Vote) bool { return strings.EqualFold(v.Voter, voter) })
+	i := slices.IndexFunc(votes, func(v Vote) bool { return SameEmail(v.Voter, voter) })
 	if i < 0 {
 		return Vote{}, false
 	}
 	return votes[i], true
+}
+
+// CountedFor returns the vote among votes that already counts for one of
+// people: one they cast, or one cast through a decision link one of them
+// made.
+func CountedFor(votes []Vote, people ...string) (Vote, bool) {
+	for _, v := range votes {
+		for _, p := range people {
+			if SameEmail(v.Voter, p) || SameEmail(v.LinkCreator, p) {
+				return v, true
+			}
+		}
+	}
+	return Vote{}, false
 }
 
 // DutyError is a person whom an approval's separation of duties keeps
@@ -265,7 +284,7 @@ func (s Suspension) checkDuties(userID, email string) error {
 	if userID != "" && s.RunStartedBy == userID {
 		return &DutyError{Message: "You started this run, and this request separates duties: someone else must decide it."}
 	}
-	if email != "" && slices.ContainsFunc(s.Requesters, func(r string) bool { return strings.EqualFold(r, email) }) {
+	if slices.ContainsFunc(s.Requesters, func(r string) bool { return SameEmail(r, email) }) {
 		return &DutyError{Message: "This request is about you, and it separates duties: someone else must decide it."}
 	}
 	return nil
@@ -294,22 +313,37 @@ func decideVote(req ResumeRequest, t Suspension, votes []Vote) (ResumeFate, erro
 	return ResumeApply, nil
 }
 
-// alreadyVoted refuses a decision by a person who has voted on t.
+// alreadyVoted refuses a decision by a person who has voted on t, or
+// through a link whose creator has: a vote through a link counts for the
+// link's person and for its creator alike.
 func alreadyVoted(req ResumeRequest, t Suspension, votes []Vote) error {
-	prior, ok := VoteOf(votes, req.By)
-	if !ok || req.Decision == "" {
+	if req.Decision == "" {
 		return nil
 	}
-	return &ConflictError{
-		Code:    CodeAlreadyVoted,
-		Message: fmt.Sprintf("%s already voted on suspension %s (%s at %s)", prior.Voter, t.ID, prior.Decision, prior.At.Format(time.RFC3339)),
-		Detail:  map[string]any{"suspensionId": t.ID, "vote": prior},
+	prior, ok := CountedFor(votes, req.By, req.linkCreator())
+	if !ok {
+		return nil
 	}
+	msg := fmt.Sprintf("%s already voted on suspension %s (%s at %s)", prior.Voter, t.ID, prior.Decision, prior.At.Format(time.RFC3339))
+	if prior.LinkCreator != "" {
+		msg = fmt.Sprintf("%s already voted on suspension %s (%s at %s) through a decision link %s made, which counts for both", prior.Voter, t.ID, prior.Decision, prior.At.Format(time.RFC3339), prior.LinkCreator)
+	}
+	return &ConflictError{Code: CodeAlreadyVoted, Message: msg, Detail: map[string]any{"suspensionId": t.ID, "vote": prior}}
+}
+
+// linkCreator is the email of the person who made the decision link req
+// comes through, if it does.
+func (req ResumeRequest) linkCreator() string {
+	if req.LinkCreator == nil {
+		return ""
+	}
+	return strings.ToLower(req.LinkCreator.Email)
 }
 
 // vote is the vote req casts.
 func (req ResumeRequest) vote(comment string) Vote {
-	return Vote{Voter: strings.ToLower(req.By), Decision: req.Decision, Comment: comment, Channel: cmp.Or(req.Channel, ChannelAPI), At: req.Now, RequestKey: req.RequestKey}
+	return Vote{Voter: strings.ToLower(req.By), Decision: req.Decision, Comment: comment, Channel: cmp.Or(req.Channel, ChannelAPI), At: req.Now,
+		LinkCreator: req.linkCreator(), RequestKey: req.RequestKey}
 }
 
 // CastVote returns the vote a decision casts and, when with it the votes

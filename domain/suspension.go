@@ -254,6 +254,10 @@ type ResumeRequest struct {
 	// work, and the resume or vote uses it up in its own transaction.
 	// The link stands for the approver lists (see CheckLinkActor).
 	LinkID string
+	// LinkCreator is the person who made that link: they must still be
+	// one who may decide, separation of duties applies to them as to
+	// the link's person, and the vote counts against them too.
+	LinkCreator *User
 	// System is a decision the request's policy takes in the system's
 	// name (a ladder's outcome): it is no one's vote, counts no quorum
 	// and is not vetted against a person.

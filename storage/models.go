@@ -71,18 +71,19 @@ type voteRow struct {
 	Decision     string    `bun:"decision"`
 	Comment      string    `bun:"comment"`
 	Channel      string    `bun:"channel"`
+	LinkCreator  string    `bun:"link_creator"`
 	RequestKey   *string   `bun:"request_key"`
 	At           time.Time `bun:"at"`
 }
 
 func newVoteRow(suspensionID string, v domain.Vote) *voteRow {
 	return &voteRow{SuspensionID: suspensionID, Voter: v.Voter, Decision: v.Decision, Comment: v.Comment,
-		Channel: v.Channel, RequestKey: nullString(v.RequestKey), At: ts(v.At)}
+		Channel: v.Channel, LinkCreator: v.LinkCreator, RequestKey: nullString(v.RequestKey), At: ts(v.At)}
 }
 
 func (v voteRow) toDomain() domain.Vote {
 	return domain.Vote{Voter: v.Voter, Decision: v.Decision, Comment: v.Comment, Channel: v.Channel,
-		RequestKey: derefString(v.RequestKey), At: v.At.UTC()}
+		LinkCreator: v.LinkCreator, RequestKey: derefString(v.RequestKey), At: v.At.UTC()}
 }
 
 type suspensionRow struct {

@@ -178,8 +178,8 @@ func TestBrowserEveryPageFitsAndIsAccessible(t *testing.T) {
 	_, ritaKey := e.addKey(t, ritaID)
 	want(t, e.call(t, "POST", "/api/v1/suspensions/"+mine.ID+"/approve", ritaKey, `{}`), 200)
 	laddered := e.pendingOf(t, e.startRun(t, "escalating", map[string]any{}).ID)
-	_, linkPath := e.makeLink(t, voted.ID, "partner@partner.example")
-	revoked, revokedPath := e.makeLink(t, voted.ID, "former@partner.example")
+	_, linkPath := e.makeLink(t, ritaKey, voted.ID, "partner@partner.example")
+	revoked, revokedPath := e.makeLink(t, ritaKey, voted.ID, "former@partner.example")
 	want(t, e.call(t, "DELETE", "/api/v1/suspensions/"+voted.ID+"/links/"+revoked.ID, e.admin, ""), 204)
 
 	// A run waiting for all of three documents, two of them in.

@@ -69,6 +69,16 @@ func (s *Server) createLink(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// A link hands on the right to decide: only one who has it may, and
+	// its vote counts for them too, so not once theirs is counted.
+	if err := sp.CheckActor(p.User); err != nil {
+		return err
+	}
+	if v, ok := domain.CountedFor(sp.Votes, p.User.Email); ok && sp.Status == domain.SuspensionPending {
+		return &domain.ConflictError{Code: domain.CodeAlreadyVoted, Message: fmt.Sprintf(
+			"a vote already counts for %s on suspension %s (%s by %s); a link's vote would count for them too, and each person adds one vote", p.User.Email, sp.ID, v.Decision, v.Voter),
+			Detail: map[string]any{"suspensionId": sp.ID, "vote": v}}
+	}
 	if sp.Kind != domain.KindApproval && sp.Kind != domain.KindInput || len(sp.Accept) > 0 {
 		return &domain.ValidationError{Code: domain.CodeValidation, Message: "Only an approval, or an input that asks for no documents, can be decided through a link."}
 	}
@@ -210,21 +220,45 @@ func (s *Server) linkPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) linkView(r *http.Request, l domain.DecisionLink, sp domain.Suspension) views.LinkPage {
 	p := views.LinkPage{S: sp, Email: l.Email, Action: r.URL.Path, Fields: formatterFor(r).Fields(sp.Fields), ExpiresAt: l.ExpiresAt, Now: s.Clock.Now()}
 	p.Comment, p.FormFields = askedOf(sp)
-	if err := sp.CheckLinkActor(s.linkActor(r, l)); err != nil {
-		p.Barred = dutyMessage(err)
+	if err := sp.CheckLinkActor(s.linkActor(r, l), s.linkCreator(r, l)); err != nil {
+		p.Barred = linkBarred(err)
 	}
 	return p
 }
 
-// linkActor is the person a link is for: their account, when they have
-// one (so that separation of duties knows them), else just their email.
+// linkBarred says why the link's person may not decide through it.
+func linkBarred(err error) string {
+	if errors.Is(err, domain.ErrNotApprover) {
+		return "This link no longer lets anyone decide this request: the person who made it may no longer decide it. Ask them, or someone else who may, for help."
+	}
+	return dutyMessage(err)
+}
+
+// linkActor is the person a link is for: the account whose email it is,
+// under any spelling of that email (see domain.SameEmail), so that the
+// link acts as that account for votes and separation of duties; else
+// just the email.
 func (s *Server) linkActor(r *http.Request, l domain.DecisionLink) domain.User {
 	if s.Auth != nil {
-		if u, _, err := s.Auth.UserByEmail(r.Context(), l.Email); err == nil {
-			return u
+		for _, email := range []string{l.Email, domain.NormalEmail(l.Email)} {
+			if u, _, err := s.Auth.UserByEmail(r.Context(), email); err == nil {
+				return u
+			}
 		}
 	}
 	return domain.User{Email: l.Email}
+}
+
+// linkCreator is the account of the person who made the link: the link
+// works only while they may decide its request. A creator whose account
+// is gone is nobody, who may decide nothing.
+func (s *Server) linkCreator(r *http.Request, l domain.DecisionLink) domain.User {
+	if s.Auth != nil {
+		if u, _, err := s.Auth.UserByEmail(r.Context(), l.CreatedBy); err == nil {
+			return u
+		}
+	}
+	return domain.User{Email: l.CreatedBy}
 }
 
 // decideByLink takes the decision or data a link's form sends, as the
@@ -242,9 +276,9 @@ func (s *Server) decideByLink(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusBadRequest, views.LinkView(p))
 		return
 	}
-	actor := s.linkActor(r, l)
-	req := domain.ResumeRequest{SuspensionID: sp.ID, By: l.Email, Actor: &actor, LinkID: l.ID, Channel: domain.ChannelLink}
-	entry := domain.AuditEntry{ActorID: actor.ID, ActorEmail: l.Email}
+	actor, creator := s.linkActor(r, l), s.linkCreator(r, l)
+	req := domain.ResumeRequest{SuspensionID: sp.ID, By: actor.Email, Actor: &actor, LinkID: l.ID, LinkCreator: &creator, Channel: domain.ChannelLink}
+	entry := domain.AuditEntry{ActorID: actor.ID, ActorEmail: actor.Email}
 	var err error
 	done := "resumed"
 	if sp.Kind == domain.KindApproval {
@@ -257,7 +291,7 @@ func (s *Server) decideByLink(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		entry.Action = decisionAction(decision == "approve")
-		entry.Data = auditData(map[string]any{"runId": sp.RunID, "comment": comment, "via": "link", "linkId": l.ID})
+		entry.Data = auditData(map[string]any{"runId": sp.RunID, "comment": comment, "via": "link", "linkId": l.ID, "linkCreatedBy": l.CreatedBy})
 		req.Audit = s.auditEntry(r, entry)
 		done = map[bool]string{true: "approved", false: "rejected"}[decision == "approve"]
 		_, err = s.Engine.Decide(r.Context(), req, decision == "approve", comment)
@@ -265,7 +299,7 @@ func (s *Server) decideByLink(w http.ResponseWriter, r *http.Request) {
 		var data json.RawMessage
 		if data, err = s.linkData(r, &p); err == nil {
 			entry.Action = "suspension.resume"
-			entry.Data = auditData(map[string]any{"runId": sp.RunID, "resumeData": data, "via": "link", "linkId": l.ID})
+			entry.Data = auditData(map[string]any{"runId": sp.RunID, "resumeData": data, "via": "link", "linkId": l.ID, "linkCreatedBy": l.CreatedBy})
 			req.Data, req.Audit = data, s.auditEntry(r, entry)
 			_, err = s.Engine.Resume(r.Context(), req)
 		}
@@ -275,8 +309,8 @@ func (s *Server) decideByLink(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil:
 		http.Redirect(w, r, r.URL.Path+"?done="+done, http.StatusSeeOther)
-	case errors.Is(err, domain.ErrSeparationOfDuties):
-		p.Barred = dutyMessage(err)
+	case errors.Is(err, domain.ErrSeparationOfDuties), errors.Is(err, domain.ErrNotApprover):
+		p.Barred = linkBarred(err)
 		s.render(w, r, http.StatusForbidden, views.LinkView(p))
 	case errors.As(err, &ve):
 		p.Failure, p.FieldErrors = cmp.Or(ve.Message, "There is a problem. Some fields need attention."), ve.Fields
@@ -287,6 +321,11 @@ func (s *Server) decideByLink(w http.ResponseWriter, r *http.Request) {
 		now, _ := s.Store.Suspension(r.Context(), sp.ID)
 		if fresh.ID == "" {
 			fresh = l
+		}
+		if ce.Code == domain.CodeAlreadyVoted && fresh.State(s.Clock.Now()) == domain.LinkActive && now.Status == domain.SuspensionPending {
+			p.Barred = "A vote already counts for you, or for the person who made this link (theirs, or one through another link they made): each person adds one vote to a decision. Ask someone else who may decide this request for a link."
+			s.render(w, r, http.StatusConflict, views.LinkView(p))
+			return
 		}
 		s.linkGone(w, r, fresh, now)
 	default:

@@ -22,10 +22,10 @@ type madeLink struct {
 }
 
 // makeLink asks for a decision link to suspension id for email, as the
-// admin, and returns it with the path it opens at.
-func (e *apiEnv) makeLink(t *testing.T, id, email string) (madeLink, string) {
+// holder of key, and returns it with the path it opens at.
+func (e *apiEnv) makeLink(t *testing.T, key, id, email string) (madeLink, string) {
 	t.Helper()
-	l := decode[madeLink](t, e.call(t, "POST", "/api/v1/suspensions/"+id+"/links", e.admin, `{"email":"`+email+`"}`), http.StatusCreated)
+	l := decode[madeLink](t, e.call(t, "POST", "/api/v1/suspensions/"+id+"/links", key, `{"email":"`+email+`"}`), http.StatusCreated)
 	u, err := url.Parse(l.URL)
 	if err != nil || !strings.HasPrefix(u.Path, "/links/") || len(strings.TrimPrefix(u.Path, "/links/")) != 43 {
 		t.Fatalf("link URL %q; want /links/ and a 256-bit token", l.URL)
@@ -51,7 +51,7 @@ func TestDecisionLinks(t *testing.T) {
 			t.Errorf("a bad link: %+v; want the email and the expiry named", p)
 		}
 
-		l, path := e.makeLink(t, s.ID, "Partner@Partner.example")
+		l, path := e.makeLink(t, e.reviewer, s.ID, "Partner@Partner.example")
 		if l.Email != "partner@partner.example" || l.State != domain.LinkActive {
 			t.Fatalf("made %+v", l)
 		}
@@ -79,24 +79,27 @@ func TestDecisionLinks(t *testing.T) {
 		wantPage(t, anon.do("POST", path, url.Values{"decision": {"approve"}}), http.StatusGone, "It has been used")
 		wantPage(t, anon.get(path), http.StatusGone, "It has been used")
 
-		revoked, revokedPath := e.makeLink(t, s.ID, "other@partner.example")
+		// The partner's vote counts for the reviewer who made their link
+		// too: more links come from another reviewer.
+		second := e.addUser(t, "second@reviewers.example", domain.RoleReviewer, false)
+		revoked, revokedPath := e.makeLink(t, second, s.ID, "other@partner.example")
 		want(t, e.call(t, "DELETE", links+"/"+revoked.ID, e.admin, ""), http.StatusNoContent)
 		problem(t, e.call(t, "DELETE", links+"/"+revoked.ID, e.admin, ""), http.StatusConflict, domain.CodeLinkGone)
 		wantPage(t, anon.do("POST", revokedPath, url.Values{"decision": {"approve"}}), http.StatusGone, "withdrawn")
 
-		_, expiring := e.makeLink(t, s.ID, "late@partner.example")
+		_, expiring := e.makeLink(t, second, s.ID, "late@partner.example")
 		clock.Advance(domain.DefaultLinkTTL + time.Minute)
 		wantPage(t, anon.get(expiring), http.StatusGone, "It has expired")
 		clock.Set(time.Now())
 
-		_, requester := e.makeLink(t, s.ID, "vera@vendor.example")
+		_, requester := e.makeLink(t, second, s.ID, "vera@vendor.example")
 		wantPage(t, anon.get(requester), http.StatusOK, "This request is about you")
 		wantPage(t, anon.do("POST", requester, url.Values{"decision": {"approve"}}), http.StatusForbidden, "This request is about you")
 
-		_, late := e.makeLink(t, s.ID, "third@partner.example")
-		want(t, e.call(t, "POST", "/api/v1/suspensions/"+s.ID+"/approve", e.reviewer, `{}`), http.StatusOK)
+		_, late := e.makeLink(t, second, s.ID, "third@partner.example")
+		want(t, e.call(t, "POST", "/api/v1/suspensions/"+s.ID+"/approve", second, `{}`), http.StatusOK)
 		wantPage(t, anon.get(late), http.StatusGone, "approved already")
-		problem(t, e.call(t, "POST", links, e.admin, `{"email":"fourth@partner.example"}`), http.StatusConflict, domain.CodeNotPending)
+		problem(t, e.call(t, "POST", links, second, `{"email":"fourth@partner.example"}`), http.StatusConflict, domain.CodeNotPending)
 		wantPage(t, anon.get("/links/"+strings.Repeat("A", 43)), http.StatusNotFound, "This link does not work")
 
 		// Staff see each link on the request's page, and where it stands.
@@ -117,7 +120,7 @@ func TestDecisionLinkForAnInput(t *testing.T) {
 	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
 		run := e.startRun(t, "claimform", map[string]string{})
 		s := e.pendingOf(t, run.ID)
-		_, path := e.makeLink(t, s.ID, "clerk@partner.example")
+		_, path := e.makeLink(t, e.reviewer, s.ID, "clerk@partner.example")
 		anon := e.browser(t)
 		wantPage(t, anon.get(path), http.StatusOK, "Claim details", "Fill in what the claim says.", `name="f/verdict"`)
 		form := url.Values{"mode": {"fields"}, "f/verdict": {"ok"}, "f/contact": {"clerk@partner.example"}, "f/amount": {"500"}}
@@ -145,7 +148,7 @@ func TestDecisionLinkWorksOnceUnderRaces(t *testing.T) {
 	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
 		run := e.startRun(t, "payout-sign-off", map[string]string{"requester": "vera@vendor.example"})
 		s := e.pendingOf(t, run.ID)
-		_, path := e.makeLink(t, s.ID, "partner@partner.example")
+		_, path := e.makeLink(t, e.reviewer, s.ID, "partner@partner.example")
 		statuses := make([]int, 5)
 		var wg sync.WaitGroup
 		for i := range statuses {
@@ -169,6 +172,82 @@ func TestDecisionLinkWorksOnceUnderRaces(t *testing.T) {
 		}
 		if v := decode[votedSuspension](t, e.call(t, "GET", "/api/v1/suspensions/"+s.ID, e.admin, ""), http.StatusOK); len(v.Votes) != 1 {
 			t.Fatalf("%d votes; want 1", len(v.Votes))
+		}
+	})
+}
+
+// A decision link hands on only the right its maker has, and adds at most
+// one vote for them: a reviewer refused an admins' request cannot make a
+// link to it; separation of duties knows a person under any spelling of
+// their email, and a link to an account acts as that account; the maker's
+// own vote and their links' votes count once in all; a link whose maker
+// may no longer decide decides nothing.
+func TestDecisionLinksDoNotWidenWhoDecides(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		anon := e.browser(t)
+		linksOf := func(id string) string { return "/api/v1/suspensions/" + id + "/links" }
+
+		// An admins' request: a reviewer may not decide it, nor link it.
+		settle := e.startRun(t, "settle", nil)
+		e.waitRun(t, settle.ID, "suspended")
+		waive := branchesByName(t, e, settle.ID)["waive"]
+		problem(t, e.call(t, "POST", linksOf(waive.ID), e.reviewer, `{"email":"`+reviewerEmail+`"}`), http.StatusForbidden, domain.CodeNotApprover)
+
+		// The admin started the payout, which separates duties: no link
+		// of theirs either.
+		rita := e.addUser(t, "rita@example.com", domain.RoleReviewer, false)
+		second := e.addUser(t, "second@reviewers.example", domain.RoleReviewer, false)
+		third := e.addUser(t, "third@reviewers.example", domain.RoleReviewer, false)
+		run := e.startRun(t, "payout-sign-off", map[string]string{"requester": "rita@example.com"})
+		s := e.pendingOf(t, run.ID)
+		problem(t, e.call(t, "POST", linksOf(s.ID), e.admin, `{"email":"partner@partner.example"}`), http.StatusForbidden, domain.CodeSeparationOfDuties)
+		problem(t, e.call(t, "POST", linksOf(s.ID), rita, `{"email":"partner@partner.example"}`), http.StatusForbidden, domain.CodeSeparationOfDuties)
+
+		// The requester under other spellings of her email is still her.
+		for _, alias := range []string{"rita+probe@example.com", "RITA@Example.com.", " rita@example.com"} {
+			_, path := e.makeLink(t, e.reviewer, s.ID, alias)
+			wantPage(t, anon.get(path), http.StatusOK, "This request is about you")
+			wantPage(t, anon.do("POST", path, url.Values{"decision": {"approve"}}), http.StatusForbidden, "This request is about you")
+		}
+		// So is the starter: a link to an alias of an account acts as it.
+		started := decode[runBody](t, e.call(t, "POST", "/api/v1/workflows/payout-sign-off/runs", third,
+			jsonString(map[string]any{"input": map[string]string{"requester": "vera@vendor.example"}})), http.StatusCreated)
+		own := e.pendingOf(t, started.ID)
+		_, path := e.makeLink(t, e.reviewer, own.ID, "third+alt@reviewers.example")
+		wantPage(t, anon.do("POST", path, url.Values{"decision": {"approve"}}), http.StatusForbidden, "You started this run")
+		e.stillPending(t, own)
+
+		// One reviewer's two links and their own vote add one vote.
+		_, first := e.makeLink(t, e.reviewer, s.ID, "partner@partner.example")
+		_, other := e.makeLink(t, e.reviewer, s.ID, "partner2@partner.example")
+		if pg := anon.do("POST", first, url.Values{"decision": {"approve"}}); pg.Status != http.StatusSeeOther {
+			t.Fatalf("the first link's vote = %d:\n%s", pg.Status, pg.Body)
+		}
+		wantPage(t, anon.do("POST", other, url.Values{"decision": {"approve"}}), http.StatusConflict, "each person adds one vote")
+		problem(t, e.call(t, "POST", "/api/v1/suspensions/"+s.ID+"/approve", e.reviewer, `{}`), http.StatusConflict, domain.CodeAlreadyVoted)
+		problem(t, e.call(t, "POST", linksOf(s.ID), e.reviewer, `{"email":"partner3@partner.example"}`), http.StatusConflict, domain.CodeAlreadyVoted)
+		got := decode[votedSuspension](t, e.call(t, "GET", "/api/v1/suspensions/"+s.ID, e.admin, ""), http.StatusOK)
+		if got.Status != "pending" || len(got.Votes) != 1 || got.Votes[0].Voter != "partner@partner.example" || got.Votes[0].LinkCreator != reviewerEmail {
+			t.Fatalf("after a reviewer's three tries: %+v; want one vote, through the reviewer's link, pending", got)
+		}
+		// and so does a reviewer who voted before making a link.
+		want(t, e.call(t, "POST", "/api/v1/suspensions/"+own.ID+"/approve", second, `{}`), http.StatusOK)
+		problem(t, e.call(t, "POST", linksOf(own.ID), second, `{"email":"partner@partner.example"}`), http.StatusConflict, domain.CodeAlreadyVoted)
+
+		// A link whose maker may no longer decide decides nothing.
+		_, orphan := e.makeLink(t, second, s.ID, "partner4@partner.example")
+		if _, _, err := e.db.UpdateUser(t.Context(), e.userIDs["second@reviewers.example"], domain.RoleReviewer, true, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		wantPage(t, anon.get(orphan), http.StatusOK, "the person who made it may no longer decide it")
+		wantPage(t, anon.do("POST", orphan, url.Values{"decision": {"approve"}}), http.StatusForbidden, "the person who made it may no longer decide it")
+		e.stillPending(t, s)
+
+		// A second person who may decide completes the quorum.
+		done := decode[votedSuspension](t, e.call(t, "POST", "/api/v1/suspensions/"+s.ID+"/approve", third, `{}`), http.StatusOK)
+		if done.Status != "resumed" || len(done.Votes) != 2 {
+			t.Fatalf("the second person's vote = %+v; want the quorum reached", done)
 		}
 	})
 }

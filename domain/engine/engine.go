@@ -288,7 +288,11 @@ func (e *Engine) checkResume(s domain.Suspension, req domain.ResumeRequest) erro
 	if req.Actor != nil {
 		check := s.CheckActor
 		if req.LinkID != "" {
-			check = s.CheckLinkActor
+			creator := domain.User{}
+			if req.LinkCreator != nil {
+				creator = *req.LinkCreator
+			}
+			check = func(u domain.User) error { return s.CheckLinkActor(u, creator) }
 		}
 		if err := check(*req.Actor); err != nil {
 			return err

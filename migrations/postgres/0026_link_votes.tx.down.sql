@@ -1,0 +1,1 @@
+ALTER TABLE votes DROP COLUMN link_creator;
