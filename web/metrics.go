@@ -43,10 +43,7 @@ func (s *Server) promMetrics() *serverMetrics {
 
 // observe counts one answered request.
 func (m *serverMetrics) observe(r *http.Request, status int, d time.Duration) {
-	route := r.Pattern
-	if route == "" {
-		route = "unmatched"
-	}
+	route := routeOf(r)
 	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
 	m.duration.WithLabelValues(route).Observe(d.Seconds())
 }

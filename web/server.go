@@ -16,8 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/domain/flow"
@@ -365,10 +363,10 @@ func (s *Server) handle(h func(http.ResponseWriter, *http.Request) error) http.H
 			switch {
 			case p.Code == CodeDatabaseUnavailable:
 				// Expected while the database restarts: the caller tries again.
-				s.Log.WarnContext(r.Context(), "Request failed: the database is unavailable", "method", r.Method, "path", r.URL.Path, "error", err)
+				s.Log.WarnContext(r.Context(), "Request failed: the database is unavailable", "method", r.Method, "route", routeOf(r), "error", err)
 				w.Header().Set("Retry-After", "1")
 			case p.Status >= 500:
-				s.Log.ErrorContext(r.Context(), "Request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+				s.Log.ErrorContext(r.Context(), "Request failed", "method", r.Method, "route", routeOf(r), "error", err)
 			}
 			writeProblem(w, r, p)
 		}
@@ -382,7 +380,7 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
-				s.Log.ErrorContext(r.Context(), "Handler panicked", "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+				s.Log.ErrorContext(r.Context(), "Handler panicked", "method", r.Method, "route", routeOf(r), "panic", p, "stack", string(debug.Stack()))
 				writeProblem(w, r, newProblem(http.StatusInternalServerError, "internal", "The server failed to handle this request."))
 			}
 		}()
@@ -408,8 +406,7 @@ func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return http.NewResponseController(w.ResponseWriter).Hijack()
 }
 
-// logRequests logs each request once. Query strings are left out: resume
-// URLs may carry tokens.
+// logRequests logs each request once, by route (see routeOf).
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	m := s.promMetrics()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -418,12 +415,8 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		next.ServeHTTP(sw, r)
 		d := time.Since(start)
 		m.observe(r, sw.status, d)
-		// A tracing span begun before the request was routed takes the
-		// route's name now that it is known.
-		if span := trace.SpanFromContext(r.Context()); span.IsRecording() && r.Pattern != "" {
-			span.SetName(r.Pattern)
-		}
-		s.Log.DebugContext(r.Context(), "Request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", d)
+		nameSpan(r)
+		s.Log.DebugContext(r.Context(), "Request", "method", r.Method, "route", routeOf(r), "status", sw.status, "duration", d)
 	})
 }
 

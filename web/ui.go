@@ -208,7 +208,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c te
 		if r.Context().Err() != nil || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
 			level = slog.LevelDebug // the browser went away mid-page
 		}
-		s.Log.Log(r.Context(), level, "Rendering a page failed", "path", r.URL.Path, "error", err)
+		s.Log.Log(r.Context(), level, "Rendering a page failed", "route", routeOf(r), "error", err)
 	}
 }
 
@@ -396,7 +396,7 @@ func inboxItem(sp domain.Suspension, now time.Time) views.InboxItem {
 }
 
 func (s *Server) uiFailure(w http.ResponseWriter, r *http.Request, err error) {
-	s.Log.ErrorContext(r.Context(), "Page failed", "path", r.URL.Path, "error", err)
+	s.Log.ErrorContext(r.Context(), "Page failed", "route", routeOf(r), "error", err)
 	s.renderError(w, r, http.StatusInternalServerError, "Something went wrong", "Tollgate could not load this page. Try again in a moment.", s.viewerOf(r))
 }
 

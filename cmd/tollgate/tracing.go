@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
@@ -48,16 +49,33 @@ func newTracing(ctx context.Context, getenv func(string) string, version string)
 	return &tracing{provider: tp, tracer: tp.Tracer("github.com/tollgatehq/tollgate")}, nil
 }
 
-// handler wraps h with a span per request, named by its route pattern.
+// handler wraps h with a span per request, named by method until the web
+// server renames it to its route and gives it the route's pattern as
+// url.path and http.route. A request's path and query carry capability
+// tokens (decision and password-reset links, receipts, resume URLs), so
+// otelhttp is handed a copy of the request without them and h gets the
+// request itself: no token reaches a span's name or attributes. otelhttp
+// records no header but User-Agent and X-Forwarded-For, so Authorization,
+// API keys and cookies stay out of spans too.
 func (t *tracing) handler(h http.Handler) http.Handler {
 	if t == nil {
 		return h
 	}
-	// Named by method here; the web server renames it to its route once
-	// the request is routed.
-	return otelhttp.NewHandler(h, "tollgate", otelhttp.WithTracerProvider(t.provider),
+	traced := otelhttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, seen *http.Request) {
+		r := seen.Context().Value(requestKey{}).(*http.Request).WithContext(seen.Context())
+		r.Body = seen.Body // otelhttp's, which counts the bytes read
+		h.ServeHTTP(w, r)
+	}), "tollgate", otelhttp.WithTracerProvider(t.provider),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen := r.WithContext(context.WithValue(r.Context(), requestKey{}, r))
+		seen.URL, seen.RequestURI = &url.URL{}, ""
+		traced.ServeHTTP(w, seen)
+	})
 }
+
+// requestKey carries the request otelhttp is not shown (see handler).
+type requestKey struct{}
 
 // span is the engine's Trace option: a span with the attributes given,
 // marked as an error when the work failed.
