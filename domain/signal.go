@@ -10,10 +10,11 @@ import (
 // resolves a wait of kind signal whose reason is its name: the wait it
 // addresses by step key, or else the run's pending wait of that name. One
 // that finds no such wait loses if the run has already resolved a wait of
-// its name (the seed's lost race), and is otherwise kept: the first wait
-// of its name the run reaches takes the oldest kept one. The signal id is
-// unique per run: a repeat changes nothing and is answered as the first
-// delivery was.
+// its name (the seed's lost race), is refused if the last wait of its
+// name was a branch not taken (another branch of its any group won), and
+// is otherwise kept: the first wait of its name the run reaches takes the
+// oldest kept one. The signal id is unique per run: a repeat changes
+// nothing and is answered as the first delivery was.
 
 // SignalRequest delivers one signal.
 type SignalRequest struct {
@@ -72,9 +73,10 @@ type SignalFacts struct {
 	// run's oldest pending wait of its name; nil when there is none.
 	Target *Suspension
 	// Resolved, for a signal without a step key that has no Target, is the
-	// wait of its name the run resolved last; nil when it has resolved
-	// none. A wait resolved before the run reached it (pre-completed) does
-	// not count: the run has not taken it yet.
+	// wait of its name the run settled last: one it resolved, or a branch
+	// of an any group that another branch won, cancelled; nil when there
+	// is none. A wait resolved before the run reached it (pre-completed)
+	// does not count: the run has not taken it yet.
 	Resolved *Suspension
 }
 
@@ -96,9 +98,12 @@ const (
 // of a signal id is a success that changes nothing. A signal for a wait
 // that has already ended, or, without a step key, for a name whose wait
 // the run has already resolved and of which no wait is pending, loses
-// with CodeSignalLost: another delivery won. Only then does a finished
-// run refuse it with CodeRunFinished (the lost race says more). A signal
-// of another name than the wait it addresses is a *ValidationError.
+// with CodeSignalLost: another delivery won. One for a branch of an any
+// group that was cancelled, addressed or the last wait of its name, is
+// refused with CodeBranchNotTaken: the run went on by another branch.
+// Only then does a finished run refuse it with CodeRunFinished (the lost
+// race says more). A signal of another name than the wait it addresses
+// is a *ValidationError.
 func DecideSignal(req SignalRequest, f SignalFacts) (SignalFate, error) {
 	switch {
 	case f.Earlier != nil:
@@ -121,9 +126,17 @@ func DecideSignal(req SignalRequest, f SignalFacts) (SignalFate, error) {
 
 // LostSignal explains why a signal changed nothing: the wait it is for
 // ended first, resolved by another signal (which, and when), by a
-// person, by its deadline or by a cancellation.
+// person, by its deadline or by a cancellation. A branch of an any group
+// that was cancelled is a branch not taken (CodeBranchNotTaken), as for
+// a resume (see LostResume).
 func LostSignal(req SignalRequest, wait Suspension) *ConflictError {
 	detail := map[string]any{"runId": req.RunID, "stepId": wait.StepKey, "status": wait.Status, "signalId": req.SignalID}
+	if wait.Status == SuspensionCancelled && wait.Group == GroupAny {
+		detail["group"], detail["branch"] = wait.GroupKey, wait.Branch
+		return &ConflictError{Code: CodeBranchNotTaken, Detail: detail, Message: fmt.Sprintf(
+			"signal %s refused: run %s's wait %s for %s was branch %s of a wait on any of several things (%s); another branch completed first, or the run ended, so it was cancelled and takes no signal",
+			req.SignalID, req.RunID, wait.StepKey, wait.Reason, wait.Branch, wait.GroupKey)}
+	}
 	how := string(wait.Status)
 	if wait.Status == SuspensionResumed {
 		var won SignalData

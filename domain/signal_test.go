@@ -21,6 +21,14 @@ func resolvedBy(key, id string, at time.Time) *domain.Suspension {
 	return s
 }
 
+// notTaken is a payment wait at key that was a branch of an any group
+// another branch won.
+func notTaken(key string) *domain.Suspension {
+	s := signalWait(key, domain.SuspensionCancelled)
+	s.Group, s.GroupKey, s.Branch = domain.GroupAny, "settle", "payment"
+	return s
+}
+
 func TestDecideSignal(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -47,6 +55,9 @@ func TestDecideSignal(t *testing.T) {
 		{"addressed, resolved: lost", addressed, domain.SignalFacts{RunStatus: domain.RunSuspended, Target: resolvedBy("pay", "evt-1", at)}, 0, domain.CodeSignalLost},
 		{"addressed, taken early by another: lost", addressed, domain.SignalFacts{RunStatus: domain.RunRunning, Target: early}, 0, domain.CodeSignalLost},
 		{"addressed, cancelled with its run: lost", addressed, domain.SignalFacts{RunStatus: domain.RunCancelled, Target: signalWait("pay", domain.SuspensionCancelled)}, 0, domain.CodeSignalLost},
+		{"addressed, a branch not taken", addressed, domain.SignalFacts{RunStatus: domain.RunSuspended, Target: notTaken("pay")}, 0, domain.CodeBranchNotTaken},
+		{"by name, its last wait a branch not taken", byName, domain.SignalFacts{RunStatus: domain.RunSuspended, Resolved: notTaken("pay")}, 0, domain.CodeBranchNotTaken},
+		{"by name, a branch not taken even after the run finished", byName, domain.SignalFacts{RunStatus: domain.RunSucceeded, Resolved: notTaken("pay")}, 0, domain.CodeBranchNotTaken},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -34,7 +34,10 @@ type WorkItem struct {
 	// TokenHash is the SHA-256 of the receipt token.
 	TokenHash []byte
 	State     WorkState
-	// Dispatch counts calls of the step's endpoint.
+	// Dispatch counts the dispatches of the work: the first call, and
+	// each call again after a not-completed report or a completion
+	// timeout. A call retried after a 5xx, a 429 or a network error is
+	// the same dispatch.
 	Dispatch int
 	// WaitKey is the step key of the pause a completion resumes.
 	WaitKey   string

@@ -182,12 +182,16 @@ func (db *DB) signalTarget(ctx context.Context, tx bun.Tx, req domain.SignalRequ
 }
 
 // resolvedSignalWait is the wait of the signal's name that the run
-// resolved last, among those it has reached; nil when there is none.
+// settled last, among those it has reached: one it resolved, or a branch
+// of an any group that another branch won (cancelled as the group
+// resolved, when its winner did). Nil when there is none.
 func (db *DB) resolvedSignalWait(ctx context.Context, tx bun.Tx, req domain.SignalRequest) (*domain.Suspension, error) {
 	row := new(suspensionRow)
 	err := tx.NewSelect().Model(row).
-		Where("run_id = ? AND kind = ? AND reason = ? AND status = ? AND NOT precompleted", req.RunID, domain.KindSignal, req.Name, domain.SuspensionResumed).
-		OrderExpr("resumed_at DESC, id DESC").Limit(1).Scan(ctx)
+		Join("LEFT JOIN suspensions AS won ON won.run_id = s.run_id AND won.group_id = s.group_id AND won.status = ?", domain.SuspensionResumed).
+		Where("s.run_id = ? AND s.kind = ? AND s.reason = ? AND NOT s.precompleted", req.RunID, domain.KindSignal, req.Name).
+		Where("s.status = ? OR (s.status = ? AND s.group_mode = ? AND won.id IS NOT NULL)", domain.SuspensionResumed, domain.SuspensionCancelled, domain.GroupAny).
+		OrderExpr("COALESCE(s.resumed_at, won.resumed_at) DESC, s.id DESC").Limit(1).Scan(ctx)
 	if isNoRows(err) {
 		return nil, nil
 	}

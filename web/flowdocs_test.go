@@ -122,6 +122,48 @@ func TestWorkflowResponseHeadersRefusedAtRegistration(t *testing.T) {
 	})
 }
 
+// A webhook step's response is HTML its author wrote, served on the
+// app's origin: the trigger's answer and a sync resume's answer are
+// sandboxed (an opaque origin, no script, nothing loaded) and never
+// sniffed, so that what the response holds cannot act as the app.
+func TestWorkflowResponseIsSandboxed(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withFlows, func(t *testing.T, e *apiEnv) {
+		const page = `"<form action=/api/v1/users method=post><button>Go</button></form><script>fetch('/api/v1/users')</script>"`
+		want(t, e.call(t, "PUT", "/api/v1/workflows/page/versions/1", e.admin, `{"id": "page", "version": "1", "webhookTrigger": true, "steps": [
+			{"type": "webhook", "name": "first", "responseToSend": {"headers": {"Content-Type": "text/html"}, "body": `+page+`}},
+			{"type": "webhook", "name": "second", "responseToSend": {"headers": {"Content-Type": "text/html; charset=utf-8"}, "body": `+page+`}}]}`), http.StatusCreated)
+		sandboxed := func(what string, r reply) {
+			t.Helper()
+			if r.Status != http.StatusOK || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") || !strings.Contains(string(r.Body), "<script>") {
+				t.Fatalf("%s: %s %v; want the workflow's page", what, r, r.Header)
+			}
+			csp := map[string]bool{}
+			for d := range strings.SplitSeq(r.Header.Get("Content-Security-Policy"), ";") {
+				csp[strings.TrimSpace(d)] = true
+			}
+			if !csp["sandbox"] || !csp["default-src 'none'"] || !csp["form-action 'none'"] || len(r.Header.Values("Content-Security-Policy")) != 1 ||
+				strings.Contains(r.Header.Get("Content-Security-Policy"), "allow-") || r.Header.Get("X-Content-Type-Options") != "nosniff" {
+				t.Errorf("%s: Content-Security-Policy %q, X-Content-Type-Options %q; want a sandbox without allowances, default-src 'none' and nosniff",
+					what, r.Header.Values("Content-Security-Policy"), r.Header.Get("X-Content-Type-Options"))
+			}
+		}
+		sandboxed("the trigger's answer", e.call(t, "POST", "/v1/webhooks/page", "", `{}`))
+		// The trigger answered once the run had paused on its first step.
+		paused := decode[pageBody[suspensionBody]](t, e.call(t, "GET", "/api/v1/suspensions?status=pending&workflowId=page", e.admin, ""), http.StatusOK)
+		if len(paused.Items) != 1 {
+			t.Fatalf("%d pauses of the run; want its first step's", len(paused.Items))
+		}
+		var sp struct {
+			ResumeURL string `json:"resumeUrl"`
+		}
+		if err := json.Unmarshal(e.call(t, "GET", "/api/v1/suspensions/"+paused.Items[0].ID, e.admin, "").Body, &sp); err != nil || sp.ResumeURL == "" {
+			t.Fatalf("no resume URL: %v", err)
+		}
+		sandboxed("a sync resume's answer", e.call(t, "POST", strings.Replace(sp.ResumeURL, "?", "/sync?", 1), "", `{}`))
+	})
+}
+
 // A resume URL or webhook trigger keeps the call's headers for the
 // workflow, but never credentials nor the headers the server is told to
 // redact, in any case.

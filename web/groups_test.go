@@ -115,3 +115,53 @@ func TestAPIWaitGroups(t *testing.T) {
 		}
 	})
 }
+
+// settleBySignalDoc waits for a payment or a waiver, then for a receipt,
+// then for the file to be archived, each signal a branch of an any group
+// with a timer that gives up.
+const settleBySignalDoc = `{"id": "settle-by-signal", "version": "1", "steps": [
+	{"type": "any", "name": "settle", "of": [{"type": "signal", "name": "payment"}, {"type": "signal", "name": "waiver"}]},
+	{"type": "any", "name": "file", "of": [{"type": "signal", "name": "receipt"}, {"type": "wait", "name": "give-up", "durationMs": 3600000}]},
+	{"type": "any", "name": "close", "of": [{"type": "signal", "name": "archive"}, {"type": "wait", "name": "give-up", "durationMs": 3600000}]}]}`
+
+// A signal for a branch of an any group that another branch won is
+// refused 410 branch_not_taken with problem details, by name as by step
+// key, while the run waits on and after it ends; a signal for a wait the
+// run has not reached is still kept (202) and taken when it gets there.
+func TestSignalToBranchNotTaken(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withFlows, func(t *testing.T, e *apiEnv) {
+		want(t, e.call(t, "PUT", "/api/v1/workflows/settle-by-signal/versions/1", e.admin, settleBySignalDoc), http.StatusCreated)
+		run := e.startRun(t, "settle-by-signal", nil)
+		e.waitRun(t, run.ID, "suspended")
+		signals := "/api/v1/runs/" + run.ID + "/signals"
+		want(t, e.call(t, "POST", signals, e.admin, `{"name":"waiver","signalId":"w-1"}`), http.StatusOK)
+		eventually(t, "the pause on the receipt", func() bool { return branchesByName(t, e, run.ID)["receipt"].Status == "pending" })
+		payment := branchesByName(t, e, run.ID)["payment"]
+		if payment.Status != "cancelled" {
+			t.Fatalf("the payment branch is %s after the waiver won; want cancelled", payment.Status)
+		}
+		notTaken := func(what, body string) {
+			t.Helper()
+			r := e.call(t, "POST", signals, e.admin, body)
+			p := problem(t, r, http.StatusGone, domain.CodeBranchNotTaken)
+			var extra struct{ Branch, Group string }
+			if err := json.Unmarshal(r.Body, &extra); err != nil || p.Detail == "" || extra.Branch != "payment" || extra.Group != payment.GroupKey {
+				t.Errorf("%s: %s; want the branch and its group named, and why", what, r)
+			}
+		}
+		notTaken("by name", `{"name":"payment","signalId":"p-1","payload":{"cents":500}}`)
+		notTaken("by step key", `{"name":"payment","signalId":"p-2","stepId":"`+payment.StepKey+`"}`)
+		type signalBody struct{ Status string }
+		if s := decode[signalBody](t, e.call(t, "POST", signals, e.admin, `{"name":"archive","signalId":"a-1"}`), http.StatusAccepted); s.Status != "kept" {
+			t.Errorf("a signal for a wait still to come: %+v; want kept", s)
+		}
+		want(t, e.call(t, "POST", signals, e.admin, `{"name":"receipt","signalId":"r-1"}`), http.StatusOK)
+		done := e.waitRun(t, run.ID, "succeeded")
+		var out struct{ Winner string }
+		if err := json.Unmarshal(done.Output, &out); err != nil || out.Winner != "archive" {
+			t.Errorf("output %s; want the kept archive signal to have closed the run", done.Output)
+		}
+		notTaken("after the run ended", `{"name":"payment","signalId":"p-3"}`)
+	})
+}

@@ -12,8 +12,9 @@ import (
 // signal id answers as the first delivery did, with duplicate set; a
 // delivery to a wait that has already ended, or by name only when the
 // run has resolved its wait of that name and has none pending, is 409
-// signal_lost (see domain.DecideSignal). Signals drive runs, so only
-// staff send them.
+// signal_lost; one for a branch of an any group that another branch won
+// is 410 branch_not_taken (see domain.DecideSignal). Signals drive runs,
+// so only staff send them.
 func (s *Server) sendSignal(w http.ResponseWriter, r *http.Request) error {
 	p := principalFrom(r.Context())
 	if !p.User.Role.Staff() {

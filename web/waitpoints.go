@@ -225,10 +225,18 @@ func (s *Server) syncTimeout() time.Duration {
 	return 30 * time.Second
 }
 
+// workflowResponseCSP confines a workflow's response, which its author
+// wrote and the app serves on its own origin: sandboxed without
+// allow-same-origin, a page in it has an opaque origin (no cookies, no
+// storage, no request as the app), runs no script, submits no form,
+// opens no window and loads nothing.
+const workflowResponseCSP = "sandbox; default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
 // writeHTTPResponse sends a workflow's response: a string body as text,
-// any other JSON value as JSON. Headers the response may not set (see
-// flow.RefusedResponseHeader) are dropped: documents are checked for them
-// when registered, but one stored before that rule may still hold them.
+// any other JSON value as JSON, under workflowResponseCSP and nosniff.
+// Headers the response may not set (see flow.RefusedResponseHeader) are
+// dropped: documents are checked for them when registered, but one
+// stored before that rule may still hold them.
 func writeHTTPResponse(w http.ResponseWriter, resp *domain.HTTPResponse) {
 	h := w.Header()
 	for k, v := range resp.Headers {
@@ -236,6 +244,8 @@ func writeHTTPResponse(w http.ResponseWriter, resp *domain.HTTPResponse) {
 			h.Set(k, v)
 		}
 	}
+	h.Set("Content-Security-Policy", workflowResponseCSP)
+	h.Set("X-Content-Type-Options", "nosniff")
 	var body []byte
 	var text string
 	switch {

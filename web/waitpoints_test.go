@@ -63,7 +63,7 @@ func TestReportWorkBodyErrors(t *testing.T) {
 
 // A workflow's response may set its own headers, but not replace the
 // server's security headers or its cookies: a response served as HTML on
-// the app's origin stays inert.
+// the app's origin is sandboxed and stays inert.
 func TestWorkflowResponseKeepsSecurityHeaders(t *testing.T) {
 	t.Parallel()
 	h := securityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -75,7 +75,7 @@ func TestWorkflowResponseKeepsSecurityHeaders(t *testing.T) {
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest("POST", "/v1/webhooks/wf", nil))
 	got := w.Header()
-	if got.Get("Content-Security-Policy") != "default-src 'none'; frame-ancestors 'none'" || got.Get("X-Content-Type-Options") != "nosniff" || got.Get("Set-Cookie") != "" {
+	if got.Get("Content-Security-Policy") != workflowResponseCSP || got.Get("X-Content-Type-Options") != "nosniff" || got.Get("Set-Cookie") != "" {
 		t.Errorf("the server's headers were replaced: %v", got)
 	}
 	if got.Get("X-Step") != "confirm" || got.Get("Content-Type") != "text/html" {

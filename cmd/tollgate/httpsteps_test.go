@@ -10,9 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // buildWorker builds the reference worker in the test's temporary folder,
@@ -268,6 +270,78 @@ func testHTTPSteps(t *testing.T, env map[string]string, workerBin string) {
 			json.RawMessage(`{"id": "inside", "version": "1", "steps": [{"type": "http", "name": "x", "url": "http://10.1.2.3/admin"}]}`))
 		if !strings.Contains(string(r.Body), "/steps/0/url") || !strings.Contains(string(r.Body), "allow-list") {
 			t.Errorf("%s", r.Body)
+		}
+	})
+}
+
+// busyTwice is an endpoint that answers its first two calls 503 and then
+// ok; acks receives the webhook URL of each call it answers ok.
+func busyTwice(t *testing.T, ok string, acks chan<- string) *endpoint {
+	return newEndpoint(t, func(n int, c endpointCall) (int, string) {
+		if n <= 2 {
+			return http.StatusServiceUnavailable, "busy"
+		}
+		if acks != nil {
+			acks <- c.Metadata["webhookUrl"].(string)
+		}
+		return http.StatusOK, ok
+	})
+}
+
+// attempts are the metadata.attempt of an endpoint's calls, in order.
+func attempts(e *endpoint) []float64 {
+	var out []float64
+	for _, c := range e.recorded() {
+		n, _ := c.Metadata["attempt"].(float64)
+		out = append(out, n)
+	}
+	return out
+}
+
+// Each call of an http step's endpoint carries its own number: a sync
+// step retried after 5xx answers is called as attempt 1, 2, 3; an async
+// step likewise, and the call after a not-completed report goes on
+// counting, 4.
+func TestHTTPStepAttempts(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, env map[string]string) {
+		s := startServer(t, env, "--http-allow", "127.0.0.1")
+		c := s.client()
+		quote := busyTwice(t, `{"success": true, "outputs": {"price": 42}}`, nil)
+		acks := make(chan string, 2)
+		label := busyTwice(t, "", acks)
+		retry := `"retry": {"maxAttempts": 3, "initialBackoffMs": 10}`
+		c.register(t, `{"id": "quote", "version": "1", "steps": [{"type": "http", "name": "quote", "url": "`+quote.URL+`", `+retry+`}]}`)
+		c.register(t, `{"id": "label", "version": "1", "steps": [{"type": "http", "name": "label", "async": true, "url": "`+label.URL+`", `+retry+`}]}`)
+
+		c.waitStatus(t, c.startRun(t, "quote", nil).ID, "succeeded")
+		if got := attempts(quote); !slices.Equal(got, []float64{1, 2, 3}) {
+			t.Errorf("sync step: the endpoint saw attempts %v; want 1, 2, 3", got)
+		}
+
+		run := c.startRun(t, "label", nil)
+		report := func(body string) {
+			t.Helper()
+			var hook string
+			select {
+			case hook = <-acks:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("the async step's endpoint was not called; it saw attempts %v", attempts(label))
+			}
+			resp, err := http.Post(hook, "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("report %s: %d", body, resp.StatusCode)
+			}
+		}
+		report(`{"success": false, "notCompleted": true}`)
+		report(`{"success": true, "outputs": {"printed": true}}`)
+		c.waitStatus(t, run.ID, "succeeded")
+		if got := attempts(label); !slices.Equal(got, []float64{1, 2, 3, 4}) {
+			t.Errorf("async step: the endpoint saw attempts %v; want 1, 2, 3 and, after the not-completed report, 4", got)
 		}
 	})
 }

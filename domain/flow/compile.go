@@ -111,9 +111,11 @@ type State struct {
 	// Waitpoint is the waitpoint a paused step waits for.
 	Waitpoint string `json:"waitpoint,omitempty"`
 	// WorkItem and Phase: an async http step's work item and what its
-	// pause waits for.
+	// pause waits for; Calls, how many times its endpoint was called
+	// before that pause.
 	WorkItem string `json:"workItem,omitempty"`
 	Phase    string `json:"phase,omitempty"`
+	Calls    int    `json:"calls,omitempty"`
 }
 
 // Load parses and validates a document (see Parse) and compiles it into a

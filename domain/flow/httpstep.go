@@ -27,7 +27,8 @@ import (
 // step_id, run_id, receipt_token, webhook_url), so that an endpoint
 // written to the protocol works unchanged. Calls time out, and are retried with the step's backoff
 // on 5xx, 429 and network errors; each carries the receipt token as its
-// Idempotency-Key. Redirects are not followed.
+// Idempotency-Key and its number, from 1, as metadata.attempt. Redirects
+// are not followed.
 
 // HTTPSteps is what http steps need from the server.
 type HTTPSteps struct {
@@ -463,7 +464,8 @@ func backoffKey(item domain.WorkItem) string {
 func (c *compiled) dispatch(ctx context.Context, i int, req domain.StepRequest, s State, item domain.WorkItem) (domain.StepResult, error) {
 	st, h := c.doc.Steps[i], c.env.HTTP
 	token := h.receipt(req.RunID, item.ID)
-	o, err := h.call(ctx, st, c.body(st, req, s, item.Dispatch, token, h.webhookURL(c.doc.ID, st.Name, token)), token)
+	s.Calls = callNumber(s, item, req.Attempt)
+	o, err := h.call(ctx, st, c.body(st, req, s, s.Calls, token, h.webhookURL(c.doc.ID, st.Name, token)), token)
 	var pe *permanent
 	switch {
 	case errors.As(err, &pe):
@@ -482,6 +484,16 @@ func (c *compiled) dispatch(ctx context.Context, i int, req domain.StepRequest, 
 		Type: domain.CmdSuspend, Kind: domain.KindCallback, Reason: "callback", Checkpoint: s, ResumeStep: st.Name,
 		StepKey: item.WaitKey, Until: c.env.now().Add(c.completionTimeout(st)),
 	}}}, nil
+}
+
+// callNumber numbers a call of an async step's endpoint from 1 across
+// its dispatches: the calls made before this dispatch's pause, then this
+// execution's attempt, since each execution of the job that dispatches
+// calls once (a 5xx, a 429 or a network error is retried as another
+// execution of the same job, with the same dispatch). A checkpoint written
+// without Calls has at least one call for each dispatch before this one.
+func callNumber(s State, item domain.WorkItem, attempt int) int {
+	return max(s.Calls, item.Dispatch-1) + attempt
 }
 
 // backoff pauses before the next call; a report that comes meanwhile
