@@ -2,6 +2,8 @@ package domain
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
 	"time"
 )
 
@@ -21,6 +23,23 @@ type PasswordReset struct {
 	CreatedAt time.Time
 	ExpiresAt time.Time
 	UsedAt    *time.Time
+}
+
+// NewPasswordReset makes a link for userID issued at now by by (an
+// admin's id, or "" for a link the person asked for by mail): the token
+// for the link (rand.Text: 130 bits from crypto/rand) and the
+// PasswordReset that stores only its hash.
+func NewPasswordReset(userID, by string, now time.Time) (string, PasswordReset) {
+	token := rand.Text()
+	return token, PasswordReset{IDHash: HashResetToken(token), UserID: userID, CreatedBy: by, CreatedAt: now,
+		ExpiresAt: now.Add(PasswordResetTTL)}
+}
+
+// HashResetToken is the stored form of a reset link's token: its
+// SHA-256, enough for a token of 130 random bits.
+func HashResetToken(token string) []byte {
+	sum := sha256.Sum256([]byte(token))
+	return sum[:]
 }
 
 // Usable reports whether the link may still set a password at now: not
