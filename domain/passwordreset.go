@@ -50,9 +50,12 @@ func (p PasswordReset) Usable(now time.Time) bool {
 
 // PasswordResetStore persists password-reset links.
 type PasswordResetStore interface {
-	// CreatePasswordReset stores p and deletes every unused link of the
-	// same user, so that only the newest works; ErrNotFound if the user
-	// does not exist.
+	// CreatePasswordReset stores p and deletes the unused links of the
+	// same user that p replaces, so that only the newest of a kind works:
+	// a link an admin issues replaces every one; a link asked for by mail
+	// (CreatedBy "") replaces only those asked for by mail, since anyone
+	// may ask for one and must not void the link an admin handed out.
+	// ErrNotFound if the user does not exist.
 	CreatePasswordReset(ctx context.Context, p PasswordReset) error
 	// PasswordReset returns the link with this token hash, used or not,
 	// and its user; ErrNotFound if there is none.

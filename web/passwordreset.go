@@ -46,11 +46,11 @@ func (s *Server) publicBase(r *http.Request) string {
 	return scheme + "://" + r.Host + s.BasePath
 }
 
-// issueReset makes a password-reset link for u, valid for
-// domain.PasswordResetTTL, replacing u's unused links. by is the issuing
-// admin's id, or "" for a link the person asked for by mail. The token
+// issueReset makes a password-reset link for u issued by the admin by,
+// valid for domain.PasswordResetTTL, replacing u's unused links. The token
 // (rand.Text: 130 bits from crypto/rand) is in the link only; the database
-// keeps its SHA-256.
+// keeps its SHA-256. Links asked for by mail are issued by the mail
+// dispatcher.
 func (s *Server) issueReset(r *http.Request, u domain.User, by string) (string, error) {
 	token, reset := domain.NewPasswordReset(u.ID, by, s.Clock.Now())
 	if err := s.UIStore.CreatePasswordReset(r.Context(), reset); err != nil {

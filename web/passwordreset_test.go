@@ -163,6 +163,26 @@ func TestUIPasswordResetLinkRefusals(t *testing.T) {
 	})
 }
 
+// Anyone may ask for a person's link by mail: that must not void the
+// link an admin issued them, which still works once the mailed one has
+// gone out.
+func TestUIForgotPasswordKeepsTheAdminsLink(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withResetMail, func(t *testing.T, e *apiEnv) {
+		mails := e.mailResets(t, 10*time.Millisecond)
+		boss := e.signedIn(t, "boss@example.com", domain.RoleAdmin)
+		revID, _ := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
+		path := issueReset(t, boss, revID, "rev@example.com")
+		anon := e.browser(t)
+		wantPage(t, anon.do("POST", "/forgot", url.Values{"email": {"rev@example.com"}}, from("203.0.113.1")...), http.StatusOK)
+		eventually(t, "the mailed link", func() bool { return len(mails.sent("rev@example.com")) == 1 })
+		mailed := strings.TrimPrefix(mails.sent("rev@example.com")[0], publicURL)
+		wantPage(t, anon.do("GET", mailed, nil, from("203.0.113.2")...), http.StatusOK, "Choose a new password", "rev@example.com")
+		const fresh = "tangerine orbit lantern"
+		wantPage(t, setPassword(e.browser(t), path, fresh, fresh, "203.0.113.3"), http.StatusOK, "Your password is set")
+	})
+}
+
 // resetMails is the mail server of tests that mail reset links: it
 // records the links mailed, by recipient.
 type resetMails struct {
