@@ -186,12 +186,12 @@ func (t *Tollgate) MetricsHandler() http.Handler {
 // flight get Config.ShutdownTimeout to finish; Run returns when all has
 // stopped.
 func (t *Tollgate) Run(ctx context.Context) error {
-	var sender mail.Sender = mail.Log{Logger: t.log}
+	o := mail.Opts{Store: t.db, Sender: mail.Log{Logger: t.log}, Log: t.log, PublicURL: t.c.PublicURL, Poll: t.c.PollInterval,
+		Lease: t.c.JobLease, DigestHour: *t.c.DigestHour, Busy: t.eng.Busy, Counts: t.srv.Deliveries}
 	if t.c.Mail != nil {
-		sender = t.c.Mail
+		o.Sender, o.Resets = t.c.Mail, t.db // reset links go only by real mail
 	}
-	mails := mail.New(mail.Opts{Store: t.db, Sender: sender, Log: t.log, PublicURL: t.c.PublicURL, Poll: t.c.PollInterval,
-		Lease: t.c.JobLease, DigestHour: *t.c.DigestHour, Busy: t.eng.Busy, Counts: t.srv.Deliveries})
+	mails := mail.New(o)
 	var wg sync.WaitGroup
 	wg.Go(func() { t.eng.Run(ctx) })
 	wg.Go(func() { t.hooks.Run(ctx) })

@@ -112,6 +112,12 @@ type MailMessage struct {
 	// server log instead when no SMTP server is configured.
 	Link string `json:"link,omitempty"`
 	Key  string `json:"key,omitempty"`
+	// Reset makes the message a request for a password-reset link for the
+	// enabled account whose email is To, which the mail dispatcher issues
+	// and writes as it sends: the link is never stored whole, and an
+	// address with no enabled account is sent nothing. Text, HTML and Link
+	// are then empty.
+	Reset bool `json:"reset,omitempty"`
 }
 
 // Mailer sends one-off mail through the durable outbox: Queue returns once
@@ -136,7 +142,9 @@ type MailJob struct {
 	ID      int64
 	Attempt int
 	Kind    MailKind
-	// To is the recipient; only Email is set for a one-off message.
+	// To is the recipient; only Email is set for a one-off message,
+	// unless it is a reset request (MailMessage.Reset) that found an
+	// enabled account with that email.
 	To User
 	// Suspension is the request of a request mail.
 	Suspension *Suspension

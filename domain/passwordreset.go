@@ -2,6 +2,8 @@ package domain
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
 	"time"
 )
 
@@ -23,6 +25,23 @@ type PasswordReset struct {
 	UsedAt    *time.Time
 }
 
+// NewPasswordReset makes a link for userID issued at now by by (an
+// admin's id, or "" for a link the person asked for by mail): the token
+// for the link (rand.Text: 130 bits from crypto/rand) and the
+// PasswordReset that stores only its hash.
+func NewPasswordReset(userID, by string, now time.Time) (string, PasswordReset) {
+	token := rand.Text()
+	return token, PasswordReset{IDHash: HashResetToken(token), UserID: userID, CreatedBy: by, CreatedAt: now,
+		ExpiresAt: now.Add(PasswordResetTTL)}
+}
+
+// HashResetToken is the stored form of a reset link's token: its
+// SHA-256, enough for a token of 130 random bits.
+func HashResetToken(token string) []byte {
+	sum := sha256.Sum256([]byte(token))
+	return sum[:]
+}
+
 // Usable reports whether the link may still set a password at now: not
 // used and not expired.
 func (p PasswordReset) Usable(now time.Time) bool {
@@ -31,9 +50,12 @@ func (p PasswordReset) Usable(now time.Time) bool {
 
 // PasswordResetStore persists password-reset links.
 type PasswordResetStore interface {
-	// CreatePasswordReset stores p and deletes every unused link of the
-	// same user, so that only the newest works; ErrNotFound if the user
-	// does not exist.
+	// CreatePasswordReset stores p and deletes the unused links of the
+	// same user that p replaces, so that only the newest of a kind works:
+	// a link an admin issues replaces every one; a link asked for by mail
+	// (CreatedBy "") replaces only those asked for by mail, since anyone
+	// may ask for one and must not void the link an admin handed out.
+	// ErrNotFound if the user does not exist.
 	CreatePasswordReset(ctx context.Context, p PasswordReset) error
 	// PasswordReset returns the link with this token hash, used or not,
 	// and its user; ErrNotFound if there is none.

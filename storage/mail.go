@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -385,7 +386,36 @@ func (db *DB) mailJobs(ctx context.Context, tx bun.Tx, rows []mailDeliveryRow) (
 		}
 		jobs = append(jobs, j)
 	}
-	return jobs, nil
+	return jobs, resetAccounts(ctx, tx, jobs)
+}
+
+// resetAccounts sets the recipient of each password-reset request among
+// jobs to the enabled account with its email, if there is one (one query
+// for all of them); the others keep only the email, and are sent nothing.
+func resetAccounts(ctx context.Context, tx bun.Tx, jobs []domain.MailJob) error {
+	var emails []string
+	for _, j := range jobs {
+		if j.Message != nil && j.Message.Reset {
+			emails = append(emails, strings.ToLower(j.To.Email))
+		}
+	}
+	if len(emails) == 0 {
+		return nil
+	}
+	var us []mailUserRow
+	if err := tx.NewSelect().Model(&us).Where("email IN (?) AND NOT disabled", bun.List(emails)).Scan(ctx); err != nil {
+		return err
+	}
+	byEmail := make(map[string]domain.User, len(us))
+	for i := range us {
+		byEmail[us[i].Email] = us[i].toDomain()
+	}
+	for i := range jobs {
+		if u, ok := byEmail[strings.ToLower(jobs[i].To.Email)]; ok && jobs[i].Message != nil && jobs[i].Message.Reset {
+			jobs[i].To = u
+		}
+	}
+	return nil
 }
 
 // mailSubjects reads the users and suspensions the rows name, by id.

@@ -27,7 +27,9 @@ func (r *passwordResetRow) toDomain() domain.PasswordReset {
 		ExpiresAt: r.ExpiresAt.UTC(), UsedAt: utcPtr(r.UsedAt)}
 }
 
-// CreatePasswordReset implements domain.PasswordResetStore.
+// CreatePasswordReset implements domain.PasswordResetStore. created_by
+// says who issued a link; it is empty for one asked for by mail, which
+// replaces only others asked for by mail.
 func (db *DB) CreatePasswordReset(ctx context.Context, p domain.PasswordReset) error {
 	row := &passwordResetRow{IDHash: p.IDHash, UserID: p.UserID, CreatedBy: p.CreatedBy, CreatedAt: ts(p.CreatedAt), ExpiresAt: ts(p.ExpiresAt)}
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
@@ -38,7 +40,11 @@ func (db *DB) CreatePasswordReset(ctx context.Context, p domain.PasswordReset) e
 		if n == 0 {
 			return domain.ErrNotFound
 		}
-		if _, err := tx.NewDelete().Model((*passwordResetRow)(nil)).Where("user_id = ? AND used_at IS NULL", p.UserID).Exec(ctx); err != nil {
+		replaced := tx.NewDelete().Model((*passwordResetRow)(nil)).Where("user_id = ? AND used_at IS NULL", p.UserID)
+		if p.CreatedBy == "" {
+			replaced.Where("created_by = ''")
+		}
+		if _, err := replaced.Exec(ctx); err != nil {
 			return err
 		}
 		_, err = tx.NewInsert().Model(row).Exec(ctx)

@@ -135,6 +135,9 @@ func (t teller) account(actor Words) ([]Words, bool) {
 	case "password.reset_issue":
 		return []Words{actor, text("issued a password-reset link for"), t.person(e.Subject, t.str("email"))}, true
 	case "password.reset_request":
+		if t.str("mail") == "queued" { // the account is looked up later, by the mail dispatcher
+			return []Words{actor, text("asked for a password-reset link by mail; it is sent if there is such an active account")}, true
+		}
 		if e.Subject == "" {
 			return []Words{actor, text("asked for a password-reset link by mail; there is no such active account, so none was sent")}, true
 		}

@@ -22,13 +22,13 @@ import (
 
 // withMailUI is the browser app as a server with mail configured serves
 // it: the Account page lets each person choose how they hear of requests,
-// and the login page offers "Forgot password?", whose links are mailed
-// (to a recorder) on publicURL. Without it pages that only exist with
-// mail are never laid out in a browser.
+// and the login page offers "Forgot password?", whose requests are
+// queued in the mail outbox (which nothing sends here). Without it pages
+// that only exist with mail are never laid out in a browser.
 func withMailUI(s *web.Server) {
 	withUI(s)
 	s.MailPrefs = s.Store.(domain.MailPreferences)
-	s.ResetMailer, s.PublicURL = &resetMails{links: map[string][]string{}}, publicURL+"/"
+	withResetOutbox(s)
 	s.Version = "v1.4.2" // shown in the footer of signed-in pages
 }
 

@@ -28,8 +28,9 @@ func NewAPIKey() (secret, prefix string, hash []byte) {
 func HashAPIKey(secret string) []byte { return sha256Bytes(secret) }
 
 // sha256Bytes is the SHA-256 of s: the stored form of the high-entropy
-// secrets (API keys, session IDs, reset tokens, work items' receipt
-// tokens) that are looked up by their hash.
+// secrets (API keys, session IDs, work items' receipt tokens) that are
+// looked up by their hash. Reset tokens use domain.HashResetToken, the
+// same hash, since the mail dispatcher issues them too.
 func sha256Bytes(s string) []byte {
 	h := sha256.Sum256([]byte(s))
 	return h[:]

@@ -1,9 +1,7 @@
 package web
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"net/http"
 	"strconv"
@@ -15,18 +13,18 @@ import (
 	"github.com/tollgatehq/tollgate/views"
 )
 
-// ResetMailer mails password-reset links that people ask for themselves.
+// ResetMailer takes the requests for password-reset links that people
+// make themselves.
 type ResetMailer interface {
-	// SendPasswordReset mails link, a password-reset link for user, to
-	// user's email address.
-	SendPasswordReset(ctx context.Context, user domain.User, link string) error
+	// RequestPasswordReset durably queues a request for a password-reset
+	// link to be mailed to the enabled account with email, if there is
+	// one. It must do the same work whatever the account (see
+	// forgotPassword).
+	RequestPasswordReset(ctx context.Context, email string) error
 }
 
 // The longest reset token a link may carry; rand.Text makes 26 characters.
 const maxResetToken = 64
-
-// hashResetToken is the stored form of a reset link's token.
-func hashResetToken(token string) []byte { return sha256Bytes(token) }
 
 // mailsResets reports whether people may ask for a reset link by mail: a
 // mailer is set, and so is PublicURL, because a mailed link must never be
@@ -48,16 +46,14 @@ func (s *Server) publicBase(r *http.Request) string {
 	return scheme + "://" + r.Host + s.BasePath
 }
 
-// issueReset makes a password-reset link for u, valid for
-// domain.PasswordResetTTL, replacing u's unused links. by is the issuing
-// admin's id, or "" for a link the person asked for by mail. The token
+// issueReset makes a password-reset link for u issued by the admin by,
+// valid for domain.PasswordResetTTL, replacing u's unused links. The token
 // (rand.Text: 130 bits from crypto/rand) is in the link only; the database
-// keeps its SHA-256.
+// keeps its SHA-256. Links asked for by mail are issued by the mail
+// dispatcher.
 func (s *Server) issueReset(r *http.Request, u domain.User, by string) (string, error) {
-	token, now := rand.Text(), s.Clock.Now()
-	err := s.UIStore.CreatePasswordReset(r.Context(), domain.PasswordReset{IDHash: hashResetToken(token), UserID: u.ID, CreatedBy: by,
-		CreatedAt: now, ExpiresAt: now.Add(domain.PasswordResetTTL)})
-	if err != nil {
+	token, reset := domain.NewPasswordReset(u.ID, by, s.Clock.Now())
+	if err := s.UIStore.CreatePasswordReset(r.Context(), reset); err != nil {
 		return "", err
 	}
 	return s.publicBase(r) + "/reset/" + token, nil
@@ -82,7 +78,7 @@ func (s *Server) openReset(w http.ResponseWriter, r *http.Request) (domain.Passw
 	var user domain.User
 	err := domain.ErrNotFound
 	if len(token) <= maxResetToken {
-		reset, user, err = s.UIStore.PasswordReset(r.Context(), hashResetToken(token))
+		reset, user, err = s.UIStore.PasswordReset(r.Context(), domain.HashResetToken(token))
 	}
 	if err != nil && !errors.Is(err, domain.ErrNotFound) {
 		s.uiFailure(w, r, err)
@@ -139,7 +135,7 @@ func (s *Server) resetPassword(w http.ResponseWriter, r *http.Request) {
 		s.uiFailure(w, r, err)
 		return
 	}
-	reset, user, err := s.UIStore.UsePasswordReset(r.Context(), hashResetToken(r.PathValue("token")), hash, s.Clock.Now())
+	reset, user, err := s.UIStore.UsePasswordReset(r.Context(), domain.HashResetToken(r.PathValue("token")), hash, s.Clock.Now())
 	if errors.Is(err, domain.ErrNotFound) { // used or expired since the form opened
 		s.render(w, r, http.StatusNotFound, views.ResetInvalid(s.viewerOf(r), s.mailsResets()))
 		return
@@ -167,13 +163,20 @@ func (s *Server) forgotPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, views.Forgot(views.ForgotPage{}))
 }
 
-// forgotPassword mails a password-reset link to the account of the email
-// typed, if there is an enabled one. Every well-formed request gets the
-// same answer, and gets it before the account is even looked up: the
-// answer is written whole (with its length) and flushed first, so neither
-// its words nor its timing say whether the account exists. Requests count
-// per email and per address like failed logins, so that nobody can fill a
-// person's mailbox.
+// forgotPassword takes a request for a password-reset link to be mailed
+// to the account of the email typed, if there is an enabled one. Neither
+// the answer nor its timing may say whether there is: the handler does
+// the same work for every well-formed email, before it answers and after
+// (the next request on a kept-alive connection waits for it to end). So
+// it never looks the account up: it queues the email in the durable mail
+// outbox, one insert of the same shape for any email, and the mail
+// dispatcher, later and apart from this request, finds the account,
+// issues the link and mails it, or finds none and does nothing.
+// Balancing the two paths here instead (dummy hashes, inserts, mail)
+// would hold only as long as every later change kept them in step, and
+// the stored mail would hold a working link. Requests count per email
+// and per address like failed logins, so that nobody can fill a
+// person's mailbox; every one is audited, with the same entry.
 func (s *Server) forgotPassword(w http.ResponseWriter, r *http.Request) {
 	if !s.mailsResets() {
 		s.forgotPage(w, r)
@@ -198,46 +201,12 @@ func (s *Server) forgotPassword(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.forgots.failed(email, "", addr, now)
-	s.renderWhole(w, r, http.StatusOK, views.Forgot(views.ForgotPage{Sent: true}))
-	s.mailReset(r, email)
-}
-
-// mailReset issues and mails a link for email's account, if it has an
-// enabled one; either way the request is audited.
-func (s *Server) mailReset(r *http.Request, email string) {
-	ctx := context.WithoutCancel(r.Context())
-	r = r.WithContext(ctx)
-	entry := domain.AuditEntry{ActorEmail: email, Action: "password.reset_request"}
-	user, _, err := s.Auth.UserByEmail(ctx, email)
-	if err == nil && !user.Disabled {
-		entry.Subject = user.ID
-		var link string
-		if link, err = s.issueReset(r, user, ""); err == nil {
-			err = s.ResetMailer.SendPasswordReset(ctx, user, link)
-		}
-		if err != nil {
-			s.Log.ErrorContext(ctx, "Mailing a password-reset link failed", "user_id", user.ID, "error", err)
-		}
-		entry.Data = auditData(map[string]any{"sent": err == nil})
-	} else if err != nil && !errors.Is(err, domain.ErrNotFound) {
-		s.Log.ErrorContext(ctx, "Looking up a user for a password reset failed", "error", err)
-	}
-	s.audit(r, entry)
-}
-
-// renderWhole renders c into memory and sends it with its length, flushed,
-// so that the client has the whole answer while the handler goes on.
-func (s *Server) renderWhole(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
-	var buf bytes.Buffer
-	if err := c.Render(r.Context(), &buf); err != nil {
+	if err := s.ResetMailer.RequestPasswordReset(r.Context(), email); err != nil {
 		s.uiFailure(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
-	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
-	_ = http.NewResponseController(w).Flush()
+	s.audit(r, domain.AuditEntry{ActorEmail: email, Action: "password.reset_request", Data: auditData(map[string]any{"mail": "queued"})})
+	s.render(w, r, http.StatusOK, views.Forgot(views.ForgotPage{Sent: true}))
 }
 
 // loginView is the login page as this server shows it.

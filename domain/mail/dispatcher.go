@@ -62,6 +62,19 @@ type Opts struct {
 	// MaxYield bounds how long the dispatcher yields to an engine that
 	// stays busy (1m).
 	MaxYield time.Duration
+	// Resets, when set, stores the password-reset links that reset
+	// requests (domain.MailMessage.Reset) are sent. Set it only with a
+	// Sender that delivers mail: a link written to the log would open the
+	// account to whoever reads the log. Without it reset requests are
+	// dropped, with a warning.
+	Resets ResetStore
+}
+
+// ResetStore keeps the password-reset links the dispatcher issues
+// (storage.DB, a domain.PasswordResetStore).
+type ResetStore interface {
+	// CreatePasswordReset stores p (domain.PasswordResetStore).
+	CreatePasswordReset(ctx context.Context, p domain.PasswordReset) error
 }
 
 // Dispatcher sends the mail the outbox holds. Several servers sharing a
@@ -241,7 +254,7 @@ func (d *Dispatcher) send(ctx context.Context, jobs []domain.MailJob) []domain.M
 	var sent []int // index in jobs of each of msgs
 	for i, j := range jobs {
 		outcomes[i] = domain.MailOutcome{ID: j.ID, Attempt: j.Attempt}
-		m, ok, err := d.c.compose(j, now)
+		m, ok, err := d.compose(ctx, j, now)
 		subjects[i], errs[i] = m.Subject, err
 		if err == nil && ok {
 			msgs, sent = append(msgs, m), append(sent, i)
