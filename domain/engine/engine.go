@@ -5,6 +5,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -112,14 +113,33 @@ type Engine struct {
 	o       Opts
 	log     *slog.Logger
 	freed   chan struct{}
-	slots   chan struct{} // one per job executing (or reserved for a handoff)
+	slots   chan struct{} // one per step executing
 	commits *committer
 	Metrics *Metrics
 	// committing counts transitions queued for or in a commit.
 	committing atomic.Int64
+	// held counts the jobs this engine runs or commits: claimed or
+	// handed to it and not yet done. Claims keep it within maxHeld, so
+	// that jobs waiting for their commit do not outlive their lease.
+	held    atomic.Int64
+	maxHeld int64
 
 	mu   sync.Mutex
 	pool *pool // while Run runs
+	// ready are jobs this engine's own commits handed to it, claimed for
+	// it, waiting for a slot: a slot that frees runs the oldest of them
+	// before any claim. promised counts handoffs asked of commits still
+	// in flight. Together they stay within the engine's slots, so a
+	// handed job waits for at most one step's worth of turns.
+	ready    []readyJob
+	promised int
+}
+
+// readyJob is a job handed to this engine, and how many handoffs in a row
+// led to it (see chainLimit).
+type readyJob struct {
+	job   domain.Job
+	chain int
 }
 
 // pool is what a running engine executes jobs with.
@@ -132,7 +152,8 @@ type pool struct {
 func New(store domain.Store, reg *domain.Registry, o Opts) *Engine {
 	o.defaults()
 	return &Engine{store: store, reg: reg, o: o, log: o.Log, freed: make(chan struct{}, 1), slots: make(chan struct{}, o.Workers),
-		commits: newCommitter(store, o.BatchLimit, o.CommitLanes), Metrics: NewMetrics()}
+		commits: newCommitter(store, o.BatchLimit, o.CommitLanes), Metrics: NewMetrics(),
+		maxHeld: int64(o.Workers + 2*o.BatchLimit*max(o.CommitLanes, 1))}
 }
 
 // Workers says how many worker slots are taken (a job executing, or one
@@ -401,7 +422,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			}
 		default:
 		}
-		if due && len(e.slots) < cap(e.slots) {
+		if due && len(e.slots) < cap(e.slots) && e.room() > 0 {
 			claimed, asked := e.claim(ctx, p)
 			poll = e.o.Clock.Now().Add(e.o.PollInterval)
 			if claimed == asked {
@@ -416,16 +437,14 @@ func (e *Engine) Run(ctx context.Context) error {
 		if !next.IsZero() && next.Before(poll) {
 			wake = next
 		}
-		if len(e.slots) == cap(e.slots) {
-			wake = time.Time{} // nothing can be claimed before a slot frees
+		if len(e.slots) == cap(e.slots) || e.room() <= 0 {
+			wake = time.Time{} // nothing can be claimed before a slot frees, or a commit ends
 		}
 		if e.wait(ctx, rescue.C, wake) {
 			due = true
 		}
 	}
-	e.mu.Lock()
-	e.pool = nil // no handoffs from here on
-	e.mu.Unlock()
+	e.stopHandoffs()
 	done := make(chan struct{})
 	go func() { p.wg.Wait(); close(done) }()
 	select {
@@ -443,7 +462,7 @@ func (e *Engine) Run(ctx context.Context) error {
 // taken before the claim because a handoff may take one at any moment:
 // a job claimed with no slot to run in would wait, its lease running out.
 func (e *Engine) claim(ctx context.Context, p *pool) (claimed, asked int) {
-	for asked < cap(e.slots) && e.reserve() {
+	for room := e.room(); asked < cap(e.slots) && int64(asked) < room && e.reserve(); {
 		asked++
 	}
 	if asked == 0 {
@@ -463,13 +482,17 @@ func (e *Engine) claim(ctx context.Context, p *pool) (claimed, asked int) {
 		jobs = jobs[:asked]
 	}
 	for _, j := range jobs {
-		e.start(p, j)
+		e.start(p, j, 0)
 	}
 	for range asked - len(jobs) {
-		<-e.slots
+		e.free()
 	}
 	return len(jobs), asked
 }
+
+// room is how many more jobs a claim may take on top of those held: the
+// steps that run and the commits that wait for their batch.
+func (e *Engine) room() int64 { return e.maxHeld - e.held.Load() }
 
 // reserve takes a free slot, if there is one.
 func (e *Engine) reserve() bool {
@@ -481,39 +504,49 @@ func (e *Engine) reserve() bool {
 	}
 }
 
-// start executes j in a slot already taken, and frees the slot after.
-func (e *Engine) start(p *pool, j domain.Job) {
+// start executes j in a slot already taken. The slot is freed as soon as
+// the step's code has run (see runJob), or when the job ends otherwise:
+// a slot bounds running step code, not commits in flight, so the steps
+// of a herd commit in batches as large as the committer makes them.
+func (e *Engine) start(p *pool, j domain.Job, chain int) {
 	p.wg.Add(1)
+	e.held.Add(1)
 	go func() {
-		defer func() {
-			e.free()
-			p.wg.Done()
-		}()
-		e.chain(p.steps, p.engine, j)
+		defer p.wg.Done()
+		defer e.done()
+		var once sync.Once
+		slot := func() { once.Do(e.free) }
+		defer slot()
+		e.execute(p.steps, p.engine, j, chain, slot, false)
 	}()
 }
 
-// chainLimit bounds how many jobs a worker runs one after another through
-// handoffs before it leaves the next one to the queue, where every run
-// gets its turn.
-const chainLimit = 64
-
-// chain executes job and then each job its commit hands back, up to
-// chainLimit of them; a handed job left over (at the limit, or when the
-// engine stops) goes back to the queue, due at once.
-func (e *Engine) chain(ctx, shutdown context.Context, job domain.Job) {
-	next := &job
-	for n := 0; next != nil; n++ {
-		if n > 0 && (n == chainLimit || shutdown.Err() != nil) {
-			e.release(*next, 0, false)
-			return
+// done counts a held job's end, and tells the claim loop when that makes
+// room for a claim it held back.
+func (e *Engine) done() {
+	if e.held.Add(-1) == e.maxHeld-1 {
+		select {
+		case e.freed <- struct{}{}:
+		default:
 		}
-		next = e.execute(ctx, shutdown, *next)
 	}
 }
 
-// free gives a slot back and tells the claim loop.
+// chainLimit bounds how many jobs run one after another through handoffs
+// before the next goes through the queue, where every run gets its turn.
+const chainLimit = 64
+
+// free gives a slot back: to the oldest job handed to this engine and
+// waiting for one, or to the claim loop, which it tells.
 func (e *Engine) free() {
+	e.mu.Lock()
+	if len(e.ready) > 0 && e.pool != nil {
+		r := e.ready[0]
+		e.ready = e.ready[1:]
+		e.start(e.pool, r.job, r.chain) // the slot passes to it
+		e.mu.Unlock()
+		return
+	}
 	select {
 	case <-e.slots:
 	default:
@@ -522,49 +555,67 @@ func (e *Engine) free() {
 		// shutdown, with none taken any more, for ever.
 		e.log.Error("A worker slot was given back that was not taken")
 	}
+	e.mu.Unlock()
 	select {
 	case e.freed <- struct{}{}:
 	default:
 	}
 }
 
-// handoff reserves a slot for the job a start or resume is about to enqueue, so
-// the store can hand it over claimed (see domain.Handoff): the resumed step
-// starts at once, with no claim and no wake-up. It is nil when this engine
-// is not running or all its slots are busy; the job then goes through the
-// queue.
+// handoff asks that the job a start, resume or commit is about to enqueue
+// be handed over claimed to this engine (see domain.Handoff), so that it
+// starts without a claim or a wake-up. It is nil when this engine is not
+// running, or when as many jobs as it has slots are already handed to it
+// or promised; the job then goes through the queue. A handoff asked for
+// is settled by handed, whatever the commit did.
 func (e *Engine) handoff() *domain.Handoff {
 	e.mu.Lock()
-	running := e.pool != nil
-	e.mu.Unlock()
-	if !running {
+	defer e.mu.Unlock()
+	if e.pool == nil || e.promised+len(e.ready) >= cap(e.slots) {
 		return nil
 	}
-	if !e.reserve() {
-		return nil
-	}
+	e.promised++
 	return &domain.Handoff{Worker: e.o.WorkerID, LeaseUntil: e.o.Clock.Now().Add(e.o.Lease)}
 }
 
-// dispatch runs the job handed off to h in the slot h reserved, or frees
-// the slot when there is none. A job handed over as the engine stops is
-// given back to the queue.
-func (e *Engine) dispatch(h *domain.Handoff, err error) {
+// handed settles handoff h: the job its commit handed over (none when
+// the commit failed or enqueued nothing) runs in a free slot at once, or
+// waits for the next slot to free. A job handed over as the engine stops
+// goes back to the queue.
+func (e *Engine) handed(h *domain.Handoff, err error, chain int) {
 	if h == nil {
-		return
-	}
-	if err != nil || h.Job == nil {
-		e.free()
 		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.pool == nil {
-		e.free()
-		go e.release(*h.Job, 0, false)
+	e.promised--
+	if err != nil || h.Job == nil {
 		return
 	}
-	e.start(e.pool, *h.Job)
+	switch {
+	case e.pool == nil:
+		go e.release(*h.Job, 0, false)
+	case e.reserve():
+		e.start(e.pool, *h.Job, chain)
+	default:
+		e.ready = append(e.ready, readyJob{job: *h.Job, chain: chain})
+	}
+}
+
+// dispatch settles the handoff of a start, resume, signal or report.
+func (e *Engine) dispatch(h *domain.Handoff, err error) { e.handed(h, err, 0) }
+
+// stopHandoffs ends handoffs as the engine stops: none is asked for from
+// here on, and the jobs waiting for a slot go back to the queue.
+func (e *Engine) stopHandoffs() {
+	e.mu.Lock()
+	e.pool = nil
+	waiting := e.ready
+	e.ready = nil
+	e.mu.Unlock()
+	for _, r := range waiting {
+		e.release(r.job, 0, false)
+	}
 }
 
 // nextJobAt is when the earliest queued job is due, or the zero time when
@@ -620,14 +671,15 @@ func (e *Engine) rescue(ctx context.Context) bool {
 	return n > 0
 }
 
-// execute runs one claimed job to its commit, and returns the job the
-// commit handed back to run next, if any. shutdown is the engine's
+// execute runs one claimed job to its commit, in the slot that slot
+// frees, and returns the job the commit handed back when own asks for it
+// (see runJob). shutdown is the engine's
 // context: once it is done, a step that fails because it was cancelled
 // gives its job back instead of using up an attempt.
-func (e *Engine) execute(ctx, shutdown context.Context, job domain.Job) *domain.Job {
+func (e *Engine) execute(ctx, shutdown context.Context, job domain.Job, chain int, slot func(), own bool) *domain.Job {
 	ctx, stopHeartbeat := e.heartbeat(ctx, job)
 	defer stopHeartbeat()
-	next, err := e.runJob(ctx, job)
+	next, err := e.runJob(ctx, job, chain, slot, own)
 	if err == nil {
 		return next
 	}
@@ -663,9 +715,13 @@ func (e *Engine) execute(ctx, shutdown context.Context, job domain.Job) *domain.
 }
 
 // runJob runs job to its commit: a step's or resume's, or a ladder's
-// rung. It returns the job the commit handed back to run next, if any.
-func (e *Engine) runJob(ctx context.Context, job domain.Job) (next *domain.Job, err error) {
+// rung. The slot is freed once the step's code has run, before the commit
+// waits for its batch. The job the commit hands back, if any, runs next
+// in this engine's pool (see handed), or, with own, is returned to the
+// caller, who runs it next.
+func (e *Engine) runJob(ctx context.Context, job domain.Job, chain int, slot func(), own bool) (next *domain.Job, err error) {
 	if job.Kind == domain.JobEscalate {
+		slot()
 		return nil, e.escalate(ctx, job)
 	}
 	start := time.Now()
@@ -678,20 +734,33 @@ func (e *Engine) runJob(ctx context.Context, job domain.Job) (next *domain.Job, 
 	}
 	if e.o.Trace != nil {
 		var end func(error)
-		ctx, end = e.o.Trace(ctx, "step "+job.Step, map[string]string{"run_id": job.RunID, "workflow_id": job.Run.WorkflowID,
+		ctx, end = e.o.Trace(ctx, "step "+cmp.Or(job.Step, string(job.Kind)), map[string]string{"run_id": job.RunID, "workflow_id": job.Run.WorkflowID,
 			"step": job.Step, "job_kind": string(job.Kind), "attempt": strconv.Itoa(job.Attempt)})
 		defer func() { end(err) }()
 	}
 	commit, skip, err := e.prepare(ctx, job)
+	slot()
 	if err != nil || skip {
 		return nil, err
 	}
-	commit.Handoff = &domain.Handoff{Worker: e.o.WorkerID, LeaseUntil: e.o.Clock.Now().Add(e.o.Lease)}
-	if err := e.commit(ctx, job, commit); err != nil {
+	switch {
+	case own:
+		commit.Handoff = &domain.Handoff{Worker: e.o.WorkerID, LeaseUntil: e.o.Clock.Now().Add(e.o.Lease)}
+	case chain+1 < chainLimit:
+		commit.Handoff = e.handoff()
+	}
+	err = e.commit(ctx, job, commit)
+	if !own {
+		e.handed(commit.Handoff, err, chain+1)
+	}
+	if err != nil {
 		return nil, err
 	}
 	e.Metrics.observeStep(job.Run.WorkflowID, commit, time.Since(start))
-	return commit.Handoff.Job, nil
+	if own {
+		return commit.Handoff.Job, nil
+	}
+	return nil, nil
 }
 
 // escalate fires the rung of a request's deadline ladder that job is

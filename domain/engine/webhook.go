@@ -27,12 +27,26 @@ func (e *Engine) Drive(ctx context.Context, runID string) (domain.Run, error) {
 		if len(jobs) == 0 {
 			break
 		}
-		e.chain(ctx, ctx, jobs[0])
+		e.driveChain(ctx, jobs[0])
 		if err := ctx.Err(); err != nil {
 			return domain.Run{}, err
 		}
 	}
 	return e.store.Run(ctx, runID)
+}
+
+// driveChain executes job and then each job its commit hands back, in the
+// calling goroutine, up to chainLimit of them; one left over at the limit
+// goes back to the queue, due at once, for Drive's next claim.
+func (e *Engine) driveChain(ctx context.Context, job domain.Job) {
+	next := &job
+	for n := 0; next != nil; n++ {
+		if n == chainLimit {
+			e.release(*next, 0, false)
+			return
+		}
+		next = e.execute(ctx, ctx, *next, n, func() {}, true)
+	}
 }
 
 // WebhookPayload is one stateless invocation's input: start a run, or
