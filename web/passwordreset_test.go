@@ -59,6 +59,7 @@ func TestUIPasswordResetLinkWorksOnce(t *testing.T) {
 			`autocomplete="new-password"`, "At least 12 characters")
 		wantPage(t, setPassword(b, path, "short", "short", "10.0.0.3"), http.StatusUnprocessableEntity, "Use at least 12 characters.")
 		wantPage(t, setPassword(b, path, "rev@example.com", "rev@example.com", "10.0.0.3"), http.StatusUnprocessableEntity, "your email address")
+		wantPage(t, setPassword(b, path, "123rev@example.com", "123rev@example.com", "10.0.0.3"), http.StatusUnprocessableEntity, "your email address")
 		const fresh = "tangerine orbit lantern"
 		wantPage(t, setPassword(b, path, fresh, fresh+"!", "10.0.0.3"), http.StatusUnprocessableEntity, "does not match the new password")
 		wantPage(t, b.do("POST", path, url.Values{"new": {fresh}, "confirm": {fresh}}, "Sec-Fetch-Site", "cross-site"), http.StatusForbidden)
