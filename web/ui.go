@@ -67,7 +67,7 @@ func (s *Server) ui(mux *http.ServeMux) {
 	if s.sessions.absolute <= 0 {
 		s.sessions.absolute = 7 * 24 * time.Hour
 	}
-	s.logins, s.resets, s.forgots = newLoginLimiter(), newLoginLimiter(), newLoginLimiter()
+	s.logins, s.resets, s.forgots = newLoginLimiter(), newAddressLimiter(linkMissLimit), newLoginLimiter()
 	s.live = newLiveHub(s.Store, s)
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
