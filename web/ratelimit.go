@@ -6,16 +6,21 @@ import (
 )
 
 // loginLimiter slows password guessing without letting strangers lock an
-// account's owner out. Failures count per address (addressLimit) and per
-// origin: for a browser with the account's device cookie (knownDevice),
-// per that browser; for every other browser, per account, all unknown
-// browsers together (accountLimit). Guesses from anywhere thus throttle
-// the account only for browsers it has never signed in from, and many
-// addresses against one account are still limited. An origin or address
-// that has failed its limit within window is refused until its oldest
-// failure in the window ages out. It lives in this process; several
-// servers each keep their own count, so an attacker gets at most that
-// many times the allowance. A success clears its origin's failures.
+// account's owner out. Failures count per origin: for a browser with the
+// account's device cookie (knownDevice), per that browser alone; for
+// every other browser, per account, all unknown browsers together
+// (accountLimit), and per address (addressLimit). Guesses from anywhere
+// thus throttle the account only for browsers it has never signed in
+// from, and guesses from one address throttle that address only for such
+// browsers too: behind a proxy or a NAT everyone shares one address, and
+// a known browser's owner is not locked out by a stranger beside them.
+// Passwords, unlike tokens, are few enough to guess, so a throttled
+// origin is not checked at all (a right password is refused too). An
+// origin or address that has failed its limit within window is refused
+// until its oldest failure in the window ages out. It lives in this
+// process; several servers each keep their own count, so an attacker gets
+// at most that many times the allowance. A success clears its origin's
+// failures.
 type loginLimiter struct {
 	mu           sync.Mutex
 	window       time.Duration
@@ -41,20 +46,26 @@ func originKey(account, device string) string {
 }
 
 // blocked returns how long a login to account from device and addr must
-// wait, 0 if it may try now.
+// wait, 0 if it may try now. A known device is held to its own failures.
 func (l *loginLimiter) blocked(account, device, addr string, now time.Time) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	wait := l.origins.wait(originKey(account, device), l.accountLimit, l.window, now)
+	if device != "" {
+		return wait
+	}
 	return max(wait, l.addresses.wait(addr, l.addressLimit, l.window, now))
 }
 
-// failed counts a failure against its origin and its address.
+// failed counts a failure against its origin, and against its address
+// unless it came from a known device.
 func (l *loginLimiter) failed(account, device, addr string, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.origins.add(originKey(account, device), l.window, now)
-	l.addresses.add(addr, l.window, now)
+	if device == "" {
+		l.addresses.add(addr, l.window, now)
+	}
 }
 
 // succeeded clears the failures of account from device only: the owner
