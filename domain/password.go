@@ -3,6 +3,7 @@ package domain
 import (
 	_ "embed"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -12,7 +13,7 @@ import (
 // PasswordHint is the help shown under every field where a person
 // chooses a password.
 const PasswordHint = "At least 12 characters. Avoid common passwords, one character repeated, runs such as 123456789012 or qwertyuiop, " +
-	"and your email address: a few unrelated words make a strong passphrase."
+	"and your email address or name with digits added: a few unrelated words make a strong passphrase."
 
 //go:embed commonpasswords.txt
 var commonPasswordsText string
@@ -38,9 +39,10 @@ var commonPasswords = sync.OnceValue(func() map[string]struct{} {
 // MaxPasswordBytes bytes, not only whitespace, not on the blocklist of
 // common passwords (whatever its case, with digits or symbols around a
 // listed word), not one character or a short group repeated, not a run of
-// letters, digits or keys, and not the person's email address or its
-// name part. email may be empty when no person is known yet. The
-// *ValidationError says why a password is refused.
+// letters, digits or keys, and not made of the person's email address
+// (madeOfEmail: NIST's "context-specific words"). email may be empty when
+// no person is known yet. The *ValidationError says why a password is
+// refused.
 func ValidatePassword(password, email string) error {
 	if msg := passwordProblem(password, strings.ToLower(strings.TrimSpace(email))); msg != "" {
 		return &ValidationError{Code: CodeValidation, Message: msg}
@@ -63,8 +65,9 @@ func passwordProblem(password, email string) string {
 		return "A password cannot be a run of letters, digits or keys such as 123456789012, abcdefghijkl or qwertyuiop."
 	case commonPassword(lower):
 		return "This password is too common: it is on the list of passwords attackers try first. Choose a passphrase of a few unrelated words."
-	case email != "" && isEmail(lower, email):
-		return "A password cannot be your email address or its name part."
+	case email != "" && madeOfEmail(lower, email):
+		return "A password cannot be made mostly of your email address or the name before its @, even with digits or symbols added: " +
+			"it is the first thing an attacker who knows the address tries."
 	}
 	return ""
 }
@@ -138,16 +141,57 @@ func reverse(s string) string {
 	return string(rs)
 }
 
-// isEmail reports whether p is the email address, or its local part with
-// at most digits and symbols added.
-func isEmail(p, email string) bool {
-	if p == email {
+// emailWords are the words of email a password must not be made of: the
+// address, its local part, and that part without its +tag, as written and
+// without the separators people leave out when they type a name
+// (ada.lovelace+work@example.com gives ada.lovelace+work, ada.lovelace and
+// adalovelace). Words under 3 characters are left out: they are in too
+// many good passphrases by chance.
+func emailWords(email string) []string {
+	local, _, _ := strings.Cut(email, "@")
+	untagged, _, _ := strings.Cut(local, "+")
+	var words []string
+	for _, w := range []string{email, local, untagged, nameSeparators.Replace(untagged)} {
+		if utf8.RuneCountInString(w) >= 3 && !slices.Contains(words, w) {
+			words = append(words, w)
+		}
+	}
+	return words
+}
+
+// nameSeparators drops what people put between the parts of a name.
+var nameSeparators = strings.NewReplacer(".", "", "_", "", "-", "", "'", "")
+
+// madeOfEmail reports whether p (lower-cased, without whitespace) is made
+// of one of email's words, as written or de-leeted, as zxcvbn weighs a
+// person's own data: it is the word with only digits and symbols around
+// it (rita@example.com123, 2026rita!!), or the word is most of it (more
+// than what is left when it is taken out), so that the rest is too short
+// to carry the password's strength.
+func madeOfEmail(p, email string) bool {
+	for _, w := range emailWords(email) {
+		if madeOf(p, w) || madeOf(unleet(p), unleet(w)) {
+			return true
+		}
+	}
+	return false
+}
+
+// madeOf reports whether p is w, apart from separators and the digits and
+// symbols around it, or holds w as most of it.
+func madeOf(p, w string) bool {
+	if core := letterCore(w); core != "" && letterCore(p) == core {
 		return true
 	}
-	local, _, _ := strings.Cut(email, "@")
-	if utf8.RuneCountInString(local) < 3 {
+	if !strings.Contains(p, w) {
 		return false
 	}
-	rest := strings.ReplaceAll(p, local, "")
-	return rest != p && !strings.ContainsFunc(rest, unicode.IsLetter)
+	rest := strings.ReplaceAll(p, w, "")
+	return !strings.ContainsFunc(rest, unicode.IsLetter) || utf8.RuneCountInString(rest) < utf8.RuneCountInString(w)
+}
+
+// letterCore is s without separators and without the characters other
+// than letters at its ends.
+func letterCore(s string) string {
+	return strings.TrimFunc(nameSeparators.Replace(s), func(r rune) bool { return !unicode.IsLetter(r) })
 }

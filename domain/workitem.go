@@ -75,6 +75,10 @@ type WorkItemStore interface {
 	StartWorkItem(ctx context.Context, w WorkItem) (WorkItem, error)
 	// WorkItem returns one item, or ErrNotFound.
 	WorkItem(ctx context.Context, id string) (WorkItem, error)
+	// WorkItemByToken returns the item of a workflow's step whose receipt
+	// token has the given SHA-256, or ErrNotFound: the item a report URL
+	// names.
+	WorkItemByToken(ctx context.Context, workflowID, stepName string, tokenHash []byte) (WorkItem, error)
 	// MoveWorkItem sets the item's state, dispatch count and wait key if
 	// its state is one of from; it returns the item as it is afterwards and
 	// whether it changed.

@@ -70,6 +70,17 @@ func (db *DB) WorkItem(ctx context.Context, id string) (domain.WorkItem, error) 
 	return row.toDomain()
 }
 
+// WorkItemByToken implements domain.WorkItemStore with one read on the
+// unique index of token hashes, the one a report's own lookup uses.
+func (db *DB) WorkItemByToken(ctx context.Context, workflowID, stepName string, tokenHash []byte) (domain.WorkItem, error) {
+	row := new(workItemRow)
+	err := db.bun.NewSelect().Model(row).Where("token_hash = ? AND workflow_id = ? AND step_name = ?", tokenHash, workflowID, stepName).Scan(ctx)
+	if err != nil {
+		return domain.WorkItem{}, fmt.Errorf("work item of step %s/%s by token: %w", workflowID, stepName, translate(err))
+	}
+	return row.toDomain()
+}
+
 // MoveWorkItem implements domain.WorkItemStore with one conditional
 // update: of a step moving the item and a completion arriving, exactly one
 // changes it first, and the other sees what it did.

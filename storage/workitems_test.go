@@ -135,3 +135,32 @@ func reportAfterCancel(t *testing.T, db *storage.DB, complete func(context.Conte
 		t.Errorf("a report for a live run: %+v, %v", got, err)
 	}
 }
+
+// A report URL's work item is found by its token's hash within the URL's
+// workflow and step only.
+func TestWorkItemByToken(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
+		ctx, now, runID := t.Context(), time.Now(), newID()
+		if _, _, err := db.CreateRun(ctx, domain.NewRun{ID: runID, WorkflowID: "work", WorkflowVersion: "1", Input: raw(1), FirstStep: "call", Now: now}); err != nil {
+			t.Fatal(err)
+		}
+		token := sha256.Sum256([]byte(runID))
+		item, err := db.StartWorkItem(ctx, domain.WorkItem{ID: newID(), RunID: runID, WorkflowID: "work", StepName: "call", ExecutionKey: "x1", TokenHash: token[:], WaitKey: "call", CreatedAt: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := db.WorkItemByToken(ctx, "work", "call", token[:]); err != nil || got.ID != item.ID {
+			t.Errorf("by its token: %+v, %v; want item %s", got, err, item.ID)
+		}
+		other := sha256.Sum256([]byte("other"))
+		for _, miss := range []struct {
+			flow, step string
+			hash       []byte
+		}{{"work", "call", other[:]}, {"work", "other", token[:]}, {"other", "call", token[:]}} {
+			if _, err := db.WorkItemByToken(ctx, miss.flow, miss.step, miss.hash); !errors.Is(err, domain.ErrNotFound) {
+				t.Errorf("%s/%s with a hash: %v; want ErrNotFound", miss.flow, miss.step, err)
+			}
+		}
+	})
+}

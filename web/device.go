@@ -13,8 +13,9 @@ import (
 
 // A device cookie marks a browser where an account has signed in (OWASP's
 // "device cookies"): failed logins from it count against that browser
-// alone, not against the account, so that strangers who guess at an
-// account cannot lock its owner out. It holds the account's email and an
+// alone, not against the account nor the address, so that strangers who
+// guess at an account, or from the owner's network, cannot lock its
+// owner out. It holds the account's email and an
 // expiry, signed with HMAC-SHA256; it grants nothing by itself. A cookie
 // rather than a list of known addresses, because it follows the person
 // across networks (a phone between Wi-Fi and mobile data, a laptop at

@@ -22,7 +22,7 @@ func withFlows(s *web.Server) {
 	db := s.Store.(*storage.DB)
 	links := &flow.Links{Secret: bytes.Repeat([]byte("k"), 32)}
 	s.Waitpoints = &flow.Waitpoints{Links: links, Store: db}
-	s.WorkReports = s.Engine
+	s.WorkReports, s.WorkItems = s.Engine, db
 	s.RedactHeaders = []string{"X-Partner-Signature"}
 	s.Catalog = flow.NewCatalog(db, flow.Env{CheckSchema: web.CheckSchema, Waitpoints: s.Waitpoints}, s.Engine.Registry())
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -158,25 +157,22 @@ func (s *Server) revokeLink(w http.ResponseWriter, r *http.Request) error {
 }
 
 // openLink finds the link the request's path names, with its request,
-// or answers for it: an unknown token is 404 (and counts against the
-// address, as invalid reset links do); a link used, revoked or expired,
-// or whose request no longer waits, is 410 with a page that says which.
+// or answers for it: an unknown token is 404, counted against the address
+// as invalid reset links are, and 429 once the address has opened too
+// many (linkMissed); a link used, revoked or expired, or whose request no
+// longer waits, is 410 with a page that says which. A working link is
+// opened from any address.
 func (s *Server) openLink(w http.ResponseWriter, r *http.Request) (domain.DecisionLink, domain.Suspension, bool) {
-	addr, now := s.clientAddr(r), s.Clock.Now()
-	if wait := s.resets.blocked(addr, "", addr, now); wait > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-		s.renderError(w, r, http.StatusTooManyRequests, "Too many invalid links", "This address opened too many links that do not work. Wait a few minutes, then try again.", nil)
-		return domain.DecisionLink{}, domain.Suspension{}, false
-	}
-	token := r.PathValue("token")
+	token, now := r.PathValue("token"), s.Clock.Now()
 	err := error(domain.ErrNotFound)
 	var l domain.DecisionLink
 	if len(token) <= maxLinkToken {
 		l, err = s.Links.LinkByToken(r.Context(), hashLinkToken(token))
 	}
 	if errors.Is(err, domain.ErrNotFound) {
-		s.resets.failed(addr, "", addr, now)
-		s.renderError(w, r, http.StatusNotFound, "This link does not work", "There is no request at this address. Check that the whole link was copied, or ask the person who sent it for a new one.", nil)
+		if !s.linkMissed(w, r, nil) {
+			s.renderError(w, r, http.StatusNotFound, "This link does not work", "There is no request at this address. Check that the whole link was copied, or ask the person who sent it for a new one.", nil)
+		}
 		return l, domain.Suspension{}, false
 	}
 	if err != nil {

@@ -62,17 +62,12 @@ func (s *Server) issueReset(r *http.Request, u domain.User, by string) (string, 
 // openReset finds the usable reset link the request names, for its page
 // and its form alike, or answers for it: a link that is unknown, used,
 // expired, replaced or for a disabled account gets one page that says it
-// is no longer valid. Such answers count per address like failed logins,
-// so that nobody can try tokens at speed. Someone signed in as another
-// person is refused, so that nobody sets a password for an account they
-// did not mean to.
+// is no longer valid. Such answers count per address (linkMissed), so
+// that nobody can try tokens at speed; a usable link is opened from any
+// address. Someone signed in as another person is refused, so that nobody
+// sets a password for an account they did not mean to.
 func (s *Server) openReset(w http.ResponseWriter, r *http.Request) (domain.PasswordReset, domain.User, bool) {
-	addr, now, v := s.clientAddr(r), s.Clock.Now(), s.viewerOf(r)
-	if wait := s.resets.blocked(addr, "", addr, now); wait > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-		s.renderError(w, r, http.StatusTooManyRequests, "Too many invalid links", "This address opened too many links that do not work. Wait a few minutes, then try again.", v)
-		return domain.PasswordReset{}, domain.User{}, false
-	}
+	now, v := s.Clock.Now(), s.viewerOf(r)
 	token := r.PathValue("token")
 	var reset domain.PasswordReset
 	var user domain.User
@@ -85,8 +80,9 @@ func (s *Server) openReset(w http.ResponseWriter, r *http.Request) (domain.Passw
 		return reset, user, false
 	}
 	if err != nil || !reset.Usable(now) || user.Disabled {
-		s.resets.failed(addr, "", addr, now)
-		s.render(w, r, http.StatusNotFound, views.ResetInvalid(v, s.mailsResets()))
+		if !s.linkMissed(w, r, v) {
+			s.render(w, r, http.StatusNotFound, views.ResetInvalid(v, s.mailsResets()))
+		}
 		return reset, user, false
 	}
 	if v != nil && v.ID != user.ID {
@@ -195,7 +191,7 @@ func (s *Server) forgotPassword(w http.ResponseWriter, r *http.Request) {
 	}
 	addr, now := s.clientAddr(r), s.Clock.Now()
 	if wait := s.forgots.blocked(email, "", addr, now); wait > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		retryAfter(w, wait)
 		s.render(w, r, http.StatusTooManyRequests, views.Forgot(views.ForgotPage{Email: email,
 			Failure: "Too many links were asked for. Wait a few minutes, then try again."}))
 		return

@@ -60,6 +60,7 @@ func TestUIPasswordResetLinkWorksOnce(t *testing.T) {
 			`autocomplete="new-password"`, "At least 12 characters")
 		wantPage(t, setPassword(b, path, "short", "short", "10.0.0.3"), http.StatusUnprocessableEntity, "Use at least 12 characters.")
 		wantPage(t, setPassword(b, path, "rev@example.com", "rev@example.com", "10.0.0.3"), http.StatusUnprocessableEntity, "your email address")
+		wantPage(t, setPassword(b, path, "123rev@example.com", "123rev@example.com", "10.0.0.3"), http.StatusUnprocessableEntity, "your email address")
 		const fresh = "tangerine orbit lantern"
 		wantPage(t, setPassword(b, path, fresh, fresh+"!", "10.0.0.3"), http.StatusUnprocessableEntity, "does not match the new password")
 		wantPage(t, b.do("POST", path, url.Values{"new": {fresh}, "confirm": {fresh}}, "Sec-Fetch-Site", "cross-site"), http.StatusForbidden)
@@ -95,7 +96,8 @@ func TestUIPasswordResetLinkWorksOnce(t *testing.T) {
 // A link stops working after 24 hours, when a newer one is issued, when
 // its account is disabled; an unknown token is no link at all; and a
 // browser signed in as someone else is refused. Every such page says the
-// same, and invalid links count per address like failed logins.
+// same, and invalid links count per address: too many, and the address's
+// next invalid link waits, while a good one still opens.
 func TestUIPasswordResetLinkRefusals(t *testing.T) {
 	t.Parallel()
 	forEachDialectWith(t, withLoginClock, func(t *testing.T, e *apiEnv) {
@@ -139,19 +141,20 @@ func TestUIPasswordResetLinkRefusals(t *testing.T) {
 		invalid("/reset/AAAAAAAAAAAAAAAAAAAAAAAAAA", "192.0.2.5")
 		invalid("/reset/"+strings.Repeat("A", 100), "192.0.2.5")
 
-		// Five invalid links from one address, and it waits, even for a
-		// good link; other addresses do not.
-		for i := range 3 {
+		// Twenty invalid links from one address, and its next invalid one
+		// waits; a good link does not, nor do other addresses.
+		for i := range 18 {
 			invalid(fmt.Sprintf("/reset/guess%d", i), "192.0.2.5")
 		}
-		p := anon.do("GET", newer, nil, from("192.0.2.5")...)
+		p := anon.do("GET", "/reset/guess-more", nil, from("192.0.2.5")...)
 		wantPage(t, p, http.StatusTooManyRequests, "Too many invalid links")
 		if p.Header.Get("Retry-After") == "" {
 			t.Error("no Retry-After on a throttled link")
 		}
-		wantPage(t, anon.do("GET", newer, nil, from("192.0.2.6")...), http.StatusOK)
+		wantPage(t, anon.do("GET", newer, nil, from("192.0.2.5")...), http.StatusOK, "rev@example.com")
+		invalid("/reset/guess-more", "192.0.2.6")
 		clock.Advance(15*time.Minute + time.Second)
-		wantPage(t, anon.do("GET", newer, nil, from("192.0.2.5")...), http.StatusOK)
+		invalid("/reset/guess-more", "192.0.2.5")
 
 		// Expired (sessions are signed out after so long; the link is not
 		// about sessions).

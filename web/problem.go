@@ -142,7 +142,7 @@ func problemFor(err error) Problem {
 	case errors.Is(err, domain.ErrNotApprover):
 		return newProblem(http.StatusForbidden, domain.CodeNotApprover, notApproverMessage)
 	case errors.Is(err, errTooManyInvalidTokens):
-		return newProblem(http.StatusTooManyRequests, CodeTooManyInvalidTokens, "This address sent too many tokens that match nothing; wait for the time Retry-After says, then try again.")
+		return newProblem(http.StatusTooManyRequests, CodeTooManyInvalidTokens, "This token matches nothing, and this address sent too many that match nothing; wait for the time Retry-After says, then try again.")
 	case errors.Is(err, errTooManyStreams):
 		return newProblem(http.StatusTooManyRequests, CodeTooManyStreams, "You hold as many attach streams open as one user may; close one and try again.")
 	case errors.Is(err, domain.ErrSeparationOfDuties):

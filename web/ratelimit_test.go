@@ -73,3 +73,30 @@ func TestUILoginThrottlesAnAddress(t *testing.T) {
 		wantPage(t, b.loginFrom("203.0.113.2", "rev@example.com", password), http.StatusSeeOther)
 	})
 }
+
+// Behind one address, strangers' wrong passwords throttle the browsers
+// accounts have never signed in from, a right password included (a
+// password can be guessed); a browser its account knows still signs in
+// from there, held to its own failures alone.
+func TestUILoginThrottledAddressLetsKnownBrowsersIn(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withLoginClock, func(t *testing.T, e *apiEnv) {
+		_, password := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
+		laptop := e.browser(t)
+		wantPage(t, laptop.loginFrom("203.0.113.1", "rev@example.com", password), http.StatusSeeOther)
+		wantPage(t, laptop.do("POST", "/logout", url.Values{}), http.StatusSeeOther)
+
+		stranger := e.browser(t)
+		for i := range 20 {
+			wantPage(t, stranger.loginFrom("203.0.113.1", fmt.Sprintf("user%d@example.com", i), "guess"), http.StatusUnauthorized)
+		}
+		wantPage(t, e.browser(t).loginFrom("203.0.113.1", "rev@example.com", password), http.StatusTooManyRequests)
+		wantPage(t, laptop.loginFrom("203.0.113.1", "rev@example.com", password), http.StatusSeeOther)
+		wantPage(t, laptop.do("POST", "/logout", url.Values{}), http.StatusSeeOther)
+
+		for range 5 {
+			wantPage(t, laptop.loginFrom("203.0.113.1", "rev@example.com", "guess"), http.StatusUnauthorized)
+		}
+		wantPage(t, laptop.loginFrom("203.0.113.1", "rev@example.com", password), http.StatusTooManyRequests)
+	})
+}

@@ -58,9 +58,10 @@ type Server struct {
 	closing   chan struct{}
 	closeOnce sync.Once
 	// TokenMissLimit is how many tokens matching nothing one address may
-	// send to capability URLs in a quarter of an hour (100).
+	// send to capability URLs in a quarter of an hour (100) before its
+	// unknown tokens are answered 429; tokens that match are always served.
 	TokenMissLimit int
-	tokenMisses    *loginLimiter
+	tokenMisses    *addressLimiter
 	tokenOnce      sync.Once
 	// prom is the server's metrics registry (promMetrics).
 	prom     *serverMetrics
@@ -108,6 +109,10 @@ type Server struct {
 	// WorkReports, when set, takes async http steps' reports at
 	// /webhook/{flowId}/{stepId}/{token} (the Engine, in serve).
 	WorkReports WorkReporter
+	// WorkItems, required with WorkReports, finds a report's work item by
+	// its receipt token, for callers whose address has sent too many
+	// unknown tokens: theirs are checked before a report is read.
+	WorkItems domain.WorkItemStore
 	// Feed, when set, carries replay workflows' observability events to
 	// clients attached to their runs.
 	Feed *replay.Feed
@@ -172,9 +177,11 @@ type Server struct {
 	keysOnce sync.Once
 	sessions *sessionStore
 	logins   *loginLimiter
-	// resets counts invalid password-reset links per address; forgots
-	// counts links asked for by mail, per email and per address.
-	resets, forgots *loginLimiter
+	// resets counts password-reset and decision links that do not work,
+	// per address; forgots counts links asked for by mail, per email and
+	// per address.
+	resets  *addressLimiter
+	forgots *loginLimiter
 	// deviceOnce fills a missing DeviceKey.
 	deviceOnce sync.Once
 	live       *liveHub
@@ -281,10 +288,10 @@ func (s *Server) Handler() http.Handler {
 		}
 		return domain.ErrNotFound
 	}))
-	route("/v1/flow-runs/{runId}/waitpoints/{waitpointId}", s.handle(s.guardToken(s.resumeWaitpoint(false))))
-	route("/v1/flow-runs/{runId}/waitpoints/{waitpointId}/sync", s.handle(s.guardToken(s.resumeWaitpoint(true))))
+	route("/v1/flow-runs/{runId}/waitpoints/{waitpointId}", s.handle(s.guardToken(s.knownWaitpoint, s.resumeWaitpoint(false))))
+	route("/v1/flow-runs/{runId}/waitpoints/{waitpointId}/sync", s.handle(s.guardToken(s.knownWaitpoint, s.resumeWaitpoint(true))))
 	route("/v1/webhooks/{workflowId}", s.handle(s.webhookTrigger))
-	route("POST /webhook/{flowId}/{stepId}/{token}", s.handle(s.guardToken(s.reportWork)))
+	route("POST /webhook/{flowId}/{stepId}/{token}", s.handle(s.guardToken(s.knownReceipt, s.reportWork)))
 	if s.UIStore != nil {
 		s.ui(mux)
 	}

@@ -67,7 +67,7 @@ func (s *Server) ui(mux *http.ServeMux) {
 	if s.sessions.absolute <= 0 {
 		s.sessions.absolute = 7 * 24 * time.Hour
 	}
-	s.logins, s.resets, s.forgots = newLoginLimiter(), newLoginLimiter(), newLoginLimiter()
+	s.logins, s.resets, s.forgots = newLoginLimiter(), newAddressLimiter(linkMissLimit), newLoginLimiter()
 	s.live = newLiveHub(s.Store, s)
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -281,7 +281,8 @@ func (throttled) Error() string { return "too many failed password checks" }
 // throttled origin or address is not checked at all (throttled). An
 // unknown email, a wrong password and a disabled user are one failure
 // (errWrongPassword): they cost the same hashing work and count against
-// the login limit, per origin and per address. The caller clears the
+// the login limit, per origin, and per address for a browser the account
+// does not know (see loginLimiter). The caller clears the
 // origin's count (logins.succeeded) once it has done what the password
 // was for.
 func (s *Server) authenticate(r *http.Request, email, device, password string) (domain.User, error) {

@@ -92,11 +92,13 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) {
 		s.uiFailure(w, r, err)
 		return
 	}
+	// The same password again is told first: a current password chosen
+	// before a rule was added may break it too.
 	switch err := domain.ValidatePassword(next, v.Email); {
-	case err != nil:
-		page.Errors["new"] = err.Error()
 	case next == current:
 		page.Errors["new"] = "Choose a password other than the current one."
+	case err != nil:
+		page.Errors["new"] = err.Error()
 	case confirm != next:
 		page.Errors["confirm"] = "This does not match the new password."
 	}

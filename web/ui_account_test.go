@@ -156,11 +156,13 @@ func TestUIPasswordChangeRefusesWeakPasswords(t *testing.T) {
 			return b.do("POST", "/account/password", url.Values{"current": {password}, "new": {next}, "confirm": {next}})
 		}
 		for next, why := range map[string]string{
-			"password1234":             "too common",
-			"123456789012":             "run of letters, digits or keys",
-			strings.Repeat(" ", 12):    "only spaces",
-			"aaaaaaaaaaaa":             "repeated",
-			"ada.lovelace@example.com": "your email address",
+			"password1234":                 "too common",
+			"123456789012":                 "run of letters, digits or keys",
+			strings.Repeat(" ", 12):        "only spaces",
+			"aaaaaaaaaaaa":                 "repeated",
+			"ada.lovelace@example.com":     "your email address",
+			"ada.lovelace@example.com2026": "your email address",
+			"2026AdaLovelace!!":            "your email address",
 		} {
 			wantPage(t, change(next), http.StatusUnprocessableEntity, why, "Avoid common passwords")
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/storage"
 	"github.com/tollgatehq/tollgate/web"
 )
 
@@ -17,7 +18,7 @@ import (
 // both, and the work item is left as it was.
 func TestReportWorkRefusesUnstorableText(t *testing.T) {
 	t.Parallel()
-	withWork := func(s *web.Server) { s.WorkReports = s.Engine }
+	withWork := func(s *web.Server) { s.WorkReports, s.WorkItems = s.Engine, s.Store.(*storage.DB) }
 	forEachDialectWith(t, withWork, func(t *testing.T, e *apiEnv) {
 		run, _ := e.paused(t, "intake", map[string]string{"claimId": "c-1"})
 		hash := sha256.Sum256([]byte("receipt"))
@@ -45,7 +46,7 @@ func TestReportWorkRefusesUnstorableText(t *testing.T) {
 // item.
 func TestReportWorkForACancelledRun(t *testing.T) {
 	t.Parallel()
-	withWork := func(s *web.Server) { s.WorkReports = s.Engine }
+	withWork := func(s *web.Server) { s.WorkReports, s.WorkItems = s.Engine, s.Store.(*storage.DB) }
 	forEachDialectWith(t, withWork, func(t *testing.T, e *apiEnv) {
 		run, _ := e.paused(t, "intake", map[string]string{"claimId": "c-1"})
 		hash := sha256.Sum256([]byte("receipt"))

@@ -767,7 +767,7 @@ func TestAdminCommands(t *testing.T) {
 	if err != nil || !strings.Contains(out, "Created reviewer rev@example.com (id ") || strings.Contains(out, "Password") {
 		t.Fatalf("user add with TOLLGATE_PASSWORD: %v\n%s", err, out)
 	}
-	for weak, why := range map[string]string{"password1234": "too common", "123456789012": "run of letters", strings.Repeat(" ", 12): "only spaces", "weak@example.com": "email"} {
+	for weak, why := range map[string]string{"password1234": "too common", "123456789012": "run of letters", strings.Repeat(" ", 12): "only spaces", "weak@example.com": "email", "weak@example.com2026": "email"} {
 		withWeak := cloneEnv(env)
 		withWeak["TOLLGATE_PASSWORD"] = weak
 		if out, err := cmd(withWeak, "user", "add", "--email", "weak@example.com", "--role", "reviewer"); err == nil || !strings.Contains(err.Error(), "TOLLGATE_PASSWORD") || !strings.Contains(err.Error(), why) {
