@@ -344,7 +344,7 @@ func (s *Server) whatNext(r *http.Request, sp domain.Suspension, v *views.Viewer
 	case fresh.Status == domain.SuspensionPending:
 		return requestURL(sp.ID, from) + sepFor(from) + "done=voted"
 	}
-	next, err := s.watchNext(sp.RunID).next(r.Context(), fresh, viewerPrincipal(v).User, uiNextWait)
+	next, err := s.watchNext(sp.RunID, time.Now().Add(uiNextWait)).next(r.Context(), fresh, viewerPrincipal(v).User)
 	switch {
 	case err != nil:
 		s.Log.WarnContext(r.Context(), "Following a run after a decision failed", "run_id", sp.RunID, "error", err)
