@@ -103,7 +103,7 @@ var queryParams = map[string]schema{
 	"kind":          enum("delay", "webhook", "callback", "signal", "approval", "input"),
 	"runId":         str("only this run's"),
 	"order":         enum("oldest", "newest"),
-	"wait":          str("how long to wait for what the run does next, up to 30s, like 5s"),
+	"wait":          str("how long to wait for what the run does next, up to 30s, like 5s, counted from the request: the answer comes by then (or once the action is done, if that takes longer), with where the run is; a caller holds a limited number of waits at once, 429 too_many_waits beyond"),
 }
 
 // anyMethod are the methods documented for routes that take any method.
@@ -146,9 +146,9 @@ func operations() []operation {
 				"filter?", obj("status?", str(""), "reason?", str(""), "kind?", str(""), "workflowId?", str(""), "runId?", str(""))),
 			ok: ref("BulkLine"), okType: "application/x-ndjson", problems: []string{"403", "422"}},
 		{method: "get", path: "/api/v1/suspensions/{id}", id: "getSuspension", summary: "One suspension", ok: susp, problems: []string{"404"}},
-		{method: "post", path: "/api/v1/suspensions/{id}/resume", id: "resumeSuspension", summary: "Supply a pending suspension's resume data", query: []string{"wait"}, body: obj("resumeData?", anyJSON), ok: ref("Decided"), problems: []string{"403", "404", "409", "410", "422"}},
-		{method: "post", path: "/api/v1/suspensions/{id}/approve", id: "approveSuspension", summary: "Approve: a vote under the approval's policy", query: []string{"wait"}, body: decision, ok: ref("Decided"), problems: []string{"403", "404", "409", "410", "422"}},
-		{method: "post", path: "/api/v1/suspensions/{id}/reject", id: "rejectSuspension", summary: "Reject: a vote under the approval's policy", query: []string{"wait"}, body: decision, ok: ref("Decided"), problems: []string{"403", "404", "409", "410", "422"}},
+		{method: "post", path: "/api/v1/suspensions/{id}/resume", id: "resumeSuspension", summary: "Supply a pending suspension's resume data", query: []string{"wait"}, body: obj("resumeData?", anyJSON), ok: ref("Decided"), problems: []string{"403", "404", "409", "410", "422", "429"}},
+		{method: "post", path: "/api/v1/suspensions/{id}/approve", id: "approveSuspension", summary: "Approve: a vote under the approval's policy", query: []string{"wait"}, body: decision, ok: ref("Decided"), problems: []string{"403", "404", "409", "410", "422", "429"}},
+		{method: "post", path: "/api/v1/suspensions/{id}/reject", id: "rejectSuspension", summary: "Reject: a vote under the approval's policy", query: []string{"wait"}, body: decision, ok: ref("Decided"), problems: []string{"403", "404", "409", "410", "422", "429"}},
 		{method: "post", path: "/api/v1/suspensions/{id}/links", id: "createLink", summary: "Make a decision link for one person's email (staff)", body: obj("email", str(""), "expiresInMs?", schema{"type": "integer", "description": "how long it works, in milliseconds"}), okStatus: "201", ok: ref("Link"), problems: []string{"403", "404", "409", "422"}},
 		{method: "get", path: "/api/v1/suspensions/{id}/links", id: "listLinks", summary: "A suspension's decision links (staff)", ok: pageOf("Link"), problems: []string{"403", "404"}},
 		{method: "delete", path: "/api/v1/suspensions/{id}/links/{linkId}", id: "revokeLink", summary: "Revoke a decision link (staff)", okStatus: "204", problems: []string{"403", "404"}},

@@ -101,7 +101,9 @@ func (s *Server) resumeSuspension(w http.ResponseWriter, r *http.Request) error 
 
 // answerAction takes a resume or decision of sp by act and answers with
 // the suspension it left; with a wait (until is not zero), also with what
-// the run did next by then (see nextWatch).
+// the run did next by then (see nextWatch). A caller who already holds as
+// many waits as one may is refused before act, so the refusal changes
+// nothing.
 func (s *Server) answerAction(w http.ResponseWriter, r *http.Request, sp domain.Suspension, until time.Time, act func() (domain.Suspension, error)) error {
 	if until.IsZero() {
 		out, err := act()
@@ -111,13 +113,22 @@ func (s *Server) answerAction(w http.ResponseWriter, r *http.Request, sp domain.
 		writeJSON(w, http.StatusOK, s.suspensionOut(r, out))
 		return nil
 	}
+	p := principalFrom(r.Context())
+	release, err := s.holdWait(p, until)
+	if err != nil {
+		if tw, ok := errors.AsType[*tooManyWaitsError](err); ok {
+			w.Header().Set("Retry-After", strconv.Itoa(tw.retryAfterSeconds()))
+		}
+		return err
+	}
+	defer release()
 	nw := s.watchNext(sp.RunID, until)
 	out, err := act()
 	if err != nil {
 		nw.stop()
 		return err
 	}
-	next, err := nw.next(r.Context(), out, principalFrom(r.Context()).User)
+	next, err := nw.next(r.Context(), out, p.User)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/storage"
 	"github.com/tollgatehq/tollgate/storage/storagetest"
+	"github.com/tollgatehq/tollgate/web"
 )
 
 // linger asks for a go-ahead; once given, its next step holds its run
@@ -195,4 +198,48 @@ func TestAPIWaitHoldsItsBoundUnderLoad(t *testing.T) {
 		}
 	}
 	t.Logf("%d waits of %v: the slowest answered after %v", waits, bound, slowest.Round(time.Millisecond))
+}
+
+// One caller holds at most MaxWaitsPerCaller waits at once: one more is
+// refused with 429 too_many_waits and a Retry-After, and changes nothing;
+// another caller, even another key of the same person, is not held back,
+// and the caller waits again once its waits have ended.
+func TestAPIWaitsPerCallerAreCapped(t *testing.T) {
+	t.Parallel()
+	const limit, bound = 4, 10 * time.Second
+	e := newAPIEnv(t, storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")}, func(s *web.Server) { s.MaxWaitsPerCaller = limit })
+	ids := e.pausedMany(t, limit+3)
+	held := make(chan waitAnswer, limit)
+	for i := range limit {
+		go func() { held <- e.resumeWaiting(t, ids[i:i+1], bound, e.reviewer)[0] }()
+	}
+	for _, id := range ids[:limit] { // resumed, so each holds its slot
+		for e.suspension(t, id).Status != "resumed" {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	over := e.call(t, "POST", "/api/v1/suspensions/"+ids[limit]+"/resume?wait=1s", e.reviewer, `{"resumeData":{"go":true}}`)
+	problem(t, over, http.StatusTooManyRequests, web.CodeTooManyWaits)
+	if ra, err := strconv.Atoi(over.Header.Get("Retry-After")); err != nil || ra < 1 || ra > int(bound/time.Second) {
+		t.Errorf("Retry-After = %q; want the seconds until the first wait ends", over.Header.Get("Retry-After"))
+	}
+	if got := e.suspension(t, ids[limit]); got.Status != "pending" {
+		t.Errorf("a refused wait resumed its suspension: %+v", got)
+	}
+
+	_, other := e.addKey(t, e.userIDs[reviewerEmail])
+	for i, key := range []string{other, e.admin} {
+		if a := e.resumeWaiting(t, ids[limit+1+i:limit+2+i], 50*time.Millisecond, key)[0]; a.status != http.StatusOK || !strings.Contains(a.body, `"next":{`) {
+			t.Errorf("another caller's wait = %d %s; want 200 with what came next", a.status, a.body)
+		}
+	}
+
+	e.releaseEarly() // the held runs finish, and their waits answer
+	for range limit {
+		if a := <-held; a.status != http.StatusOK || !strings.Contains(a.body, `"status":"succeeded"`) {
+			t.Errorf("a held wait = %d %s; want 200 with the run's result", a.status, a.body)
+		}
+	}
+	want(t, e.call(t, "POST", "/api/v1/suspensions/"+ids[limit]+"/resume?wait=5s", e.reviewer, `{"resumeData":{"go":true}}`), http.StatusOK) // the slots are free again
 }
