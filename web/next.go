@@ -16,23 +16,40 @@ const maxDecisionWait = 30 * time.Second
 // nextJSON is what a run did after a decision or resume, within the wait
 // its caller asked for (?wait=5s): paused on its next request (and whether
 // that is the caller's to act on), finished with its output, failed with
-// its error, or still running when the wait ran out.
+// its error, or still running when the wait ran out. The run's id, output
+// and error are for staff (see nextOf).
 type nextJSON struct {
-	RunID  string           `json:"runId"`
+	RunID  string           `json:"runId,omitempty"`
 	Status domain.RunStatus `json:"status"`
-	// Request is the run's next pending request, when it paused on one;
-	// ForYou says whether the caller may act on it.
-	Request *suspensionJSON  `json:"request,omitempty"`
-	ForYou  bool             `json:"forYou"`
-	Output  json.RawMessage  `json:"output,omitempty"`
-	Error   *domain.RunError `json:"error,omitempty"`
+	// Request is the run's next pending request, when it paused on one
+	// (as suspensionFor shapes it, with its id in requestID); ForYou says
+	// whether the caller may act on it.
+	Request   any `json:"request,omitempty"`
+	requestID string
+	ForYou    bool             `json:"forYou"`
+	Output    json.RawMessage  `json:"output,omitempty"`
+	Error     *domain.RunError `json:"error,omitempty"`
 }
 
-// withNext is a suspension as a decision or resume answers it, with what
-// its run did next when the caller waited for it.
+// withNext is a suspension as a decision or resume answers it (as
+// suspensionFor shapes it), with what its run did next when the caller
+// waited for it: the suspension's members, then next.
 type withNext struct {
-	suspensionJSON
-	Next *nextJSON `json:"next,omitempty"`
+	suspension any
+	next       *nextJSON
+}
+
+func (wn withNext) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(wn.suspension)
+	if err != nil || wn.next == nil {
+		return b, err
+	}
+	n, err := json.Marshal(wn.next)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b[:len(b)-1], `,"next":`...) // b is an object, never empty
+	return append(append(b, n...), '}'), nil
 }
 
 // decisionWait reads ?wait=, how long a decision or resume waits for what
@@ -87,10 +104,11 @@ func (nw *nextWatch) next(ctx context.Context, decided domain.Suspension, u doma
 	defer nw.stop()
 	ctx, cancel := context.WithDeadline(ctx, nw.deadline)
 	defer cancel()
-	last := &nextJSON{RunID: nw.runID, Status: domain.RunRunning}
+	assumed := domain.Run{ID: nw.runID, Status: domain.RunRunning}
 	if decided.Status == domain.SuspensionPending {
-		last.Status = domain.RunSuspended
+		assumed.Status = domain.RunSuspended
 	}
+	last := nw.s.nextOf(assumed, nil, u)
 	poll := time.NewTicker(nextPoll)
 	defer poll.Stop()
 	for {
@@ -135,11 +153,16 @@ func (nw *nextWatch) look(ctx context.Context, decided domain.Suspension, u doma
 }
 
 // nextOf says where run is for u: paused on pending (the first request u
-// may act on, else the first), finished, or running.
+// may act on, else the first), finished, or running. Staff also see the
+// run's id, its output and its error; a founder, who knows the run only
+// by its requests, sees its status.
 func (s *Server) nextOf(run domain.Run, pending []domain.Suspension, u domain.User) *nextJSON {
-	n := &nextJSON{RunID: run.ID, Status: run.Status, Error: run.Error}
-	if run.Status == domain.RunSucceeded {
-		n.Output = domain.OrNull(run.Output)
+	n := &nextJSON{Status: run.Status}
+	if u.Role.Staff() {
+		n.RunID, n.Error = run.ID, run.Error
+		if run.Status == domain.RunSucceeded {
+			n.Output = domain.OrNull(run.Output)
+		}
 	}
 	if len(pending) == 0 {
 		return n
@@ -150,8 +173,7 @@ func (s *Server) nextOf(run domain.Run, pending []domain.Suspension, u domain.Us
 		i = 0
 	}
 	if pending[i].MayRead(u) {
-		v := suspensionView(pending[i])
-		n.Request = &v
+		n.Request, n.requestID = s.suspensionFor(u, pending[i]), pending[i].ID
 	}
 	return n
 }

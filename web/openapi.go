@@ -44,6 +44,15 @@ var (
 	freeForm = schema{"type": "object", "additionalProperties": true}
 )
 
+// staffOnly is a string member that only staff are shown.
+var staffOnly = str("staff only")
+
+// withDescription is s with a description.
+func withDescription(s schema, desc string) schema {
+	s["description"] = desc
+	return s
+}
+
 // obj is an object schema: pairs of property name and schema; a name
 // ending in "?" is optional.
 func obj(pairs ...any) schema {
@@ -178,18 +187,19 @@ func components() schema {
 		"RunError": obj("code", str("stable"), "message", str("")),
 		"Await": obj("stepId", str(""), "kind", str(""), "name", str(""), "suspensionId", str(""), "deadline?", dateTime,
 			"group?", str(""), "branch?", str("")),
-		"Suspension": obj("id", str(""), "runId", str(""), "workflowId", str(""), "workflowVersion", str(""),
-			"stepName", str(""), "stepKey", str(""), "kind", enum("delay", "webhook", "callback", "signal", "approval", "input"),
-			"reason", str(""), "status", enum("pending", "resumed", "expired", "cancelled"),
-			"checkpoint", anyJSON, "resumeStep", str(""), "resumeSchema?", anyJSON, "resumeData", anyJSON,
+		"Suspension": withDescription(obj("id", str(""), "runId?", staffOnly, "workflowId?", staffOnly, "workflowVersion?", staffOnly,
+			"stepName?", staffOnly, "stepKey?", staffOnly, "kind", enum("delay", "webhook", "callback", "signal", "approval", "input"),
+			"reason?", staffOnly, "status", enum("pending", "resumed", "expired", "cancelled"),
+			"checkpoint?", anyJSON, "resumeStep?", staffOnly, "resumeSchema?", anyJSON, "resumeData?", anyJSON,
 			"assignee?", str(""), "approvers?", arrayOf(str("")), "approverRole?", str(""),
 			"policy?", freeForm, "votes?", arrayOf(freeForm), "tally?", freeForm,
 			"escalated?", integer, "nextEscalationAt?", dateTime,
 			"title", str(""), "fields", arrayOf(freeForm), "reasonLabel", str(""), "instructions?", str(""),
 			"accept?", arrayOf(str("")), "decision?", enum("approved", "rejected"), "deferredCommands?", integer,
-			"wakeAt?", dateTime, "suspendedAt", dateTime, "resumedAt", nullable(dateTime), "resumedBy", nullable(str("")),
+			"wakeAt?", dateTime, "suspendedAt", dateTime, "resumedAt", nullable(dateTime), "resumedBy?", nullable(str("")),
 			"resumeUrl?", str(""), "group?", enum("any", "all"), "groupKey?", str(""), "branch?", str("")),
-		"Decided": schema{"allOf": []any{ref("Suspension"), obj("next?", obj("runId", str(""), "status", str(""),
+			"Staff see every member. A founder sees what their pages show: id, kind, status, title, fields, reasonLabel, instructions, accept, resumeSchema, wakeAt (the deadline), suspendedAt, resumedAt, and resumedBy, resumeData and decision when the founder answered."),
+		"Decided": schema{"allOf": []any{ref("Suspension"), obj("next?", obj("runId?", staffOnly, "status", str(""),
 			"request?", ref("Suspension"), "forYou", boolean, "output?", anyJSON, "error?", ref("RunError")))}},
 		"Event": obj("seq", integer, "type", str("SCREAMING_SNAKE, like WORKFLOW_PAUSED"), "step", str(""), "payload", anyJSON, "createdAt", dateTime),
 		"Signal": obj("runId", str(""), "name", str(""), "signalId", str(""), "stepId?", str(""), "payload?", anyJSON,

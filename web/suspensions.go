@@ -44,7 +44,7 @@ func (s *Server) listSuspensions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ss = slices.DeleteFunc(ss, func(sp domain.Suspension) bool { return !sp.MayRead(p.User) })
-	writePage(w, ss, func(sp domain.Suspension) suspensionJSON { return s.suspensionOut(r, sp) }, next)
+	writePage(w, ss, func(sp domain.Suspension) any { return s.suspensionOut(r, sp) }, next)
 	return nil
 }
 
@@ -132,7 +132,7 @@ func (s *Server) answerAction(w http.ResponseWriter, r *http.Request, sp domain.
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, withNext{suspensionJSON: s.suspensionOut(r, out), Next: next})
+	writeJSON(w, http.StatusOK, withNext{suspension: s.suspensionOut(r, out), next: next})
 	return nil
 }
 

@@ -358,7 +358,7 @@ func (s *Server) whatNext(r *http.Request, sp domain.Suspension, v *views.Viewer
 		s.Log.WarnContext(r.Context(), "Following a run after a decision failed", "run_id", sp.RunID, "error", err)
 		return back
 	case next.ForYou && next.Request != nil:
-		return requestURL(next.Request.ID, from) + sepFor(from) + "done=" + done + "&then=yours&prev=" + url.QueryEscape(sp.ID)
+		return requestURL(next.requestID, from) + sepFor(from) + "done=" + done + "&then=yours&prev=" + url.QueryEscape(sp.ID)
 	case next.Request != nil:
 		return back + "&then=waiting"
 	}
