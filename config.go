@@ -92,6 +92,10 @@ type Config struct {
 	// UploadsPerUser (default 2) and UploadsInFlight (default 8) bound the
 	// uploads read at once, per person and in all.
 	UploadsPerUser, UploadsInFlight int
+	// MaxWaitsPerCaller caps the waits for what a run does next (?wait=)
+	// one API key or signed-in person holds at once (default 100;
+	// negative: no cap).
+	MaxWaitsPerCaller int
 	// MetricsToken, when set, is required as a bearer token on /metrics.
 	MetricsToken string
 	// MetricsElsewhere leaves /metrics out of Handler: MetricsHandler
@@ -131,6 +135,7 @@ const (
 	DefaultUploadRequestLimit = 100 << 20
 	DefaultUploadsPerUser     = 2
 	DefaultUploadsInFlight    = 8
+	DefaultMaxWaitsPerCaller  = 100
 	DefaultRetention          = 30 * 24 * time.Hour
 )
 
@@ -172,6 +177,7 @@ func (c Config) withDefaults() (Config, error) {
 	set(&c.UploadRequestLimit, DefaultUploadRequestLimit)
 	set(&c.UploadsPerUser, DefaultUploadsPerUser)
 	set(&c.UploadsInFlight, DefaultUploadsInFlight)
+	set(&c.MaxWaitsPerCaller, DefaultMaxWaitsPerCaller)
 	setD(&c.Retention, DefaultRetention)
 	if c.DigestHour == nil {
 		h := mail.DefaultDigestHour

@@ -101,7 +101,7 @@ func build(ctx context.Context, c Config, db *storage.DB) (*Tollgate, error) {
 	t.srv = &web.Server{Engine: t.eng, Store: db, Auth: db, Health: db, Log: c.Log, MaxBody: int64(c.MaxBody), KeyCacheTTL: c.KeyCacheTTL,
 		UIStore: db, SessionIdle: c.SessionIdle, SessionAbsolute: c.SessionMax, TrustProxy: c.TrustProxy, UploadLimit: int64(c.UploadLimit),
 		UploadRequestLimit: int64(c.UploadRequestLimit), UploadsPerUser: c.UploadsPerUser, UploadsInFlight: c.UploadsInFlight,
-		SyncTimeout: c.SyncTimeout, RedactHeaders: c.RedactHeaders, Feed: t.feed, Catalog: t.catalog, Waitpoints: waitpoints, WorkReports: t.eng, WorkItems: db,
+		MaxWaitsPerCaller: c.MaxWaitsPerCaller, SyncTimeout: c.SyncTimeout, RedactHeaders: c.RedactHeaders, Feed: t.feed, Catalog: t.catalog, Waitpoints: waitpoints, WorkReports: t.eng, WorkItems: db,
 		DeviceKey: subKey(secret, "tollgate device cookie"), MetricsToken: c.MetricsToken, MetricsElsewhere: c.MetricsElsewhere,
 		PublicURL: c.PublicURL, BasePath: c.BasePath, Version: c.Version, Deliveries: &domain.DeliveryCounts{}, Hooks: t.hooks,
 		MailPrefs: db, Links: db}

@@ -16,95 +16,153 @@ const maxDecisionWait = 30 * time.Second
 // nextJSON is what a run did after a decision or resume, within the wait
 // its caller asked for (?wait=5s): paused on its next request (and whether
 // that is the caller's to act on), finished with its output, failed with
-// its error, or still running when the wait ran out.
+// its error, or still running when the wait ran out. The run's id, output
+// and error are for staff (see nextOf).
 type nextJSON struct {
-	RunID  string           `json:"runId"`
+	RunID  string           `json:"runId,omitempty"`
 	Status domain.RunStatus `json:"status"`
-	// Request is the run's next pending request, when it paused on one;
-	// ForYou says whether the caller may act on it.
-	Request *suspensionJSON  `json:"request,omitempty"`
-	ForYou  bool             `json:"forYou"`
-	Output  json.RawMessage  `json:"output,omitempty"`
-	Error   *domain.RunError `json:"error,omitempty"`
+	// Request is the run's next pending request, when it paused on one
+	// (as suspensionFor shapes it, with its id in requestID); ForYou says
+	// whether the caller may act on it.
+	Request   any `json:"request,omitempty"`
+	requestID string
+	ForYou    bool             `json:"forYou"`
+	Output    json.RawMessage  `json:"output,omitempty"`
+	Error     *domain.RunError `json:"error,omitempty"`
 }
 
-// withNext is a suspension as a decision or resume answers it, with what
-// its run did next when the caller waited for it.
+// withNext is a suspension as a decision or resume answers it (as
+// suspensionFor shapes it), with what its run did next when the caller
+// waited for it: the suspension's members, then next.
 type withNext struct {
-	suspensionJSON
-	Next *nextJSON `json:"next,omitempty"`
+	suspension any
+	next       *nextJSON
+}
+
+func (wn withNext) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(wn.suspension)
+	if err != nil || wn.next == nil {
+		return b, err
+	}
+	n, err := json.Marshal(wn.next)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b[:len(b)-1], `,"next":`...) // b is an object, never empty
+	return append(append(b, n...), '}'), nil
 }
 
 // decisionWait reads ?wait=, how long a decision or resume waits for what
-// its run does next: 0 when absent.
-func decisionWait(r *http.Request) (time.Duration, error) {
+// its run does next, and returns when that wait ends, counted from the
+// request's arrival: the zero time when absent or 0s.
+func decisionWait(r *http.Request) (time.Time, error) {
 	v := r.URL.Query().Get("wait")
 	if v == "" {
-		return 0, nil
+		return time.Time{}, nil
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < 0 || d > maxDecisionWait {
-		return 0, &domain.ValidationError{Code: CodeInvalidQuery, Message: "wait is how long to wait for what the run does next: a duration up to 30s, like 5s.",
+		return time.Time{}, &domain.ValidationError{Code: CodeInvalidQuery, Message: "wait is how long to wait for what the run does next: a duration up to 30s, like 5s.",
 			Fields: []domain.FieldError{domain.QueryError("wait", "must be a duration from 0s to 30s, like 5s")}}
 	}
-	return d, nil
+	if d == 0 {
+		return time.Time{}, nil
+	}
+	return arrivedAt(r.Context()).Add(d), nil
 }
+
+// nextPoll is how often a wait reads its run when no change notice
+// comes: notices can be lost, but they are what a wait mostly follows,
+// so that many waits at once do not queue the database's reads.
+const nextPoll = time.Second
 
 // nextWatch follows a run from before a decision or resume of one of its
-// requests until what came of it is known (see next).
+// requests until what came of it is known (see next), or its deadline.
 type nextWatch struct {
-	s       *Server
-	runID   string
-	changed <-chan struct{}
-	stop    func()
+	s        *Server
+	runID    string
+	deadline time.Time
+	changed  <-chan struct{}
+	stop     func()
 }
 
-// watchNext starts following run runID; subscribed before the action, so
-// that no change falls between.
-func (s *Server) watchNext(runID string) *nextWatch {
+// watchNext starts following run runID until deadline; subscribed before
+// the action, so that no change falls between.
+func (s *Server) watchNext(runID string, deadline time.Time) *nextWatch {
 	changed, stop := s.watch.subscribe(runID)
-	return &nextWatch{s: s, runID: runID, changed: changed, stop: stop}
+	return &nextWatch{s: s, runID: runID, deadline: deadline, changed: changed, stop: stop}
 }
 
-// next waits up to wait, after request decided was resolved, for the run
-// to finish or to pause with nothing left executing, and says where it
-// is: its next pending request (one u may act on first), its result, or
-// that it still runs. A vote that left the request pending, or a wait of
-// zero, answers at once with the run as it is.
-func (nw *nextWatch) next(ctx context.Context, decided domain.Suspension, u domain.User, wait time.Duration) (*nextJSON, error) {
+// next waits, after request decided was resolved, for the run to finish
+// or to pause with nothing left executing, and says where it is: its
+// next pending request (one u may act on first), its result, or that it
+// still runs. A vote that left the request pending answers at once. The
+// deadline bounds every read as well as the wait, so that the answer
+// comes by then however busy the database is: with the run as last read,
+// or, when no read finished in time, as the resolution left it.
+func (nw *nextWatch) next(ctx context.Context, decided domain.Suspension, u domain.User) (*nextJSON, error) {
 	defer nw.stop()
-	ctx, cancel := context.WithTimeout(ctx, wait)
+	ctx, cancel := context.WithDeadline(ctx, nw.deadline)
 	defer cancel()
-	poll := time.NewTicker(250 * time.Millisecond) // a notification can be lost
+	assumed := domain.Run{ID: nw.runID, Status: domain.RunRunning}
+	if decided.Status == domain.SuspensionPending {
+		assumed.Status = domain.RunSuspended
+	}
+	last := nw.s.nextOf(assumed, nil, u)
+	poll := time.NewTicker(nextPoll)
 	defer poll.Stop()
 	for {
-		run, err := nw.s.Store.Run(context.WithoutCancel(ctx), nw.runID)
-		if err != nil {
+		n, settled, err := nw.look(ctx, decided, u)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return last, nil
+		case err != nil:
 			return nil, err
+		case settled:
+			return n, nil
 		}
-		pending, _, err := nw.s.Store.Suspensions(context.WithoutCancel(ctx), domain.SuspensionFilter{RunID: nw.runID, Status: domain.SuspensionPending, Limit: 50})
-		if err != nil {
-			return nil, err
-		}
-		pending = slices.DeleteFunc(pending, func(p domain.Suspension) bool { return p.ID == decided.ID })
-		settled := run.Status.Terminal() || run.Status == domain.RunSuspended || decided.Status == domain.SuspensionPending
-		if settled || ctx.Err() != nil {
-			return nw.s.nextOf(run, pending, u), nil
-		}
+		last = n
 		select {
 		case <-ctx.Done():
+			return last, nil
 		case <-nw.changed:
 		case <-poll.C:
 		}
 	}
 }
 
+// look reads the run once and says where it is for u, and whether that
+// settles the wait: finished, paused, or still paused on decided (a
+// vote). Pending requests are read only then: a running run is answered
+// as running.
+func (nw *nextWatch) look(ctx context.Context, decided domain.Suspension, u domain.User) (*nextJSON, bool, error) {
+	run, err := nw.s.Store.Run(ctx, nw.runID)
+	if err != nil {
+		return nil, false, err
+	}
+	settled := run.Status.Terminal() || run.Status == domain.RunSuspended || decided.Status == domain.SuspensionPending
+	if !settled || run.Status.Terminal() {
+		return nw.s.nextOf(run, nil, u), settled, nil
+	}
+	pending, _, err := nw.s.Store.Suspensions(ctx, domain.SuspensionFilter{RunID: nw.runID, Status: domain.SuspensionPending, Limit: 50})
+	if err != nil {
+		return nil, false, err
+	}
+	pending = slices.DeleteFunc(pending, func(p domain.Suspension) bool { return p.ID == decided.ID })
+	return nw.s.nextOf(run, pending, u), true, nil
+}
+
 // nextOf says where run is for u: paused on pending (the first request u
-// may act on, else the first), finished, or running.
+// may act on, else the first), finished, or running. Staff also see the
+// run's id, its output and its error; a founder, who knows the run only
+// by its requests, sees its status.
 func (s *Server) nextOf(run domain.Run, pending []domain.Suspension, u domain.User) *nextJSON {
-	n := &nextJSON{RunID: run.ID, Status: run.Status, Error: run.Error}
-	if run.Status == domain.RunSucceeded {
-		n.Output = domain.OrNull(run.Output)
+	n := &nextJSON{Status: run.Status}
+	if u.Role.Staff() {
+		n.RunID, n.Error = run.ID, run.Error
+		if run.Status == domain.RunSucceeded {
+			n.Output = domain.OrNull(run.Output)
+		}
 	}
 	if len(pending) == 0 {
 		return n
@@ -115,8 +173,7 @@ func (s *Server) nextOf(run domain.Run, pending []domain.Suspension, u domain.Us
 		i = 0
 	}
 	if pending[i].MayRead(u) {
-		v := suspensionView(pending[i])
-		n.Request = &v
+		n.Request, n.requestID = s.suspensionFor(u, pending[i]), pending[i].ID
 	}
 	return n
 }

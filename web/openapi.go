@@ -44,6 +44,15 @@ var (
 	freeForm = schema{"type": "object", "additionalProperties": true}
 )
 
+// staffOnly is a string member that only staff are shown.
+var staffOnly = str("staff only")
+
+// withDescription is s with a description.
+func withDescription(s schema, desc string) schema {
+	s["description"] = desc
+	return s
+}
+
 // obj is an object schema: pairs of property name and schema; a name
 // ending in "?" is optional.
 func obj(pairs ...any) schema {
@@ -103,7 +112,7 @@ var queryParams = map[string]schema{
 	"kind":          enum("delay", "webhook", "callback", "signal", "approval", "input"),
 	"runId":         str("only this run's"),
 	"order":         enum("oldest", "newest"),
-	"wait":          str("how long to wait for what the run does next, up to 30s, like 5s"),
+	"wait":          str("how long to wait for what the run does next, up to 30s, like 5s, counted from the request: the answer comes by then (or once the action is done, if that takes longer), with where the run is; a caller holds a limited number of waits at once, 429 too_many_waits beyond"),
 }
 
 // anyMethod are the methods documented for routes that take any method.
@@ -146,9 +155,9 @@ func operations() []operation {
 				"filter?", obj("status?", str(""), "reason?", str(""), "kind?", str(""), "workflowId?", str(""), "runId?", str(""))),
 			ok: ref("BulkLine"), okType: "application/x-ndjson", problems: []string{"403", "422"}},
 		{method: "get", path: "/api/v1/suspensions/{id}", id: "getSuspension", summary: "One suspension", ok: susp, problems: []string{"404"}},
-		{method: "post", path: "/api/v1/suspensions/{id}/resume", id: "resumeSuspension", summary: "Supply a pending suspension's resume data", query: []string{"wait"}, body: obj("resumeData?", anyJSON), ok: ref("Decided"), problems: []string{"403", "404", "409", "410", "422"}},
-		{method: "post", path: "/api/v1/suspensions/{id}/approve", id: "approveSuspension", summary: "Approve: a vote under the approval's policy", query: []string{"wait"}, body: decision, ok: ref("Decided"), problems: []string{"403", "404", "409", "410", "422"}},
-		{method: "post", path: "/api/v1/suspensions/{id}/reject", id: "rejectSuspension", summary: "Reject: a vote under the approval's policy", query: []string{"wait"}, body: decision, ok: ref("Decided"), problems: []string{"403", "404", "409", "410", "422"}},
+		{method: "post", path: "/api/v1/suspensions/{id}/resume", id: "resumeSuspension", summary: "Supply a pending suspension's resume data", query: []string{"wait"}, body: obj("resumeData?", anyJSON), ok: ref("Decided"), problems: []string{"403", "404", "409", "410", "422", "429"}},
+		{method: "post", path: "/api/v1/suspensions/{id}/approve", id: "approveSuspension", summary: "Approve: a vote under the approval's policy", query: []string{"wait"}, body: decision, ok: ref("Decided"), problems: []string{"403", "404", "409", "410", "422", "429"}},
+		{method: "post", path: "/api/v1/suspensions/{id}/reject", id: "rejectSuspension", summary: "Reject: a vote under the approval's policy", query: []string{"wait"}, body: decision, ok: ref("Decided"), problems: []string{"403", "404", "409", "410", "422", "429"}},
 		{method: "post", path: "/api/v1/suspensions/{id}/links", id: "createLink", summary: "Make a decision link for one person's email (staff)", body: obj("email", str(""), "expiresInMs?", schema{"type": "integer", "description": "how long it works, in milliseconds"}), okStatus: "201", ok: ref("Link"), problems: []string{"403", "404", "409", "422"}},
 		{method: "get", path: "/api/v1/suspensions/{id}/links", id: "listLinks", summary: "A suspension's decision links (staff)", ok: pageOf("Link"), problems: []string{"403", "404"}},
 		{method: "delete", path: "/api/v1/suspensions/{id}/links/{linkId}", id: "revokeLink", summary: "Revoke a decision link (staff)", okStatus: "204", problems: []string{"403", "404"}},
@@ -178,18 +187,19 @@ func components() schema {
 		"RunError": obj("code", str("stable"), "message", str("")),
 		"Await": obj("stepId", str(""), "kind", str(""), "name", str(""), "suspensionId", str(""), "deadline?", dateTime,
 			"group?", str(""), "branch?", str("")),
-		"Suspension": obj("id", str(""), "runId", str(""), "workflowId", str(""), "workflowVersion", str(""),
-			"stepName", str(""), "stepKey", str(""), "kind", enum("delay", "webhook", "callback", "signal", "approval", "input"),
-			"reason", str(""), "status", enum("pending", "resumed", "expired", "cancelled"),
-			"checkpoint", anyJSON, "resumeStep", str(""), "resumeSchema?", anyJSON, "resumeData", anyJSON,
+		"Suspension": withDescription(obj("id", str(""), "runId?", staffOnly, "workflowId?", staffOnly, "workflowVersion?", staffOnly,
+			"stepName?", staffOnly, "stepKey?", staffOnly, "kind", enum("delay", "webhook", "callback", "signal", "approval", "input"),
+			"reason?", staffOnly, "status", enum("pending", "resumed", "expired", "cancelled"),
+			"checkpoint?", anyJSON, "resumeStep?", staffOnly, "resumeSchema?", anyJSON, "resumeData?", anyJSON,
 			"assignee?", str(""), "approvers?", arrayOf(str("")), "approverRole?", str(""),
 			"policy?", freeForm, "votes?", arrayOf(freeForm), "tally?", freeForm,
 			"escalated?", integer, "nextEscalationAt?", dateTime,
 			"title", str(""), "fields", arrayOf(freeForm), "reasonLabel", str(""), "instructions?", str(""),
 			"accept?", arrayOf(str("")), "decision?", enum("approved", "rejected"), "deferredCommands?", integer,
-			"wakeAt?", dateTime, "suspendedAt", dateTime, "resumedAt", nullable(dateTime), "resumedBy", nullable(str("")),
+			"wakeAt?", dateTime, "suspendedAt", dateTime, "resumedAt", nullable(dateTime), "resumedBy?", nullable(str("")),
 			"resumeUrl?", str(""), "group?", enum("any", "all"), "groupKey?", str(""), "branch?", str("")),
-		"Decided": schema{"allOf": []any{ref("Suspension"), obj("next?", obj("runId", str(""), "status", str(""),
+			"Staff see every member. A founder sees what their pages show: id, kind, status, title, fields, reasonLabel, instructions, accept, resumeSchema, wakeAt (the deadline), suspendedAt, resumedAt, and resumedBy, resumeData and decision when the founder answered."),
+		"Decided": schema{"allOf": []any{ref("Suspension"), obj("next?", obj("runId?", staffOnly, "status", str(""),
 			"request?", ref("Suspension"), "forYou", boolean, "output?", anyJSON, "error?", ref("RunError")))}},
 		"Event": obj("seq", integer, "type", str("SCREAMING_SNAKE, like WORKFLOW_PAUSED"), "step", str(""), "payload", anyJSON, "createdAt", dateTime),
 		"Signal": obj("runId", str(""), "name", str(""), "signalId", str(""), "stepId?", str(""), "payload?", anyJSON,

@@ -145,6 +145,8 @@ func problemFor(err error) Problem {
 		return newProblem(http.StatusTooManyRequests, CodeTooManyInvalidTokens, "This token matches nothing, and this address sent too many that match nothing; wait for the time Retry-After says, then try again.")
 	case errors.Is(err, errTooManyStreams):
 		return newProblem(http.StatusTooManyRequests, CodeTooManyStreams, "You hold as many attach streams open as one user may; close one and try again.")
+	case errors.As(err, new(*tooManyWaitsError)):
+		return newProblem(http.StatusTooManyRequests, CodeTooManyWaits, "You hold as many waits for what runs do next as one caller may; wait for the time Retry-After says, or ask without ?wait=.")
 	case errors.Is(err, domain.ErrSeparationOfDuties):
 		return newProblem(http.StatusForbidden, domain.CodeSeparationOfDuties, dutyMessage(err))
 	case errors.Is(err, domain.ErrStartForbidden):

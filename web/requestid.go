@@ -6,19 +6,37 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"time"
 )
 
 // Every request has an id: the X-Request-Id a proxy or client sent, when
 // it is a plain token, or a new random one. It is answered in X-Request-Id,
 // written in every log line the request leads to (request_id) and in every
 // problem (requestId), so an operator finds a client's failure in the log.
+// The time the request arrived travels with its id: bounds a caller asks
+// for, such as ?wait=, count from it.
 
 type requestIDKey struct{}
 
+// requestMark is what withRequestID gives every request.
+type requestMark struct {
+	id      string
+	arrived time.Time
+}
+
 // RequestID is the id of the request ctx belongs to, or "".
 func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
+	m, _ := ctx.Value(requestIDKey{}).(requestMark)
+	return m.id
+}
+
+// arrivedAt is when the request ctx belongs to arrived, or now for a
+// context of none.
+func arrivedAt(ctx context.Context) time.Time {
+	if m, ok := ctx.Value(requestIDKey{}).(requestMark); ok {
+		return m.arrived
+	}
+	return time.Now()
 }
 
 // maxRequestID bounds an id taken from a request.
@@ -40,6 +58,7 @@ func usableRequestID(id string) bool {
 
 func withRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived := time.Now()
 		id := r.Header.Get("X-Request-Id")
 		if !usableRequestID(id) {
 			b := make([]byte, 8)
@@ -47,7 +66,7 @@ func withRequestID(next http.Handler) http.Handler {
 			id = hex.EncodeToString(b)
 		}
 		w.Header().Set("X-Request-Id", id)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, requestMark{id: id, arrived: arrived})))
 	})
 }
 

@@ -172,7 +172,7 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request) error {
 	v := runView(run)
 	v.Suspensions = make([]suspensionJSON, len(ss))
 	for i, sp := range ss {
-		v.Suspensions[i] = s.suspensionOut(r, sp)
+		v.Suspensions[i] = s.wholeSuspension(principalFrom(r.Context()).User, sp)
 	}
 	switch {
 	case run.Status != domain.RunSuspended:

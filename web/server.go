@@ -128,6 +128,11 @@ type Server struct {
 	// MaxAttachPerUser caps the attach streams one user's API keys hold
 	// open at once (32; negative: no cap); beyond it 429 too_many_streams.
 	MaxAttachPerUser int
+	// MaxWaitsPerCaller caps the waits for what a run does next (?wait=
+	// on a resume or decision) one caller holds at once: an API key, or a
+	// signed-in person in the web app (100; negative: no cap). Beyond it
+	// the API answers 429 too_many_waits, and the web app does not wait.
+	MaxWaitsPerCaller int
 
 	// Hooks, when set, serves webhook subscriptions
 	// (/api/v1/subscriptions, admins only).
@@ -187,6 +192,7 @@ type Server struct {
 	live       *liveHub
 	sockets    connLimiter
 	attaches   connLimiter
+	waits      waitSlots
 
 	slots     *uploadSlots
 	slotsOnce sync.Once

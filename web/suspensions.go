@@ -44,7 +44,7 @@ func (s *Server) listSuspensions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ss = slices.DeleteFunc(ss, func(sp domain.Suspension) bool { return !sp.MayRead(p.User) })
-	writePage(w, ss, func(sp domain.Suspension) suspensionJSON { return s.suspensionOut(r, sp) }, next)
+	writePage(w, ss, func(sp domain.Suspension) any { return s.suspensionOut(r, sp) }, next)
 	return nil
 }
 
@@ -82,7 +82,7 @@ func (s *Server) resumeSuspension(w http.ResponseWriter, r *http.Request) error 
 	if err := decodeJSON(w, r, &body, s.MaxBody); err != nil {
 		return err
 	}
-	wait, err := decisionWait(r)
+	until, err := decisionWait(r)
 	if err != nil {
 		return err
 	}
@@ -91,7 +91,7 @@ func (s *Server) resumeSuspension(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	return s.answerAction(w, r, sp, wait, func() (domain.Suspension, error) {
+	return s.answerAction(w, r, sp, until, func() (domain.Suspension, error) {
 		return s.Engine.Resume(r.Context(), domain.ResumeRequest{
 			SuspensionID: sp.ID, Data: body.ResumeData, By: p.User.Email, Actor: &p.User, RequestKey: r.Header.Get("Idempotency-Key"),
 			Audit: s.apiAudit(r, "suspension.resume", map[string]any{"runId": sp.RunID, "resumeData": body.ResumeData}),
@@ -100,10 +100,12 @@ func (s *Server) resumeSuspension(w http.ResponseWriter, r *http.Request) error 
 }
 
 // answerAction takes a resume or decision of sp by act and answers with
-// the suspension it left; with a wait, also with what the run did next
-// within it (see nextWatch).
-func (s *Server) answerAction(w http.ResponseWriter, r *http.Request, sp domain.Suspension, wait time.Duration, act func() (domain.Suspension, error)) error {
-	if wait == 0 {
+// the suspension it left; with a wait (until is not zero), also with what
+// the run did next by then (see nextWatch). A caller who already holds as
+// many waits as one may is refused before act, so the refusal changes
+// nothing.
+func (s *Server) answerAction(w http.ResponseWriter, r *http.Request, sp domain.Suspension, until time.Time, act func() (domain.Suspension, error)) error {
+	if until.IsZero() {
 		out, err := act()
 		if err != nil {
 			return err
@@ -111,17 +113,26 @@ func (s *Server) answerAction(w http.ResponseWriter, r *http.Request, sp domain.
 		writeJSON(w, http.StatusOK, s.suspensionOut(r, out))
 		return nil
 	}
-	nw := s.watchNext(sp.RunID)
+	p := principalFrom(r.Context())
+	release, err := s.holdWait(p, until)
+	if err != nil {
+		if tw, ok := errors.AsType[*tooManyWaitsError](err); ok {
+			w.Header().Set("Retry-After", strconv.Itoa(tw.retryAfterSeconds()))
+		}
+		return err
+	}
+	defer release()
+	nw := s.watchNext(sp.RunID, until)
 	out, err := act()
 	if err != nil {
 		nw.stop()
 		return err
 	}
-	next, err := nw.next(r.Context(), out, principalFrom(r.Context()).User, wait)
+	next, err := nw.next(r.Context(), out, p.User)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, withNext{suspensionJSON: s.suspensionOut(r, out), Next: next})
+	writeJSON(w, http.StatusOK, withNext{suspension: s.suspensionOut(r, out), next: next})
 	return nil
 }
 
@@ -222,7 +233,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, approve bool) er
 	if len(body.Comment) > 10_000 {
 		return &domain.ValidationError{Code: domain.CodeValidation, Message: "comment is too long", Fields: []domain.FieldError{{Field: "/comment", Message: "at most 10000 characters"}}}
 	}
-	wait, err := decisionWait(r)
+	until, err := decisionWait(r)
 	if err != nil {
 		return err
 	}
@@ -231,7 +242,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, approve bool) er
 	if err != nil {
 		return err
 	}
-	return s.answerAction(w, r, sp, wait, func() (domain.Suspension, error) {
+	return s.answerAction(w, r, sp, until, func() (domain.Suspension, error) {
 		return s.Engine.Decide(r.Context(), domain.ResumeRequest{SuspensionID: sp.ID, By: p.User.Email, Actor: &p.User, RequestKey: r.Header.Get("Idempotency-Key"),
 			Audit: s.apiAudit(r, decisionAction(approve), map[string]any{"runId": sp.RunID, "comment": body.Comment})}, approve, body.Comment)
 	})

@@ -127,9 +127,16 @@ func openDB(t testing.TB, o storage.Opts, migrate bool) *storage.DB {
 
 func newAPIEnv(t testing.TB, o storage.Opts, configure func(*web.Server)) *apiEnv {
 	t.Helper()
+	return newAPIEnvAround(t, o, configure, nil)
+}
+
+// newAPIEnvAround is newAPIEnv serving the server's handler wrapped in
+// around, when set.
+func newAPIEnvAround(t testing.TB, o storage.Opts, configure func(*web.Server), around func(http.Handler) http.Handler) *apiEnv {
+	t.Helper()
 	e := &apiEnv{db: storagetest.Open(t, o), userIDs: map[string]string{}, entered: make(chan string, 1), gate: make(chan struct{})}
 	reg := domain.NewRegistry()
-	for _, wf := range []*domain.Workflow{e.intake(), e.review(), delayWorkflow(), e.early(), paperwork(), selfService(), founderDoc(t), contractFlow(), expense(), claimForm(), payoutSignOff(t), escalating(t), settleWorkflow(), papersWorkflow(), e.charge()} {
+	for _, wf := range []*domain.Workflow{e.intake(), e.review(), delayWorkflow(), e.early(), paperwork(), selfService(), founderDoc(t), contractFlow(), expense(), claimForm(), payoutSignOff(t), escalating(t), settleWorkflow(), papersWorkflow(), e.charge(), e.linger()} {
 		if err := reg.Register(wf); err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +158,13 @@ func newAPIEnv(t testing.TB, o storage.Opts, configure func(*web.Server)) *apiEn
 	if configure != nil {
 		configure(srv)
 	}
-	e.api, e.srv = srv, newServer(t, srv)
+	e.api = srv
+	if around == nil {
+		e.srv = newServer(t, srv)
+	} else {
+		e.srv = httptest.NewServer(around(srv.Handler()))
+		t.Cleanup(e.srv.Close)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { eng.Run(ctx) })

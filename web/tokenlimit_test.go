@@ -81,7 +81,7 @@ func TestUIValidLinksPassAThrottledAddress(t *testing.T) {
 	t.Parallel()
 	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
 		run := e.startRun(t, "payout-sign-off", map[string]string{"requester": "vera@vendor.example"})
-		_, link := e.makeLink(t, e.pendingOf(t, run.ID).ID, "partner@partner.example")
+		_, link := e.makeLink(t, e.reviewer, e.pendingOf(t, run.ID).ID, "partner@partner.example")
 		boss := e.signedIn(t, "boss@example.com", domain.RoleAdmin)
 		revID, _ := e.addPerson(t, "rev@example.com", domain.RoleReviewer)
 		reset := issueReset(t, boss, revID, "rev@example.com")

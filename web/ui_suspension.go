@@ -334,7 +334,9 @@ const uiNextWait = 3 * time.Second
 // whatNext follows sp's run after the viewer resolved sp and says where
 // to go: to the run's next request when it is theirs to act on, else back
 // to sp with a notice of what the run did (then=). A vote that left the
-// request waiting for others goes back to it as done=voted.
+// request waiting for others goes back to it as done=voted. For a person
+// who already holds as many waits as one may, the run is not followed:
+// back to sp, without then=.
 func (s *Server) whatNext(r *http.Request, sp domain.Suspension, v *views.Viewer, done, from string) string {
 	back := requestURL(sp.ID, from) + sepFor(from) + "done=" + done
 	fresh, err := s.Store.Suspension(r.Context(), sp.ID)
@@ -344,13 +346,19 @@ func (s *Server) whatNext(r *http.Request, sp domain.Suspension, v *views.Viewer
 	case fresh.Status == domain.SuspensionPending:
 		return requestURL(sp.ID, from) + sepFor(from) + "done=voted"
 	}
-	next, err := s.watchNext(sp.RunID).next(r.Context(), fresh, viewerPrincipal(v).User, uiNextWait)
+	until := time.Now().Add(uiNextWait)
+	release, err := s.holdWait(viewerPrincipal(v), until)
+	if err != nil { // as many waits as one person may hold: no following this one
+		return back
+	}
+	defer release()
+	next, err := s.watchNext(sp.RunID, until).next(r.Context(), fresh, viewerPrincipal(v).User)
 	switch {
 	case err != nil:
 		s.Log.WarnContext(r.Context(), "Following a run after a decision failed", "run_id", sp.RunID, "error", err)
 		return back
 	case next.ForYou && next.Request != nil:
-		return requestURL(next.Request.ID, from) + sepFor(from) + "done=" + done + "&then=yours&prev=" + url.QueryEscape(sp.ID)
+		return requestURL(next.requestID, from) + sepFor(from) + "done=" + done + "&then=yours&prev=" + url.QueryEscape(sp.ID)
 	case next.Request != nil:
 		return back + "&then=waiting"
 	}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"net/http"
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
@@ -190,15 +189,6 @@ type suspensionJSON struct {
 	Group    domain.GroupMode `json:"group,omitempty"`
 	GroupKey string           `json:"groupKey,omitempty"`
 	Branch   string           `json:"branch,omitempty"`
-}
-
-// suspensionOut is a suspension as the API shows it to the caller of r.
-func (s *Server) suspensionOut(r *http.Request, sp domain.Suspension) suspensionJSON {
-	v := suspensionView(sp)
-	if sp.Kind == domain.KindWebhook && sp.Status == domain.SuspensionPending && s.Waitpoints != nil && sp.MayDecide(principalFrom(r.Context()).User) {
-		v.ResumeURL = s.Waitpoints.ResumeURL(sp.RunID, sp.StepKey)
-	}
-	return v
 }
 
 func suspensionView(s domain.Suspension) suspensionJSON {

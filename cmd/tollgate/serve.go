@@ -36,6 +36,7 @@ type serveConfig struct {
 	uploadRequest   int
 	uploadsPerUser  int
 	uploadsInFlight int
+	maxWaits        int
 	workflowsDir    string
 	maxWait         time.Duration
 	publicURL       string
@@ -79,6 +80,7 @@ func parseServeWith(f *envFlags, args []string) (serveConfig, error) {
 	f.Int(&c.uploadRequest, "upload-request-limit", "TOLLGATE_UPLOAD_REQUEST_LIMIT", tollgate.DefaultUploadRequestLimit, "largest upload request (all its files together), in bytes")
 	f.Int(&c.uploadsPerUser, "uploads-per-user", "TOLLGATE_UPLOADS_PER_USER", tollgate.DefaultUploadsPerUser, "uploads one person may have in progress at once on this server; more are refused with 429")
 	f.Int(&c.uploadsInFlight, "uploads-in-flight", "TOLLGATE_UPLOADS_IN_FLIGHT", tollgate.DefaultUploadsInFlight, "uploads this server reads at once, from everyone; more are refused with 429")
+	f.Int(&c.maxWaits, "max-waits-per-caller", "TOLLGATE_MAX_WAITS_PER_CALLER", tollgate.DefaultMaxWaitsPerCaller, "waits for what a run does next (?wait=) one API key or signed-in person may hold at once; more are refused with 429 (negative: no cap)")
 	f.String(&c.workflowsDir, "workflows", "TOLLGATE_WORKFLOWS", "", "folder of declarative workflow documents (*.json) to register at start")
 	f.Duration(&c.maxWait, "max-wait", "TOLLGATE_MAX_WAIT", flow.DefaultMaxWait, "longest wait a declarative wait step may ask for")
 	f.String(&c.publicURL, "public-url", "TOLLGATE_PUBLIC_URL", "", "URL where callers reach this server, for the resume URLs it hands out (default: http:// and the listen address; set it when listening on every address, such as :8080)")
@@ -204,7 +206,7 @@ func (c serveConfig) config(log *slog.Logger, publicURL, version, secret string)
 		MaxWait: c.maxWait, HTTPAllow: c.httpAllow, SyncTimeout: c.syncTimeout, RedactHeaders: c.redactHeaders,
 		MaxBody: c.maxBody, KeyCacheTTL: c.keyCacheTTL, SessionIdle: c.sessionIdle, SessionMax: c.sessionMax, TrustProxy: c.trustProxy,
 		UploadLimit: c.uploadLimit, UploadRequestLimit: c.uploadRequest, UploadsPerUser: c.uploadsPerUser, UploadsInFlight: c.uploadsInFlight,
-		MetricsToken: c.metricsToken, MetricsElsewhere: c.metricsAddr != "", Retention: retention, DigestHour: &digest,
+		MaxWaitsPerCaller: c.maxWaits, MetricsToken: c.metricsToken, MetricsElsewhere: c.metricsAddr != "", Retention: retention, DigestHour: &digest,
 	}
 }
 
