@@ -77,7 +77,9 @@ func (db *DB) PasswordReset(ctx context.Context, hash []byte) (domain.PasswordRe
 }
 
 // UsePasswordReset implements domain.PasswordResetStore: the conditional
-// update on used_at decides which of two uses wins.
+// update on used_at decides which of two uses wins. The new password ends
+// the account's sessions and its other unused links, an admin's and one
+// asked for by mail alike, in the same transaction.
 func (db *DB) UsePasswordReset(ctx context.Context, hash []byte, passwordHash string, now time.Time) (domain.PasswordReset, domain.User, error) {
 	reset, user := new(passwordResetRow), new(userRow)
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
@@ -99,8 +101,7 @@ func (db *DB) UsePasswordReset(ctx context.Context, hash []byte, passwordHash st
 		if n, _ := res.RowsAffected(); n == 0 {
 			return domain.ErrNotFound
 		}
-		_, err = tx.NewDelete().Model((*sessionRow)(nil)).Where("user_id = ?", reset.UserID).Exec(ctx)
-		return err
+		return endCredentials(ctx, tx, reset.UserID)
 	})
 	if err != nil {
 		return domain.PasswordReset{}, domain.User{}, fmt.Errorf("use password reset: %w", translate(err))
@@ -109,3 +110,14 @@ func (db *DB) UsePasswordReset(ctx context.Context, hash []byte, passwordHash st
 }
 
 var _ domain.PasswordResetStore = (*DB)(nil)
+
+// endCredentials ends what a new password makes stale, in its
+// transaction: every browser session of the user, and every link to
+// reset their password that has not been used.
+func endCredentials(ctx context.Context, tx bun.Tx, userID string) error {
+	if _, err := tx.NewDelete().Model((*sessionRow)(nil)).Where("user_id = ?", userID).Exec(ctx); err != nil {
+		return err
+	}
+	_, err := tx.NewDelete().Model((*passwordResetRow)(nil)).Where("user_id = ? AND used_at IS NULL", userID).Exec(ctx)
+	return err
+}

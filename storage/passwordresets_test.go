@@ -12,7 +12,8 @@ import (
 // A link asked for by mail replaces the earlier unused links asked for by
 // mail, and never one an admin issued: anyone may ask for a person's
 // link, and must not void the one an admin handed them. A link an admin
-// issues replaces every unused link of the account.
+// issues replaces every unused link of the account. A new password, by
+// a link or by the account's page, voids every link still unused.
 func TestPasswordResetReplacesOnlyWhatItMay(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
@@ -53,6 +54,16 @@ func TestPasswordResetReplacesOnlyWhatItMay(t *testing.T) {
 		}
 		if _, _, err := db.UsePasswordReset(ctx, domain.HashResetToken(byAdmin), "new hash", now); err != nil {
 			t.Fatalf("using the admin's link after two mailed ones: %v", err)
+		}
+		if works(again) {
+			t.Fatal("the mailed link still works after the admin's set a new password")
+		}
+		stale := issue("")
+		if err := db.SetPassword(ctx, "u-rev", "newer hash", now); err != nil {
+			t.Fatal(err)
+		}
+		if works(stale) {
+			t.Fatal("a link asked for before a password change still works after it")
 		}
 
 		mailed = issue("")

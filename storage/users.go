@@ -67,8 +67,9 @@ func (db *DB) UpdateUser(ctx context.Context, id string, role domain.Role, disab
 }
 
 // SetPassword replaces a user's password hash and ends every browser
-// session of the user in the same transaction: a changed password signs
-// out whoever knew the old one.
+// session of the user, and every unused link to reset their password, in
+// the same transaction: a changed password signs out whoever knew the old
+// one, and leaves no link that would change it again.
 func (db *DB) SetPassword(ctx context.Context, id, hash string, now time.Time) error {
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewUpdate().Model((*userRow)(nil)).Set("password_hash = ?", hash).Set("updated_at = ?", ts(now)).Where("id = ?", id).Exec(ctx)
@@ -78,8 +79,7 @@ func (db *DB) SetPassword(ctx context.Context, id, hash string, now time.Time) e
 		if n, _ := res.RowsAffected(); n == 0 {
 			return domain.ErrNotFound
 		}
-		_, err = tx.NewDelete().Model((*sessionRow)(nil)).Where("user_id = ?", id).Exec(ctx)
-		return err
+		return endCredentials(ctx, tx, id)
 	})
 	if err != nil {
 		return fmt.Errorf("set password of user %s: %w", id, translate(err))
