@@ -46,9 +46,10 @@ type Job struct {
 
 // Handoff asks the store to insert the job a resume enqueues already
 // claimed by Worker until LeaseUntil, and to return it in Job: the engine
-// then runs it at once, in a worker slot it reserved, with no claim and no
-// wake-up in between. A step's commit takes one too, for the first job it
-// makes due at once: the worker whose step just ended runs it next. Job stays nil when no job was claimed that way (the
+// then runs it in its next free worker slot, with no claim and no wake-up
+// in between. A step's commit takes one too, for the first job it makes
+// due at once: the engine whose step just ended runs it next. Job stays
+// nil when no job was claimed that way (the
 // resume lost or was kept for its pause, or its job was running already);
 // the job is then left to the queue as usual. A process that dies holding
 // a handed-off job loses it only until its lease expires, like any claim.

@@ -247,14 +247,14 @@ func (s *Server) linkActor(r *http.Request, l domain.DecisionLink) domain.User {
 
 // linkCreator is the account of the person who made the link: the link
 // works only while they may decide its request. A creator whose account
-// is gone is nobody, who may decide nothing.
+// is gone decides nothing, as a disabled one does.
 func (s *Server) linkCreator(r *http.Request, l domain.DecisionLink) domain.User {
 	if s.Auth != nil {
 		if u, _, err := s.Auth.UserByEmail(r.Context(), l.CreatedBy); err == nil {
 			return u
 		}
 	}
-	return domain.User{Email: l.CreatedBy}
+	return domain.User{Email: l.CreatedBy, Disabled: true}
 }
 
 // decideByLink takes the decision or data a link's form sends, as the

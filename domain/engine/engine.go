@@ -120,7 +120,9 @@ type Engine struct {
 	committing atomic.Int64
 	// held counts the jobs this engine runs or commits: claimed or
 	// handed to it and not yet done. Claims keep it within maxHeld, so
-	// that jobs waiting for their commit do not outlive their lease.
+	// that claims run ahead of commits by two batches a lane at most, and
+	// a herd's jobs stay in the queue, for any process to take, rather
+	// than pile up in this one's memory.
 	held    atomic.Int64
 	maxHeld int64
 
@@ -135,11 +137,12 @@ type Engine struct {
 	promised int
 }
 
-// readyJob is a job handed to this engine, and how many handoffs in a row
-// led to it (see chainLimit).
+// readyJob is a job handed to this engine, how many handoffs in a row led
+// to it (see chainLimit), and until when its claim is this engine's.
 type readyJob struct {
 	job   domain.Job
 	chain int
+	lease time.Time
 }
 
 // pool is what a running engine executes jobs with.
@@ -156,8 +159,8 @@ func New(store domain.Store, reg *domain.Registry, o Opts) *Engine {
 		maxHeld: int64(o.Workers + 2*o.BatchLimit*max(o.CommitLanes, 1))}
 }
 
-// Workers says how many worker slots are taken (a job executing, or one
-// reserved for a handoff) and how many there are.
+// Workers says how many worker slots are taken (a step executing) and how
+// many there are.
 func (e *Engine) Workers() (busy, capacity int) { return len(e.slots), cap(e.slots) }
 
 // Registry returns the workflows this engine runs.
@@ -417,6 +420,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		select {
 		case <-rescue.C: // also under constant load, when wait is never reached
+			e.sweepReady()
 			if e.rescue(ctx) {
 				due = true
 			}
@@ -540,6 +544,7 @@ const chainLimit = 64
 // waiting for one, or to the claim loop, which it tells.
 func (e *Engine) free() {
 	e.mu.Lock()
+	e.dropStaleReady()
 	if len(e.ready) > 0 && e.pool != nil {
 		r := e.ready[0]
 		e.ready = e.ready[1:]
@@ -560,6 +565,32 @@ func (e *Engine) free() {
 	case e.freed <- struct{}{}:
 	default:
 	}
+}
+
+// dropStaleReady gives back to the queue the jobs waiting for a slot whose
+// claim has less than half a lease left: every slot held by a step longer
+// than that, a job that started now might outlive its claim, be rescued
+// and run twice. e.mu is held.
+func (e *Engine) dropStaleReady() {
+	soon := e.o.Clock.Now().Add(e.o.Lease / 2)
+	keep := e.ready[:0]
+	for _, r := range e.ready {
+		if r.lease.Before(soon) {
+			go e.release(r.job, 0, false)
+			continue
+		}
+		keep = append(keep, r)
+	}
+	clear(e.ready[len(keep):])
+	e.ready = keep
+}
+
+// sweepReady drops the stale jobs waiting for a slot (see dropStaleReady)
+// when no slot frees for a while.
+func (e *Engine) sweepReady() {
+	e.mu.Lock()
+	e.dropStaleReady()
+	e.mu.Unlock()
 }
 
 // handoff asks that the job a start, resume or commit is about to enqueue
@@ -598,7 +629,7 @@ func (e *Engine) handed(h *domain.Handoff, err error, chain int) {
 	case e.reserve():
 		e.start(e.pool, *h.Job, chain)
 	default:
-		e.ready = append(e.ready, readyJob{job: *h.Job, chain: chain})
+		e.ready = append(e.ready, readyJob{job: *h.Job, chain: chain, lease: h.LeaseUntil})
 	}
 }
 

@@ -440,3 +440,31 @@ func TestLoopPollsWhileStepsKeepEnding(t *testing.T) {
 		}
 	})
 }
+
+// A job handed to the engine waits for a slot only while its claim has
+// at least half a lease left: one whose claim runs out sooner goes back
+// to the queue, for whoever frees first, rather than start with a claim
+// that may be rescued from under its step.
+func TestLoopGivesBackHandedJobsWhoseClaimRunsOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newLoopStore()
+		e := New(s, loopWorkflow(t, domain.DefaultRetry, map[string]domain.StepFunc{"work": stamp(nil)}),
+			Opts{Workers: 1, Lease: time.Minute, WorkerID: "w"})
+		now := time.Now()
+		soon, later := s.enqueue("loop", "work", now, false), s.enqueue("loop", "work", now, false)
+		s.claimAs(soon, "w", now, now.Add(20*time.Second))
+		s.claimAs(later, "w", now, now.Add(50*time.Second))
+		for _, id := range []int64{soon, later} {
+			j, _ := s.jobState(id)
+			e.ready = append(e.ready, readyJob{job: j.job, lease: j.job.LeaseUntil})
+		}
+		e.sweepReady()
+		synctest.Wait()
+		if j, _ := s.jobState(soon); j.running || j.lockedBy != "" {
+			t.Errorf("the job with 20s of its claim left is still held: %+v", j)
+		}
+		if j, _ := s.jobState(later); !j.running || len(e.ready) != 1 || e.ready[0].job.ID != later {
+			t.Errorf("the job with 50s left: running %t, waiting %v; want it kept waiting for a slot", j.running, e.ready)
+		}
+	})
+}
