@@ -98,6 +98,10 @@ func (t teller) decisionOrRun(actor Words) ([]Words, bool) {
 		return []Words{actor, text("rejected"), t.request(e.Subject), text(t.via())}, true
 	case "suspension.resume":
 		return []Words{actor, text("answered"), t.request(e.Subject), text(t.via())}, true
+	case "suspension.link_created":
+		return []Words{actor, text("made a decision link to"), t.request(e.Subject), text("for"), {Text: t.str("email"), Em: true}, text(t.via())}, true
+	case "suspension.link_revoked":
+		return []Words{actor, text("withdrew a decision link to"), t.request(e.Subject), text(t.via())}, true
 	case "document.upload":
 		return []Words{actor, text("uploaded"), {Text: t.str("filename"), Em: true}, text("to"), t.request(t.str("suspensionId"))}, true
 	case "run.start":
