@@ -17,12 +17,24 @@ import (
 // pg_stat_statements): the statements that took the most time, and per
 // table the rows written, how many updates were HOT, the indexes each write
 // keeps up and the triggers it fires. It is nil when it does not measure.
-type pgStats struct{ db *sql.DB }
+type pgStats struct {
+	db   *sql.DB
+	what string // what a cycle is, for the report's heading
+}
 
 // startPgStats resets the statement and table statistics of the bench
 // database, before the window whose cycles its report divides by.
 func startPgStats(t *testing.T, dialect string, mode benchMode, db *sql.DB) *pgStats {
-	if os.Getenv("TOLLGATE_BENCH_PGSTATS") == "" || dialect != "postgres" || mode != benchHeadline {
+	if mode != benchHeadline {
+		return nil
+	}
+	return startPgStatsOn(t, dialect, db, "cycle at 16 clients, notified")
+}
+
+// startPgStatsOn is startPgStats for a window other than the kernel's (the
+// herd's drain), when TOLLGATE_BENCH_PGSTATS is set.
+func startPgStatsOn(t *testing.T, dialect string, db *sql.DB, what string) *pgStats {
+	if os.Getenv("TOLLGATE_BENCH_PGSTATS") == "" || dialect != "postgres" {
 		return nil
 	}
 	for _, q := range []string{"CREATE EXTENSION IF NOT EXISTS pg_stat_statements", "SELECT pg_stat_statements_reset()", "SELECT pg_stat_reset()"} {
@@ -30,7 +42,7 @@ func startPgStats(t *testing.T, dialect string, mode benchMode, db *sql.DB) *pgS
 			t.Fatalf("pgstats: %s: %v (is the server started with TOLLGATE_BENCH_PGSTATS, or TEST_DATABASE_URL one without pg_stat_statements?)", q, err)
 		}
 	}
-	return &pgStats{db: db}
+	return &pgStats{db: db, what: what}
 }
 
 // pgStatsStatements is the top 15 statements of the bench database by time
@@ -83,8 +95,8 @@ func (p *pgStats) report(t *testing.T, cycles float64) string {
 	}
 	time.Sleep(10500 * time.Millisecond)
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nPostgreSQL per cycle at 16 clients, notified (pg_stat_statements with track=all, so statements inside triggers count too;\n"+
-		"pg_stat_user_tables; %.0f cycles, warm-up included). share: of the execution time of the statements sent.\n\n", cycles)
+	fmt.Fprintf(&b, "\nPostgreSQL per %s (pg_stat_statements with track=all, so statements inside triggers count too;\n"+
+		"pg_stat_user_tables; %.0f cycles, warm-up included). share: of the execution time of the statements sent.\n\n", p.what, cycles)
 	fmt.Fprintf(&b, "%9s %9s %9s %9s %9s %11s %6s  %s\n", "calls/cyc", "mean ms", "rows/call", "blks/call", "dirt/call", "WAL B/cycle", "share", "statement")
 	var total, wholeMs float64
 	p.each(t, pgStatsStatements, func(r *sql.Rows) error {
