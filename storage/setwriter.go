@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -245,19 +246,12 @@ func (s *setWriter) endJobs(ctx context.Context, batch []domain.Transition, step
 	if len(steps) == 0 {
 		return nil, nil
 	}
-	values := make([]string, len(steps))
-	args := make([]any, 0, 2*len(steps)+1)
+	ids, attempts := make([]int64, len(steps)), make([]int, len(steps))
 	for k, i := range steps {
-		values[k] = "(?::bigint, ?::int)"
-		args = append(args, batch[i].Step.Job.ID, batch[i].Step.Job.Attempt)
+		ids[k], attempts[k] = batch[i].Step.Job.ID, batch[i].Step.Job.Attempt
 	}
-	args = append(args, jobRunning)
 	var rows []runRow
-	err := s.tx.NewRaw(`WITH v (id, attempt) AS (VALUES `+strings.Join(values, ", ")+`),
-		ended AS (DELETE FROM jobs AS j USING v WHERE j.id = v.id AND j.attempt = v.attempt AND j.status = ? RETURNING j.run_id)
-		SELECT r.*, EXISTS (SELECT 1 FROM subscriptions) AS hooked FROM runs AS r
-		WHERE r.id IN (SELECT run_id FROM ended) ORDER BY r.id FOR UPDATE`, args...).Scan(ctx, &rows)
-	if err != nil && !isNoRows(err) {
+	if err := s.db.hotScan(ctx, s.tx, &rows, hotEndJobs, ids, attempts, jobRunning); err != nil && !isNoRows(err) {
 		return nil, err
 	}
 	runs := make(map[string]*runRow, len(rows))
@@ -372,8 +366,8 @@ func (s *setWriter) insertPauses(ctx context.Context, batch []domain.Transition,
 // returns the rows it changed, by id. A resume refused is answered in out;
 // one that repeats or lost is answered from the row as it is now.
 func (s *setWriter) resumeAll(ctx context.Context, batch []domain.Transition, kept []int, targets map[string]target, out []domain.Applied) (map[string]*suspensionRow, error) {
-	var values []string
-	args := []any{domain.SuspensionResumed}
+	var ids, data, by, keys, decisions []string
+	var at []time.Time
 	for _, i := range kept {
 		req := *batch[i].Resume
 		req.Handoff.Reset()
@@ -387,19 +381,16 @@ func (s *setWriter) resumeAll(ctx context.Context, batch []domain.Transition, ke
 		case err != nil, fate != domain.ResumeApply:
 			continue // answered once the update has run, from the row as it is then
 		}
-		values = append(values, "(?::text, ?::jsonb, ?::timestamptz, ?::text, ?::text, ?::text)")
-		args = append(args, req.SuspensionID, string(domain.OrNull(req.Data)), ts(req.Now), req.By, nullString(req.RequestKey), nullString(req.Decision))
+		ids, data, at = append(ids, req.SuspensionID), append(data, string(domain.OrNull(req.Data))), append(at, ts(req.Now))
+		by, keys, decisions = append(by, req.By), append(keys, req.RequestKey), append(decisions, string(req.Decision))
 	}
 	won := map[string]*suspensionRow{}
-	if len(values) == 0 {
+	if len(ids) == 0 {
 		return won, nil
 	}
-	args = append(args, domain.SuspensionPending)
 	var rows []suspensionRow
-	err := s.tx.NewRaw(`UPDATE suspensions AS s SET status = ?, resume_data = v.data, resumed_at = v.at, resumed_by = v.by,
-		resume_request_key = v.key, decision = v.decision
-		FROM (VALUES `+strings.Join(values, ", ")+`) AS v (id, data, at, by, key, decision)
-		WHERE s.id = v.id AND s.status = ? AND NOT s.precompleted RETURNING s.*`, args...).Scan(ctx, &rows)
+	err := s.db.hotScan(ctx, s.tx, &rows, hotResumeAll, ids, data, at, by, nullStrings(keys), nullStrings(decisions),
+		string(domain.SuspensionResumed), string(domain.SuspensionPending))
 	if err != nil && !isNoRows(err) {
 		return nil, err
 	}
@@ -439,8 +430,11 @@ func (s *setWriter) finish(ctx context.Context) error {
 	if err := s.claimAll(ctx); err != nil {
 		return err
 	}
-	if len(s.events) > 0 {
-		if err := s.b.add(ctx, s.tx.NewInsert().Model(&s.events)); err != nil {
+	if err := s.b.insertEvents(ctx, s.events); err != nil {
+		return err
+	}
+	if len(s.runs) > 0 {
+		if err := s.b.updateRuns(ctx, s.runs); err != nil {
 			return err
 		}
 	}
@@ -457,11 +451,6 @@ func (s *setWriter) finish(ctx context.Context) error {
 			return err
 		}
 		if err := s.b.add(ctx, dropQueuedOf(s.tx, s.ended...)); err != nil {
-			return err
-		}
-	}
-	if len(s.runs) > 0 {
-		if err := s.b.add(ctx, updateRuns(s.tx, s.runs)); err != nil {
 			return err
 		}
 	}
@@ -505,32 +494,4 @@ func (s *setWriter) claimAll(ctx context.Context) error {
 		c.handOver()
 	}
 	return nil
-}
-
-// updateRuns writes back each run's status, next index and time, and its
-// output and error where a step's commit may have set them, in one
-// statement.
-func updateRuns(tx bun.IDB, runs []setRun) *bun.RawQuery {
-	values := make([]string, len(runs))
-	args := make([]any, 0, 7*len(runs))
-	for k, r := range runs {
-		values[k] = "(?::text, ?::text, ?::boolean, ?::jsonb, ?::jsonb, ?::bigint, ?::timestamptz)"
-		var output, runErr *string
-		if r.result {
-			if len(r.row.Output) > 0 {
-				o := string(r.row.Output)
-				output = &o
-			}
-			if r.row.Error != nil {
-				e := string(domain.MustJSON(r.row.Error))
-				runErr = &e
-			}
-		}
-		args = append(args, r.row.ID, r.row.Status, r.result, output, runErr, r.row.NextSeq, r.row.UpdatedAt)
-	}
-	return tx.NewRaw(`UPDATE runs AS r SET status = v.status, next_seq = v.next_seq, updated_at = v.updated_at,
-		output = CASE WHEN v.result THEN v.output ELSE r.output END,
-		error = CASE WHEN v.result THEN v.error ELSE r.error END
-		FROM (VALUES `+strings.Join(values, ", ")+`) AS v (id, status, result, output, error, next_seq, updated_at)
-		WHERE r.id = v.id`, args...)
 }

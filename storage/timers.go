@@ -108,10 +108,10 @@ func (db *DB) writeWakes(ctx context.Context, tx bun.IDB, due []*jobRow, runs ma
 		woken[run.ID] = run
 	}
 	ids := slices.Sorted(maps.Keys(woken))
-	if err := b.add(ctx, tx.NewInsert().Model(&events)); err != nil {
+	if err := b.insertEvents(ctx, events); err != nil {
 		return nil, err
 	}
-	if err := b.add(ctx, updateTimerRuns(tx, ids, woken, now)); err != nil {
+	if err := b.updateTimerRuns(ctx, ids, woken, now); err != nil {
 		return nil, err
 	}
 	if err := db.notifyChange(ctx, b, ids...); err != nil {
@@ -183,6 +183,13 @@ func (db *DB) resumeTimers(ctx context.Context, tx bun.IDB, due []*jobRow, runs 
 		return nil, nil
 	}
 	var rows []suspensionRow
+	if db.dialect == Postgres {
+		err := db.hotScan(ctx, tx, &rows, hotResumeTimers, ids, string(domain.SuspensionResumed), now, domain.ResumedByTimer, string(domain.SuspensionPending))
+		if err != nil && !isNoRows(err) {
+			return nil, err
+		}
+		return wonRows(rows), nil
+	}
 	err := tx.NewUpdate().Model(&rows).
 		Set("status = ?", domain.SuspensionResumed).Set("resume_data = ?", domain.OrNull(nil)).
 		Set("resumed_at = ?", now).Set("resumed_by = ?", domain.ResumedByTimer).
@@ -192,11 +199,16 @@ func (db *DB) resumeTimers(ctx context.Context, tx bun.IDB, due []*jobRow, runs 
 	if err != nil && !isNoRows(err) {
 		return nil, err
 	}
+	return wonRows(rows), nil
+}
+
+// wonRows is rows by id.
+func wonRows(rows []suspensionRow) map[string]*suspensionRow {
 	won := make(map[string]*suspensionRow, len(rows))
 	for i := range rows {
 		won[rows[i].ID] = &rows[i]
 	}
-	return won, nil
+	return won
 }
 
 // updateTimerRuns sets each woken run's status and next index, and when

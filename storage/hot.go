@@ -1,0 +1,164 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/uptrace/bun"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// The kernel's hot statements on PostgreSQL are fixed text over arrays:
+// a batch of one and a batch of 500 send the same SQL, its rows in
+// parameters such as unnest($1::text[], $2::bigint[]). They travel by
+// pgx's extended protocol with its statement cache, so each connection
+// parses and plans each of them once, where a statement that bun writes
+// with its values in the text is parsed and planned at every call: for a
+// herd's batches of hundreds of rows that was most of what PostgreSQL
+// spent on them. bun keeps every other statement, and SQLite, where
+// parsing a statement costs no round trip, keeps bun for all of them.
+//
+// The connection's default stays the simple protocol (see openPostgres):
+// a hot statement asks for the cache itself.
+
+// hotQuery runs a hot statement on tx, a transaction, a connection or the
+// database, and returns its rows.
+func hotQuery(ctx context.Context, tx bun.IDB, query string, args ...any) (*sql.Rows, error) {
+	args = append([]any{pgx.QueryExecModeCacheStatement}, args...)
+	switch tx := tx.(type) {
+	case bun.Tx:
+		return tx.Tx.QueryContext(ctx, query, args...)
+	case bun.Conn:
+		return tx.Conn.QueryContext(ctx, query, args...)
+	case *bun.DB:
+		return tx.DB.QueryContext(ctx, query, args...)
+	}
+	return nil, fmt.Errorf("hot statement on %T", tx)
+}
+
+// hotScan runs a hot statement and scans its rows into dest, a slice of
+// models or of values, as bun would.
+func (db *DB) hotScan(ctx context.Context, tx bun.IDB, dest any, query string, args ...any) error {
+	rows, err := hotQuery(ctx, tx, query, args...)
+	if err != nil {
+		return err
+	}
+	return db.bun.ScanRows(ctx, rows, dest)
+}
+
+// hotExec runs a hot statement whose rows nobody reads.
+func hotExec(ctx context.Context, tx bun.IDB, query string, args ...any) error {
+	rows, err := hotQuery(ctx, tx, query, args...)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return rows.Close()
+}
+
+// hot runs a hot statement after the statements the batch holds, which
+// go first in their order.
+func (b *batch) hot(ctx context.Context, query string, args ...any) error {
+	if err := b.flush(ctx); err != nil {
+		return err
+	}
+	return hotExec(ctx, b.tx, query, args...)
+}
+
+const hotInsertEvents = `INSERT INTO events (run_id, seq, type, step, payload, created_at)
+SELECT v.run_id, v.seq, v.type, v.step, v.payload::jsonb, v.created_at
+FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::timestamptz[]) AS v (run_id, seq, type, step, payload, created_at)`
+
+// insertEvents inserts events in one statement: on PostgreSQL a hot one.
+func (b *batch) insertEvents(ctx context.Context, events []*eventRow) error {
+	if len(events) == 0 {
+		return nil
+	}
+	if b.db.dialect != Postgres {
+		return b.add(ctx, b.tx.NewInsert().Model(&events))
+	}
+	runs, seqs, types, steps, payloads, at := make([]string, len(events)), make([]int64, len(events)),
+		make([]string, len(events)), make([]string, len(events)), make([]string, len(events)), make([]time.Time, len(events))
+	for i, e := range events {
+		runs[i], seqs[i], types[i], steps[i], payloads[i], at[i] = e.RunID, e.Seq, e.Type, e.Step, string(e.Payload), e.CreatedAt
+	}
+	return b.hot(ctx, hotInsertEvents, runs, seqs, types, steps, payloads, at)
+}
+
+const hotUpdateRuns = `UPDATE runs AS r SET status = v.status, next_seq = v.next_seq, updated_at = v.updated_at,
+	output = CASE WHEN v.result THEN v.output::jsonb ELSE r.output END,
+	error = CASE WHEN v.result THEN v.error::jsonb ELSE r.error END
+FROM unnest($1::text[], $2::text[], $3::boolean[], $4::text[], $5::text[], $6::bigint[], $7::timestamptz[])
+	AS v (id, status, result, output, error, next_seq, updated_at)
+WHERE r.id = v.id`
+
+// updateRuns writes back each run's status, next index and time, and its
+// output and error where a step's commit may have set them, in one hot
+// statement.
+func (b *batch) updateRuns(ctx context.Context, runs []setRun) error {
+	n := len(runs)
+	ids, status, result, output, runErr, next, at := make([]string, n), make([]string, n), make([]bool, n),
+		make([]*string, n), make([]*string, n), make([]int64, n), make([]time.Time, n)
+	for k, r := range runs {
+		if r.result {
+			if len(r.row.Output) > 0 {
+				o := string(r.row.Output)
+				output[k] = &o
+			}
+			if r.row.Error != nil {
+				e := string(domain.MustJSON(r.row.Error))
+				runErr[k] = &e
+			}
+		}
+		ids[k], status[k], result[k], next[k], at[k] = r.row.ID, string(r.row.Status), r.result, r.row.NextSeq, r.row.UpdatedAt
+	}
+	return b.hot(ctx, hotUpdateRuns, ids, status, result, output, runErr, next, at)
+}
+
+const hotUpdateTimerRuns = `UPDATE runs AS r SET status = v.status, next_seq = v.next_seq, updated_at = $4
+FROM unnest($1::text[], $2::text[], $3::bigint[]) AS v (id, status, next_seq) WHERE r.id = v.id`
+
+// updateTimerRuns sets each woken run's status and next index, and when
+// it changed, in one statement: on PostgreSQL a hot one.
+func (b *batch) updateTimerRuns(ctx context.Context, ids []string, runs map[string]*runRow, now time.Time) error {
+	if b.db.dialect != Postgres {
+		return b.add(ctx, updateTimerRuns(b.tx, ids, runs, now))
+	}
+	status, next := make([]string, len(ids)), make([]int64, len(ids))
+	for i, id := range ids {
+		status[i], next[i] = string(runs[id].Status), runs[id].NextSeq
+	}
+	return b.hot(ctx, hotUpdateTimerRuns, ids, status, next, now)
+}
+
+const hotResumeTimers = `UPDATE suspensions SET status = $2, resume_data = 'null'::jsonb, resumed_at = $3, resumed_by = $4,
+	resume_request_key = NULL, decision = NULL
+WHERE id = ANY($1::text[]) AND status = $5 AND NOT precompleted RETURNING *`
+
+const hotEndJobs = `WITH ended AS (
+	DELETE FROM jobs AS j USING unnest($1::bigint[], $2::int[]) AS v (id, attempt)
+	WHERE j.id = v.id AND j.attempt = v.attempt AND j.status = $3 RETURNING j.run_id)
+SELECT r.*, EXISTS (SELECT 1 FROM subscriptions) AS hooked FROM runs AS r
+WHERE r.id IN (SELECT run_id FROM ended) ORDER BY r.id FOR UPDATE`
+
+const hotResumeAll = `UPDATE suspensions AS s SET status = $7, resume_data = v.data::jsonb, resumed_at = v.at, resumed_by = v.by,
+	resume_request_key = v.key, decision = v.decision
+FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::text[], $6::text[]) AS v (id, data, at, by, key, decision)
+WHERE s.id = v.id AND s.status = $8 AND NOT s.precompleted RETURNING s.*`
+
+// nullStrings is ss with each empty string a NULL, for a text[] parameter.
+func nullStrings(ss []string) []*string {
+	out := make([]*string, len(ss))
+	for i, s := range ss {
+		out[i] = nullString(s)
+	}
+	return out
+}
