@@ -39,11 +39,14 @@ type opts struct {
 	dsn     string
 	jobs    int
 	workers int
-	// lead is how far ahead of the start the jobs' instant lies. River's
-	// scheduler moves jobs due within its next interval (5 s) to available
-	// ahead of time, and runs on the leader, so the lead covers a leader's
-	// election and a scheduler pass: with it, what is measured is the
-	// fetching and working, not the client's start.
+	// lead is how far ahead of the client's start the jobs' instant lies.
+	// It covers a leader's election and a pass of River's scheduler, which
+	// makes jobs due within its next 5 s available ahead of their time, so
+	// what is measured is fetching and working, not the client's start.
+	// Producers then fetch on their poll, every 1 to 1.1 s (jittered): 10 s
+	// puts the instant about 0.5 s before the tenth poll, the middle of
+	// that range, which is what an instant at a random moment waits on
+	// average. Lateness includes that wait: it is River's default.
 	lead    time.Duration
 	timeout time.Duration
 }
