@@ -44,9 +44,10 @@ type opts struct {
 	// makes jobs due within its next 5 s available ahead of their time, so
 	// what is measured is fetching and working, not the client's start.
 	// Producers then fetch on their poll, every 1 to 1.1 s (jittered): 10 s
-	// puts the instant about 0.5 s before the tenth poll, the middle of
-	// that range, which is what an instant at a random moment waits on
-	// average. Lateness includes that wait: it is River's default.
+	// puts the instant about 0.5 s before the tenth poll (more when the
+	// client is slow to start), the middle of that range, which is what an
+	// instant at a random moment waits on average. Lateness includes that
+	// wait: it is River's default.
 	lead    time.Duration
 	timeout time.Duration
 }
