@@ -50,10 +50,15 @@ soak: ## One server under SOAK_RATE (200) resumes/s and 1,000 open live pages fo
 	TOLLGATE_SOAK_DURATION=$(SOAK_TIME) TOLLGATE_SOAK_RATE=$(SOAK_RATE) $(GO) test -run '^TestSoak$$' -count=1 -timeout 90m -v ./cmd/tollgate
 
 # BENCH=kernel,herd runs only the parts named (all when empty): kernel, herd,
-# trips, hooks, replay, web, mail, upload, policies, servers.
+# peers, trips, hooks, replay, web, mail, upload, policies, servers.
+# peers builds River (bench/river, a Go module of its own, fetched from the
+# Go module proxy on its first build) and runs it on the PostgreSQL server
+# the herd uses, beside the herd, with Tollgate p99 / River p99. BENCH=peers
+# alone still runs the herd, on PostgreSQL only and without its memory
+# figure, so that the ratio always comes from one run.
 BENCH ?= $(TOLLGATE_BENCH)
 
-bench: ## Suspend→resume, declarative and replay workflows on both databases; the web app with 1M suspensions; what mail adds to creating suspensions; approval policies' memory and vote latency; one server against three on one PostgreSQL (BENCH=kernel,herd picks parts)
+bench: ## Suspend→resume, declarative and replay workflows on both databases; the herd beside River (peers); the web app with 1M suspensions; what mail adds to creating suspensions; approval policies' memory and vote latency; one server against three on one PostgreSQL (BENCH=kernel,herd picks parts)
 	TOLLGATE_BENCH=$(BENCH) $(GO) test -run '^TestBench' -tags bench -count=1 -timeout 60m -v ./cmd/tollgate
 
 generate: ## Regenerate generated code (templ components) and the README's configuration reference
@@ -61,11 +66,17 @@ generate: ## Regenerate generated code (templ components) and the README's confi
 	$(GO) generate ./...
 	$(GO) test ./cmd/tollgate -run '^TestConfigurationReference$$' -count=1 -args -update-readme
 
+# bench/river is a module of its own, which ./... leaves out: it is vetted
+# and checked by the staticcheck pinned in go.mod (go tool -n builds it and
+# names the binary) from its own directory. govulncheck skips it: it is a
+# bench's program, never shipped.
 lint: ## gofmt, go vet, staticcheck and govulncheck
 	test -z "$$(gofmt -l .)"
 	$(GO) vet ./...
 	$(GO) vet -tags bench ./cmd/tollgate
+	$(GO) -C bench/river vet ./...
 	$(GO) tool staticcheck ./...
+	staticcheck=$$($(GO) tool -n staticcheck) && cd bench/river && "$$staticcheck" ./...
 	$(MAKE) vulncheck
 
 # govulncheck reads the Go vulnerability database as the module
@@ -87,6 +98,7 @@ vulncheck: ## govulncheck against the Go vulnerability database of VULNDB; fails
 check: generate lint test ## What CI runs, plus drift checks
 	git diff --exit-code
 	$(GO) mod tidy -diff
+	$(GO) -C bench/river mod tidy -diff
 	diff <(ls migrations/postgres) <(ls migrations/sqlite)
 
 # The release's version: the tag of the commit (v1.2.3), else what git

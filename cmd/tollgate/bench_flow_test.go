@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,7 +29,8 @@ import (
 // of wait steps due at the same instant, async http step round trips, and
 // waitpoint resumes through the async and the sync endpoint — each through
 // the server as serve wires it. The round trips are measured for
-// benchMeasure after roundTripWarm.
+// benchMeasure after roundTripWarm. Part peers (bench_peers_test.go) puts
+// River beside the herd on PostgreSQL.
 const (
 	hookAsyncRuns = 5_000
 	hookSyncRuns  = 500
@@ -46,6 +48,9 @@ type flowBenchResult struct {
 	timersSmall, timersLarge int64
 	trips                    tripResult
 	hooks                    hookResult
+	// peer is River's run of the herd, on PostgreSQL when part peers is
+	// selected; nil otherwise.
+	peer *peerResult
 }
 
 type herdResult struct {
@@ -120,14 +125,24 @@ type (
 )
 
 func TestBenchFlows(t *testing.T) {
-	benchParts(t, "herd", "trips", "hooks")
-	herd, trips, hooks := benchPart("herd"), benchPart("trips"), benchPart("hooks")
+	benchParts(t, "herd", "trips", "hooks", "peers")
+	herd, trips, hooks, peers := benchPart("herd"), benchPart("trips"), benchPart("hooks"), benchPart("peers")
 	var results []flowBenchResult
 	for _, dialect := range []string{"sqlite", "postgres"} {
+		// Part peers runs the herd on PostgreSQL, without the memory
+		// figure, even when part herd is not selected: its ratio is
+		// Tollgate's p99 over River's within one run.
+		peer := peers && dialect == "postgres"
+		if !herd && !trips && !hooks && !peer {
+			continue
+		}
 		t.Run(dialect, func(t *testing.T) {
 			r := flowBenchResult{dialect: dialect}
-			if herd {
-				benchHerd(t, dialect, &r)
+			if herd || peer {
+				benchHerd(t, dialect, &r, herd)
+			}
+			if peer {
+				r.peer = benchRiver(t)
 			}
 			if trips {
 				r.trips = benchRoundTrips(t, dialect)
@@ -140,22 +155,9 @@ func TestBenchFlows(t *testing.T) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nDeclarative workflows through the server, %d engine workers; GOMAXPROCS %d, %d CPUs.\n", benchWorkers, runtime.GOMAXPROCS(0), runtime.NumCPU())
-	if herd {
-		fmt.Fprintf(&b, "\n%d wait steps due at one instant (untilTimestamp), each followed by a task step; lateness = the task's start − the instant:\n\n", herdRuns)
-		fmt.Fprintf(&b, "%-9s %10s %10s %9s %9s %9s %9s %10s %s\n", "dialect", "lead", "paused in", "first", "p50", "p99", "max", "all done", "fired")
-		for _, r := range results {
-			h := r.herd
-			fmt.Fprintf(&b, "%-9s %10v %10v %9s %9s %9s %9s %10s %d of %d waits completed (%d distinct), %d next steps started, %d twice\n", r.dialect, h.lead.Round(time.Second),
-				h.created.Round(100*time.Millisecond), ms(h.late.min), ms(h.late.p50), ms(h.late.p99), ms(h.late.max), ms(h.last), h.wakes, h.runs, h.distinctWakes, h.stamped, h.duplicates)
-		}
-		b.WriteString("\nResident memory (VmRSS after runtime.GC + debug.FreeOSMemory) with pending wait steps (durationMs one day):\n\n")
-		fmt.Fprintf(&b, "%-9s %10s %10s %11s\n", "dialect", "1k waits", fmt.Sprintf("%dk waits", rssLarge/1000), "difference")
-		for _, r := range results {
-			fmt.Fprintf(&b, "%-9s %10s %10s %11s\n", r.dialect, mib(r.timersSmall), mib(r.timersLarge), mib(r.timersLarge-r.timersSmall))
-		}
-		for _, r := range results {
-			b.WriteString(r.herd.pgStats)
-		}
+	writeHerd(&b, results, herd)
+	if peers {
+		writePeers(&b, results)
 	}
 	if trips {
 		fmt.Fprintf(&b, "\nAsync http step round trips, %d clients: call received by the endpoint → its webhook report → the next step's start:\n\n", benchClients)
@@ -176,11 +178,17 @@ func TestBenchFlows(t *testing.T) {
 	}
 	b.WriteString("\nTargets:\n")
 	for _, r := range results {
-		if h := r.herd; herd {
+		if h := r.herd; h.runs > 0 {
 			fmt.Fprintf(&b, "  %s  %-8s herd: first next step ≤ 50ms late: %s\n", verdict(h.late.min <= 50*time.Millisecond), r.dialect, ms(h.late.min))
 			fmt.Fprintf(&b, "  %s  %-8s herd: next step p99 ≤ 2s late: %s\n", verdict(h.late.p99 <= 2*time.Second), r.dialect, ms(h.late.p99))
 			fmt.Fprintf(&b, "  %s  %-8s herd: every wait fired once, none early: %d completions of %d runs, %d distinct, %d twice, earliest %s\n",
 				verdict(h.firedOnce()), r.dialect, h.wakes, h.runs, h.distinctWakes, h.firedTwice(), ms(h.late.min))
+		}
+		if p := r.peer; p != nil {
+			fmt.Fprintf(&b, "  %s  %-8s herd: next step p99 ≤ River's p99 in the same run: %s vs %s (ratio %.2f)\n",
+				verdict(r.herd.late.p99 <= p.p99Late()), r.dialect, ms(r.herd.late.p99), ms(p.p99Late()), peerRatio(r))
+		}
+		if herd {
 			d := r.timersLarge - r.timersSmall
 			fmt.Fprintf(&b, "  %s  %-8s RSS growth from 1k to %dk pending waits ≤ 20 MiB: %s\n", verdict(d <= 20<<20), r.dialect, rssLarge/1000, mib(d))
 		}
@@ -197,10 +205,43 @@ func TestBenchFlows(t *testing.T) {
 		if trips {
 			benchLine(t, tripsLine{Name: "trips", Dialect: r.dialect, Clients: benchClients, TripsPerSec: fig(r.trips.rate), P50Ms: msFig(r.trips.lat.p50), P99Ms: msFig(r.trips.lat.p99)})
 		}
+		if r.peer != nil {
+			benchLine(t, peersLineOf(r))
+		}
 		if h := r.hooks; hooks {
 			benchLine(t, hooksLine{Name: "hooks", Dialect: r.dialect, AsyncPerSec: fig(h.asyncRate), AsyncP50Ms: msFig(h.async.p50), AsyncP99Ms: msFig(h.async.p99),
 				SyncP50Ms: msFig(h.sync.p50), SyncP99Ms: msFig(h.sync.p99), SyncAddedP50Ms: msFig(h.syncAdded())})
 		}
+	}
+}
+
+// writeHerd writes the herd's lateness for each database it ran on, and
+// when the herd part was selected (not only peers) the memory pending
+// waits take.
+func writeHerd(b *strings.Builder, results []flowBenchResult, memory bool) {
+	if !slices.ContainsFunc(results, func(r flowBenchResult) bool { return r.herd.runs > 0 }) {
+		return
+	}
+	fmt.Fprintf(b, "\n%d wait steps due at one instant (untilTimestamp), each followed by a task step; lateness = the task's start − the instant:\n\n", herdRuns)
+	fmt.Fprintf(b, "%-9s %10s %10s %9s %9s %9s %9s %10s %s\n", "dialect", "lead", "paused in", "first", "p50", "p99", "max", "all done", "fired")
+	for _, r := range results {
+		h := r.herd
+		if h.runs == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "%-9s %10v %10v %9s %9s %9s %9s %10s %d of %d waits completed (%d distinct), %d next steps started, %d twice\n", r.dialect, h.lead.Round(time.Second),
+			h.created.Round(100*time.Millisecond), ms(h.late.min), ms(h.late.p50), ms(h.late.p99), ms(h.late.max), ms(h.last), h.wakes, h.runs, h.distinctWakes, h.stamped, h.duplicates)
+	}
+	for _, r := range results {
+		b.WriteString(r.herd.pgStats)
+	}
+	if !memory {
+		return
+	}
+	b.WriteString("\nResident memory (VmRSS after runtime.GC + debug.FreeOSMemory) with pending wait steps (durationMs one day):\n\n")
+	fmt.Fprintf(b, "%-9s %10s %10s %11s\n", "dialect", "1k waits", fmt.Sprintf("%dk waits", rssLarge/1000), "difference")
+	for _, r := range results {
+		fmt.Fprintf(b, "%-9s %10s %10s %11s\n", r.dialect, mib(r.timersSmall), mib(r.timersLarge), mib(r.timersLarge-r.timersSmall))
 	}
 }
 
@@ -248,7 +289,8 @@ func flowServer(t *testing.T, dialect string, st *stamps, onCommit func(string, 
 }
 
 // benchHerd pauses herdRuns runs on one untilTimestamp and measures how
-// late the step after the wait starts; then the memory pending waits take.
+// late the step after the wait starts; then, when memory is set, the
+// memory pending waits take.
 //
 // The instant is written in the herd's document before its first run
 // starts, and pausing the whole herd must end before it. How long that
@@ -260,7 +302,7 @@ func flowServer(t *testing.T, dialect string, st *stamps, onCommit func(string, 
 // the herd, plus 5 s, ahead. A fixed lead of minutes would be as correct,
 // lateness being measured from the instant, but would idle every run of
 // the bench for minutes on a fast database.
-func benchHerd(t *testing.T, dialect string, r *flowBenchResult) {
+func benchHerd(t *testing.T, dialect string, r *flowBenchResult, memory bool) {
 	st := newStamps()
 	idle := `{"id": "idle", "version": "1", "steps": [{"type": "wait", "name": "tomorrow", "durationMs": 86400000}]}`
 	// The drain's end is heard from the engine's commits: polling the
@@ -317,6 +359,9 @@ func benchHerd(t *testing.T, dialect string, r *flowBenchResult) {
 	}
 	t.Logf("herd: %d runs paused in %v, %v ahead of their instant; lateness of the next step's start min %s p50 %s p99 %s max %s; all succeeded %s after the instant; %d wait completions (%d runs), %d started twice",
 		herdRuns, h.created.Round(time.Millisecond), h.lead.Round(time.Millisecond), ms(h.late.min), ms(h.late.p50), ms(h.late.p99), ms(h.late.max), ms(h.last), h.wakes, h.distinctWakes, h.duplicates)
+	if !memory {
+		return
+	}
 
 	// Pending timers are rows, not memory: the 1k above, then rssLarge
 	// of them; the herd's rows and stamps are there for both figures.
