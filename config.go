@@ -44,7 +44,8 @@ type Config struct {
 	// first process to start makes it.
 	Secret string
 
-	// Workers is how many steps run at once (default 16).
+	// Workers is how many steps run at once (default 256): a slot is held
+	// while a step's code runs, not while its outcome commits.
 	Workers int
 	// JobLease is how long a claimed job belongs to this process before
 	// another may take it over (default 30s).
@@ -122,7 +123,7 @@ const KeepForever time.Duration = -1
 // Defaults of Config, which serve's flags share.
 const (
 	DefaultDataDir            = "./data"
-	DefaultWorkers            = 16
+	DefaultWorkers            = 256
 	DefaultJobLease           = 30 * time.Second
 	DefaultPollInterval       = time.Second
 	DefaultShutdownTimeout    = 15 * time.Second

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,6 +41,10 @@ const (
 // herdRuns is how many waits fall due at one instant; TOLLGATE_BENCH_HERD
 // lowers it for a quick try.
 var herdRuns = benchSize("TOLLGATE_BENCH_HERD", 10_000, 100)
+
+// herdWorkers is the herd's server's --workers: serve's default, as the
+// issue's target asks; TOLLGATE_BENCH_HERD_WORKERS tries another.
+var herdWorkers = benchSize("TOLLGATE_BENCH_HERD_WORKERS", tollgate.DefaultWorkers, 1)
 
 type flowBenchResult struct {
 	dialect string
@@ -274,9 +279,14 @@ func (s *stamps) first(runID string) (time.Time, bool) {
 // flowServer is a bench server with declarative workflows whose task
 // handler "stamp" records into st, and the documents registered.
 func flowServer(t *testing.T, dialect string, st *stamps, onCommit func(string, domain.CommitResult), docs ...string) (*client, *engine.Engine, *storage.DB, func()) {
+	return flowServerWith(t, dialect, st, onCommit, nil, docs...)
+}
+
+// flowServerWith is flowServer with extra serve flags in args.
+func flowServerWith(t *testing.T, dialect string, st *stamps, onCommit func(string, domain.CommitResult), args []string, docs ...string) (*client, *engine.Engine, *storage.DB, func()) {
 	var errs atomic.Int64
 	stamp := func(tg *tollgate.Tollgate) error { return tg.RegisterTask("stamp", st.task) }
-	c, eng, db, stop := benchServerOn(t, benchOpts(t, dialect), &errs, onCommit, stamp, "--http-allow", "*")
+	c, eng, db, stop := benchServerOn(t, benchOpts(t, dialect), &errs, onCommit, stamp, append([]string{"--http-allow", "*"}, args...)...)
 	for _, doc := range docs {
 		c.register(t, doc)
 	}
@@ -315,7 +325,7 @@ func benchHerd(t *testing.T, dialect string, r *flowBenchResult, memory bool) {
 			close(drained)
 		}
 	}
-	c, eng, db, stop := flowServer(t, dialect, st, onCommit, idle)
+	c, eng, db, stop := flowServerWith(t, dialect, st, onCommit, []string{"--workers", strconv.Itoa(herdWorkers)}, idle)
 	defer stop()
 	began := time.Now()
 	startSuspended(t, eng, db, "idle", 0, rssSmall, nil)

@@ -125,6 +125,9 @@ type Engine struct {
 	// than pile up in this one's memory.
 	held    atomic.Int64
 	maxHeld int64
+	// ask is how many jobs the next claim may ask for (see firstClaim);
+	// only Run's loop claims.
+	ask int
 
 	mu   sync.Mutex
 	pool *pool // while Run runs
@@ -466,7 +469,8 @@ func (e *Engine) Run(ctx context.Context) error {
 // taken before the claim because a handoff may take one at any moment:
 // a job claimed with no slot to run in would wait, its lease running out.
 func (e *Engine) claim(ctx context.Context, p *pool) (claimed, asked int) {
-	for room := e.room(); asked < cap(e.slots) && int64(asked) < room && e.reserve(); {
+	limit := min(cap(e.slots), max(e.ask, firstClaim))
+	for room := e.room(); asked < limit && int64(asked) < room && e.reserve(); {
 		asked++
 	}
 	if asked == 0 {
@@ -491,8 +495,19 @@ func (e *Engine) claim(ctx context.Context, p *pool) (claimed, asked int) {
 	for range asked - len(jobs) {
 		e.free()
 	}
+	e.ask = firstClaim
+	if len(jobs) == asked {
+		e.ask = 2 * asked
+	}
 	return len(jobs), asked
 }
+
+// firstClaim bounds the first claim after one that found the queue short
+// of due jobs; each claim that takes all it asked for doubles the next,
+// up to the free slots. The first job of a herd then starts after a claim
+// (and a wake of its timers) of 16 jobs, not of every slot's, and the
+// rest follow in claims as large as the slots allow.
+const firstClaim = 16
 
 // room is how many more jobs a claim may take on top of those held: the
 // steps that run and the commits that wait for their batch.

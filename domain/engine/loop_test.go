@@ -468,3 +468,40 @@ func TestLoopGivesBackHandedJobsWhoseClaimRunsOut(t *testing.T) {
 		}
 	})
 }
+
+// A herd's first step starts after a small claim, and the claims after it
+// grow with the queue: each that takes all it asked for doubles the next,
+// up to the free slots; one that finds the queue short starts small again.
+func TestLoopClaimsGrowWithTheQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newLoopStore()
+		release := make(chan struct{})
+		step := func(ctx context.Context, _ domain.StepRequest) (domain.StepResult, error) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return domain.StepResult{Output: "done"}, nil
+		}
+		e := New(s, loopWorkflow(t, domain.DefaultRetry, map[string]domain.StepFunc{"work": step}),
+			Opts{Workers: 100, PollInterval: time.Hour, Lease: 2 * time.Hour})
+		for range 60 {
+			s.enqueue("loop", "work", time.Now(), false)
+		}
+		stop := runLoop(t, e)
+		synctest.Wait()
+		s.mu.Lock()
+		got := slices.Clone(s.limits)
+		s.mu.Unlock()
+		// 16 + 32 took 48 of the 60; the third asked for 52 (the slots
+		// left) and found 12: the queue is short, so the next starts at 16.
+		if want := []int{16, 32, 52}; !slices.Equal(got, want) {
+			t.Errorf("the claims asked for %v jobs; want %v", got, want)
+		}
+		if e.ask != firstClaim {
+			t.Errorf("after a claim that found the queue short the next asks for %d; want %d", e.ask, firstClaim)
+		}
+		close(release)
+		stop()
+	})
+}

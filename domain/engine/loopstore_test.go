@@ -44,6 +44,8 @@ type loopStore struct {
 	// overClaim is how many due jobs beyond its limit a claim takes, as
 	// a faulty store's would.
 	overClaim int
+	// limits is how many jobs each claim asked for, in order.
+	limits []int
 }
 
 // loopJob is a queued job with the claim state the storage package keeps
@@ -116,6 +118,7 @@ func (s *loopStore) ClaimJobs(_ context.Context, worker string, now time.Time, l
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.claims = append(s.claims, now)
+	s.limits = append(s.limits, limit)
 	var due []*loopJob
 	for _, j := range s.jobs {
 		if !j.running && !j.done && !j.job.RunAt.After(now) {
