@@ -191,13 +191,7 @@ func plan(o Outcome, c *StepCommit) error {
 	// A step that pauses, with nothing to show yet, to continue itself
 	// (a wait) completes when it continues, not now.
 	if o.Step != "" && !(o.Result.Output == nil && pausesItself(o.Step, b)) {
-		payload := map[string]any{"output": output}
-		for k, v := range o.Result.Completion {
-			if k != "output" {
-				payload[k] = v
-			}
-		}
-		c.Events = append(c.Events, NewEvent{Type: EventStepCompleted, Step: o.Step, Payload: MustJSON(payload)})
+		c.Events = append(c.Events, stepEnded(o, output))
 	}
 	for _, e := range o.Result.Events {
 		typ := EventTypeOf(e.Type)
@@ -261,6 +255,33 @@ func withDeferred(o Outcome, c *StepCommit) ([]Command, error) {
 // ends reports whether cmds end the run (complete or fail).
 func ends(cmds []Command) bool {
 	return slices.ContainsFunc(cmds, func(cmd Command) bool { return cmd.Type.Ends() })
+}
+
+// stepEnded is the log entry of a step that ran to the end of its
+// attempt: STEP_COMPLETED with its output; or, when it fails the run with
+// nothing to show (a declarative step that found it cannot go on, a step
+// function that returns only a fail command), STEP_FAILED with the run's
+// error, as for a step that fails for good: it did not complete.
+func stepEnded(o Outcome, output json.RawMessage) NewEvent {
+	if i := slices.IndexFunc(o.Result.Commands, func(cmd Command) bool { return cmd.Type == CmdFail }); i >= 0 && o.Result.Output == nil {
+		return NewEvent{Type: EventStepFailed, Step: o.Step, Payload: MustJSON(map[string]any{
+			"attempt": o.Job.Attempt, "error": failError(o.Result.Commands[i])})}
+	}
+	payload := map[string]any{"output": output}
+	for k, v := range o.Result.Completion {
+		if k != "output" {
+			payload[k] = v
+		}
+	}
+	return NewEvent{Type: EventStepCompleted, Step: o.Step, Payload: MustJSON(payload)}
+}
+
+// failError is the error fail command cmd ends the run with.
+func failError(cmd Command) *RunError {
+	if cmd.Error == nil || cmd.Error.Code == "" {
+		return &RunError{Code: CodeStepFailed, Message: "step asked the run to fail"}
+	}
+	return cmd.Error
 }
 
 // checkCommands enforces the rules a result must meet before anything of it
@@ -524,10 +545,7 @@ func planCommands(o Outcome, c *StepCommit, cmds []Command) error {
 			c.Finish = &RunFinish{Status: RunSucceeded, Output: out}
 			c.Events = append(c.Events, NewEvent{Type: EventRunSucceeded, Step: o.Step, Payload: MustJSON(map[string]json.RawMessage{"output": out})})
 		case CmdFail:
-			re := cmd.Error
-			if re == nil || re.Code == "" {
-				re = &RunError{Code: CodeStepFailed, Message: "step asked the run to fail"}
-			}
+			re := failError(cmd)
 			c.Finish = &RunFinish{Status: RunFailed, Error: re}
 			c.Events = append(c.Events, NewEvent{Type: EventRunFailed, Step: o.Step, Payload: MustJSON(re)})
 		}
