@@ -21,6 +21,9 @@ const (
 // Blocking reports whether t pauses the run.
 func (t CommandType) Blocking() bool { return t == CmdSuspend || t == CmdReview }
 
+// Ends reports whether t ends the run.
+func (t CommandType) Ends() bool { return t == CmdComplete || t == CmdFail }
+
 // Command is data a step returns to say what happens next. Commands are
 // values, not actions: the kernel interprets them when it commits the step.
 // Values that a step passes in (inputs, checkpoints, outputs) are kept as Go

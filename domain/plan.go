@@ -49,8 +49,10 @@ func (e *OrchestrationError) Error() string { return e.Message }
 // has a resume step. With one, they join the resume step's own commands,
 // first, as one result under the same rules (so a resume step that
 // suspends again discards them, with the event that says so, and one that
-// reviews again defers them again). On rejection, or when the resume step
-// fails the run, they are discarded with a COMMANDS_DISCARDED event.
+// reviews again defers them again), except that the resume step decides
+// whether the run ends (see withDeferred). On rejection, or when the
+// resume step fails or ends the run, they are discarded with a
+// COMMANDS_DISCARDED event.
 func Plan(o Outcome) StepCommit {
 	c := StepCommit{Job: o.Job.Ref(), RunID: o.Run.ID, Step: o.Step, Now: o.Now}
 	if o.Err != nil {
@@ -176,17 +178,8 @@ func endFailed(c StepCommit, wf *Workflow, step string, re *RunError) StepCommit
 }
 
 func plan(o Outcome, c *StepCommit) error {
-	cmds := o.Result.Commands
-	d := deferred(o)
-	if len(d) > 0 {
-		cmds = append(slices.Clip(d), cmds...)
-	} else {
-		*c = discardDeferred(o, *c, "")
-	}
-	if err := checkCommands(o.Workflow, cmds); err != nil {
-		if oe, ok := errors.AsType[*OrchestrationError](err); ok && len(d) > 0 {
-			return &OrchestrationError{Message: fmt.Sprintf("%s (the approved review's %d deferred commands run first, beside the resume step's own)", oe.Message, len(d))}
-		}
+	cmds, err := withDeferred(o, c)
+	if err != nil {
 		return err
 	}
 	output, err := EncodeJSON("step output", o.Result.Output, 0, CodeValidation)
@@ -198,13 +191,7 @@ func plan(o Outcome, c *StepCommit) error {
 	// A step that pauses, with nothing to show yet, to continue itself
 	// (a wait) completes when it continues, not now.
 	if o.Step != "" && !(o.Result.Output == nil && pausesItself(o.Step, b)) {
-		payload := map[string]any{"output": output}
-		for k, v := range o.Result.Completion {
-			if k != "output" {
-				payload[k] = v
-			}
-		}
-		c.Events = append(c.Events, NewEvent{Type: EventStepCompleted, Step: o.Step, Payload: MustJSON(payload)})
+		c.Events = append(c.Events, stepEnded(o, output))
 	}
 	for _, e := range o.Result.Events {
 		typ := EventTypeOf(e.Type)
@@ -225,6 +212,76 @@ func plan(o Outcome, c *StepCommit) error {
 		return planPause(o, c, *b, cmds)
 	}
 	return planCommands(o, c, cmds)
+}
+
+// withDeferred is the commands that o's result stands for, checked: the
+// step's own, after those of the approved review it resumes from. The
+// resume step runs after the decision and has the last word on whether
+// the run goes on: when its own commands end the run (complete or fail),
+// the run ends so and every deferred command is discarded; when they go
+// on with it (invoke), a deferred complete or fail is discarded. Either
+// way COMMANDS_DISCARDED says how many and why. Otherwise the deferred
+// commands join the step's own, first, under the usual rules.
+func withDeferred(o Outcome, c *StepCommit) ([]Command, error) {
+	own := o.Result.Commands
+	d := deferred(o)
+	if len(d) == 0 {
+		*c = discardDeferred(o, *c, "")
+		return own, checkCommands(o.Workflow, own)
+	}
+	if err := checkCommands(o.Workflow, own); err != nil {
+		return nil, err
+	}
+	switch {
+	case ends(own):
+		*c = discardDeferred(o, *c, "the resume step ended the run")
+		return own, nil
+	case ends(d) && len(own) > 0 && blocking(own) == nil:
+		goOn := slices.DeleteFunc(slices.Clone(d), func(cmd Command) bool { return cmd.Type.Ends() })
+		c.Events = append(c.Events, NewEvent{Type: EventCommandsDropped, Step: o.Review.StepName, Payload: MustJSON(map[string]any{
+			"count": len(d) - len(goOn), "reason": "the resume step went on with the run"})})
+		d = goOn
+	}
+	cmds := append(slices.Clip(d), own...)
+	if err := checkCommands(o.Workflow, cmds); err != nil {
+		if oe, ok := errors.AsType[*OrchestrationError](err); ok {
+			return nil, &OrchestrationError{Message: fmt.Sprintf("%s (the approved review's %d deferred commands run first, beside the resume step's own)", oe.Message, len(d))}
+		}
+		return nil, err
+	}
+	return cmds, nil
+}
+
+// ends reports whether cmds end the run (complete or fail).
+func ends(cmds []Command) bool {
+	return slices.ContainsFunc(cmds, func(cmd Command) bool { return cmd.Type.Ends() })
+}
+
+// stepEnded is the log entry of a step that ran to the end of its
+// attempt: STEP_COMPLETED with its output; or, when it fails the run with
+// nothing to show (a declarative step that found it cannot go on, a step
+// function that returns only a fail command), STEP_FAILED with the run's
+// error, as for a step that fails for good: it did not complete.
+func stepEnded(o Outcome, output json.RawMessage) NewEvent {
+	if i := slices.IndexFunc(o.Result.Commands, func(cmd Command) bool { return cmd.Type == CmdFail }); i >= 0 && o.Result.Output == nil {
+		return NewEvent{Type: EventStepFailed, Step: o.Step, Payload: MustJSON(map[string]any{
+			"attempt": o.Job.Attempt, "error": failError(o.Result.Commands[i])})}
+	}
+	payload := map[string]any{"output": output}
+	for k, v := range o.Result.Completion {
+		if k != "output" {
+			payload[k] = v
+		}
+	}
+	return NewEvent{Type: EventStepCompleted, Step: o.Step, Payload: MustJSON(payload)}
+}
+
+// failError is the error fail command cmd ends the run with.
+func failError(cmd Command) *RunError {
+	if cmd.Error == nil || cmd.Error.Code == "" {
+		return &RunError{Code: CodeStepFailed, Message: "step asked the run to fail"}
+	}
+	return cmd.Error
 }
 
 // checkCommands enforces the rules a result must meet before anything of it
@@ -488,10 +545,7 @@ func planCommands(o Outcome, c *StepCommit, cmds []Command) error {
 			c.Finish = &RunFinish{Status: RunSucceeded, Output: out}
 			c.Events = append(c.Events, NewEvent{Type: EventRunSucceeded, Step: o.Step, Payload: MustJSON(map[string]json.RawMessage{"output": out})})
 		case CmdFail:
-			re := cmd.Error
-			if re == nil || re.Code == "" {
-				re = &RunError{Code: CodeStepFailed, Message: "step asked the run to fail"}
-			}
+			re := failError(cmd)
 			c.Finish = &RunFinish{Status: RunFailed, Error: re}
 			c.Events = append(c.Events, NewEvent{Type: EventRunFailed, Step: o.Step, Payload: MustJSON(re)})
 		}

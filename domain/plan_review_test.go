@@ -103,9 +103,9 @@ func TestPlanDeferredFollowTheResumeStep(t *testing.T) {
 		t.Fatalf("failing for good: discarded %v", p)
 	}
 
-	invalid := domain.Plan(resumed(t, domain.DecisionApproved, domain.StepResult{Commands: []domain.Command{domain.Complete(1)}}))
+	invalid := domain.Plan(resumed(t, domain.DecisionApproved, domain.StepResult{Commands: []domain.Command{domain.Invoke("side", 2), domain.Complete(1)}}))
 	if p := discarded(t, invalid); invalid.Finish == nil || invalid.Finish.Error.Code != domain.CodeOrchestration || p == nil {
-		t.Fatalf("a joined result that breaks the rules (invoke beside complete): finish %+v, discarded %v", invalid.Finish, p)
+		t.Fatalf("a resume step's own result that breaks the rules (invoke beside complete): finish %+v, discarded %v", invalid.Finish, p)
 	}
 
 	o = resumed(t, domain.DecisionApproved, domain.StepResult{})
@@ -132,5 +132,88 @@ func TestPlanDecision(t *testing.T) {
 	}
 	if got := types(c); !slices.Equal(got, []string{domain.EventCommandsDropped, domain.EventRunFailed}) || len(c.Jobs) != 0 || c.Step != "start" {
 		t.Fatalf("rejected: events %v, jobs %v, step %q", got, jobSteps(c), c.Step)
+	}
+}
+
+// deferredKinds are the commands a review may defer, one of each kind, as
+// they come back from storage.
+var deferredKinds = map[string]domain.Command{
+	"invoke":   {Type: domain.CmdInvoke, Step: "side", Input: json.RawMessage(`{"a":1}`)},
+	"complete": {Type: domain.CmdComplete, Output: json.RawMessage(`"approved output"`)},
+	"fail":     {Type: domain.CmdFail, Error: &domain.RunError{Code: "approved_failure", Message: "the review's step asked"}},
+}
+
+// An approved review's resume step may end the run whatever the review
+// deferred: the run ends as the step says, and the deferred command is
+// discarded with an event that says why, never failing the run with an
+// orchestration error (as it did once the deferred commands joined the
+// resume step's own).
+func TestPlanResumeStepEndsTheRun(t *testing.T) {
+	t.Parallel()
+	ends := map[string]struct {
+		res    domain.StepResult
+		status domain.RunStatus
+		code   string
+		output string
+	}{
+		"complete": {domain.StepResult{Output: "own", Commands: []domain.Command{domain.Complete("own output")}}, domain.RunSucceeded, "", `"own output"`},
+		"fail":     {domain.StepResult{Commands: []domain.Command{domain.Fail("own_failure", "the resume step asked")}}, domain.RunFailed, "own_failure", ""},
+	}
+	for dname, d := range deferredKinds {
+		for ename, end := range ends {
+			t.Run("deferred "+dname+", resume step "+ename+"s", func(t *testing.T) {
+				t.Parallel()
+				o := resumed(t, domain.DecisionApproved, end.res)
+				o.Review.Deferred = []domain.Command{d}
+				c := domain.Plan(o)
+				if c.Finish == nil || c.Finish.Status != end.status {
+					t.Fatalf("finish %+v; want %s", c.Finish, end.status)
+				}
+				if end.code != "" && c.Finish.Error.Code != end.code || end.output != "" && string(c.Finish.Output) != end.output {
+					t.Fatalf("finish %+v (output %s); want code %q, output %s", c.Finish, c.Finish.Output, end.code, end.output)
+				}
+				if len(c.Jobs) != 0 || c.Suspension != nil {
+					t.Fatalf("jobs %v, suspension %+v after the run ended", jobSteps(c), c.Suspension)
+				}
+				if p := discarded(t, c); p == nil || p["count"] != 1.0 || p["reason"] != "the resume step ended the run" {
+					t.Fatalf("discarded %v; want 1, the resume step ended the run", p)
+				}
+				if got := types(c); got[0] != domain.EventCommandsDropped || got[len(got)-1] != map[domain.RunStatus]string{
+					domain.RunSucceeded: domain.EventRunSucceeded, domain.RunFailed: domain.EventRunFailed}[end.status] {
+					t.Fatalf("events %v", got)
+				}
+			})
+		}
+	}
+}
+
+// When the deferred command ends the run and the resume step has nothing
+// to add, the run ends as the deferred command says; when the resume step
+// goes on with the run, it goes on, and the deferred end is discarded.
+func TestPlanDeferredEndOfTheRun(t *testing.T) {
+	t.Parallel()
+	for _, dname := range []string{"complete", "fail"} {
+		t.Run(dname, func(t *testing.T) {
+			t.Parallel()
+			o := resumed(t, domain.DecisionApproved, domain.StepResult{Output: "seen"})
+			o.Review.Deferred = []domain.Command{deferredKinds[dname]}
+			c := domain.Plan(o)
+			if c.Finish == nil || discarded(t, c) != nil {
+				t.Fatalf("nothing from the resume step: finish %+v, discarded %v", c.Finish, discarded(t, c))
+			}
+			if dname == "complete" && string(c.Finish.Output) != `"approved output"` || dname == "fail" && c.Finish.Error.Code != "approved_failure" {
+				t.Fatalf("finish %+v (output %s); want the deferred command's", c.Finish, c.Finish.Output)
+			}
+
+			o = resumed(t, domain.DecisionApproved, domain.StepResult{Commands: []domain.Command{domain.Invoke("side", 2)}})
+			o.Review.Deferred = []domain.Command{deferredKinds["invoke"], deferredKinds[dname]}
+			c = domain.Plan(o)
+			if c.Finish != nil || !slices.Equal(jobSteps(c), []string{`side{"a":1}`, "side2"}) {
+				t.Fatalf("the resume step goes on: finish %+v, jobs %v", c.Finish, jobSteps(c))
+			}
+			if p := discarded(t, c); p == nil || p["count"] != 1.0 || p["reason"] != "the resume step went on with the run" {
+				t.Fatalf("the resume step goes on: discarded %v", p)
+			}
+		})
 	}
 }

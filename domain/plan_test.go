@@ -559,3 +559,30 @@ func TestEventTypeOf(t *testing.T) {
 		}
 	}
 }
+
+// A step that fails the run with nothing to show did not complete: its
+// log says STEP_FAILED with the run's error, not STEP_COMPLETED with a
+// null output (as a failing declarative step's did). One that shows an
+// output (a rejected approval, its decision) completed, and says so.
+func TestPlanStepThatFailsTheRun(t *testing.T) {
+	t.Parallel()
+	c := domain.Plan(outcome(t, domain.StepResult{Commands: []domain.Command{domain.Fail("wait_too_long", "step nap would wait too long")}}))
+	if got := types(c); !slices.Equal(got, []string{domain.EventStepFailed, domain.EventRunFailed}) {
+		t.Fatalf("events %v; want STEP_FAILED, RUN_FAILED", got)
+	}
+	var p struct {
+		Attempt int              `json:"attempt"`
+		Error   *domain.RunError `json:"error"`
+	}
+	if err := json.Unmarshal(c.Events[0].Payload, &p); err != nil || p.Attempt != 1 || p.Error == nil || p.Error.Code != "wait_too_long" || p.Error.Message != "step nap would wait too long" {
+		t.Fatalf("STEP_FAILED payload %s (%v)", c.Events[0].Payload, err)
+	}
+	if c.Finish == nil || c.Finish.Error.Code != "wait_too_long" {
+		t.Fatalf("finish %+v", c.Finish)
+	}
+
+	c = domain.Plan(outcome(t, domain.StepResult{Output: map[string]bool{"approved": false}, Commands: []domain.Command{domain.Fail(domain.CodeRejected, "no")}}))
+	if got := types(c); !slices.Equal(got, []string{domain.EventStepCompleted, domain.EventRunFailed}) {
+		t.Fatalf("with an output: events %v; want STEP_COMPLETED, RUN_FAILED", got)
+	}
+}

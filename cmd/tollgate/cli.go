@@ -107,7 +107,7 @@ type runFilterFlags struct {
 // suspFilterFlags select suspensions, for suspensions list and bulk.
 type suspFilterFlags struct {
 	Status   string `help:"pending, resumed, expired or cancelled (bulk: pending by default)."`
-	Reason   string `help:"Only this reason."`
+	Reason   string `help:"Only this reason, such as awaiting_approval (a filter; a decision's comment is --comment)."`
 	Kind     string `help:"delay, webhook, callback, signal, approval or input."`
 	Workflow string `help:"Only this workflow's."`
 	Run      string `help:"Only this run's."`
@@ -150,7 +150,7 @@ type suspensionsCLI struct {
 	Resume  suspResumeCmd `cmd:"" help:"Resume a pending suspension with data."`
 	Approve suspDecideCmd `cmd:"" help:"Approve a pending approval."`
 	Reject  suspDecideCmd `cmd:"" help:"Reject a pending approval."`
-	Bulk    suspBulkCmd   `cmd:"" help:"Approve or reject many: --ids, or those the filter flags match (pending ones by default)."`
+	Bulk    suspBulkCmd   `cmd:"" help:"Approve or reject many: --ids, or those the filter flags match (pending ones by default); --reason alone, or no filter, needs --all or a yes at the terminal."`
 }
 
 type suspBulkCmd struct {
@@ -158,7 +158,8 @@ type suspBulkCmd struct {
 	suspFilterFlags
 	Action  string   `arg:"" enum:"approve,reject" help:"approve or reject."`
 	IDs     []string `name:"ids" help:"These suspensions (comma-separated); without them, those the filter flags match."`
-	Comment string   `help:"One comment for every decision."`
+	Comment string   `help:"One comment for every decision (--reason is a filter, not the comment)."`
+	All     bool     `help:"Decide every request the filters match even when they are only --reason, or none; without it such a decision is asked about at a terminal, and refused elsewhere."`
 }
 
 type suspIDCmd struct {
@@ -680,6 +681,9 @@ func (s *suspensionsCLI) run(ctx context.Context, path string, getenv func(strin
 		f := s.Bulk
 		api, err := f.api(getenv)
 		if err != nil {
+			return err
+		}
+		if err := f.checkBroad(ctx, api, stdin); err != nil {
 			return err
 		}
 		b := apiclient.SuspensionBulk{Action: f.Action, Comment: f.Comment, IDs: splitList(f.IDs)}

@@ -63,9 +63,13 @@ func sendEmail(log *slog.Logger) flow.TaskFunc {
 // loadDocuments registers every *.json in dir (when set), then the
 // example documents. A document of dir that does not validate stops the
 // server: it would otherwise be missing without anyone noticing. An
-// example yields to a document registered before under its id and
-// version, from dir or the API: examples are a convenience, and the
-// operator's document is the one that runs.
+// example is a convenience, not the operator's choice: it yields to a
+// document registered before under its id and version, from dir or the
+// API, so the operator's document is the one that runs; and one that
+// does not fit this server's configuration (a wait longer than
+// --max-wait, a task handler this server lacks) is skipped with a
+// warning that says why, rather than stopping a server whose settings
+// are the operator's to choose.
 func loadDocuments(ctx context.Context, tg *tollgate.Tollgate, dir string) error {
 	if dir != "" {
 		if err := tg.LoadDocuments(ctx, dir); err != nil {
@@ -85,6 +89,11 @@ func loadDocuments(ctx context.Context, tg *tollgate.Tollgate, dir string) error
 		_, err = catalog.Register(ctx, body, "example")
 		if _, taken := errors.AsType[*domain.ConflictError](err); taken {
 			err = supersedeExample(ctx, catalog, name, body, log)
+		}
+		if invalid, misfit := errors.AsType[*flow.InvalidError](err); misfit {
+			log.WarnContext(ctx, "Example workflow skipped: it does not fit this server's configuration; runs of it cannot start or continue here",
+				"file", path.Base(name), "problems", invalid.Error())
+			continue
 		}
 		if err != nil {
 			return fmt.Errorf("example workflow %s: %w", path.Base(name), err)

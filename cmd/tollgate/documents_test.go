@@ -360,3 +360,46 @@ func TestDripExampleFromAnOlderBuild(t *testing.T) {
 		})
 	})
 }
+
+// An example that does not fit the server's configuration is skipped with
+// a warning that names it and says why, and the server starts: the
+// vendor-payout example waits up to 7 days, and a server whose --max-wait
+// is shorter once refused to start at all. That holds on a fresh database
+// and on one where a server with the default longest wait registered the
+// example before; the examples that fit are still registered.
+func TestExampleThatDoesNotFitIsSkipped(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, env map[string]string) {
+		const warning = "Example workflow skipped: it does not fit this server's configuration"
+		dirs := map[string]string{"fresh": t.TempDir(), "registered before": t.TempDir()}
+		if err := startServer(t, env, "--data", dirs["registered before"]).stop(); err != nil {
+			t.Fatal(err)
+		}
+		for name, dir := range dirs {
+			serverEnv := env
+			if name == "fresh" && env["DATABASE_URL"] != "" {
+				serverEnv = map[string]string{"DATABASE_URL": storagetest.NewDatabase(t)}
+			}
+			s := startServer(t, serverEnv, "--data", dir, "--max-wait", "72h")
+			listed := s.client().workflowSources(t)
+			if _, ok := listed["drip-campaign@1.0"]; !ok {
+				t.Errorf("%s: the drip campaign, whose 2-day wait fits, is not listed: %v", name, listed)
+			}
+			if name == "fresh" {
+				if _, ok := listed["vendor-payout@1"]; ok {
+					t.Errorf("%s: vendor-payout, whose 7-day wait does not fit, is listed: %v", name, listed)
+				}
+			}
+			if err := s.stop(); err != nil {
+				t.Fatal(err)
+			}
+			logs := s.Stderr.String()
+			if !strings.Contains(logs, warning) || !strings.Contains(logs, "vendor-payout.json") || !strings.Contains(logs, "longest wait") {
+				t.Errorf("%s: no warning naming vendor-payout.json and its too long wait; stderr:\n%s", name, logs)
+			}
+			if strings.Contains(logs, "drip-campaign.json") {
+				t.Errorf("%s: the drip campaign, which fits, is warned about; stderr:\n%s", name, logs)
+			}
+		}
+	})
+}

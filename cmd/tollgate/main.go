@@ -42,7 +42,7 @@ func main() {
 // run is the whole program, callable from tests with their own arguments,
 // environment and output.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return runWithInput(ctx, args, getenv, os.Stdin, stdout, stderr)
+	return runWithInput(ctx, args, getenv, interactive(os.Stdin, stderr), stdout, stderr)
 }
 
 func runWithInput(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {

@@ -41,6 +41,9 @@ func init() {
 // resumes counts RESUME executions of awaitCallback by run.
 var resumes sync.Map // run id → *atomic.Int32
 
+// syncURLs holds the SyncURL of each run's awaitCallback waitpoint.
+var syncURLs sync.Map // run id → string
+
 // awaitCallback waits on a WEBHOOK waitpoint. With config {"callSelf":
 // "before"} it resumes it itself, twice, before it returns (the resume
 // arrives before the pause); with "race" it does so from another
@@ -61,6 +64,7 @@ func awaitCallback(ctx context.Context, req flow.TaskRequest) (any, error) {
 	if err != nil || again != wp {
 		return nil, fmt.Errorf("creating a waitpoint twice in one execution gave %+v, then %+v (%v)", wp, again, err)
 	}
+	syncURLs.Store(req.RunID, wp.SyncURL)
 	call := func() {
 		for range 2 { // the second call is a duplicate to absorb
 			resp, err := http.Post(wp.ResumeURL+"&from=self", "application/json", strings.NewReader(`{"paid": true}`))
@@ -238,6 +242,27 @@ func testWaitpoints(t *testing.T, env map[string]string) {
 		if err := json.Unmarshal(done.Output, &out); err != nil || out.ExecutionType != "RESUME" || out.Payload.Method != "GET" || out.Payload.QueryParams["status"] != "paid" {
 			t.Errorf("the handler's resume execution: %s", done.Output)
 		}
+	})
+
+	// The Go API hands a handler the sync form of its resume URL, as the
+	// doc of flow.Waitpoint says, rather than leaving it to append /sync
+	// to a URL that ends with its token (which answers 404).
+	t.Run("a task handler's SyncURL answers with what the run does next", func(t *testing.T) {
+		run := c.startRun(t, "callback", nil)
+		sp := c.waitStatus(t, run.ID, "suspended").Suspensions[0]
+		u, _ := syncURLs.Load(run.ID)
+		if u != syncURL(sp.ResumeURL) {
+			t.Fatalf("the handler's SyncURL %q; want %q", u, syncURL(sp.ResumeURL))
+		}
+		status, _, body := send("POST", u.(string)+"&status=paid", "application/json", `{"paid": true}`)
+		var out struct {
+			ExecutionType string
+			Payload       domain.HTTPCall
+		}
+		if status != http.StatusOK || json.Unmarshal(body, &out) != nil || out.ExecutionType != "RESUME" || out.Payload.QueryParams["status"] != "paid" {
+			t.Fatalf("sync resume through the handler's SyncURL: %d %s", status, body)
+		}
+		c.waitStatus(t, run.ID, "succeeded")
 	})
 
 	t.Run("a DELAY waitpoint fires once", func(t *testing.T) {

@@ -57,10 +57,17 @@ type WaitpointSpec struct {
 type Waitpoint struct {
 	ID   string
 	Type domain.WaitpointType
-	// ResumeURL resumes a WEBHOOK waitpoint with any HTTP call; append
-	// /sync to answer the call with what the run does next.
+	// ResumeURL resumes a WEBHOOK waitpoint with any HTTP call and
+	// answers at once.
 	ResumeURL string
-	ResumeAt  *time.Time
+	// SyncURL resumes it as ResumeURL does, and answers the call with
+	// what the run does next (its output, the next waitpoint's response
+	// to send, or 202 when it pauses otherwise or takes longer than the
+	// server's sync timeout). It is ResumeURL with /sync after the
+	// waitpoint's id, before the query that carries the token: appended to
+	// ResumeURL, /sync would become part of the token.
+	SyncURL  string
+	ResumeAt *time.Time
 }
 
 // ResumeURLPlaceholder in a responseToSend body becomes the resume URL.
@@ -124,7 +131,7 @@ func (w *Waitpoints) create(ctx context.Context, runID, step, execKey string, sp
 	}
 	out := Waitpoint{ID: got.ID, Type: got.Type, ResumeAt: got.ResumeAt}
 	if got.Type == domain.WaitpointWebhook {
-		out.ResumeURL = w.ResumeURL(got.RunID, got.ID)
+		out.ResumeURL, out.SyncURL = w.ResumeURL(got.RunID, got.ID), w.SyncURL(got.RunID, got.ID)
 	}
 	return out, nil
 }
@@ -152,7 +159,17 @@ func (l *Links) mac(purpose string, ids ...string) string {
 
 // ResumeURL is the absolute URL that resumes a WEBHOOK waitpoint.
 func (w *Waitpoints) ResumeURL(runID, id string) string {
-	return w.url("/v1/flow-runs/" + url.PathEscape(runID) + "/waitpoints/" + url.PathEscape(id) + "?token=" + w.token(runID, id))
+	return w.url(waitpointPath(runID, id) + "?token=" + w.token(runID, id))
+}
+
+// SyncURL is the absolute URL that resumes a WEBHOOK waitpoint and
+// answers with what the run does next (seed 000's …/sync).
+func (w *Waitpoints) SyncURL(runID, id string) string {
+	return w.url(waitpointPath(runID, id) + "/sync?token=" + w.token(runID, id))
+}
+
+func waitpointPath(runID, id string) string {
+	return "/v1/flow-runs/" + url.PathEscape(runID) + "/waitpoints/" + url.PathEscape(id)
 }
 
 // url is the absolute URL of path on this server.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -21,6 +22,7 @@ var commandTests = []test{
 	{"OneBlockingCommand", testOneBlockingCommand},
 	{"SiblingCommands", testSiblingCommands},
 	{"ReviewWithResumeStepDefersSiblings", testReviewWithResumeStepDefersSiblings},
+	{"ApprovedReviewThenTheRunEnds", testApprovedReviewThenTheRunEnds},
 	{"CheckpointRules", testCheckpointRules},
 }
 
@@ -234,6 +236,98 @@ func testReviewWithResumeStepDefersSiblings(t *testing.T, open Open) {
 	noJobsLeft(t, db, approved.ID, rejected.ID) // a wrongly queued payment would be, or have run
 	if n.Get(rejected.ID+"/pay") != 0 || n.Get(approved.ID+"/pay") != 1 {
 		t.Errorf("pay ran %d times in the rejected run and %d in the approved one; want 0 and 1", n.Get(rejected.ID+"/pay"), n.Get(approved.ID+"/pay"))
+	}
+}
+
+// An approved review, then the run's end, for each command a review may
+// defer (invoke, complete, fail) and each way its resume step may end the
+// run (complete, fail, or nothing more, leaving the end to the deferred
+// command): the run ends as the resume step says, or as the deferred
+// command does when the step says nothing; a deferred command that does
+// not run is logged as discarded, and none fails the run with an
+// orchestration error. Approving such a review once failed every run
+// whose resume step completed or failed it.
+func testApprovedReviewThenTheRunEnds(t *testing.T, open Open) {
+	db := open(t)
+	ctx := t.Context()
+	var n stepCounter
+	deferred := map[string]domain.Command{
+		"invoke":   domain.Invoke("side", map[string]string{"from": "deferred"}),
+		"complete": domain.Complete(map[string]string{"from": "deferred"}),
+		"fail":     domain.Fail("deferred_failure", "the review's step asked"),
+	}
+	ends := map[string][]domain.Command{
+		"complete": {domain.Complete(map[string]string{"from": "decided"})},
+		"fail":     {domain.Fail("decided_failure", "the resume step asked")},
+		"nothing":  nil,
+	}
+	type want struct {
+		status  domain.RunStatus
+		outcome string // the run's output, or its error's code
+		dropped int
+	}
+	wants := map[string]want{
+		"invoke.complete":   {domain.RunSucceeded, `{"from":"decided"}`, 1},
+		"invoke.fail":       {domain.RunFailed, "decided_failure", 1},
+		"invoke.nothing":    {domain.RunSucceeded, `{"from":"deferred"}`, 0}, // side's output
+		"complete.complete": {domain.RunSucceeded, `{"from":"decided"}`, 1},
+		"complete.fail":     {domain.RunFailed, "decided_failure", 1},
+		"complete.nothing":  {domain.RunSucceeded, `{"from":"deferred"}`, 0},
+		"fail.complete":     {domain.RunSucceeded, `{"from":"decided"}`, 1},
+		"fail.fail":         {domain.RunFailed, "decided_failure", 1},
+		"fail.nothing":      {domain.RunFailed, "deferred_failure", 0},
+	}
+	reg := domain.NewRegistry()
+	for name := range wants {
+		d, e, _ := strings.Cut(name, ".")
+		wf := domain.NewWorkflow(name, "1").
+			Step("start", func(context.Context, domain.StepRequest) (domain.StepResult, error) {
+				return domain.StepResult{Commands: []domain.Command{deferred[d], domain.Review("sign_off", nil, domain.WithResumeStep("decided"))}}, nil
+			}).
+			Step("decided", func(context.Context, domain.StepRequest) (domain.StepResult, error) {
+				return domain.StepResult{Output: map[string]string{"seen": "decision"}, Commands: ends[e]}, nil
+			}).
+			Step("side", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+				n.Inc(name + "/side")
+				return domain.StepResult{Output: req.Input}, nil
+			})
+		if err := reg.Register(wf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := startEngine(t, db, reg, engine.Opts{})
+	runs := map[string]string{}
+	for name := range wants {
+		run := startRun(t, e, name, nil)
+		waitRun(t, db, run.ID, domain.RunSuspended)
+		if _, err := e.Decide(ctx, domain.ResumeRequest{SuspensionID: pendingSuspension(t, db, run.ID).ID, By: "reviewer"}, true, ""); err != nil {
+			t.Fatalf("%s: approve: %v", name, err)
+		}
+		runs[name] = run.ID
+	}
+	for name, w := range wants {
+		id := runs[name]
+		done := waitRun(t, db, id, domain.RunSucceeded, domain.RunFailed)
+		got := string(done.Output)
+		if done.Error != nil {
+			got = done.Error.Code
+		}
+		if done.Status != w.status || (done.Status == domain.RunSucceeded && !sameJSONText(done.Output, w.outcome)) || (done.Status == domain.RunFailed && got != w.outcome) {
+			t.Errorf("%s: run %s with %s; want %s with %s", name, done.Status, got, w.status, w.outcome)
+		}
+		types := eventTypes(t, db, id)
+		if k := countOf(types, domain.EventCommandsDropped); k != w.dropped {
+			t.Errorf("%s: %d %s events in %v; want %d", name, k, domain.EventCommandsDropped, types, w.dropped)
+		}
+		if last := types[len(types)-1]; last != domain.EventRunSucceeded && last != domain.EventRunFailed {
+			t.Errorf("%s: the log ends with %s: %v", name, last, types)
+		}
+	}
+	noJobsLeft(t, db, slices.Collect(maps.Values(runs))...)
+	for name := range wants {
+		if want := map[bool]int64{true: 1}[name == "invoke.nothing"]; n.Get(name+"/side") != want {
+			t.Errorf("%s: the deferred invoke ran %d times; want %d", name, n.Get(name+"/side"), want)
+		}
 	}
 }
 
