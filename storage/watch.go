@@ -170,7 +170,7 @@ func (l *changeListen) listened() (resync bool) {
 		close(l.ready)
 		l.ready = nil
 	}
-	resync, l.resync = l.resync, false
+	resync, l.resync = l.resync && l.watchers > 0, false // with nobody watching, nobody has anything to re-read
 	return resync
 }
 
