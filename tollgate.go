@@ -113,7 +113,13 @@ func build(ctx context.Context, c Config, db *storage.DB) (*Tollgate, error) {
 		t.srv.LinkMailer = mail.Outbox{Store: db}
 	}
 	t.handler = sync.OnceValue(t.srv.Handler)
-	db.OnChange(func(runID string) { t.changes.Publish(runID, struct{}{}) })
+	db.OnChange(func(runID string) {
+		if runID == "" { // changes may have gone unheard
+			t.changes.PublishAll(struct{}{})
+			return
+		}
+		t.changes.Publish(runID, struct{}{})
+	})
 	return t, nil
 }
 
@@ -289,6 +295,7 @@ func (e *RunEndedError) Unwrap() error {
 func (t *Tollgate) Result(ctx context.Context, runID string) (json.RawMessage, error) {
 	changed, stop := t.changes.Subscribe(runID, 1)
 	defer stop()
+	defer t.db.Watch(ctx)() // returns once changes are heard, before the first read
 	for {
 		run, err := t.db.Run(ctx, runID)
 		if err != nil {

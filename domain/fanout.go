@@ -22,6 +22,20 @@ func (f *Fanout[T]) Publish(key string, v T) {
 	}
 }
 
+// PublishAll hands v to every subscriber of every key.
+func (f *Fanout[T]) PublishAll(v T) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, subs := range f.subs {
+		for ch := range subs {
+			select {
+			case ch <- v:
+			default:
+			}
+		}
+	}
+}
+
 // Subscribe follows key, with room for buffer values not yet taken, until
 // stop is called.
 func (f *Fanout[T]) Subscribe(key string, buffer int) (values <-chan T, stop func()) {

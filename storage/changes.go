@@ -16,9 +16,10 @@ type changeFunc = func(runID string)
 // OnChange adds f to those that hear of every committed change to a run:
 // in this process on SQLite, in every process sharing the database on
 // PostgreSQL (notifications are delivered on commit, never for a
-// rollback). f must not block. A notification can be lost when the
-// listening connection breaks; listeners re-read what they show after a
-// reconnect.
+// rollback) while something in it watches (see Watch). f must not block.
+// Notifications can be lost when the listening connection breaks; f then
+// hears runID "" once the channel is listened again, and whatever watches
+// re-reads all it shows.
 func (db *DB) OnChange(f func(runID string)) {
 	db.onChangeMu.Lock()
 	defer db.onChangeMu.Unlock()
@@ -34,6 +35,16 @@ func (db *DB) emitChange(runID string) {
 	if fs := db.onChange.Load(); fs != nil && runID != "" {
 		for _, f := range *fs {
 			f(runID)
+		}
+	}
+}
+
+// resync tells those that hear of changes that some may have gone
+// unheard: they hear runID "".
+func (db *DB) resync() {
+	if fs := db.onChange.Load(); fs != nil {
+		for _, f := range *fs {
+			f("")
 		}
 	}
 }

@@ -76,9 +76,12 @@ type DB struct {
 	// replaced, never changed, and onChangeMu orders the replacements.
 	onChange   atomic.Pointer[[]changeFunc]
 	onChangeMu sync.Mutex
-	stop       context.CancelFunc
-	done       chan struct{}
-	dsn        string
+	// changes is whether the listener LISTENs on the changes channel,
+	// which it does while something watches (see Watch).
+	changes changeListen
+	stop    context.CancelFunc
+	done    chan struct{}
+	dsn     string
 }
 
 // Open connects, configures the connection and returns the DB. It does not

@@ -26,6 +26,14 @@ func (db *DB) NotifyChange(ctx context.Context, runID string) error {
 	return err
 }
 
+// SetWatchGrace sets how long the changes channel stays listened after
+// the last watcher left. Call it before anything watches.
+func (db *DB) SetWatchGrace(d time.Duration) {
+	db.changes.mu.Lock()
+	db.changes.grace = d
+	db.changes.mu.Unlock()
+}
+
 // AddQueryHook has h hear every query db sends from now on. Call it
 // while nothing else uses db.
 func (db *DB) AddQueryHook(h bun.QueryHook) { db.bun = db.bun.WithQueryHook(h) }

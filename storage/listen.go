@@ -8,16 +8,20 @@ import (
 )
 
 // listen holds one dedicated PostgreSQL connection LISTENing on the jobs
-// channel, turning each notification into a local wake-up, and on the
-// changes channel, passing each changed run to OnChange. A notification
-// is only a hint to look at the queue, so a lost one costs latency, never
-// correctness: workers also poll. After a broken connection it reconnects
-// with back-off and wakes the workers once, in case it missed something.
+// channel, turning each notification into a local wake-up, and, while
+// something in this process watches (see Watch), on the changes channel,
+// passing each changed run to OnChange. A job notification is only a hint
+// to look at the queue, so a lost one costs latency, never correctness:
+// workers also poll. After a broken connection it reconnects with
+// back-off, wakes the workers once and tells OnChange "" (re-read) if
+// anything watched, in case it missed something.
 func (db *DB) listen(ctx context.Context) {
 	defer close(db.done)
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
+		db.changes.connecting()
 		err := db.listenOnce(ctx)
+		db.changes.lost()
 		if ctx.Err() != nil {
 			return
 		}
@@ -38,20 +42,54 @@ func (db *DB) listenOnce(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+jobsChannel+"; LISTEN "+changesChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+jobsChannel); err != nil {
 		return err
 	}
 	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
+		if err := db.followWatchers(ctx, conn); err != nil {
 			return err
 		}
-		if n.Channel == changesChannel {
-			db.emitChange(n.Payload)
+		wctx, cancel, ok := db.changes.waitContext(ctx)
+		if !ok {
 			continue
 		}
-		if n.Payload != db.self {
-			db.signal()
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		if n != nil {
+			db.notified(n.Channel, n.Payload)
+		}
+		// An interrupted wait leaves the connection intact (pgx ends it
+		// with a read deadline), ready to LISTEN or UNLISTEN.
+		if err != nil && (ctx.Err() != nil || wctx.Err() == nil || conn.IsClosed()) {
+			return err
+		}
+	}
+}
+
+// notified passes on one notification.
+func (db *DB) notified(channel, payload string) {
+	switch {
+	case channel == changesChannel:
+		db.emitChange(payload)
+	case payload != db.self:
+		db.signal()
+	}
+}
+
+// followWatchers LISTENs on the changes channel or UNLISTENs, as watchers
+// want. Exec returns once the server has answered, so a confirmed LISTEN
+// hears every change committed after it.
+func (db *DB) followWatchers(ctx context.Context, conn *pgx.Conn) error {
+	for {
+		stmt := db.changes.decide()
+		if stmt == "" {
+			return nil
+		}
+		if _, err := conn.Exec(ctx, stmt+" "+changesChannel); err != nil {
+			return err
+		}
+		if stmt == "LISTEN" && db.changes.listened() {
+			db.resync()
 		}
 	}
 }

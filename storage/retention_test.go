@@ -90,6 +90,7 @@ func TestDeleteRunRemovesEverything(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx := t.Context()
 		var changed sync.Map
+		t.Cleanup(db.Watch(ctx))
 		db.OnChange(func(runID string) { changed.Store(runID, true) })
 		e, stop := runEngine(t, db, newRegistry(t, pauseWorkflow("doomed", &stepCounter{})), engine.Opts{})
 		suspended, kept := startRun(t, e, "doomed", 1), startRun(t, e, "doomed", 2)

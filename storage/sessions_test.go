@@ -108,12 +108,13 @@ func TestAuditLogIsAppendOnly(t *testing.T) {
 }
 
 // Every committed change of a run is announced: in-process on SQLite, to
-// every process sharing the database on PostgreSQL (here, through the
-// store's own listener).
+// every process sharing the database that watches on PostgreSQL (here,
+// through the store's own listener).
 func TestChangesAreAnnounced(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		seen := make(chan string, 64)
+		t.Cleanup(db.Watch(t.Context()))
 		db.OnChange(func(runID string) {
 			select {
 			case seen <- runID:

@@ -84,6 +84,7 @@ func TestClaimWakesAHerdOfTimers(t *testing.T) {
 		subscribe(t, db, "resolved", domain.HookSuspensionResolved)
 		var mu sync.Mutex
 		changed := map[string]bool{}
+		t.Cleanup(db.Watch(t.Context()))
 		db.OnChange(func(runID string) {
 			mu.Lock()
 			defer mu.Unlock()

@@ -32,7 +32,7 @@ func (s *Server) attachRun(w http.ResponseWriter, r *http.Request) error {
 	defer s.attaches.release(user.ID)
 	ctx, runID := r.Context(), r.PathValue("runId")
 	// Subscribed before the first read, so no change falls between.
-	changed, unwatch := s.watch.subscribe(runID)
+	changed, unwatch := s.watch.subscribe(ctx, runID)
 	defer unwatch()
 	var live <-chan domain.Event
 	if s.Feed != nil {

@@ -66,6 +66,10 @@ func (h *liveHub) publish(runID string) {
 
 func (h *liveHub) run() {
 	for runID := range h.changes {
+		if runID == "" { // changes may have gone unheard
+			h.broadcastResync()
+			continue
+		}
 		h.fanOut(runID)
 	}
 }
@@ -144,8 +148,9 @@ func (h *liveHub) remove(c *liveClient) {
 	}
 }
 
-// Publish tells the open pages that a run changed. The server subscribes
-// it to the store's change announcements itself; embedders may call it.
+// Publish tells the open pages that a run changed ("": anything may have
+// changed, re-read). The server subscribes it to the store's change
+// announcements itself; embedders may call it.
 func (s *Server) Publish(runID string) {
 	if s.live != nil {
 		s.live.publish(runID)
@@ -182,15 +187,17 @@ func (s *Server) liveSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.sockets.release(v.ID)
+	// The tab hears of every change committed once its socket is open.
+	defer s.watch.hold(r.Context())()
+	s.live.add(c)
+	defer s.live.remove(c)
 	up := websocket.Upgrader{ReadBufferSize: 512, WriteBufferSize: 1024, CheckOrigin: sameOrigin}
 	conn, err := up.Upgrade(w, r, nil)
 	if err != nil {
 		return // the upgrader has answered
 	}
-	s.live.add(c)
 	go s.liveWrite(conn, c)
 	liveRead(conn)
-	s.live.remove(c)
 }
 
 // sameOrigin accepts a handshake whose Origin is this host; browsers always

@@ -29,3 +29,24 @@ func TestLiveHubKeepsATabBehindItsQueue(t *testing.T) {
 		t.Fatalf("the next notice after the tab caught up: %s", got)
 	}
 }
+
+// A change that may have gone unheard (the store says "") tells every
+// tab to re-read its page.
+func TestLiveHubResyncsEveryTabOnAnUnheardChange(t *testing.T) {
+	h := &liveHub{clients: map[*liveClient]struct{}{}, changes: make(chan string, 1)}
+	go h.run()
+	defer close(h.changes)
+	tabs := []*liveClient{
+		{send: make(chan []byte, 1), scope: "run", runID: "run-a"},
+		{send: make(chan []byte, 1), scope: "my", email: "a@founders.example"},
+	}
+	for _, c := range tabs {
+		h.add(c)
+	}
+	h.publish("")
+	for _, c := range tabs {
+		if got := string(<-c.send); got != `{"type":"resync"}` {
+			t.Errorf("%s tab was told %s; want a re-sync", c.scope, got)
+		}
+	}
+}

@@ -88,8 +88,8 @@ type nextWatch struct {
 
 // watchNext starts following run runID until deadline; subscribed before
 // the action, so that no change falls between.
-func (s *Server) watchNext(runID string, deadline time.Time) *nextWatch {
-	changed, stop := s.watch.subscribe(runID)
+func (s *Server) watchNext(ctx context.Context, runID string, deadline time.Time) *nextWatch {
+	changed, stop := s.watch.subscribe(ctx, runID)
 	return &nextWatch{s: s, runID: runID, deadline: deadline, changed: changed, stop: stop}
 }
 

@@ -301,6 +301,9 @@ func (s *Server) Handler() http.Handler {
 	if s.UIStore != nil {
 		s.ui(mux)
 	}
+	if w, ok := s.Store.(changeWatcher); ok {
+		s.watch.store = w
+	}
 	if announcer, ok := s.Store.(interface{ OnChange(func(runID string)) }); ok {
 		announcer.OnChange(func(runID string) {
 			s.watch.notify(runID)

@@ -122,7 +122,7 @@ func (s *Server) answerAction(w http.ResponseWriter, r *http.Request, sp domain.
 		return err
 	}
 	defer release()
-	nw := s.watchNext(sp.RunID, until)
+	nw := s.watchNext(r.Context(), sp.RunID, until)
 	out, err := act()
 	if err != nil {
 		nw.stop()

@@ -352,7 +352,7 @@ func (s *Server) whatNext(r *http.Request, sp domain.Suspension, v *views.Viewer
 		return back
 	}
 	defer release()
-	next, err := s.watchNext(sp.RunID, until).next(r.Context(), fresh, viewerPrincipal(v).User)
+	next, err := s.watchNext(r.Context(), sp.RunID, until).next(r.Context(), fresh, viewerPrincipal(v).User)
 	switch {
 	case err != nil:
 		s.Log.WarnContext(r.Context(), "Following a run after a decision failed", "run_id", sp.RunID, "error", err)

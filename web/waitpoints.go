@@ -143,7 +143,7 @@ func (s *Server) webhookTrigger(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) answerWithRun(w http.ResponseWriter, r *http.Request, runID, completed string) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.syncTimeout())
 	defer cancel()
-	changed, stop := s.watch.subscribe(runID)
+	changed, stop := s.watch.subscribe(ctx, runID)
 	defer stop()
 	poll := time.NewTicker(500 * time.Millisecond) // a notification can be lost
 	defer poll.Stop()
@@ -271,13 +271,46 @@ func writeHTTPResponse(w http.ResponseWriter, resp *domain.HTTPResponse) {
 
 // runWatch tells waiting requests that a run changed. One pending
 // notification is enough: the waiter reads the run afresh.
-type runWatch struct{ fanout domain.Fanout[struct{}] }
-
-func (rw *runWatch) subscribe(runID string) (<-chan struct{}, func()) {
-	return rw.fanout.Subscribe(runID, 1)
+type runWatch struct {
+	fanout domain.Fanout[struct{}]
+	// store, when the store can say, makes this process hear of changes
+	// only while something watches (see changeWatcher).
+	store changeWatcher
 }
 
-func (rw *runWatch) notify(runID string) { rw.fanout.Publish(runID, struct{}{}) }
+// changeWatcher is a store that tells this process of committed changes
+// only while something in it watches (storage.DB does): Watch returns
+// once they are heard, and unwatch ends the watch.
+type changeWatcher interface {
+	Watch(ctx context.Context) (unwatch func())
+}
+
+// subscribe follows runID's changes until stop is called. Call it before
+// the first read: it returns once every change committed after it will be
+// heard.
+func (rw *runWatch) subscribe(ctx context.Context, runID string) (changed <-chan struct{}, stop func()) {
+	changed, unsubscribe := rw.fanout.Subscribe(runID, 1)
+	release := rw.hold(ctx)
+	return changed, func() { unsubscribe(); release() }
+}
+
+// hold makes this process hear of changes until release is called.
+func (rw *runWatch) hold(ctx context.Context) (release func()) {
+	if rw.store == nil {
+		return func() {}
+	}
+	return rw.store.Watch(ctx)
+}
+
+// notify tells runID's followers that it changed; "" (changes may have
+// gone unheard) tells every follower.
+func (rw *runWatch) notify(runID string) {
+	if runID == "" {
+		rw.fanout.PublishAll(struct{}{})
+		return
+	}
+	rw.fanout.Publish(runID, struct{}{})
+}
 
 // reportWork takes an async http step's report: {"success": true,
 // "outputs": …}, {"success": false, "error": "…"} or {"success": false,
