@@ -149,13 +149,14 @@ func TestClaimWakesAHerdOfTimers(t *testing.T) {
 	})
 }
 
-// An engine whose slots take a whole herd in one claim runs each woken
-// step without a transaction to resume its timer first: the store's
-// writer applies no resume at all, and every run wakes once.
+// An engine whose claim takes a whole herd runs each woken step without a
+// transaction to resume its timer first: the store's writer applies no
+// resume at all, and every run wakes once. The herd is as large as the
+// first claim after an idle spell (16 jobs), so one claim takes it.
 func TestTimerHerdNeedsNoResumeTransaction(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
-		const n = 30
+		const n = 16
 		h := newNapHerd(t)
 		store := newResumeCounter(db)
 		e := startEngine(t, store, h.reg, engine.Opts{Clock: h.clock, Workers: n})
