@@ -3,16 +3,22 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/storage/storagetest"
@@ -31,6 +37,12 @@ type serversLine struct {
 	OneP99Ms     fig    `json:"oneServerP99Ms"`
 	ThreeP99Ms   fig    `json:"threeServersP99Ms"`
 	ServersCount int    `json:"servers"`
+	// CPU a cycle, in milliseconds: the server processes' together, and
+	// PostgreSQL's (every process of its cluster).
+	OneServerCPUMs   fig `json:"oneServerCpuMs"`
+	ThreeServerCPUMs fig `json:"threeServersCpuMs"`
+	OnePgCPUMs       fig `json:"onePgCpuMs"`
+	ThreePgCPUMs     fig `json:"threePgCpuMs"`
 }
 
 // TestBenchServers drives the same load through one server process and
@@ -44,25 +56,32 @@ func TestBenchServers(t *testing.T) {
 	fmt.Printf("\nSuspend→resume cycles through the HTTP API on PostgreSQL, %d clients (start, wait for the pause, resume by step key, poll the run\n"+
 		"every 2ms until it succeeded), %v measured after %v warm-up; each server a `tollgate serve` process with 16 workers; GOMAXPROCS %d, %d CPUs.\n\n",
 		benchClients, benchMeasure, benchWarmup, runtime.GOMAXPROCS(0), runtime.NumCPU())
-	fmt.Printf("%-9s %10s %14s\n", "servers", "cycles/s", "cycle p99")
+	fmt.Printf("%-9s %10s %14s %18s %18s\n", "servers", "cycles/s", "cycle p99", "server CPU/cycle", "PostgreSQL CPU/cycle")
 	for _, r := range []serversResult{one, three} {
-		fmt.Printf("%-9d %10.1f %14s\n", r.servers, r.rate, ms(r.p99))
+		fmt.Printf("%-9d %10.1f %14s %18s %18s\n", r.servers, r.rate, ms(r.p99), ms(r.serverCPU), ms(r.pgCPU))
 	}
 	fmt.Printf("  %s  three servers are not slower than one (≥ 0.9×): %.2f×\n", verdict(three.rate >= 0.9*one.rate), three.rate/one.rate)
+	fmt.Printf("  %s  PostgreSQL's CPU a cycle with three ≤ 1.1× with one: %.2f×\n", verdict(three.pgCPU <= one.pgCPU*11/10), float64(three.pgCPU)/float64(one.pgCPU))
 	benchLine(t, serversLine{Name: "servers", Dialect: "postgres", Clients: benchClients, OnePerSec: fig(one.rate), ThreePerSec: fig(three.rate),
-		Ratio: ratio(three.rate / one.rate), OneP99Ms: msFig(one.p99), ThreeP99Ms: msFig(three.p99), ServersCount: 3})
+		Ratio: ratio(three.rate / one.rate), OneP99Ms: msFig(one.p99), ThreeP99Ms: msFig(three.p99), ServersCount: 3,
+		OneServerCPUMs: msFig(one.serverCPU), ThreeServerCPUMs: msFig(three.serverCPU), OnePgCPUMs: msFig(one.pgCPU), ThreePgCPUMs: msFig(three.pgCPU)})
 }
 
 type serversResult struct {
 	servers int
 	rate    float64
 	p99     time.Duration
+	// serverCPU and pgCPU are the CPU a measured cycle cost the server
+	// processes together and PostgreSQL; CPU a cycle changes less than
+	// the rate when other work shares the machine.
+	serverCPU, pgCPU time.Duration
 }
 
 // benchServersRun starts n servers on a fresh database and measures the
 // cycles benchClients clients drive through them.
 func benchServersRun(t *testing.T, n int) serversResult {
-	h := newCrashHarness(t, map[string]string{"DATABASE_URL": storagetest.NewDatabase(t)})
+	dsn := storagetest.NewDatabase(t)
+	h := newCrashHarness(t, map[string]string{"DATABASE_URL": dsn})
 	h.defaults = true
 	var addrs []string
 	var procs []*crashProc
@@ -79,6 +98,7 @@ func benchServersRun(t *testing.T, n int) serversResult {
 	ctx, cancel := context.WithTimeout(t.Context(), benchWarmup+benchMeasure)
 	defer cancel()
 	measureFrom := time.Now().Add(benchWarmup)
+	cpu := startCPUWindow(t, dsn, procs, measureFrom)
 	var (
 		mu      sync.Mutex
 		took    []time.Duration
@@ -109,13 +129,73 @@ func benchServersRun(t *testing.T, n int) serversResult {
 		})
 	}
 	wg.Wait()
+	serverCPU, pgCPU := cpu()
 	if k := errs.Load(); k > 0 {
 		t.Errorf("%d servers: %d cycles failed; the last: %s", n, k, *lastErr.Load())
 	}
 	for _, p := range procs {
 		h.stopGracefully(p)
 	}
-	return serversResult{servers: n, rate: float64(done.Load()) / benchMeasure.Seconds(), p99: p99(took)}
+	res := serversResult{servers: n, rate: float64(done.Load()) / benchMeasure.Seconds(), p99: p99(took)}
+	if k := done.Load(); k > 0 {
+		res.serverCPU, res.pgCPU = serverCPU/time.Duration(k), pgCPU/time.Duration(k)
+	}
+	return res
+}
+
+// startCPUWindow notes, at from (in the background), the CPU the servers and PostgreSQL's
+// processes have used; the function it returns gives what each used
+// since. PostgreSQL's processes are those pg_stat_activity lists, from
+// the servers' pooled connections to the background writers.
+func startCPUWindow(t *testing.T, dsn string, procs []*crashProc, from time.Time) func() (servers, pg time.Duration) {
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	serverCPU := func() (d time.Duration) {
+		for _, p := range procs {
+			d += procCPU(p.pid)
+		}
+		return d
+	}
+	pgCPU := func() (d time.Duration) {
+		rows, _ := conn.Query(t.Context(), "SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid()")
+		pids, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		if err != nil {
+			t.Errorf("PostgreSQL's processes: %v", err) // not Fatal: it may run in the timer's goroutine
+		}
+		for _, pid := range pids {
+			d += procCPU(pid)
+		}
+		return d
+	}
+	var servers0, pg0 time.Duration
+	noted := make(chan struct{})
+	time.AfterFunc(time.Until(from), func() {
+		defer close(noted)
+		servers0, pg0 = serverCPU(), pgCPU()
+	})
+	return func() (time.Duration, time.Duration) {
+		<-noted
+		return serverCPU() - servers0, pgCPU() - pg0
+	}
+}
+
+// procCPU is the user and system CPU process pid has used, 0 when it is
+// gone.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's name (which may hold spaces) start at
+	// state: utime and stime are the 12th and 13th of them, in clock ticks
+	// of 10ms.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // serversCycle starts a soak-cycle run, waits for its pause, resumes it
