@@ -79,3 +79,18 @@ func (s *Server) wholeSuspension(u domain.User, sp domain.Suspension) suspension
 	}
 	return v
 }
+
+// problemAs is p as an answer to u. A founder told that a request was
+// answered before them learns when, and whether it was their own answer,
+// but not who else answered it: their pages never say.
+func problemAs(p Problem, u domain.User) Problem {
+	by, named := p.Extra["resumedBy"].(string)
+	if u.ID == "" || u.Role.Staff() || !named || strings.EqualFold(by, u.Email) {
+		return p
+	}
+	delete(p.Extra, "resumedBy")
+	if p.Code == domain.CodeAlreadyResumed {
+		p.Detail = "This request was already answered; nothing was changed."
+	}
+	return p
+}

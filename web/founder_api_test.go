@@ -123,3 +123,24 @@ func TestAPIFounderResumeAnswersInTheirTerms(t *testing.T) {
 		}
 	})
 }
+
+// A founder whose request someone else answered first is told that it was
+// answered, and when, but not by whom: their pages never show who else
+// answered, and neither does the conflict. Staff are told who.
+func TestAPIFounderConflictDoesNotNameWhoAnswered(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, e *apiEnv) {
+		_, s := e.paused(t, "intake", map[string]string{"claimId": "claim-9c1d", "assignee": founderAEmail})
+		want(t, e.call(t, "POST", "/api/v1/suspensions/"+s.ID+"/resume", e.admin, resumeBody("by-admin")), http.StatusOK)
+
+		late := e.call(t, "POST", "/api/v1/suspensions/"+s.ID+"/resume", e.founderA, resumeBody("r-late"))
+		founder := decode[map[string]any](t, late, http.StatusConflict)
+		if _, named := founder["resumedBy"]; named || founder["resumedAt"] == nil || strings.Contains(string(late.Body), adminEmail) {
+			t.Errorf("the founder's conflict says %s; want when it was answered and not by whom", late)
+		}
+		again := e.call(t, "POST", "/api/v1/suspensions/"+s.ID+"/resume", e.admin, resumeBody("again"))
+		if staff := decode[map[string]any](t, again, http.StatusConflict); staff["resumedBy"] != adminEmail {
+			t.Errorf("staff's conflict says %s; want resumedBy %s", again, adminEmail)
+		}
+	})
+}

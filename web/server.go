@@ -375,7 +375,7 @@ func (w *baseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (s *Server) handle(h func(http.ResponseWriter, *http.Request) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
-			p := problemFor(err)
+			p := problemAs(problemFor(err), principalFrom(r.Context()).User)
 			switch {
 			case p.Code == CodeDatabaseUnavailable:
 				// Expected while the database restarts: the caller tries again.
