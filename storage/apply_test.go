@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -146,4 +147,54 @@ func TestBatchesLockTheirRunsInOneOrder(t *testing.T) {
 	if n := deadlocks() - before; n > 0 {
 		t.Errorf("%d deadlocks between two batches of the same two runs", n)
 	}
+}
+
+// A batch of step commits, applied on PostgreSQL by the set writer's
+// statements over arrays (the jobs ended, the runs written back, the
+// events inserted), commits each commit that holds its job and answers
+// alone the one whose claim was lost: its run is not changed, and the
+// others' runs end with their events.
+func TestApplyStepCommitsIsolateAStaleOne(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
+		ctx, at := t.Context(), time.Now().UTC()
+		var ids []string
+		for range 4 {
+			id := newID()
+			if _, _, err := db.CreateRun(ctx, domain.NewRun{ID: id, WorkflowID: "retention", WorkflowVersion: "1", Input: raw(nil), FirstStep: "work", Now: at.Add(-time.Minute)}); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		jobs, err := db.ClaimJobs(ctx, "w", at, time.Hour, 4)
+		if err != nil || len(jobs) != 4 {
+			t.Fatalf("claim = %d jobs, %v", len(jobs), err)
+		}
+		var batch []domain.Transition
+		for i, j := range jobs {
+			ref := j.Ref()
+			if i == 2 {
+				ref.Attempt++ // a claim this worker no longer holds
+			}
+			batch = append(batch, domain.Transition{Step: &domain.StepCommit{Job: ref, RunID: j.RunID, Step: j.Step, Now: at,
+				Events: []domain.NewEvent{{Type: "worked", Payload: raw(map[string]int{"n": i})}}, Finish: &domain.RunFinish{Status: domain.RunSucceeded, Output: raw(i)}}})
+		}
+		got := db.Apply(ctx, batch)
+		for i, a := range got {
+			run, err := db.Run(ctx, jobs[i].RunID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			types := eventTypes(t, db, run.ID)
+			if i == 2 {
+				if !errors.Is(a.Err, domain.ErrStale) || run.Status != domain.RunRunning || slices.Contains(types, "worked") {
+					t.Errorf("the stale commit: %v, run %s, events %v; want ErrStale and the run unchanged", a.Err, run.Status, types)
+				}
+				continue
+			}
+			if a.Err != nil || run.Status != domain.RunSucceeded || string(run.Output) != fmt.Sprint(i) || !slices.Contains(types, "worked") {
+				t.Errorf("commit %d: %v, run %s output %s, events %v; want it succeeded with its output and event", i, a.Err, run.Status, run.Output, types)
+			}
+		}
+	})
 }
