@@ -345,6 +345,10 @@ func (w *commitWriter) flushEvents(ctx context.Context) error {
 		w.set.events = append(w.set.events, w.events...)
 		return nil
 	}
+	if w.db.dialect == SQLite {
+		return w.b.insertEvents(ctx, w.events)
+	}
+	// On PostgreSQL the insert travels in the transaction's last message.
 	return w.b.add(ctx, w.tx.NewInsert().Model(&w.events))
 }
 
@@ -450,6 +454,11 @@ func (w *commitWriter) updateRun(ctx context.Context, status domain.RunStatus) e
 	if w.set != nil {
 		w.set.runs = append(w.set.runs, setRun{row: w.run, result: true})
 		return nil
+	}
+	if w.db.dialect == SQLite {
+		if ok, err := w.b.updateRun(ctx, w.run); ok || err != nil {
+			return err
+		}
 	}
 	return w.b.add(ctx, w.tx.NewUpdate().Model(w.run).Column("status", "output", "error", "next_seq", "updated_at").WherePK())
 }

@@ -68,7 +68,9 @@ type DB struct {
 	// writers queue in Go instead of spinning on SQLITE_BUSY. SQLite serves
 	// one process; PostgreSQL needs no such lock.
 	writeMu sync.Mutex
-	wake    chan struct{}
+	// stmts are SQLite's hot statements, prepared once (see prepared).
+	stmts sync.Map // query text → *sql.Stmt
+	wake  chan struct{}
 	// self is carried by this handle's job notifications, so that its
 	// listener skips them: signal has woken its own workers already.
 	self string

@@ -77,13 +77,30 @@ const hotInsertEvents = `INSERT INTO events (run_id, seq, type, step, payload, c
 SELECT v.run_id, v.seq, v.type, v.step, v.payload::jsonb, v.created_at
 FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::timestamptz[]) AS v (run_id, seq, type, step, payload, created_at)`
 
-// insertEvents inserts events in one statement: on PostgreSQL a hot one.
+// sqliteInsertEvent is the insert of one event on SQLite, prepared once
+// and run for each event of a transaction.
+const sqliteInsertEvent = `INSERT INTO events (run_id, seq, type, step, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)`
+
+// insertEvents inserts events: on PostgreSQL in one hot statement, on
+// SQLite by one prepared statement run for each.
 func (b *batch) insertEvents(ctx context.Context, events []*eventRow) error {
 	if len(events) == 0 {
 		return nil
 	}
 	if b.db.dialect != Postgres {
-		return b.add(ctx, b.tx.NewInsert().Model(&events))
+		stmt, err := b.db.preparedIn(ctx, b.tx, sqliteInsertEvent)
+		if err != nil || stmt == nil {
+			if err == nil {
+				err = b.add(ctx, b.tx.NewInsert().Model(&events))
+			}
+			return err
+		}
+		for _, e := range events {
+			if _, err := stmt.ExecContext(ctx, e.RunID, e.Seq, e.Type, e.Step, string(e.Payload), sqliteTime(e.CreatedAt)); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	runs, seqs, types, steps, payloads, at := make([]string, len(events)), make([]int64, len(events)),
 		make([]string, len(events)), make([]string, len(events)), make([]string, len(events)), make([]time.Time, len(events))
@@ -161,4 +178,57 @@ func nullStrings(ss []string) []*string {
 		out[i] = nullString(s)
 	}
 	return out
+}
+
+// preparedIn is query, prepared once on SQLite's database and reused, as
+// a statement of tx; nil when tx is not a transaction. SQLite parses a
+// statement as it prepares it: bun's statements, their values written in,
+// are prepared anew at every call, and that parsing was the largest part
+// of the embedded database's CPU in the bench.
+func (db *DB) preparedIn(ctx context.Context, tx bun.IDB, query string) (*sql.Stmt, error) {
+	t, ok := tx.(bun.Tx)
+	if !ok {
+		return nil, nil
+	}
+	s, ok := db.stmts.Load(query)
+	if !ok {
+		stmt, err := db.bun.DB.PrepareContext(ctx, query)
+		if err != nil {
+			return nil, err
+		}
+		var loaded bool
+		if s, loaded = db.stmts.LoadOrStore(query, stmt); loaded {
+			stmt.Close()
+		}
+	}
+	return t.Tx.StmtContext(ctx, s.(*sql.Stmt)), nil
+}
+
+// sqliteTime is t as bun writes a time into SQLite, so that rows written
+// by a prepared statement compare and sort with bun's.
+func sqliteTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.999999-07:00") }
+
+// sqliteUpdateRun writes back a run's status, result, next index and time
+// on SQLite, prepared once.
+const sqliteUpdateRun = `UPDATE runs SET status = ?, output = ?, error = ?, next_seq = ?, updated_at = ? WHERE id = ?`
+
+// updateRun writes run back by sqliteUpdateRun, as bun would write its
+// status, output, error, next_seq and updated_at; it reports false when
+// it could not (the caller is not in a transaction) and wrote nothing.
+func (b *batch) updateRun(ctx context.Context, run *runRow) (bool, error) {
+	stmt, err := b.db.preparedIn(ctx, b.tx, sqliteUpdateRun)
+	if err != nil || stmt == nil {
+		return false, err
+	}
+	var output, runErr *string
+	if len(run.Output) > 0 {
+		o := string(run.Output)
+		output = &o
+	}
+	if run.Error != nil {
+		e := string(domain.MustJSON(run.Error))
+		runErr = &e
+	}
+	_, err = stmt.ExecContext(ctx, string(run.Status), output, runErr, run.NextSeq, sqliteTime(run.UpdatedAt), run.ID)
+	return true, err
 }
