@@ -158,13 +158,10 @@ func TestApplyStepCommitsIsolateAStaleOne(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
 		ctx, at := t.Context(), time.Now().UTC()
-		var ids []string
 		for range 4 {
-			id := newID()
-			if _, _, err := db.CreateRun(ctx, domain.NewRun{ID: id, WorkflowID: "retention", WorkflowVersion: "1", Input: raw(nil), FirstStep: "work", Now: at.Add(-time.Minute)}); err != nil {
+			if _, _, err := db.CreateRun(ctx, domain.NewRun{ID: newID(), WorkflowID: "retention", WorkflowVersion: "1", Input: raw(nil), FirstStep: "work", Now: at.Add(-time.Minute)}); err != nil {
 				t.Fatal(err)
 			}
-			ids = append(ids, id)
 		}
 		jobs, err := db.ClaimJobs(ctx, "w", at, time.Hour, 4)
 		if err != nil || len(jobs) != 4 {
