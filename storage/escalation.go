@@ -49,6 +49,11 @@ func (db *DB) escalateIn(ctx context.Context, tx bun.IDB, req domain.EscalateReq
 	if err != nil {
 		return err
 	}
+	if r, at, ok := s.Policy.NextRung(req.Rung, s.SuspendedAt); ok && r.Outcome != "" && req.Now.Before(at) {
+		if req.Deciders, err = db.deciders(ctx, tx, s); err != nil {
+			return err
+		}
+	}
 	e := domain.DecideEscalation(req, s)
 	if !e.Fire {
 		return nil
@@ -81,15 +86,18 @@ func (db *DB) escalateIn(ctx context.Context, tx bun.IDB, req domain.EscalateReq
 	events := []domain.NewEvent{e.Event}
 	if e.Next != nil {
 		next := jobRowFrom(*e.Next, now)
-		// Still too few people to decide it: the next rung comes at once.
+		// Still too few people to decide it: the next rung may come at
+		// once (see domain.Suspension.EscalatesAtOnce).
 		s.Approvers, s.ApproverRole, s.Escalated = e.Approvers, e.ApproverRole, req.Rung+1
 		n, err := db.deciders(ctx, tx, s)
 		if err != nil {
 			return err
 		}
 		if s.Undecidable(n) {
-			next.RunAt = now
 			events = append(events, domain.UndecidableEvent(s, n))
+		}
+		if s.EscalatesAtOnce(n) {
+			next.RunAt = now
 		}
 		if err := db.insertJobs(ctx, b, []*jobRow{next}); err != nil {
 			return err
