@@ -226,9 +226,12 @@ func (s Suspension) names(email string) bool {
 // SuspensionFilter selects suspensions; zero fields match everything.
 // Results are ordered by (SuspendedAt, ID), oldest first unless Newest.
 type SuspensionFilter struct {
-	Status     SuspensionStatus
-	Reason     string
-	Kind       SuspensionKind
+	Status SuspensionStatus
+	Reason string
+	Kind   SuspensionKind
+	// Waits keeps the suspensions a person is asked, or those a machine
+	// resumes (see Waits); WaitsAny keeps both.
+	Waits      Waits
 	WorkflowID string
 	RunID      string
 	// StepKey, with RunID, selects the suspension of one pause.
