@@ -74,8 +74,12 @@ func MachineWaitText(s domain.Suspension) string {
 }
 
 // ForWhom names who may act on a suspension: its approvers and role, its
-// assignee, or any reviewer.
+// assignee, or any reviewer; for a machine's wait, that machine ("its
+// timer").
 func ForWhom(s domain.Suspension) string {
+	if !s.Kind.WaitsForPerson() {
+		return MachineName(s.Kind)
+	}
 	if s.Restricted() {
 		who := append([]string(nil), s.Approvers...)
 		if s.ApproverRole != "" {
