@@ -34,9 +34,11 @@ func TestUIMachineWaitsAreNotForPeople(t *testing.T) {
 		if p := rev.get("/inbox?waits=machine"); strings.Contains(p.Body, timerPage) || strings.Contains(p.Body, "machine-waits") {
 			t.Errorf("a reviewer sees machine waits:\n%s", p.Body)
 		}
-		wantPage(t, admin.get("/inbox"), http.StatusOK, `data-testid="machine-waits"`)
+		// The counts follow the list: one request for a person, one wait
+		// for a machine.
+		wantPage(t, admin.get("/inbox"), http.StatusOK, `data-testid="machine-waits"`, `>1</span> waiting for a person`)
 		machine := admin.get("/inbox?waits=machine")
-		wantPage(t, machine, http.StatusOK, "<h1>Machine waits</h1>", timerPage)
+		wantPage(t, machine, http.StatusOK, "<h1>Machine waits</h1>", timerPage, `>1</span> waiting for a timer`)
 		if strings.Contains(machine.Body, "/suspensions/"+review.ID) {
 			t.Errorf("the machine waits list the review")
 		}
