@@ -79,9 +79,9 @@ func (db *DB) suspensions(ctx context.Context, idb bun.IDB, f domain.SuspensionF
 	}
 	switch f.Waits {
 	case domain.WaitsPerson:
-		q.Where("kind IN (?)", bun.In(domain.PersonKinds))
+		q.Where("kind IN (?)", bun.List(domain.PersonKinds))
 	case domain.WaitsMachine:
-		q.Where("kind NOT IN (?)", bun.In(domain.PersonKinds))
+		q.Where("kind NOT IN (?)", bun.List(domain.PersonKinds))
 	}
 	if f.Assignee != "" {
 		// Mirrors domain.Suspension.MayRead for founders: a restricted
