@@ -85,6 +85,11 @@ func DecideEscalation(req EscalateRequest, s Suspension) Escalation {
 	if !ok || s.Status != SuspensionPending || s.Precompleted || s.Escalated != req.Rung {
 		return Escalation{}
 	}
+	if _, at, _ := s.Policy.NextRung(req.Rung, s.SuspendedAt); r.Outcome != "" && req.Now.Before(at) && !s.EscalatesAtOnce(req.Deciders) {
+		// Someone who may decide came after the outcome was brought
+		// forward: it waits for its own time again.
+		return Escalation{Next: EscalationJob(s, req.Rung)}
+	}
 	e := Escalation{Fire: true, Rung: r, Approvers: s.Approvers, ApproverRole: s.ApproverRole}
 	action := "remind"
 	switch {

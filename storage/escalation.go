@@ -55,10 +55,17 @@ func (db *DB) escalateIn(ctx context.Context, tx bun.IDB, req domain.EscalateReq
 		}
 	}
 	e := domain.DecideEscalation(req, s)
-	if !e.Fire {
-		return nil
-	}
 	b := db.newBatch(tx)
+	if !e.Fire {
+		if e.Next == nil {
+			return nil
+		}
+		// An outcome brought forward that may no longer come early.
+		if err := db.insertJobs(ctx, b, []*jobRow{jobRowFrom(*e.Next, ts(req.Now))}); err != nil {
+			return err
+		}
+		return b.flush(ctx)
+	}
 	if err := b.add(ctx, tx.NewUpdate().Model(row).Set("escalated = escalated + 1").
 		Set("approvers = ?", stringList(e.Approvers)).Set("approver_role = ?", e.ApproverRole).WherePK()); err != nil {
 		return err
