@@ -439,6 +439,15 @@ func (c *Client) Resume(ctx context.Context, suspensionID string, data any) (Sus
 	return s, err
 }
 
+// ResumeMachineWait resumes by hand a pending wait for a machine (a
+// timer, a webhook, a signal, an async step) in that machine's place,
+// confirming it is meant: only an admin may (403 machine_wait otherwise).
+func (c *Client) ResumeMachineWait(ctx context.Context, suspensionID string, data any) (Suspension, error) {
+	var s Suspension
+	_, err := c.do(ctx, "POST", "/api/v1/suspensions/"+url.PathEscape(suspensionID)+"/resume", nil, map[string]any{"resumeData": data, "confirmMachineWait": true}, &s)
+	return s, err
+}
+
 // Approve approves a pending approval (a vote, under its policy).
 func (c *Client) Approve(ctx context.Context, suspensionID, comment string) (Suspension, error) {
 	return c.decide(ctx, suspensionID, "approve", comment)

@@ -33,6 +33,10 @@ var (
 	// ErrSeparationOfDuties is a founder deciding an approval in a run they
 	// started themselves (see Suspension.CheckActor).
 	ErrSeparationOfDuties = errors.New("you started this run, so you may not decide its approvals")
+	// ErrMachineWait is a person other than an admin resuming by hand a
+	// wait for a machine: a timer, a webhook, a signal or an async step
+	// (see Suspension.CheckHandResume). Nothing changes.
+	ErrMachineWait = errors.New("this request waits for a machine (a timer, a webhook, a signal or an async step), not for a person; only an admin may resume it by hand")
 )
 
 // Error codes are stable, machine-readable identifiers of failures. They are
@@ -65,6 +69,12 @@ const (
 	CodeStartForbidden      = "start_forbidden"
 	CodeSeparationOfDuties  = "separation_of_duties"
 	CodeAssigneeNotAllowed  = "assignee_not_allowed"
+	// CodeMachineWait refuses a person other than an admin resuming a
+	// machine's wait by hand (ErrMachineWait).
+	CodeMachineWait = "machine_wait"
+	// CodeConfirmationRequired refuses an admin's resume of a machine's
+	// wait that does not confirm it is meant (see CheckHandResume).
+	CodeConfirmationRequired = "confirmation_required"
 	// CodeVersionExists refuses a workflow document for an id and version
 	// already registered with another document: versions are immutable.
 	CodeVersionExists = "workflow_version_exists"

@@ -25,6 +25,10 @@ type EscalateRequest struct {
 	SuspensionID string
 	Rung         int
 	Now          time.Time
+	// Deciders is how many people may decide the request when its rung
+	// is an outcome come due before its time (see EscalatesAtOnce): the
+	// outcome's comment says so.
+	Deciders int
 }
 
 // EscalationInput is an escalate job's input: the rung it fires.
@@ -81,6 +85,11 @@ func DecideEscalation(req EscalateRequest, s Suspension) Escalation {
 	if !ok || s.Status != SuspensionPending || s.Precompleted || s.Escalated != req.Rung {
 		return Escalation{}
 	}
+	if _, at, _ := s.Policy.NextRung(req.Rung, s.SuspendedAt); r.Outcome != "" && req.Now.Before(at) && !s.EscalatesAtOnce(req.Deciders) {
+		// Someone who may decide came after the outcome was brought
+		// forward: it waits for its own time again.
+		return Escalation{Next: EscalationJob(s, req.Rung)}
+	}
 	e := Escalation{Fire: true, Rung: r, Approvers: s.Approvers, ApproverRole: s.ApproverRole}
 	action := "remind"
 	switch {
@@ -96,7 +105,11 @@ func DecideEscalation(req EscalateRequest, s Suspension) Escalation {
 			if r.Outcome == OutcomeApprove {
 				e.Resume.Decision = DecisionApproved
 			}
-			e.Resume.Data = MustJSON(ApprovalData{Approved: r.Outcome == OutcomeApprove, Comment: r.Comment})
+			comment := r.Comment
+			if _, at, _ := s.Policy.NextRung(req.Rung, s.SuspendedAt); req.Now.Before(at) {
+				comment = NobodyLeft(s, req.Deciders)
+			}
+			e.Resume.Data = MustJSON(ApprovalData{Approved: r.Outcome == OutcomeApprove, Comment: comment})
 		}
 		if len(e.Resume.Data) == 0 {
 			e.Resume.Data = json.RawMessage("null")
@@ -260,7 +273,33 @@ func UndecidableEvent(s Suspension, deciders int) NewEvent {
 	if s.Kind == KindApproval {
 		needed, _ = s.Policy.Needed()
 	}
-	_, _, ladder := s.Policy.NextRung(s.Escalated, s.SuspendedAt)
 	return NewEvent{Type: EventRequestUndecidable, Step: s.StepName, Payload: MustJSON(map[string]any{
-		"suspensionId": s.ID, "deciders": deciders, "needed": needed, "escalatesNow": ladder})}
+		"suspensionId": s.ID, "deciders": deciders, "needed": needed, "escalatesNow": s.EscalatesAtOnce(deciders)})}
+}
+
+// EscalatesAtOnce reports whether the next rung of s's ladder comes due
+// at once rather than at its time, deciders people being able to decide s
+// now. When too few may, a rung that widens who may comes at once, and an
+// outcome when nobody may decide at all (its comment then says so, see
+// NobodyLeft). A reminder keeps its time: reminding people who cannot
+// reach the quorum helps nobody sooner, and a ladder must not climb every
+// rung the moment its request is asked.
+func (s Suspension) EscalatesAtOnce(deciders int) bool {
+	if !s.Undecidable(deciders) {
+		return false
+	}
+	r, _, ok := s.Policy.NextRung(s.Escalated, s.SuspendedAt)
+	return ok && (r.AddApprovers != nil || r.Outcome != "" && deciders == 0)
+}
+
+// NobodyLeft is the comment of an outcome that fires before its time
+// because too few people may decide s: it says why, never a time that did
+// not pass.
+func NobodyLeft(s Suspension, deciders int) string {
+	needed, _ := s.Policy.Needed()
+	what := "1 approval"
+	if needed != 1 {
+		what = strconv.Itoa(needed) + " approvals"
+	}
+	return fmt.Sprintf("Nobody who may decide is left: %s needed, %d may decide", what, deciders)
 }

@@ -85,6 +85,32 @@ func TestDecideEscalation(t *testing.T) {
 	}
 }
 
+// An outcome that comes before its time, because nobody may decide its
+// request, says so instead of its own comment; one whose request has
+// found a decider since it was brought forward waits for its time again.
+func TestEarlyOutcome(t *testing.T) {
+	t.Parallel()
+	asked := time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC)
+	s := domain.Suspension{ID: "s1", RunID: "r1", Kind: domain.KindApproval, Status: domain.SuspensionPending, SuspendedAt: asked, Escalated: 1,
+		Policy: domain.ApprovalPolicy{Quorum: 2, Escalation: []domain.Rung{
+			{AfterMs: time.Hour.Milliseconds(), Remind: true},
+			{AfterMs: 72 * time.Hour.Milliseconds(), Outcome: domain.OutcomeReject, Comment: "No decision within 3 days"}}}}
+	early := domain.EscalateRequest{RunID: "r1", SuspensionID: "s1", Rung: 1, Now: asked.Add(time.Hour)}
+	e := domain.DecideEscalation(early, s)
+	var d domain.ApprovalData
+	if !e.Fire || e.Resume == nil || json.Unmarshal(e.Resume.Data, &d) != nil || d.Comment != "Nobody who may decide is left: 2 approvals needed, 0 may decide" {
+		t.Fatalf("the early outcome = %+v, comment %q; want it to say nobody may decide", e, d.Comment)
+	}
+	early.Deciders = 1
+	if e := domain.DecideEscalation(early, s); e.Fire || e.Next == nil || !e.Next.RunAt.Equal(asked.Add(72*time.Hour)) {
+		t.Fatalf("the early outcome with a decider = %+v; want it not to fire, queued again for its own time", e)
+	}
+	onTime := domain.EscalateRequest{RunID: "r1", SuspensionID: "s1", Rung: 1, Now: asked.Add(72 * time.Hour)}
+	if e := domain.DecideEscalation(onTime, s); !e.Fire || json.Unmarshal(e.Resume.Data, &d) != nil || d.Comment != "No decision within 3 days" {
+		t.Fatalf("the outcome on time says %q; want its own comment", d.Comment)
+	}
+}
+
 // A request open to all staff stays open to them when a rung adds people.
 func TestAddApproversNeverNarrows(t *testing.T) {
 	t.Parallel()

@@ -64,6 +64,33 @@ func (p MailPreference) Timing(personal bool) MailTiming {
 // kind (an approval or an input), so that people are told of it.
 func (k SuspensionKind) WaitsForPerson() bool { return k == KindApproval || k == KindInput }
 
+// PersonKinds are the kinds of suspension a person acts on (see
+// WaitsForPerson); every other kind waits for a machine.
+var PersonKinds = []SuspensionKind{KindApproval, KindInput}
+
+// Waits selects suspensions by what they wait for: WaitsAny every one,
+// WaitsPerson those a person is asked (approvals and inputs), WaitsMachine
+// those a machine resumes (timers, webhooks, signals, async steps).
+type Waits string
+
+// The selections of Waits.
+const (
+	WaitsAny     Waits = ""
+	WaitsPerson  Waits = "person"
+	WaitsMachine Waits = "machine"
+)
+
+// Has reports whether a suspension of kind k is among those w selects.
+func (w Waits) Has(k SuspensionKind) bool {
+	switch w {
+	case WaitsPerson:
+		return k.WaitsForPerson()
+	case WaitsMachine:
+		return !k.WaitsForPerson()
+	}
+	return true
+}
+
 // MailRecipient is a person to be told of a suspension; Personal when it
 // names them rather than their role.
 type MailRecipient struct {

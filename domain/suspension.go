@@ -165,9 +165,13 @@ func (s Suspension) MayDecide(u User) bool {
 // CheckActor returns nil if u may resume or decide the suspension now:
 // ErrNotApprover for one it does not let act (see MayDecide), and
 // ErrSeparationOfDuties for a founder deciding an approval in a run they
-// started, even one assigned to them. Such a founder may still supply the
+// started, even one assigned to them, and ErrMachineWait for anyone but
+// an admin resuming a machine's wait. Such a founder may still supply the
 // input their own run asks of them.
 func (s Suspension) CheckActor(u User) error {
+	if !s.Kind.WaitsForPerson() && u.Role != RoleAdmin {
+		return ErrMachineWait
+	}
 	if !s.MayDecide(u) {
 		return ErrNotApprover
 	}
@@ -175,6 +179,27 @@ func (s Suspension) CheckActor(u User) error {
 		return ErrSeparationOfDuties
 	}
 	return s.checkDuties(u.ID, u.Email)
+}
+
+// CheckHandResume returns nil if u may resume s by hand, confirmed saying
+// whether they confirmed it. A wait for a machine (a timer, a webhook, a
+// signal, an async step) is resumed by that machine; only an admin may
+// stand in for it, and only having confirmed it, since the run then goes
+// on without what it waited for: ErrMachineWait for anyone else, a
+// *ValidationError (CodeConfirmationRequired) for an admin who did not
+// confirm. A wait for a person is vetted by CheckActor.
+func (s Suspension) CheckHandResume(u User, confirmed bool) error {
+	if s.Kind.WaitsForPerson() {
+		return s.CheckActor(u)
+	}
+	if u.Role != RoleAdmin {
+		return ErrMachineWait
+	}
+	if !confirmed {
+		return &ValidationError{Code: CodeConfirmationRequired, Message: "This request waits for a machine (" + string(s.Kind) + "), not for a person. Resuming it by hand stands in for that machine: send \"confirmMachineWait\": true to do so.",
+			Fields: []FieldError{{Field: "/confirmMachineWait", Message: "Confirm that you resume a machine's wait by hand"}}}
+	}
+	return s.CheckActor(u)
 }
 
 // MayRead reports whether u may see the suspension: staff see every one,
@@ -201,9 +226,12 @@ func (s Suspension) names(email string) bool {
 // SuspensionFilter selects suspensions; zero fields match everything.
 // Results are ordered by (SuspendedAt, ID), oldest first unless Newest.
 type SuspensionFilter struct {
-	Status     SuspensionStatus
-	Reason     string
-	Kind       SuspensionKind
+	Status SuspensionStatus
+	Reason string
+	Kind   SuspensionKind
+	// Waits keeps the suspensions a person is asked, or those a machine
+	// resumes (see Waits); WaitsAny keeps both.
+	Waits      Waits
 	WorkflowID string
 	RunID      string
 	// StepKey, with RunID, selects the suspension of one pause.

@@ -1,6 +1,7 @@
 package domain_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/tollgatehq/tollgate/domain"
@@ -71,5 +72,48 @@ func TestCheckActorSeparationOfDuties(t *testing.T) {
 	}
 	if err := staffs.CheckActor(ada); err != domain.ErrNotApprover {
 		t.Errorf("a founder not assigned: %v", err)
+	}
+}
+
+// A machine's wait (a timer, a webhook, an async step's callback, a
+// signal) is resumed by hand only by an admin who confirms it; a wait for
+// a person is vetted as before, confirmed or not.
+func TestCheckHandResume(t *testing.T) {
+	t.Parallel()
+	admin := domain.User{ID: "a", Email: "ad@x.com", Role: domain.RoleAdmin}
+	rev := domain.User{ID: "r", Email: "rev@x.com", Role: domain.RoleReviewer}
+	founder := domain.User{ID: "f", Email: "fa@x.com", Role: domain.RoleFounder}
+	for _, k := range []domain.SuspensionKind{domain.KindDelay, domain.KindWebhook, domain.KindCallback, domain.KindSignal} {
+		s := domain.Suspension{Kind: k, Assignee: "fa@x.com"}
+		for _, u := range []domain.User{rev, founder} {
+			for _, confirmed := range []bool{false, true} {
+				if err := s.CheckHandResume(u, confirmed); !errors.Is(err, domain.ErrMachineWait) {
+					t.Errorf("%s by a %s (confirmed %v): %v; want ErrMachineWait", k, u.Role, confirmed, err)
+				}
+			}
+			if err := s.CheckActor(u); !errors.Is(err, domain.ErrMachineWait) {
+				t.Errorf("CheckActor: %s by a %s: %v; want ErrMachineWait", k, u.Role, err)
+			}
+		}
+		ve, ok := errors.AsType[*domain.ValidationError](s.CheckHandResume(admin, false))
+		if !ok || ve.Code != domain.CodeConfirmationRequired || len(ve.Fields) != 1 || ve.Fields[0].Field != "/confirmMachineWait" {
+			t.Errorf("%s by an admin, unconfirmed: %+v; want confirmation_required on /confirmMachineWait", k, ve)
+		}
+		if err := s.CheckHandResume(admin, true); err != nil {
+			t.Errorf("%s by an admin, confirmed: %v", k, err)
+		}
+	}
+	for _, k := range []domain.SuspensionKind{domain.KindApproval, domain.KindInput} {
+		s := domain.Suspension{Kind: k}
+		for _, confirmed := range []bool{false, true} {
+			if err := s.CheckHandResume(rev, confirmed); err != nil {
+				t.Errorf("%s by a reviewer (confirmed %v): %v", k, confirmed, err)
+			}
+		}
+	}
+	for _, k := range []domain.SuspensionKind{domain.KindApproval, domain.KindInput, domain.KindDelay, domain.KindWebhook} {
+		if domain.WaitsPerson.Has(k) == domain.WaitsMachine.Has(k) || !domain.WaitsAny.Has(k) {
+			t.Errorf("%s is in both or neither of the people's and the machines' waits", k)
+		}
 	}
 }

@@ -576,8 +576,9 @@ func (w *commitWriter) inserted(ctx context.Context, row *suspensionRow, p pause
 
 // checkDeciders checks that enough people may decide the request p has
 // just created under a policy (see domain.Suspension.Undecidable); when
-// too few may, the run's log says so and its ladder's first rung is due
-// at once instead of after its delay.
+// too few may, the run's log says so, and its ladder's first rung is due
+// at once instead of after its delay when domain.Suspension.EscalatesAtOnce
+// says so.
 func (w *commitWriter) checkDeciders(ctx context.Context, p *pause) error {
 	s := p.suspension
 	if s.Policy.IsZero() || !s.Kind.WaitsForPerson() {
@@ -588,7 +589,7 @@ func (w *commitWriter) checkDeciders(ctx context.Context, p *pause) error {
 		return err
 	}
 	w.addEvent(domain.UndecidableEvent(*s, n))
-	if p.escalate != nil {
+	if p.escalate != nil && s.EscalatesAtOnce(n) {
 		p.escalate.RunAt = w.now
 	}
 	return nil

@@ -49,11 +49,23 @@ func (db *DB) escalateIn(ctx context.Context, tx bun.IDB, req domain.EscalateReq
 	if err != nil {
 		return err
 	}
-	e := domain.DecideEscalation(req, s)
-	if !e.Fire {
-		return nil
+	if r, at, ok := s.Policy.NextRung(req.Rung, s.SuspendedAt); ok && r.Outcome != "" && req.Now.Before(at) {
+		if req.Deciders, err = db.deciders(ctx, tx, s); err != nil {
+			return err
+		}
 	}
+	e := domain.DecideEscalation(req, s)
 	b := db.newBatch(tx)
+	if !e.Fire {
+		if e.Next == nil {
+			return nil
+		}
+		// An outcome brought forward that may no longer come early.
+		if err := db.insertJobs(ctx, b, []*jobRow{jobRowFrom(*e.Next, ts(req.Now))}); err != nil {
+			return err
+		}
+		return b.flush(ctx)
+	}
 	if err := b.add(ctx, tx.NewUpdate().Model(row).Set("escalated = escalated + 1").
 		Set("approvers = ?", stringList(e.Approvers)).Set("approver_role = ?", e.ApproverRole).WherePK()); err != nil {
 		return err
@@ -81,15 +93,18 @@ func (db *DB) escalateIn(ctx context.Context, tx bun.IDB, req domain.EscalateReq
 	events := []domain.NewEvent{e.Event}
 	if e.Next != nil {
 		next := jobRowFrom(*e.Next, now)
-		// Still too few people to decide it: the next rung comes at once.
+		// Still too few people to decide it: the next rung may come at
+		// once (see domain.Suspension.EscalatesAtOnce).
 		s.Approvers, s.ApproverRole, s.Escalated = e.Approvers, e.ApproverRole, req.Rung+1
 		n, err := db.deciders(ctx, tx, s)
 		if err != nil {
 			return err
 		}
 		if s.Undecidable(n) {
-			next.RunAt = now
 			events = append(events, domain.UndecidableEvent(s, n))
+		}
+		if s.EscalatesAtOnce(n) {
+			next.RunAt = now
 		}
 		if err := db.insertJobs(ctx, b, []*jobRow{next}); err != nil {
 			return err

@@ -77,6 +77,12 @@ func (db *DB) suspensions(ctx context.Context, idb bun.IDB, f domain.SuspensionF
 			q.Where("? = ?", bun.Ident(col), v)
 		}
 	}
+	switch f.Waits {
+	case domain.WaitsPerson:
+		q.Where("kind IN (?)", bun.List(domain.PersonKinds))
+	case domain.WaitsMachine:
+		q.Where("kind NOT IN (?)", bun.List(domain.PersonKinds))
+	}
 	if f.Assignee != "" {
 		// Mirrors domain.Suspension.MayRead for founders: a restricted
 		// suspension is for the people it names, never for its assignee

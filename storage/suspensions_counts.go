@@ -17,6 +17,12 @@ import (
 // triggers update the counters and leave none), so it costs the same with a
 // thousand suspensions as with millions.
 func (db *DB) PendingCounts(ctx context.Context, workflowID string) (reasons, kinds []domain.GroupCount, err error) {
+	return db.PendingCountsOf(ctx, workflowID, domain.WaitsAny)
+}
+
+// PendingCountsOf is PendingCounts of the suspensions waits selects:
+// those people are asked, or those machines resume.
+func (db *DB) PendingCountsOf(ctx context.Context, workflowID string, waits domain.Waits) (reasons, kinds []domain.GroupCount, err error) {
 	var rows []struct {
 		Reason string `bun:"reason"`
 		Kind   string `bun:"kind"`
@@ -31,7 +37,7 @@ func (db *DB) PendingCounts(ctx context.Context, workflowID string) (reasons, ki
 	}
 	byReason, byKind := map[string]int{}, map[string]int{}
 	for _, r := range rows {
-		if r.N > 0 {
+		if r.N > 0 && waits.Has(domain.SuspensionKind(r.Kind)) {
 			byReason[r.Reason] += r.N
 			byKind[r.Kind] += r.N
 		}

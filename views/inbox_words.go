@@ -1,6 +1,7 @@
 package views
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/tollgatehq/tollgate/domain"
@@ -46,9 +47,39 @@ func KindName(k domain.SuspensionKind) string {
 	return string(k)
 }
 
+// MachineName names, for people, the machine a wait of kind k is for:
+// "its timer", "a call to its webhook".
+func MachineName(k domain.SuspensionKind) string {
+	switch k {
+	case domain.KindDelay:
+		return "its timer"
+	case domain.KindWebhook:
+		return "a call to its webhook"
+	case domain.KindCallback:
+		return "the completion of its async step"
+	case domain.KindSignal:
+		return "its signal"
+	}
+	return "its machine"
+}
+
+// MachineWaitText says, in a sentence, what a machine's wait s waits
+// for: "This run waits for its timer, not for a person."
+func MachineWaitText(s domain.Suspension) string {
+	what := MachineName(s.Kind)
+	if s.Kind == domain.KindSignal && s.Reason != "" {
+		what = "the signal " + strconv.Quote(s.Reason)
+	}
+	return "This run waits for " + what + ", not for a person."
+}
+
 // ForWhom names who may act on a suspension: its approvers and role, its
-// assignee, or any reviewer.
+// assignee, or any reviewer; for a machine's wait, that machine ("its
+// timer").
 func ForWhom(s domain.Suspension) string {
+	if !s.Kind.WaitsForPerson() {
+		return MachineName(s.Kind)
+	}
 	if s.Restricted() {
 		who := append([]string(nil), s.Approvers...)
 		if s.ApproverRole != "" {

@@ -866,16 +866,45 @@ func TestAPIDelay(t *testing.T) {
 		if done.Status != "succeeded" || len(done.Suspensions) != 1 || *done.Suspensions[0].ResumedBy != "timer" || done.Suspensions[0].Kind != "delay" {
 			t.Fatalf("short delay run = %+v", done)
 		}
-		// A long one can be cut short by a person; the timer then finds it resumed.
+		// A long one can be cut short by an admin who confirms it; the
+		// timer then finds it resumed.
 		long, s := e.paused(t, "delay", map[string]int{"ms": int(time.Hour / time.Millisecond)})
 		if s.Kind != "delay" || s.Reason != "delay" {
 			t.Fatalf("delay suspension = %+v", s)
 		}
-		want(t, e.call(t, "POST", "/api/v1/suspensions/"+s.ID+"/resume", e.reviewer, `{}`), http.StatusOK)
+		want(t, e.call(t, "POST", "/api/v1/suspensions/"+s.ID+"/resume", e.admin, `{"confirmMachineWait":true}`), http.StatusOK)
 		done = e.waitRun(t, long.ID, "succeeded", "failed")
-		if done.Status != "succeeded" || *done.Suspensions[0].ResumedBy != reviewerEmail {
+		if done.Status != "succeeded" || *done.Suspensions[0].ResumedBy == reviewerEmail || *done.Suspensions[0].ResumedBy == "timer" {
 			t.Fatalf("woken delay run = %+v", done)
 		}
+	})
+}
+
+// A machine's wait (here a timer) is resumed by its machine: a reviewer
+// who resumes it by hand is refused 403 machine_wait, an admin who does
+// not confirm 422 confirmation_required naming /confirmMachineWait, and
+// neither changes anything; an admin who confirms resumes it.
+func TestAPIMachineWaitIsNotForPeople(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, e *apiEnv) {
+		run, s := e.paused(t, "delay", map[string]int{"ms": int(time.Hour / time.Millisecond)})
+		path := "/api/v1/suspensions/" + s.ID + "/resume"
+		problem(t, e.call(t, "POST", path, e.reviewer, `{"resumeData":{"early":true}}`), http.StatusForbidden, "machine_wait")
+		problem(t, e.call(t, "POST", path, e.reviewer, `{"confirmMachineWait":true}`), http.StatusForbidden, "machine_wait")
+		e.stillPending(t, s)
+		p := problem(t, e.call(t, "POST", path, e.admin, `{}`), http.StatusUnprocessableEntity, "confirmation_required")
+		if !hasField(p, "/confirmMachineWait") {
+			t.Errorf("errors %+v; want /confirmMachineWait named", p.Errors)
+		}
+		e.stillPending(t, s)
+		if got := e.run(t, run.ID); got.Status != "suspended" {
+			t.Fatalf("run %s; want it still waiting", got.Status)
+		}
+		done := decode[suspensionBody](t, e.call(t, "POST", path, e.admin, `{"confirmMachineWait":true}`), http.StatusOK)
+		if done.Status != "resumed" || done.ResumedBy == nil || *done.ResumedBy == reviewerEmail {
+			t.Fatalf("confirmed resume = %+v; want it resumed by the admin", done)
+		}
+		e.waitRun(t, run.ID, "succeeded")
 	})
 }
 

@@ -149,6 +149,8 @@ func problemFor(err error) Problem {
 		return newProblem(http.StatusTooManyRequests, CodeTooManyWaits, "You hold as many waits for what runs do next as one caller may; wait for the time Retry-After says, or ask without ?wait=.")
 	case errors.Is(err, domain.ErrSeparationOfDuties):
 		return newProblem(http.StatusForbidden, domain.CodeSeparationOfDuties, dutyMessage(err))
+	case errors.Is(err, domain.ErrMachineWait):
+		return newProblem(http.StatusForbidden, domain.CodeMachineWait, "This request waits for a machine (a timer, a webhook, a signal or an async step), not for a person: that machine resumes it, or an admin by hand. Nothing was changed.")
 	case errors.Is(err, domain.ErrStartForbidden):
 		return newProblem(http.StatusForbidden, domain.CodeStartForbidden, "Your role may not start runs of this workflow.")
 	}

@@ -117,7 +117,7 @@ func TestSeedDripCampaignRegistersAsWritten(t *testing.T) {
 		if w := paused.WaitingFor; w == nil || w.Kind != "delay" || w.Deadline == nil || time.Until(*w.Deadline) < 47*time.Hour {
 			t.Errorf("the run waits for %+v; want its two-day timer", w)
 		}
-		want(t, e.call(t, "POST", "/api/v1/suspensions/"+paused.Suspensions[0].ID+"/resume", e.admin, `{"resumeData": {"early": true}}`), http.StatusOK)
+		want(t, e.call(t, "POST", "/api/v1/suspensions/"+paused.Suspensions[0].ID+"/resume", e.admin, `{"resumeData": {"early": true}, "confirmMachineWait": true}`), http.StatusOK)
 		done := e.waitRun(t, run.ID, "succeeded")
 		if !sameJSON(t, done.Output, json.RawMessage(`{"to": "ada@example.com", "template": "follow-up"}`)) {
 			t.Errorf("output %s", done.Output)

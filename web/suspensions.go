@@ -74,10 +74,14 @@ func (s *Server) showSuspension(w http.ResponseWriter, r *http.Request) error {
 
 // resumeSuspension writes resume data once. Of concurrent resumes one gets
 // 200; the others get 409 saying who won and when. Repeating the winning
-// request with its Idempotency-Key returns the original 200.
+// request with its Idempotency-Key returns the original 200. A machine's
+// wait is resumed here only by an admin who confirms it
+// (confirmMachineWait, see domain.Suspension.CheckHandResume); anyone
+// else is refused before anything changes.
 func (s *Server) resumeSuspension(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
-		ResumeData json.RawMessage `json:"resumeData"`
+		ResumeData         json.RawMessage `json:"resumeData"`
+		ConfirmMachineWait bool            `json:"confirmMachineWait"`
 	}
 	if err := decodeJSON(w, r, &body, s.MaxBody); err != nil {
 		return err
@@ -89,6 +93,11 @@ func (s *Server) resumeSuspension(w http.ResponseWriter, r *http.Request) error 
 	p := principalFrom(r.Context())
 	sp, err := s.visibleSuspension(r, p, r.PathValue("id"))
 	if err != nil {
+		return err
+	}
+	// A suspension's kind never changes, so this check holds inside the
+	// resume's transaction too (where CheckActor refuses non-admins again).
+	if err := sp.CheckHandResume(p.User, body.ConfirmMachineWait); err != nil && sp.Status == domain.SuspensionPending {
 		return err
 	}
 	return s.answerAction(w, r, sp, until, func() (domain.Suspension, error) {

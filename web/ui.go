@@ -30,7 +30,7 @@ type UIStore interface {
 	domain.SessionStore
 	domain.AuditLog
 	domain.DocumentStore
-	PendingCounts(ctx context.Context, workflowID string) (reasons, kinds []domain.GroupCount, err error)
+	PendingCountsOf(ctx context.Context, workflowID string, waits domain.Waits) (reasons, kinds []domain.GroupCount, err error)
 	Users(ctx context.Context) ([]domain.User, error)
 	// User returns the user with this id; domain.ErrNotFound if there is
 	// none.
@@ -340,6 +340,9 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 	f, cursor := inboxFilterOf(r.URL.Query())
+	if v := s.viewerOf(r); v == nil || v.Role != domain.RoleAdmin {
+		f.Machine = false // machine waits are for admins to see
+	}
 	items, next, err := s.Store.Suspensions(r.Context(), s.pendingIn(f, cursor, 50))
 	var ve *domain.ValidationError
 	if errors.As(err, &ve) {
@@ -350,7 +353,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		s.uiFailure(w, r, err)
 		return
 	}
-	reasons, kinds, err := s.UIStore.PendingCounts(r.Context(), f.WorkflowID)
+	reasons, kinds, err := s.UIStore.PendingCountsOf(r.Context(), f.WorkflowID, inboxWaits(f))
 	if err != nil {
 		s.uiFailure(w, r, err)
 		return

@@ -24,7 +24,8 @@ const queueWindow = 100
 // An age the inbox does not offer is dropped.
 func inboxFilterOf(q url.Values) (views.InboxFilter, string) {
 	f := views.InboxFilter{Reason: q.Get("reason"), Kind: q.Get("kind"), WorkflowID: strings.TrimSpace(q.Get("workflow")),
-		Age: q.Get("age"), Search: strings.TrimSpace(q.Get("q")), Newest: q.Get("order") == "newest"}
+		Age: q.Get("age"), Search: strings.TrimSpace(q.Get("q")), Newest: q.Get("order") == "newest",
+		Machine: q.Get("waits") == string(domain.WaitsMachine)}
 	if _, ok := inboxAges[f.Age]; !ok {
 		f.Age = ""
 	}
@@ -34,11 +35,20 @@ func inboxFilterOf(q url.Values) (views.InboxFilter, string) {
 // pendingIn is the store's filter for a page of an inbox filter.
 func (s *Server) pendingIn(f views.InboxFilter, cursor string, limit int) domain.SuspensionFilter {
 	sf := domain.SuspensionFilter{Status: domain.SuspensionPending, Reason: f.Reason, Kind: domain.SuspensionKind(f.Kind), WorkflowID: f.WorkflowID,
-		Search: f.Search, Newest: f.Newest, Cursor: cursor, Limit: limit}
+		Search: f.Search, Newest: f.Newest, Cursor: cursor, Limit: limit, Waits: inboxWaits(f)}
 	if age := inboxAges[f.Age]; age > 0 {
 		sf.SuspendedBefore = s.Clock.Now().Add(-age)
 	}
 	return sf
+}
+
+// inboxWaits is what an inbox filter lists: the requests people are asked,
+// unless it asks for the waits machines resume.
+func inboxWaits(f views.InboxFilter) domain.Waits {
+	if f.Machine {
+		return domain.WaitsMachine
+	}
+	return domain.WaitsPerson
 }
 
 // inboxRow is a suspension as an inbox row, formatted for the viewer and
@@ -68,7 +78,8 @@ type queue struct {
 }
 
 // queueAround reads the filter's window that begins at the inbox page the
-// request was opened from. Only requests the viewer may act on count.
+// request was opened from. Only requests the viewer may act on count, and
+// only requests for people: a machine's wait is never next in a queue.
 func (s *Server) queueAround(ctx context.Context, from url.Values, id string, u domain.User) (queue, error) {
 	f, cursor := inboxFilterOf(from)
 	items, _, err := s.Store.Suspensions(ctx, s.pendingIn(f, cursor, queueWindow))
@@ -86,7 +97,7 @@ func (s *Server) queueAround(ctx context.Context, from url.Values, id string, u 
 			q.ids = append(q.ids, id)
 			continue
 		}
-		if sp.CheckActor(u) == nil {
+		if sp.Kind.WaitsForPerson() && sp.CheckActor(u) == nil {
 			q.ids = append(q.ids, sp.ID)
 		}
 	}
@@ -138,7 +149,7 @@ func (s *Server) nextRequest(ctx context.Context, from url.Values, id string, be
 		return "", err
 	}
 	for _, sp := range items {
-		if sp.ID != id && sp.CheckActor(u) == nil {
+		if sp.ID != id && sp.Kind.WaitsForPerson() && sp.CheckActor(u) == nil {
 			return sp.ID, nil
 		}
 	}

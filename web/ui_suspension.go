@@ -103,6 +103,8 @@ func (s *Server) suspensionView(r *http.Request, sp domain.Suspension, v *views.
 		p.CanAct = true
 	case errors.Is(err, domain.ErrSeparationOfDuties):
 		p.Barred = dutyMessage(err)
+	case errors.Is(err, domain.ErrMachineWait):
+		p.Barred = machineMessage(sp)
 	}
 	if vote, ok := domain.VoteOf(sp.Votes, v.Email); ok && sp.Status == domain.SuspensionPending {
 		p.CanAct, p.MyVote = false, &vote
@@ -186,6 +188,15 @@ func (s *Server) resumeFromPage(w http.ResponseWriter, r *http.Request) {
 		data = json.RawMessage(text)
 	}
 	if !s.mayAct(w, r, sp, v) {
+		return
+	}
+	if err := sp.CheckHandResume(viewerPrincipal(v).User, r.PostForm.Get("confirmMachineWait") == "yes"); err != nil {
+		// An admin who did not tick the confirmation: the form again,
+		// saying so, with what they typed.
+		p := s.suspensionView(r, sp, v)
+		p.Form, p.ConfirmMissing = text, true
+		p.Failure = "There is a problem. Confirm that you resume this wait by hand."
+		s.render(w, r, http.StatusUnprocessableEntity, views.SuspensionView(p))
 		return
 	}
 	after := s.queueAfter(r, sp, v)
@@ -385,10 +396,17 @@ func (s *Server) mayAct(w http.ResponseWriter, r *http.Request, sp domain.Suspen
 	return false
 }
 
+// machineMessage tells a person why a machine's wait is not theirs.
+func machineMessage(sp domain.Suspension) string {
+	return views.MachineWaitText(sp) + " It goes on by itself when that comes; only an admin may resume it by hand."
+}
+
 // notYours says why the viewer may not resume or decide sp, refused with
 // err.
 func notYours(sp domain.Suspension, err error) string {
 	switch {
+	case errors.Is(err, domain.ErrMachineWait):
+		return machineMessage(sp)
 	case errors.Is(err, domain.ErrSeparationOfDuties):
 		return dutyMessage(err)
 	case sp.Restricted():
@@ -413,7 +431,7 @@ func (s *Server) actionFailed(w http.ResponseWriter, r *http.Request, sp domain.
 	var ve *domain.ValidationError
 	var ce *domain.ConflictError
 	switch {
-	case errors.Is(err, domain.ErrNotApprover), errors.Is(err, domain.ErrSeparationOfDuties):
+	case errors.Is(err, domain.ErrNotApprover), errors.Is(err, domain.ErrSeparationOfDuties), errors.Is(err, domain.ErrMachineWait):
 		s.refuse(w, r, sp, v, typed, http.StatusForbidden, &domain.ValidationError{Message: notYours(sp, err)})
 	case errors.As(err, &ve):
 		s.refuse(w, r, sp, v, typed, http.StatusUnprocessableEntity, ve)

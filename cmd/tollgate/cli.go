@@ -179,6 +179,9 @@ type suspListCmd struct {
 type suspResumeCmd struct {
 	suspIDCmd
 	Data string `required:"" help:"The resume data: JSON, or @FILE (@- for standard input)."`
+	// ConfirmMachineWait lets an admin stand in for the machine a wait is
+	// for (a timer, a webhook, a signal, an async step).
+	ConfirmMachineWait bool `name:"confirm-machine-wait" help:"Resume a wait for a machine (a timer, webhook, signal or async step) by hand, in its place (admins only)."`
 }
 
 type suspDecideCmd struct {
@@ -672,7 +675,11 @@ func (s *suspensionsCLI) run(ctx context.Context, path string, getenv func(strin
 		if err != nil {
 			return err
 		}
-		sp, err := api.Resume(ctx, f.ID, data)
+		resume := api.Resume
+		if f.ConfirmMachineWait {
+			resume = api.ResumeMachineWait
+		}
+		sp, err := resume(ctx, f.ID, data)
 		if err != nil {
 			return err
 		}

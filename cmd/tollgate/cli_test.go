@@ -299,3 +299,29 @@ func TestMigrateStatusDownUp(t *testing.T) {
 		t.Errorf("migrate sideways: %v", err)
 	}
 }
+
+// The drip campaign waits two days on a timer: `suspensions resume` of
+// it fails, saying a machine's wait needs confirming, and changes nothing;
+// with --confirm-machine-wait the admin's key resumes it.
+func TestCLIResumesAMachineWaitOnlyConfirmed(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, env map[string]string) {
+		s := startServer(t, env)
+		var run apiclient.Run
+		cliJSON(t, s, &run, "runs", "start", "drip-campaign", "--input", `{"email": "ada@example.com"}`, "--wait")
+		var susps apiclient.Page[apiclient.Suspension]
+		cliJSON(t, s, &susps, "suspensions", "list", "--run", run.ID, "--status", "pending")
+		if len(susps.Items) != 1 || susps.Items[0].Kind != "delay" {
+			t.Fatalf("suspensions list = %+v; want the campaign's timer", susps)
+		}
+		id := susps.Items[0].ID
+		if out, err := cliRun(t, s, "", "suspensions", "resume", id, "--data", `{}`); err == nil || !strings.Contains(err.Error()+out, "confirmMachineWait") {
+			t.Fatalf("an unconfirmed resume of a timer: %v\n%s; want it refused, naming confirmMachineWait", err, out)
+		}
+		var resumed apiclient.Suspension
+		cliJSON(t, s, &resumed, "suspensions", "resume", id, "--data", `{}`, "--confirm-machine-wait")
+		if resumed.Status != "resumed" {
+			t.Fatalf("suspensions resume --confirm-machine-wait = %+v", resumed)
+		}
+	})
+}

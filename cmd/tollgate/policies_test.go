@@ -259,3 +259,30 @@ func TestVendorPayoutExample(t *testing.T) {
 		t.Fatalf("output %s (%v); want the bank's call to win", done.Output, err)
 	}
 }
+
+// On a fresh install the admin is the only person, and the admin who
+// starts a vendor payout may not sign it off: nobody may decide it. The
+// request says so in the run's log, but it is not rejected the moment it
+// is asked with "No decision within 3 days": its ladder's reminder keeps
+// its time, a day away.
+func TestVendorPayoutOnAFreshInstall(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	srv := startServer(t, map[string]string{"TOLLGATE_DATA": dir}, "--data", dir)
+	admin := srv.client()
+	run := admin.startRun(t, "vendor-payout", map[string]any{"vendor": "Acme Ltd", "invoiceId": "INV-204", "amount": 1820, "requestedBy": "rita@example.com"})
+	admin.waitStatus(t, run.ID, "suspended")
+	// Long enough for a ladder that climbs at once to reach its end.
+	time.Sleep(time.Second)
+	if got := admin.run(t, run.ID); got.Status != "suspended" {
+		t.Fatalf("the run is %s; want it waiting for its sign-off", got.Status)
+	}
+	pending := admin.suspensions(t, "runId="+run.ID+"&status=pending")
+	if len(pending) != 1 || pending[0].Title != "Pay Acme Ltd — invoice INV-204" {
+		t.Fatalf("pending %+v; want the sign-off still waiting", pending)
+	}
+	types := eventTypes(admin.events(t, run.ID))
+	if !strings.Contains(types, "REQUEST_UNDECIDABLE") || strings.Contains(types, "REQUEST_ESCALATED") {
+		t.Fatalf("events %s; want the log to say nobody may decide, and no rung fired", types)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ var escalationTests = []test{
 	{"DecisionEndsTheLadder", testDecisionEndsTheLadder},
 	{"RungRacesVote", testRungRacesVote},
 	{"UndecidableEscalatesAtOnce", testUndecidableEscalatesAtOnce},
+	{"NobodyLeftDecidesSayingSo", testNobodyLeftDecidesSayingSo},
 }
 
 var ladderStart = time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC)
@@ -216,10 +218,11 @@ func testRungRacesVote(t *testing.T, open Open) {
 	t.Logf("%d of %d races won by the rung", rungWon, runs)
 }
 
-// A request that too few people may decide escalates at once: with three
-// who may and a quorum of five, its ladder's rungs come due now, without
-// the clock moving, until one widens it to enough people; the last rung
-// then waits for its time. The run's log says each time why.
+// A request that too few people may decide widens at once, but its
+// ladder never climbs every rung at once: with three who may and a quorum
+// of five, the reminder keeps its time; once it fired, the rung that widens
+// comes due at once, and the last rung, five now able to decide, waits for
+// its own time. The run's log says each time why.
 func testUndecidableEscalatesAtOnce(t *testing.T, open Open) {
 	db := open(t)
 	addDeciders(t, db, "cy@x.test", "dee@x.test")
@@ -233,7 +236,12 @@ func testUndecidableEscalatesAtOnce(t *testing.T, open Open) {
 	e := startEngine(t, db, newRegistry(t, approvalWorkflow("short", policy, &n)), engine.Opts{Clock: clock, PollInterval: time.Millisecond})
 	run := startRun(t, e, "short", nil)
 	waitRun(t, db, run.ID, domain.RunSuspended)
-	s := rungsFired(t, db, pendingSuspension(t, db, run.ID).ID, 2)
+	id := pendingSuspension(t, db, run.ID).ID
+	if jobs := escalateJobs(t, db, run.ID); len(jobs) != 1 || !jobs[0].RunAt.Equal(ladderStart.Add(24*time.Hour)) {
+		t.Fatalf("rung jobs %+v; want the reminder's, at its own time", jobs)
+	}
+	clock.Set(ladderStart.Add(24*time.Hour + time.Second))
+	s := rungsFired(t, db, id, 2)
 	if s.Status != domain.SuspensionPending || !slices.Contains(s.Approvers, "dee@x.test") {
 		t.Fatalf("request %+v; want it pending, widened to cy and dee", s)
 	}
@@ -241,20 +249,65 @@ func testUndecidableEscalatesAtOnce(t *testing.T, open Open) {
 	if jobs := escalateJobs(t, db, run.ID); !jobs[0].RunAt.Equal(ladderStart.Add(72 * time.Hour)) {
 		t.Fatalf("the last rung is due %v; want its own time, now that five may decide", jobs[0].RunAt)
 	}
+	if got := undecidableCounts(t, db, run.ID, 5); !slices.Equal(got, []int{3, 3}) {
+		t.Fatalf("the log says too few people could decide with %v; want 3 when asked and 3 after the reminder", got)
+	}
+}
+
+// undecidableCounts are the deciders of each REQUEST_UNDECIDABLE in the
+// run's log, each checked to need needed.
+func undecidableCounts(t *testing.T, db Store, runID string, needed int) []int {
+	t.Helper()
 	var deciders []int
-	for _, ev := range runEvents(t, db, run.ID) {
+	for _, ev := range runEvents(t, db, runID) {
 		if ev.Type == domain.EventRequestUndecidable {
 			var p struct {
 				Deciders int `json:"deciders"`
 				Needed   int `json:"needed"`
 			}
-			if err := json.Unmarshal(ev.Payload, &p); err != nil || p.Needed != 5 {
+			if err := json.Unmarshal(ev.Payload, &p); err != nil || p.Needed != needed {
 				t.Fatalf("event %s: %v", ev.Payload, err)
 			}
 			deciders = append(deciders, p.Deciders)
 		}
 	}
-	if !slices.Equal(deciders, []int{3, 3}) {
-		t.Fatalf("the log says too few people could decide with %v; want 3 when asked and 3 after the reminder", deciders)
+	return deciders
+}
+
+// A request that nobody may decide (the only people who might are the
+// run's starter and the requester, as on a fresh install) does not reject
+// itself the moment it is asked: its reminder keeps its time. When that
+// comes and widening leaves nobody still, the outcome fires at once, and
+// its comment says why, not a time that did not pass.
+func testNobodyLeftDecidesSayingSo(t *testing.T, open Open) {
+	db := open(t)
+	clock := clocktest.New(ladderStart)
+	var n stepCounter
+	policy := domain.ApprovalPolicy{Quorum: 2, Escalation: []domain.Rung{
+		{AfterMs: 24 * time.Hour.Milliseconds(), Remind: true},
+		{AfterMs: 48 * time.Hour.Milliseconds(), AddApprovers: &domain.Approvers{Role: domain.RoleAdmin}},
+		{AfterMs: 72 * time.Hour.Milliseconds(), Outcome: domain.OutcomeReject, Comment: "No decision within 3 days"},
+	}}
+	e := startEngine(t, db, newRegistry(t, approvalWorkflow("nobody", policy, &n)), engine.Opts{Clock: clock, PollInterval: time.Millisecond})
+	run := startRun(t, e, "nobody", nil)
+	waitRun(t, db, run.ID, domain.RunSuspended)
+	id := pendingSuspension(t, db, run.ID).ID
+	// Give a ladder that climbed at once the time to do it.
+	time.Sleep(200 * time.Millisecond)
+	if s, err := db.Suspension(t.Context(), id); err != nil || s.Escalated != 0 || s.Status != domain.SuspensionPending {
+		t.Fatalf("request %+v, %v; want it pending, no rung fired before its time", s, err)
+	}
+	clock.Set(ladderStart.Add(24*time.Hour + time.Second))
+	done := waitRun(t, db, run.ID, domain.RunSucceeded)
+	var in domain.ResumePayload
+	var d domain.ApprovalData
+	if err := json.Unmarshal(done.Output, &in); err != nil || json.Unmarshal(in.ResumeData, &d) != nil {
+		t.Fatalf("output %s: %v", done.Output, err)
+	}
+	if d.Approved || !strings.HasPrefix(d.Comment, "Nobody who may decide is left: ") || strings.Contains(d.Comment, "3 days") {
+		t.Fatalf("the rejection says %q; want why nobody decided, and no time that did not pass", d.Comment)
+	}
+	if got := undecidableCounts(t, db, run.ID, 2); !slices.Equal(got, []int{0, 0, 0}) {
+		t.Fatalf("the log says too few people could decide with %v; want 0 when asked and after each rung that did not decide", got)
 	}
 }
