@@ -70,6 +70,10 @@ type DB struct {
 	writeMu sync.Mutex
 	// stmts are SQLite's hot statements, prepared once (see prepared).
 	stmts sync.Map // query text → *sql.Stmt
+	// hotClaim is the claim's text on PostgreSQL.
+	hotClaim hotClaims
+	// hotSent counts the hot statements sent (see hotQuery).
+	hotSent atomic.Int64
 	wake  chan struct{}
 	// self is carried by this handle's job notifications, so that its
 	// listener skips them: signal has woken its own workers already.
@@ -137,6 +141,7 @@ func (db *DB) openPostgres(ctx context.Context, o Opts) error {
 	}
 	db.bun = bun.NewDB(sqldb, pgDialect{pgdialect.New()})
 	db.dialect = Postgres
+	db.hotClaim = newHotClaims(db.bun)
 	db.dsn = o.URL
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	db.stop, db.done = cancel, make(chan struct{})
