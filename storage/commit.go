@@ -121,7 +121,15 @@ func (db *DB) endJob(ctx context.Context, tx bun.IDB, c domain.StepCommit) (*run
 		}
 		return run, db.fail("commit.after_job")
 	}
-	r, err := end.Exec(ctx)
+	var r sql.Result
+	var err error
+	if stmt, perr := db.preparedIn(ctx, tx, sqliteEndJob); perr != nil {
+		return nil, perr
+	} else if stmt != nil && c.RetryAt == nil {
+		r, err = stmt.ExecContext(ctx, c.Job.ID, c.Job.Attempt, jobRunning)
+	} else {
+		r, err = end.Exec(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +163,21 @@ func keepFailedStep(ctx context.Context, tx bun.IDB, c domain.StepCommit) error 
 // pipelined transaction.
 func (db *DB) lockRun(ctx context.Context, tx bun.IDB, id string) (*runRow, error) {
 	run := new(runRow)
+	if stmt, err := db.preparedIn(ctx, tx, sqliteLockRun); err != nil {
+		return nil, err
+	} else if stmt != nil {
+		rows, err := stmt.QueryContext(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if err := db.bun.ScanRows(ctx, rows, run); err != nil {
+			return nil, err
+		}
+		if run.ID == "" {
+			return nil, sql.ErrNoRows // bun's scan of no row into a struct leaves it as it was
+		}
+		return run, nil
+	}
 	q := hookedColumn(tx.NewSelect().Model(run)).Where("id = ?", id)
 	if db.dialect == Postgres {
 		q.For("UPDATE")
@@ -404,6 +427,9 @@ func (w *commitWriter) finishRun(ctx context.Context, f *domain.RunFinish) error
 // it also keeps the planner on the run's index rather than on the partial
 // index of pending suspensions, which status churn fills with dead entries.
 func (db *DB) cancelOutstanding(ctx context.Context, b *batch, run *runRow, now time.Time) error {
+	if ok, err := b.cancelOutstanding(ctx, run); ok || err != nil {
+		return err
+	}
 	if !run.Hooked {
 		if err := b.add(ctx, cancelWaitsOf(b.tx, (*suspensionRow)(nil), run.ID)); err != nil {
 			return err

@@ -74,7 +74,7 @@ type DB struct {
 	hotClaim hotClaims
 	// hotSent counts the hot statements sent (see hotQuery).
 	hotSent atomic.Int64
-	wake  chan struct{}
+	wake    chan struct{}
 	// self is carried by this handle's job notifications, so that its
 	// listener skips them: signal has woken its own workers already.
 	self string

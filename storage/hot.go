@@ -183,13 +183,13 @@ func nullStrings(ss []string) []*string {
 }
 
 // preparedIn is query, prepared once on SQLite's database and reused, as
-// a statement of tx; nil when tx is not a transaction. SQLite parses a
-// statement as it prepares it: bun's statements, their values written in,
-// are prepared anew at every call, and that parsing was the largest part
-// of the embedded database's CPU in the bench.
+// a statement of tx; nil on PostgreSQL or when tx is not a transaction.
+// SQLite parses a statement as it prepares it: bun's statements, their
+// values written in, are prepared anew at every call, and that parsing
+// was the largest part of the embedded database's CPU in the bench.
 func (db *DB) preparedIn(ctx context.Context, tx bun.IDB, query string) (*sql.Stmt, error) {
 	t, ok := tx.(bun.Tx)
-	if !ok {
+	if !ok || db.dialect == Postgres {
 		return nil, nil
 	}
 	s, ok := db.stmts.Load(query)
@@ -232,5 +232,38 @@ func (b *batch) updateRun(ctx context.Context, run *runRow) (bool, error) {
 		runErr = &e
 	}
 	_, err = stmt.ExecContext(ctx, string(run.Status), output, runErr, run.NextSeq, sqliteTime(run.UpdatedAt), run.ID)
+	return true, err
+}
+
+// SQLite's statements of a step's commit besides its events and run,
+// prepared once (see preparedIn).
+const (
+	sqliteEndJob  = `DELETE FROM jobs WHERE id = ? AND attempt = ? AND status = ?`
+	sqliteLockRun = `SELECT r.*, EXISTS (SELECT 1 FROM subscriptions) AS hooked FROM runs AS r WHERE r.id = ?`
+	// sqliteCancelWaits and sqliteDropQueued are cancelWaitsOf and
+	// dropQueuedOf for one run.
+	sqliteCancelWaits = `UPDATE suspensions SET status = ? WHERE run_id = ? AND status = ?`
+	sqliteDropQueued  = `DELETE FROM jobs WHERE run_id = ? AND status = ?`
+)
+
+// cancelOutstanding is db.cancelOutstanding for a run without subscribers
+// on SQLite, by prepared statements; it reports false when it wrote
+// nothing and the caller is to.
+func (b *batch) cancelOutstanding(ctx context.Context, run *runRow) (bool, error) {
+	if b.db.dialect == Postgres || run.Hooked {
+		return false, nil
+	}
+	cancel, err := b.db.preparedIn(ctx, b.tx, sqliteCancelWaits)
+	if err != nil || cancel == nil {
+		return false, err
+	}
+	drop, err := b.db.preparedIn(ctx, b.tx, sqliteDropQueued)
+	if err != nil {
+		return false, err
+	}
+	if _, err := cancel.ExecContext(ctx, string(domain.SuspensionCancelled), run.ID, string(domain.SuspensionPending)); err != nil {
+		return true, err
+	}
+	_, err = drop.ExecContext(ctx, run.ID, jobAvailable)
 	return true, err
 }
