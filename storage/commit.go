@@ -481,10 +481,8 @@ func (w *commitWriter) updateRun(ctx context.Context, status domain.RunStatus) e
 		w.set.runs = append(w.set.runs, setRun{row: w.run, result: true})
 		return nil
 	}
-	if w.db.dialect == SQLite {
-		if ok, err := w.b.updateRun(ctx, w.run); ok || err != nil {
-			return err
-		}
+	if ok, err := w.b.updateRun(ctx, w.run); ok || err != nil {
+		return err // SQLite's prepared statement
 	}
 	return w.b.add(ctx, w.tx.NewUpdate().Model(w.run).Column("status", "output", "error", "next_seq", "updated_at").WherePK())
 }

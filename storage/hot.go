@@ -216,7 +216,8 @@ const sqliteUpdateRun = `UPDATE runs SET status = ?, output = ?, error = ?, next
 
 // updateRun writes run back by sqliteUpdateRun, as bun would write its
 // status, output, error, next_seq and updated_at; it reports false when
-// it could not (the caller is not in a transaction) and wrote nothing.
+// it wrote nothing (on PostgreSQL, or outside a transaction) and the
+// caller is to.
 func (b *batch) updateRun(ctx context.Context, run *runRow) (bool, error) {
 	stmt, err := b.db.preparedIn(ctx, b.tx, sqliteUpdateRun)
 	if err != nil || stmt == nil {
