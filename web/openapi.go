@@ -163,7 +163,7 @@ func operations() []operation {
 		{method: "delete", path: "/api/v1/suspensions/{id}/links/{linkId}", id: "revokeLink", summary: "Revoke a decision link (staff)", okStatus: "204", problems: []string{"403", "404"}},
 
 		{method: "post", path: "/api/v1/subscriptions", id: "createSubscription", summary: "Subscribe a URL to events (admins); its signing secret is shown once", body: obj("url", str(""), "events", arrayOf(str(""))), okStatus: "201", ok: ref("Subscription"), problems: []string{"403", "422"}},
-		{method: "get", path: "/api/v1/subscriptions", id: "listSubscriptions", summary: "Subscriptions (admins)", ok: pageOf("Subscription"), problems: []string{"403"}},
+		{method: "get", path: "/api/v1/subscriptions", id: "listSubscriptions", summary: "Subscriptions, oldest first (admins)", query: []string{"cursor", "limit"}, ok: pageOf("Subscription"), problems: []string{"403", "422"}},
 		{method: "get", path: "/api/v1/subscriptions/{id}", id: "getSubscription", summary: "One subscription (admins)", ok: ref("Subscription"), problems: []string{"403", "404"}},
 		{method: "delete", path: "/api/v1/subscriptions/{id}", id: "deleteSubscription", summary: "End a subscription (admins)", okStatus: "204", problems: []string{"403", "404"}},
 		{method: "get", path: "/api/v1/subscriptions/{id}/deliveries", id: "listDeliveries", summary: "A subscription's delivery attempts (admins)", query: []string{"cursor", "limit"}, ok: pageOf("Delivery"), problems: []string{"403", "404"}},

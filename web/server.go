@@ -282,7 +282,7 @@ func (s *Server) Handler() http.Handler {
 	}
 	if s.Hooks != nil {
 		api("POST /api/v1/subscriptions", s.createSubscription)
-		api("GET /api/v1/subscriptions", s.listSubscriptions)
+		api("GET /api/v1/subscriptions", s.listSubscriptions, page...)
 		api("GET /api/v1/subscriptions/{id}", s.showSubscription)
 		api("DELETE /api/v1/subscriptions/{id}", s.deleteSubscription)
 		api("GET /api/v1/subscriptions/{id}/deliveries", s.listDeliveries, page...)
