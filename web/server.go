@@ -287,6 +287,9 @@ func (s *Server) Handler() http.Handler {
 		api("DELETE /api/v1/subscriptions/{id}", s.deleteSubscription)
 		api("GET /api/v1/subscriptions/{id}/deliveries", s.listDeliveries, page...)
 	}
+	if s.UIStore != nil { // the audit log is kept with the browser app
+		api("GET /api/v1/audit", s.listAudit, append(page, "actor", "action", "category", "workflowId", "from", "to")...)
+	}
 	mux.Handle("/api/", s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		if allow := allowed(mux, r, "/api/"); len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
