@@ -70,7 +70,9 @@ type DB struct {
 	writeMu sync.Mutex
 	// stmts are SQLite's hot statements, prepared once (see prepared).
 	stmts sync.Map // query text → *sql.Stmt
-	wake  chan struct{}
+	// preparing holds the queries whose shared statement is being prepared.
+	preparing sync.Map // query text → true
+	wake      chan struct{}
 	// self is carried by this handle's job notifications, so that its
 	// listener skips them: signal has woken its own workers already.
 	self string
