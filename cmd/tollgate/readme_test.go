@@ -118,6 +118,8 @@ func TestREADMEShellExamples(t *testing.T) {
 		`"secret":"`,                                      // the subscription made, with its secret once
 		`Backed up data/tollgate.db to backups/tollgate-`, // the backup, its folder made
 		`"code":"not_found"`,                              // the deleted run is gone
+		`"action": "run.delete"`,                          // and the audit log says who deleted it
+		`"reason": "Erasure request #42"`,                 // and why
 	} {
 		i := strings.Index(said[at:], want)
 		if i < 0 {
