@@ -72,7 +72,11 @@ type DB struct {
 	stmts sync.Map // query text → *sql.Stmt
 	// preparing holds the queries whose shared statement is being prepared.
 	preparing sync.Map // query text → true
-	wake      chan struct{}
+	// hotClaim is the claim's text on PostgreSQL.
+	hotClaim hotClaims
+	// hotSent counts the hot statements sent (see hotQuery).
+	hotSent atomic.Int64
+	wake    chan struct{}
 	// self is carried by this handle's job notifications, so that its
 	// listener skips them: signal has woken its own workers already.
 	self string
@@ -139,6 +143,7 @@ func (db *DB) openPostgres(ctx context.Context, o Opts) error {
 	}
 	db.bun = bun.NewDB(sqldb, pgDialect{pgdialect.New()})
 	db.dialect = Postgres
+	db.hotClaim = newHotClaims(db.bun)
 	db.dsn = o.URL
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	db.stop, db.done = cancel, make(chan struct{})

@@ -15,6 +15,10 @@ func (db *DB) OldestFinishedSQL(before time.Time, limit int) string {
 	return db.oldestFinished(db.bun, before, limit).String()
 }
 
+// HotStatements is how many hot statements db has sent (see hotQuery),
+// which bun's query hooks do not see.
+func (db *DB) HotStatements() int64 { return db.hotSent.Load() }
+
 // NotifyChange reports a change of runID as a committed write does, for
 // tests that need to know when the notices of earlier writes have arrived.
 func (db *DB) NotifyChange(ctx context.Context, runID string) error {

@@ -26,8 +26,10 @@ import (
 // a hot statement asks for the cache itself.
 
 // hotQuery runs a hot statement on tx, a transaction, a connection or the
-// database, and returns its rows.
-func hotQuery(ctx context.Context, tx bun.IDB, query string, args ...any) (*sql.Rows, error) {
+// database, and returns its rows. It counts in db.hotSent the statements
+// that bun's query hooks do not see.
+func (db *DB) hotQuery(ctx context.Context, tx bun.IDB, query string, args ...any) (*sql.Rows, error) {
+	db.hotSent.Add(1)
 	args = append([]any{pgx.QueryExecModeCacheStatement}, args...)
 	switch tx := tx.(type) {
 	case bun.Tx:
@@ -43,7 +45,7 @@ func hotQuery(ctx context.Context, tx bun.IDB, query string, args ...any) (*sql.
 // hotScan runs a hot statement and scans its rows into dest, a slice of
 // models or of values, as bun would.
 func (db *DB) hotScan(ctx context.Context, tx bun.IDB, dest any, query string, args ...any) error {
-	rows, err := hotQuery(ctx, tx, query, args...)
+	rows, err := db.hotQuery(ctx, tx, query, args...)
 	if err != nil {
 		return err
 	}
@@ -51,8 +53,8 @@ func (db *DB) hotScan(ctx context.Context, tx bun.IDB, dest any, query string, a
 }
 
 // hotExec runs a hot statement whose rows nobody reads.
-func hotExec(ctx context.Context, tx bun.IDB, query string, args ...any) error {
-	rows, err := hotQuery(ctx, tx, query, args...)
+func (db *DB) hotExec(ctx context.Context, tx bun.IDB, query string, args ...any) error {
+	rows, err := db.hotQuery(ctx, tx, query, args...)
 	if err != nil {
 		return err
 	}
@@ -70,7 +72,7 @@ func (b *batch) hot(ctx context.Context, query string, args ...any) error {
 	if err := b.flush(ctx); err != nil {
 		return err
 	}
-	return hotExec(ctx, b.tx, query, args...)
+	return b.db.hotExec(ctx, b.tx, query, args...)
 }
 
 const hotInsertEvents = `INSERT INTO events (run_id, seq, type, step, payload, created_at)

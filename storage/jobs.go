@@ -156,15 +156,12 @@ type claim struct {
 func (db *DB) claimDue(ctx context.Context, c claim) ([]jobRow, error) {
 	var rows []jobRow
 	if db.dialect == Postgres {
-		// The due jobs are chosen and locked once, in a materialised CTE
-		// the update reads: PostgreSQL may plan "id IN (subquery)" so
-		// that the subquery runs more than once, and each run of a
-		// LIMIT ... SKIP LOCKED can pick other rows, claiming more jobs
-		// than asked for.
-		due := bun.NewWithQuery("due", db.dueJobs(db.bun, c).For("UPDATE SKIP LOCKED")).Materialized()
-		claimed := db.claimUpdate(db.bun, c).Where("id IN (SELECT id FROM due)").Returning("*")
-		err := db.bun.NewSelect().WithQuery(due).With("claimed", claimed).
-			Model(&rows).ModelTableExpr("claimed AS j").Relation("Run").Relation("Suspension").Scan(ctx)
+		args := []any{ts(c.now), c.limit, c.worker, ts(c.now.Add(c.lease))}
+		query := db.hotClaim.any
+		if c.runID != "" {
+			query, args = db.hotClaim.ofRun, append(args, c.runID)
+		}
+		err := db.hotScan(ctx, db.bun, &rows, query, args...)
 		return rows, err
 	}
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
@@ -179,6 +176,40 @@ func (db *DB) claimDue(ctx context.Context, c claim) ([]jobRow, error) {
 			Where("j.id IN (?)", bun.List(ids)).Scan(ctx)
 	})
 	return rows, err
+}
+
+// hotClaims are claimDue's statements on PostgreSQL, fixed text whose
+// values are parameters: $1 now, $2 the limit, $3 the worker, $4 the
+// lease's end and, in ofRun, $5 the run. They are written once by bun,
+// which names the run's and suspension's columns as its scan of a claimed
+// job with them expects, and then sent as hot statements: a claim is the
+// most frequent statement of a busy server.
+type hotClaims struct{ any, ofRun string }
+
+// newHotClaims writes the claim statements.
+//
+// The due jobs are chosen and locked once, in a materialised CTE the
+// update reads: PostgreSQL may plan "id IN (subquery)" so that the
+// subquery runs more than once, and each run of a LIMIT ... SKIP LOCKED
+// can pick other rows, claiming more jobs than asked for.
+func newHotClaims(b *bun.DB) hotClaims {
+	write := func(ofRun bool) string {
+		due := b.NewSelect().Model((*jobRow)(nil)).Column("id").
+			Where("status = ?", jobAvailable).Where("run_at <= $1").OrderExpr("run_at, id")
+		if ofRun {
+			due.Where("run_id = $5")
+		}
+		claimed := b.NewUpdate().Model((*jobRow)(nil)).
+			Set("status = ?", jobRunning).Set("attempt = attempt + 1").
+			Set("locked_by = $3").Set("lease_until = $4").
+			Where("id IN (SELECT id FROM due)").Returning("*")
+		// bun writes no LIMIT that is a parameter: the CTE is its own text.
+		dueSQL := due.String() + " LIMIT $2 FOR UPDATE SKIP LOCKED"
+		var rows []jobRow
+		return b.NewSelect().WithQuery(bun.NewWithQuery("due", b.NewRaw(dueSQL)).Materialized()).With("claimed", claimed).
+			Model(&rows).ModelTableExpr("claimed AS j").Relation("Run").Relation("Suspension").String()
+	}
+	return hotClaims{any: write(false), ofRun: write(true)}
 }
 
 // dueJobs selects the ids of the jobs c claims: due, oldest first, at

@@ -24,7 +24,14 @@ type pgStats struct {
 
 // startPgStats resets the statement and table statistics of the bench
 // database, before the window whose cycles its report divides by.
+// TOLLGATE_BENCH_PGSTATS=one measures the one-client mode instead.
 func startPgStats(t *testing.T, dialect string, mode benchMode, db *sql.DB) *pgStats {
+	if os.Getenv("TOLLGATE_BENCH_PGSTATS") == "one" {
+		if mode != benchOneClient {
+			return nil
+		}
+		return startPgStatsOn(t, dialect, db, "cycle from one client")
+	}
 	if mode != benchHeadline {
 		return nil
 	}
