@@ -1,6 +1,7 @@
 // Package client is a typed Go client of Tollgate's HTTP API (/api/v1):
-// runs, their events, suspensions and the decisions on them, signals and
-// workflows. It needs only the standard library.
+// runs, their events, suspensions and the decisions on them, signals,
+// workflows, and for admins the audit log and webhook subscriptions. It
+// needs only the standard library.
 //
 //	c := client.New("https://tollgate.example.com", os.Getenv("TOLLGATE_API_KEY"))
 //	run, err := c.StartRun(ctx, "expense-approval", map[string]any{"amount": 389}, client.IdempotencyKey("exp-17"))

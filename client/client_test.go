@@ -136,6 +136,12 @@ func TestClientFollowsTheOpenAPIDocument(t *testing.T) {
 		func() error { _, err := c.Reject(ctx, "s", "no"); return err },
 		func() error { _, err := c.ListWorkflows(ctx); return err },
 		func() error {
+			_, err := c.ListAudit(ctx, client.AuditFilter{ActorEmail: "a@example.com", Action: "login", Category: "security", WorkflowID: "wf",
+				From: time.Now(), To: time.Now(), Cursor: "c", Limit: 5})
+			return err
+		},
+		func() error { _, err := c.ListSubscriptions(ctx, "c", 5); return err },
+		func() error {
 			_, _, err := c.PutWorkflow(ctx, []byte(`{"id": "wf", "version": "1", "steps": []}`))
 			return err
 		},
@@ -166,7 +172,7 @@ func TestClientFollowsTheOpenAPIDocument(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"startRun", "getRun", "listRuns", "listEvents", "cancelRun", "retryRun", "rerunRun", "deleteRun", "sendSignal",
-		"getSuspension", "listSuspensions", "resumeSuspension", "approveSuspension", "rejectSuspension", "listWorkflows", "createWorkflow", "attachRun", "bulkSuspensions", "bulkRuns"} {
+		"getSuspension", "listSuspensions", "resumeSuspension", "approveSuspension", "rejectSuspension", "listWorkflows", "createWorkflow", "listAudit", "listSubscriptions", "attachRun", "bulkSuspensions", "bulkRuns"} {
 		if !s.seen[id] {
 			t.Errorf("no call reached operation %s", id)
 		}

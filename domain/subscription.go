@@ -124,8 +124,9 @@ type HookEvent struct {
 type SubscriptionStore interface {
 	// CreateSubscription stores s and its audit entry in one transaction.
 	CreateSubscription(ctx context.Context, s NewSubscription) (Subscription, error)
-	// Subscriptions lists every subscription, oldest first.
-	Subscriptions(ctx context.Context) ([]Subscription, error)
+	// Subscriptions lists subscriptions, oldest first, at most limit of
+	// them (0: the store's default), with a cursor for the next page.
+	Subscriptions(ctx context.Context, cursor string, limit int) ([]Subscription, string, error)
 	// Subscription returns one subscription, or ErrNotFound.
 	Subscription(ctx context.Context, id string) (Subscription, error)
 	// DeleteSubscription ends a subscription: it and its deliveries,

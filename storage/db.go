@@ -70,6 +70,8 @@ type DB struct {
 	writeMu sync.Mutex
 	// stmts are SQLite's hot statements, prepared once (see prepared).
 	stmts sync.Map // query text → *sql.Stmt
+	// preparing holds the queries whose shared statement is being prepared.
+	preparing sync.Map // query text → true
 	// hotClaim is the claim's text on PostgreSQL.
 	hotClaim hotClaims
 	// hotSent counts the hot statements sent (see hotQuery).

@@ -67,17 +67,28 @@ func (db *DB) CreateSubscription(ctx context.Context, s domain.NewSubscription) 
 	return row.toDomain(), nil
 }
 
-// Subscriptions implements domain.SubscriptionStore.
-func (db *DB) Subscriptions(ctx context.Context) ([]domain.Subscription, error) {
+// Subscriptions implements domain.SubscriptionStore: oldest first,
+// keyset-paginated on (created_at, id).
+func (db *DB) Subscriptions(ctx context.Context, cursor string, limit int) ([]domain.Subscription, string, error) {
+	limit = clampLimit(limit)
 	var rows []subscriptionRow
-	if err := db.bun.NewSelect().Model(&rows).ExcludeColumn("secret").OrderExpr("created_at, id").Scan(ctx); err != nil {
-		return nil, fmt.Errorf("list subscriptions: %w", translate(err))
+	q := db.bun.NewSelect().Model(&rows).ExcludeColumn("secret").OrderExpr("created_at, id").Limit(int64(limit + 1))
+	if cursor != "" {
+		at, id, err := decodeCursor(cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		q.Where("(created_at, id) > (?, ?)", at, id)
 	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, "", fmt.Errorf("list subscriptions: %w", translate(err))
+	}
+	rows, next := cutPage(rows, limit, func(r subscriptionRow) string { return Cursor(r.CreatedAt, r.ID) })
 	out := make([]domain.Subscription, len(rows))
 	for i := range rows {
 		out[i] = rows[i].toDomain()
 	}
-	return out, nil
+	return out, next, nil
 }
 
 // Subscription implements domain.SubscriptionStore.

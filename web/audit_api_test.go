@@ -3,11 +3,14 @@ package web_test
 import (
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/storage"
 )
 
 // Resumes, decisions, signals and cancellations are audited whichever way
@@ -65,4 +68,95 @@ func TestAuditCoversAPIActionsAndCancels(t *testing.T) {
 			}
 		}
 	})
+}
+
+type auditEntryBody struct {
+	ID         int64     `json:"id"`
+	At         time.Time `json:"at"`
+	ActorEmail string    `json:"actorEmail"`
+	Action     string    `json:"action"`
+	Subject    string    `json:"subject"`
+	WorkflowID string    `json:"workflowId"`
+}
+
+// GET /api/v1/audit is the audit page for programs: admins only, newest
+// first, a page at a time, with the page's filters (actor, category,
+// action, workflow, a span of time); a filter it cannot read is refused
+// with validation_failed naming the parameter.
+func TestAPIAuditLog(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t, storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")}, withUI)
+	_, s := e.paused(t, "intake", map[string]string{"claimId": "c1"})
+	want(t, e.call(t, "POST", "/api/v1/suspensions/"+s.ID+"/resume", e.admin, resumeBody("d1")), http.StatusOK)
+	_, rv := e.paused(t, "review", map[string]any{"amount": 5, "description": "pens"})
+	want(t, e.call(t, "POST", "/api/v1/suspensions/"+rv.ID+"/reject", e.reviewer, `{"comment": "no"}`), http.StatusOK)
+	cancelled, _ := e.paused(t, "intake", map[string]string{"claimId": "c2"})
+	want(t, e.call(t, "POST", "/api/v1/runs/"+cancelled.ID+"/cancel", e.admin, `{}`), http.StatusOK)
+
+	list := func(query string) []auditEntryBody {
+		t.Helper()
+		var all []auditEntryBody
+		for cursor := ""; ; {
+			p := decode[pageBody[auditEntryBody]](t, e.call(t, "GET", "/api/v1/audit?limit=1&cursor="+url.QueryEscape(cursor)+"&"+query, e.admin, ""), http.StatusOK)
+			all = append(all, p.Items...)
+			if cursor = p.NextCursor; cursor == "" {
+				return all
+			}
+		}
+	}
+	describe := func(entries []auditEntryBody) []string {
+		var out []string
+		for _, en := range entries {
+			out = append(out, en.Action+" by "+en.ActorEmail+" on "+en.Subject)
+		}
+		return out
+	}
+	resume := "suspension.resume by " + adminEmail + " on " + s.ID
+	reject := "suspension.reject by " + reviewerEmail + " on " + rv.ID
+	cancel := "run.cancel by " + adminEmail + " on " + cancelled.ID
+	all := list("")
+	if got := describe(all); !slices.Equal(got, []string{cancel, reject, resume}) {
+		t.Errorf("the audit log, a page of one at a time = %q; want the cancel, the rejection and the resume, newest first", got)
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i].At.After(all[i-1].At) || all[i].ID == all[i-1].ID {
+			t.Errorf("entries %d and %d are not newest first, each once: %+v", i-1, i, all)
+		}
+	}
+	for query, wantEntries := range map[string][]string{
+		"actor=" + url.QueryEscape(strings.ToUpper(reviewerEmail)): {reject},
+		"category=decisions":         {reject, resume},
+		"category=runs":              {cancel},
+		"action=suspension.resume":   {resume},
+		"workflowId=review":          {reject},
+		"from=2000-01-01T00:00:00Z":  {cancel, reject, resume},
+		"to=2000-01-01T00:00:00Z":    nil,
+		"actor=nobody%40example.com": nil,
+		"category=decisions&actor=" + url.QueryEscape(adminEmail): {resume},
+	} {
+		if got := describe(list(query)); !slices.Equal(got, wantEntries) {
+			t.Errorf("?%s = %q; want %q", query, got, wantEntries)
+		}
+	}
+
+	for _, key := range []string{e.reviewer, e.founderA} {
+		problem(t, e.call(t, "GET", "/api/v1/audit", key, ""), http.StatusForbidden, "forbidden")
+	}
+	problem(t, e.call(t, "GET", "/api/v1/audit", "", ""), http.StatusUnauthorized, "unauthorized")
+	for _, tc := range []struct {
+		query, param, code string
+		status             int
+	}{
+		{"limit=0", "limit", "validation_failed", http.StatusUnprocessableEntity},
+		{"limit=501", "limit", "validation_failed", http.StatusUnprocessableEntity},
+		{"category=everything", "category", "validation_failed", http.StatusUnprocessableEntity},
+		{"from=yesterday", "from", "validation_failed", http.StatusUnprocessableEntity},
+		{"to=2026-11-21", "to", "validation_failed", http.StatusUnprocessableEntity},
+		{"colour=red", "colour", "invalid_query", http.StatusBadRequest},
+	} {
+		if p := problem(t, e.call(t, "GET", "/api/v1/audit?"+tc.query, e.admin, ""), tc.status, tc.code); !hasParameter(p, tc.param) {
+			t.Errorf("?%s: problem %+v does not name the parameter %s", tc.query, p, tc.param)
+		}
+	}
+	problem(t, e.call(t, "GET", "/api/v1/audit?cursor=not-a-cursor", e.admin, ""), http.StatusUnprocessableEntity, "validation_failed")
 }

@@ -64,6 +64,7 @@ var routeAccess = map[string]access{
 	"GET /api/v1/subscriptions/{id}":                   admins,
 	"DELETE /api/v1/subscriptions/{id}":                admins,
 	"GET /api/v1/subscriptions/{id}/deliveries":        admins,
+	"GET /api/v1/audit":                                admins,
 	// Capability URLs: the token in the address is the credential, and a
 	// wrong one is 404 for everyone.
 	"* /v1/flow-runs/{runId}/waitpoints/{waitpointId}":      public,

@@ -112,6 +112,11 @@ var queryParams = map[string]schema{
 	"kind":          enum("delay", "webhook", "callback", "signal", "approval", "input"),
 	"runId":         str("only this run's"),
 	"order":         enum("oldest", "newest"),
+	"actor":         str("only entries of the person with this email"),
+	"action":        str("only this action, like suspension.approve"),
+	"category":      enum(auditCategoryValues()...),
+	"from":          schema{"type": "string", "format": "date-time", "description": "at or after"},
+	"to":            schema{"type": "string", "format": "date-time", "description": "before"},
 	"wait":          str("how long to wait for what the run does next, up to 30s, like 5s, counted from the request: the answer comes by then (or once the action is done, if that takes longer), with where the run is; a caller holds a limited number of waits at once, 429 too_many_waits beyond"),
 }
 
@@ -163,10 +168,11 @@ func operations() []operation {
 		{method: "delete", path: "/api/v1/suspensions/{id}/links/{linkId}", id: "revokeLink", summary: "Revoke a decision link (staff)", okStatus: "204", problems: []string{"403", "404"}},
 
 		{method: "post", path: "/api/v1/subscriptions", id: "createSubscription", summary: "Subscribe a URL to events (admins); its signing secret is shown once", body: obj("url", str(""), "events", arrayOf(str(""))), okStatus: "201", ok: ref("Subscription"), problems: []string{"403", "422"}},
-		{method: "get", path: "/api/v1/subscriptions", id: "listSubscriptions", summary: "Subscriptions (admins)", ok: pageOf("Subscription"), problems: []string{"403"}},
+		{method: "get", path: "/api/v1/subscriptions", id: "listSubscriptions", summary: "Subscriptions, oldest first (admins)", query: []string{"cursor", "limit"}, ok: pageOf("Subscription"), problems: []string{"403", "422"}},
 		{method: "get", path: "/api/v1/subscriptions/{id}", id: "getSubscription", summary: "One subscription (admins)", ok: ref("Subscription"), problems: []string{"403", "404"}},
 		{method: "delete", path: "/api/v1/subscriptions/{id}", id: "deleteSubscription", summary: "End a subscription (admins)", okStatus: "204", problems: []string{"403", "404"}},
 		{method: "get", path: "/api/v1/subscriptions/{id}/deliveries", id: "listDeliveries", summary: "A subscription's delivery attempts (admins)", query: []string{"cursor", "limit"}, ok: pageOf("Delivery"), problems: []string{"403", "404"}},
+		{method: "get", path: "/api/v1/audit", id: "listAudit", summary: "The audit log, newest first, filtered as on the audit page (admins)", query: []string{"cursor", "limit", "actor", "action", "category", "workflowId", "from", "to"}, ok: pageOf("AuditEntry"), problems: []string{"403", "422"}},
 
 		{method: "*", path: "/v1/flow-runs/{runId}/waitpoints/{waitpointId}", id: "resumeWaitpoint", summary: "A waitpoint's resume URL: any call resumes it with the call (method, headers, query, body); its token is in the query (an address that sends too many unknown tokens is refused 429)", public: true, body: anyJSON, bodyType: "*/*", okStatus: "200", ok: anyJSON, problems: []string{"404", "409", "410", "429"}},
 		{method: "*", path: "/v1/flow-runs/{runId}/waitpoints/{waitpointId}/sync", id: "resumeWaitpointSync", summary: "The same, answering with the waitpoint's responseToSend once the run has gone on (202 after the sync timeout)", public: true, body: anyJSON, bodyType: "*/*", okStatus: "200", ok: anyJSON, problems: []string{"404", "409", "410", "429"}},
@@ -210,6 +216,8 @@ func components() schema {
 		"Link":             schema{"type": "object", "description": "a decision link: its state, and its URL once, when made", "additionalProperties": true},
 		"Subscription":     schema{"type": "object", "description": "a subscription: url, events, and its secret once, when made", "additionalProperties": true},
 		"Delivery":         schema{"type": "object", "description": "one delivery attempt of an event to a subscription", "additionalProperties": true},
+		"AuditEntry": obj("id", integer, "at", dateTime, "actorId?", str(""), "actorEmail?", str(""), "action", str("like suspension.approve, login, run.cancel"),
+			"subject?", str("what it was done to: a suspension, run, user, key or subscription id"), "workflowId?", str(""), "address?", str("the client's address"), "data?", freeForm),
 		"BulkLine": schema{"description": "one line of a bulk action's answer: an item's result, or the summary last",
 			"oneOf": []any{
 				obj("id", str(""), "ok", boolean, "status?", str("the item's status afterwards"), "code?", str("the problem's code"), "detail?", str("")),

@@ -282,10 +282,13 @@ func (s *Server) Handler() http.Handler {
 	}
 	if s.Hooks != nil {
 		api("POST /api/v1/subscriptions", s.createSubscription)
-		api("GET /api/v1/subscriptions", s.listSubscriptions)
+		api("GET /api/v1/subscriptions", s.listSubscriptions, page...)
 		api("GET /api/v1/subscriptions/{id}", s.showSubscription)
 		api("DELETE /api/v1/subscriptions/{id}", s.deleteSubscription)
 		api("GET /api/v1/subscriptions/{id}/deliveries", s.listDeliveries, page...)
+	}
+	if s.UIStore != nil { // the audit log is kept with the browser app
+		api("GET /api/v1/audit", s.listAudit, append(page, "actor", "action", "category", "workflowId", "from", "to")...)
 	}
 	mux.Handle("/api/", s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		if allow := allowed(mux, r, "/api/"); len(allow) > 0 {

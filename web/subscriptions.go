@@ -74,15 +74,20 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
+// listSubscriptions lists subscriptions a page at a time, oldest first.
 func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) error {
 	if err := adminOnlyAPI(r); err != nil {
 		return err
 	}
-	subs, err := s.Hooks.Store.Subscriptions(r.Context())
+	cursor, limit, errs := pageQuery(r.URL.Query(), nil)
+	if err := invalidQuery(errs); err != nil {
+		return err
+	}
+	subs, next, err := s.Hooks.Store.Subscriptions(r.Context(), cursor, limit)
 	if err != nil {
 		return err
 	}
-	writePage(w, subs, subscriptionView, "")
+	writePage(w, subs, subscriptionView, next)
 	return nil
 }
 

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -302,6 +304,42 @@ func TestAPISubscriptions(t *testing.T) {
 		var n int
 		if err := e.db.Bun().QueryRowContext(t.Context(), "SELECT count(*) FROM audit_log WHERE action IN ('subscription.create', 'subscription.delete')").Scan(&n); err != nil || n != 2 {
 			t.Errorf("%d audit entries for one subscription made and ended (%v); want 2", n, err)
+		}
+	})
+}
+
+// Subscriptions are listed like every list: a page at a time, oldest
+// first, with a cursor that leads through all of them once, and a bad
+// limit or cursor refused with validation_failed.
+func TestAPISubscriptionsArePaged(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withHooks, func(t *testing.T, e *apiEnv) {
+		var made []string
+		for i := range 5 {
+			body := jsonString(map[string]any{"url": fmt.Sprintf("http://127.0.0.1/hook-%d", i), "events": []string{"run.failed"}})
+			made = append(made, decode[subscriptionBody](t, e.call(t, "POST", "/api/v1/subscriptions", e.admin, body), http.StatusCreated).ID)
+		}
+		var listed []string
+		pages := 0
+		for cursor := ""; ; pages++ {
+			p := decode[pageBody[subscriptionBody]](t, e.call(t, "GET", "/api/v1/subscriptions?limit=2&cursor="+url.QueryEscape(cursor), e.admin, ""), http.StatusOK)
+			if len(p.Items) > 2 {
+				t.Fatalf("a page of %d subscriptions; want at most 2", len(p.Items))
+			}
+			for _, s := range p.Items {
+				listed = append(listed, s.ID)
+			}
+			if cursor = p.NextCursor; cursor == "" {
+				break
+			}
+		}
+		slices.Sort(listed) // subscriptions made in the same instant follow in id order
+		slices.Sort(made)
+		if !slices.Equal(listed, made) || pages != 2 {
+			t.Errorf("paged through %v in %d pages after the first; want %v in 2", listed, pages, made)
+		}
+		for _, q := range []string{"limit=0", "limit=501", "cursor=not-a-cursor"} {
+			problem(t, e.call(t, "GET", "/api/v1/subscriptions?"+q, e.admin, ""), http.StatusUnprocessableEntity, "validation_failed")
 		}
 	})
 }

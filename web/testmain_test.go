@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -461,6 +462,11 @@ type eventBody struct {
 	Step    string          `json:"step"`
 	Payload json.RawMessage `json:"payload"`
 }
+
+// soaking reports whether make soak runs the tests (it sets
+// TOLLGATE_SOAK_DURATION): tests that make test runs in a smaller variant,
+// to keep it under its time, then run in full.
+func soaking() bool { return os.Getenv("TOLLGATE_SOAK_DURATION") != "" }
 
 type pageBody[T any] struct {
 	Items      []T    `json:"items"`

@@ -251,7 +251,7 @@ func apikeyCmd(ctx context.Context, args []string, getenv func(string) string, s
 func backupCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var to, src string
 	db, err := openForAdmin(ctx, args, getenv, stderr, func(f *envFlags) {
-		f.fs.StringVar(&to, "to", "", "file to write the backup to (must not exist)")
+		f.fs.StringVar(&to, "to", "", "file to write the backup to (must not exist; its folder is made if missing)")
 	}, func(c dbConfig) error {
 		switch {
 		case to == "":
@@ -272,6 +272,12 @@ func backupCmd(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer db.Close()
+	// The folder is made here, after the checks above, so that a refused
+	// command leaves nothing behind; only its owner reads it, since a
+	// backup holds the same secrets as the database.
+	if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+		return fmt.Errorf("backup to %s: %w", to, err)
+	}
 	start := time.Now()
 	if err := db.Backup(ctx, to); err != nil {
 		return err

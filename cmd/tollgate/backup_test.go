@@ -37,7 +37,9 @@ func TestBackupWhileServing(t *testing.T) {
 			}
 		}
 	})
-	backup := filepath.Join(t.TempDir(), "tollgate-backup.db")
+	// The backup's folder need not exist: the README's example names
+	// backups/… on a fresh machine.
+	backup := filepath.Join(t.TempDir(), "backups", "daily", "tollgate-backup.db")
 	var out, errb syncBuffer
 	err := run(t.Context(), []string{"backup", "--data", data, "--to", backup}, envFunc(nil), &out, &errb)
 	close(stop)
@@ -68,11 +70,13 @@ func TestBackupWhileServing(t *testing.T) {
 	}
 	// A data folder without a database is not backed up (nor created).
 	empty := t.TempDir()
-	if err := run(t.Context(), []string{"backup", "--data", empty, "--to", filepath.Join(empty, "b.db")}, envFunc(nil), &out, &errb); err == nil {
+	if err := run(t.Context(), []string{"backup", "--data", empty, "--to", filepath.Join(empty, "new", "b.db")}, envFunc(nil), &out, &errb); err == nil {
 		t.Error("backup of a folder without a database succeeded")
 	}
-	if _, err := os.Stat(filepath.Join(empty, "tollgate.db")); !os.IsNotExist(err) {
-		t.Errorf("backup created a database in an empty folder: %v", err)
+	for _, name := range []string{"tollgate.db", "new"} {
+		if _, err := os.Stat(filepath.Join(empty, name)); !os.IsNotExist(err) {
+			t.Errorf("a refused backup created %s: %v", name, err)
+		}
 	}
 
 	// Restoring is copying the file into a data folder.

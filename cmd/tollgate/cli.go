@@ -37,6 +37,7 @@ type cli struct {
 	Susp    suspensionsCLI `cmd:"" name:"suspensions" help:"List requests and decide or resume them through a server's API."`
 	Signal  signalCLI      `cmd:"" help:"Send signals to runs through a server's API."`
 	Flows   workflowsCLI   `cmd:"" name:"workflows" help:"List and register workflows through a server's API."`
+	Audit   auditCLI       `cmd:"" help:"Read the audit log through a server's API (admins)."`
 }
 
 // passCmd is a command that parses its own flags.
@@ -461,6 +462,8 @@ func runAPI(ctx context.Context, kctx *kong.Context, c *cli, getenv func(string)
 		return c.Signal.Send.run(ctx, getenv, stdin, stdout)
 	case strings.HasPrefix(path, "workflows "):
 		return c.Flows.run(ctx, path, getenv, stdout)
+	case path == "audit list":
+		return c.Audit.List.run(ctx, getenv, stdout)
 	}
 	return fmt.Errorf("unknown command %q", path)
 }

@@ -250,7 +250,7 @@ func TestCLIAgainstAServer(t *testing.T) {
 func TestCLIHelp(t *testing.T) {
 	for _, args := range [][]string{
 		{"--help"}, {"runs", "--help"}, {"runs", "list", "--help"}, {"suspensions", "resume", "--help"},
-		{"signal", "send", "--help"}, {"workflows", "apply", "--help"}, {"version", "--help"},
+		{"signal", "send", "--help"}, {"workflows", "apply", "--help"}, {"audit", "list", "--help"}, {"version", "--help"},
 	} {
 		var out, errb syncBuffer
 		err := run(t.Context(), args, envFunc(nil), &out, &errb)

@@ -30,6 +30,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv(crashChildEnv) == "1" {
 		os.Exit(crashChild())
 	}
+	if os.Getenv(commandEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
 	storagetest.Main(m)
 }
 

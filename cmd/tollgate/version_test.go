@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -39,7 +40,15 @@ func TestVersion(t *testing.T) {
 	}
 	line := regexp.MustCompile(`msg="Tollgate started" version=(\S+) addr=(\S+) database=sqlite workflows=(\d+) pending_timers=0`).FindStringSubmatch(s.Stderr.String())
 	if line == nil || line[1] != want.short() || "http://"+line[2] != s.URL || line[3] == "0" {
-		t.Errorf("no start-up line with version, address, database, workflows and timers:\n%s", s.Stderr)
+		t.Fatalf("no start-up line with version, address, database, workflows and timers:\n%s", s.Stderr)
+	}
+	// The README quotes the line: with as many workflows as ship.
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if quoted := regexp.MustCompile(`database=sqlite\s+workflows=(\d+)`).FindSubmatch(readme); quoted == nil || string(quoted[1]) != line[3] {
+		t.Errorf("the README quotes the start-up line with %q workflows; the server starts with %s", quoted, line[3])
 	}
 }
 
