@@ -138,6 +138,10 @@ type Engine struct {
 	// handed job waits for at most one step's worth of turns.
 	ready    []readyJob
 	promised int
+	// releasing counts the handed jobs being given back to the queue,
+	// which Run waits for before it returns: nothing of the engine's
+	// writes or logs after that.
+	releasing sync.WaitGroup
 }
 
 // readyJob is a job handed to this engine, how many handoffs in a row led
@@ -461,6 +465,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		cancelSteps()
 		<-done
 	}
+	e.releasing.Wait()
 	return nil
 }
 
@@ -591,7 +596,7 @@ func (e *Engine) dropStaleReady() {
 	keep := e.ready[:0]
 	for _, r := range e.ready {
 		if r.lease.Before(soon) {
-			go e.release(r.job, 0, false)
+			e.releasing.Go(func() { e.release(r.job, 0, false) })
 			continue
 		}
 		keep = append(keep, r)
@@ -640,7 +645,8 @@ func (e *Engine) handed(h *domain.Handoff, err error, chain int) {
 	}
 	switch {
 	case e.pool == nil:
-		go e.release(*h.Job, 0, false)
+		job := *h.Job
+		e.releasing.Go(func() { e.release(job, 0, false) })
 	case e.reserve():
 		e.start(e.pool, *h.Job, chain)
 	default:
