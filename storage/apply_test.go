@@ -195,3 +195,48 @@ func TestApplyStepCommitsIsolateAStaleOne(t *testing.T) {
 		}
 	})
 }
+
+// A batch's starts are inserted by one statement over arrays on
+// PostgreSQL: each run keeps what its start gave it, and a start whose
+// idempotency key its starter used before, in an earlier transaction or
+// earlier in the batch, is answered with the run that has it.
+func TestApplyStartsKeepTheirOwnRows(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
+		ctx, at := t.Context(), time.Now().UTC().Truncate(time.Millisecond)
+		rita := domain.Starter{ID: "u-rita", Email: "rita@example.com", Role: domain.RoleReviewer}
+		start := func(key string, n int) domain.NewRun {
+			return domain.NewRun{ID: newID(), WorkflowID: "retention", WorkflowVersion: "1", Input: raw(map[string]int{"n": n}),
+				IdempotencyKey: key, StartedBy: rita, FirstStep: "work", Now: at}
+		}
+		earlier, _, err := db.CreateRun(ctx, start("taken", 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A repeated start carries the same input, as a retried request
+		// does (another input is refused as a conflict).
+		batch := []domain.Transition{{Start: ptr(start("", 1))}, {Start: ptr(start("taken", 0))}, {Start: ptr(start("twice", 3))}, {Start: ptr(start("twice", 3))}}
+		got := db.Apply(ctx, batch)
+		if got[1].Err != nil || got[1].Created || got[1].Run.ID != earlier.ID {
+			t.Errorf("a start with a key used before: %+v, %v; want the earlier run %s", got[1].Run, got[1].Err, earlier.ID)
+		}
+		if got[3].Err != nil || got[3].Created || got[3].Run.ID != got[2].Run.ID {
+			t.Errorf("a key twice in the batch: the second %s (created %v, %v); want the first's run %s", got[3].Run.ID, got[3].Created, got[3].Err, got[2].Run.ID)
+		}
+		for _, i := range []int{0, 2} {
+			if got[i].Err != nil || !got[i].Created {
+				t.Fatalf("start %d: %v, created %v", i, got[i].Err, got[i].Created)
+			}
+			run, err := db.Run(ctx, batch[i].Start.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if run.Status != domain.RunRunning || run.StartedBy != rita || run.IdempotencyKey != batch[i].Start.IdempotencyKey ||
+				!domain.SameJSON(run.Input, batch[i].Start.Input) || !run.CreatedAt.Equal(at) {
+				t.Errorf("start %d's run: %+v; want it running with its starter, key, input and time", i, run)
+			}
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }

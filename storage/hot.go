@@ -283,3 +283,41 @@ func (b *batch) cancelOutstanding(ctx context.Context, run *runRow) (bool, error
 	_, err = drop.ExecContext(ctx, run.ID, jobAvailable)
 	return true, err
 }
+
+const hotInsertRuns = `INSERT INTO runs (id, workflow_id, workflow_version, status, input, idempotency_key,
+	started_by, started_by_email, started_by_role, next_seq, created_at, updated_at)
+SELECT v.id, v.workflow_id, v.workflow_version, v.status, v.input::jsonb, v.key, v.by, v.email, v.role, v.next_seq, v.at, v.at
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[], $11::timestamptz[])
+	AS v (id, workflow_id, workflow_version, status, input, key, by, email, role, next_seq, at)
+ON CONFLICT DO NOTHING RETURNING id`
+
+// insertRuns inserts new runs' rows, as newRunRow makes them (no output
+// or error yet, created and updated at once), and returns the ids of
+// those inserted: a run whose idempotency key is taken is not. On
+// PostgreSQL it is one hot statement, on SQLite bun's insert.
+func (b *batch) insertRuns(ctx context.Context, rows []*runRow) ([]string, error) {
+	var ids []string
+	if b.db.dialect != Postgres {
+		err := b.tx.NewInsert().Model(&rows).On("CONFLICT DO NOTHING").Returning("id").Scan(ctx, &ids)
+		if err != nil && !isNoRows(err) {
+			return nil, err
+		}
+		return ids, nil
+	}
+	if err := b.flush(ctx); err != nil {
+		return nil, err
+	}
+	n := len(rows)
+	id, wf, version, status, input, key, by, email, role, next, at := make([]string, n), make([]string, n), make([]string, n),
+		make([]string, n), make([]string, n), make([]*string, n), make([]string, n), make([]string, n), make([]string, n),
+		make([]int64, n), make([]time.Time, n)
+	for k, r := range rows {
+		id[k], wf[k], version[k], status[k], input[k], key[k] = r.ID, r.WorkflowID, r.WorkflowVersion, string(r.Status), string(domain.OrNull(r.Input)), r.IdempotencyKey
+		by[k], email[k], role[k], next[k], at[k] = r.StartedBy, r.StartedByEmail, string(r.StartedByRole), r.NextSeq, r.CreatedAt
+	}
+	err := b.db.hotScan(ctx, b.tx, &ids, hotInsertRuns, id, wf, version, status, input, key, by, email, role, next, at)
+	if err != nil && !isNoRows(err) {
+		return nil, err
+	}
+	return ids, nil
+}

@@ -209,8 +209,8 @@ func (s *setWriter) insertRuns(ctx context.Context, batch []domain.Transition, s
 	for k, i := range starts {
 		rows[k] = newRunRow(*batch[i].Start)
 	}
-	var ids []string
-	if err := s.tx.NewInsert().Model(&rows).On("CONFLICT DO NOTHING").Returning("id").Scan(ctx, &ids); err != nil && !isNoRows(err) {
+	ids, err := s.b.insertRuns(ctx, rows)
+	if err != nil {
 		return nil, err
 	}
 	inserted := make(map[string]bool, len(ids))
