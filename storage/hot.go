@@ -321,3 +321,52 @@ func (b *batch) insertRuns(ctx context.Context, rows []*runRow) ([]string, error
 	}
 	return ids, nil
 }
+
+const hotInsertClaimed = `INSERT INTO jobs AS j (key, kind, run_id, step, input, suspension_id, status, run_at, attempt, locked_by, lease_until, created_at)
+SELECT v.key, v.kind, v.run_id, v.step, v.input::jsonb, v.suspension_id, $11, v.run_at, 1, v.locked_by, v.lease_until, v.created_at
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::text[], $9::timestamptz[], $10::timestamptz[])
+	AS v (key, kind, run_id, step, input, suspension_id, run_at, locked_by, lease_until, created_at)
+ON CONFLICT (key) DO UPDATE SET run_at = EXCLUDED.run_at, status = EXCLUDED.status, attempt = j.attempt + 1,
+	locked_by = EXCLUDED.locked_by, lease_until = EXCLUDED.lease_until
+WHERE j.status = $12
+RETURNING j.id, j.key, j.attempt`
+
+// claimedJob is what the insert of a claimed job returns.
+type claimedJob struct {
+	ID      int64  `bun:"id"`
+	Key     string `bun:"key"`
+	Attempt int    `bun:"attempt"`
+}
+
+// insertClaimed inserts jobs made claimed by claimFor, as
+// insertClaimedQuery does, and returns those it inserted or claimed: on
+// PostgreSQL by one hot statement, on SQLite by bun's insert.
+func (b *batch) insertClaimed(ctx context.Context, jobs []*jobRow) ([]claimedJob, error) {
+	var got []claimedJob
+	if b.db.dialect != Postgres {
+		err := insertClaimedQuery(b.tx, &jobs).Returning("id, key, attempt").Scan(ctx, &got)
+		if err != nil && !isNoRows(err) {
+			return nil, err
+		}
+		return got, nil
+	}
+	if err := b.flush(ctx); err != nil {
+		return nil, err
+	}
+	n := len(jobs)
+	key, kind, run, step, input, susp, runAt, by, until, at := make([]string, n), make([]string, n), make([]string, n), make([]string, n),
+		make([]*string, n), make([]*string, n), make([]time.Time, n), make([]*string, n), make([]*time.Time, n), make([]time.Time, n)
+	for k, j := range jobs {
+		if len(j.Input) > 0 {
+			in := string(j.Input)
+			input[k] = &in
+		}
+		key[k], kind[k], run[k], step[k], susp[k], runAt[k] = j.Key, string(j.Kind), j.RunID, j.Step, j.SuspensionID, j.RunAt
+		by[k], until[k], at[k] = j.LockedBy, j.LeaseUntil, j.CreatedAt
+	}
+	err := b.db.hotScan(ctx, b.tx, &got, hotInsertClaimed, key, kind, run, step, input, susp, runAt, by, until, at, jobRunning, jobAvailable)
+	if err != nil && !isNoRows(err) {
+		return nil, err
+	}
+	return got, nil
+}

@@ -471,13 +471,8 @@ func (s *setWriter) claimAll(ctx context.Context) error {
 		c.job.claimFor(c.h)
 		jobs[k] = c.job
 	}
-	var got []struct {
-		ID      int64  `bun:"id"`
-		Key     string `bun:"key"`
-		Attempt int    `bun:"attempt"`
-	}
-	err := insertClaimedQuery(s.tx, &jobs).Returning("id, key, attempt").Scan(ctx, &got)
-	if err != nil && !isNoRows(err) {
+	got, err := s.b.insertClaimed(ctx, jobs)
+	if err != nil {
 		return err
 	}
 	byKey := make(map[string]int, len(got))
