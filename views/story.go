@@ -86,7 +86,7 @@ func tell(run domain.Run, e domain.Event, sps map[string]domain.Suspension) Stor
 	case domain.EventStepCompleted:
 		return StoryEntry{Text: "Step " + step + " completed", Tone: "good"}
 	case domain.EventStepInvoked:
-		return StoryEntry{Text: "Step " + step + " queued"}
+		return StoryEntry{Text: "Step " + step + " comes next"}
 	case domain.EventStepRetrying:
 		return StoryEntry{Text: "Step " + step + " failed; it will be tried again", Quote: errorText(f.Error), Tone: "wait"}
 	case domain.EventStepFailed:

@@ -243,7 +243,7 @@ func TestUIInboxShowsRequestsInTheViewersWords(t *testing.T) {
 			`<option value="awaiting_documents">Awaiting documents</option>`,
 			">Approve</td>", ">any reviewer</td>", ">Provide input</td>", ">ada@founders.example</td>",
 			// A request without a title reads by its reason's label and workflow.
-			">Awaiting documents · intake</a>",
+			">Awaiting documents · Intake</a>",
 			// Kinds are grouped by what they ask, the raw kind left to the filter.
 			`title="approval">Approvals</a>`, `title="input">Forms and uploads</a>`)
 		wantPage(t, b.get("/inbox?reason=awaiting_expense_approval"), http.StatusOK, `<option value="awaiting_expense_approval" selected>Expense approval</option>`, "Expense: Trip A")

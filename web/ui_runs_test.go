@@ -116,3 +116,44 @@ func TestUIRunsListTakesTheAPIsStatusNames(t *testing.T) {
 		}
 	})
 }
+
+// TestUIStaffPagesSpeakPeoplesWords: a reviewer's pages say what approving
+// does, name the workflow and its steps' progress, a missing request and a
+// cancelled run in people's words; the engine's words (deferred commands,
+// workflow ids) stay under technical details.
+func TestUIStaffPagesSpeakPeoplesWords(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		b := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
+		run, s := e.paused(t, "review", map[string]any{"amount": 12, "description": "Taxi"})
+		p := b.get("/suspensions/" + s.ID)
+		wantPage(t, p, http.StatusOK, `data-testid="approving">Approving lets the run go on to its next step.<`)
+		if at := strings.Index(p.Body, "run step pay"); at < strings.Index(p.Body, "Technical details") {
+			t.Fatalf("the deferred command is told in the engine's words outside technical details:\n%s", p.Body)
+		}
+		if strings.Contains(p.Body, "Approving runs what the step asked for next") {
+			t.Fatal("the decision panel still speaks of what the step asked for")
+		}
+		want(t, e.call(t, "POST", "/api/v1/suspensions/"+s.ID+"/approve", e.reviewer, `{"comment": "ok"}`), http.StatusOK)
+		e.waitRun(t, run.ID, "succeeded")
+		p = b.get("/runs/" + run.ID)
+		wantPage(t, p, http.StatusOK, "<h1>Review</h1>", "Step “pay” comes next")
+		if strings.Contains(p.Body, " queued") {
+			t.Fatalf("the story says a step was queued:\n%s", p.Body)
+		}
+
+		other, _ := e.paused(t, "review", map[string]any{"amount": 13})
+		want(t, e.call(t, "POST", "/api/v1/runs/"+other.ID+"/cancel", e.admin, ""), http.StatusOK)
+		e.waitRun(t, other.ID, "cancelled")
+		p = b.get("/runs/" + other.ID)
+		wantPage(t, p, http.StatusOK, "This run was cancelled")
+		if strings.Contains(p.Body, "This run failed") {
+			t.Fatal("a cancelled run says it failed")
+		}
+		p = b.get("/suspensions/nope")
+		wantPage(t, p, http.StatusNotFound, "Request not found")
+		if strings.Contains(p.Body, "Suspension") {
+			t.Fatal("a missing request is called a suspension")
+		}
+	})
+}

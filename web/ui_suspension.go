@@ -27,7 +27,7 @@ func (s *Server) loadSuspension(w http.ResponseWriter, r *http.Request) (domain.
 	v := s.viewerOf(r)
 	sp, err := s.visibleSuspension(r, viewerPrincipal(v), r.PathValue("id"))
 	if errors.Is(err, domain.ErrNotFound) {
-		s.renderError(w, r, http.StatusNotFound, "Suspension not found", "There is no suspension here that you can see. It may belong to someone else, or the link may be wrong.", v)
+		s.renderError(w, r, http.StatusNotFound, "Request not found", "There is no request here that you can see. It may belong to someone else, or the link may be wrong.", v)
 		return sp, v, false
 	}
 	if err != nil {
@@ -120,6 +120,7 @@ func (s *Server) suspensionView(r *http.Request, sp domain.Suspension, v *views.
 	for _, c := range sp.Deferred {
 		p.Deferred = append(p.Deferred, views.DescribeCommand(c))
 	}
+	p.Approving = views.ApprovingDoes(sp.Deferred)
 	p.Comment, p.FormFields = askedOf(sp)
 	p.Documents, p.UploadLimit = s.documentViews(r, sp), s.uploadLimit()
 	if s.Links != nil && v.Staff() {
