@@ -111,7 +111,7 @@ func (it InboxItem) Heading() string {
 	if it.Title != "" {
 		return it.Title
 	}
-	return it.ReasonLabel + " · " + it.WorkflowID
+	return untitled(it.ReasonLabel, it.WorkflowID)
 }
 
 // InboxPage is everything the inbox renders.

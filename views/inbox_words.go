@@ -96,7 +96,13 @@ func TitleOf(s domain.Suspension) string {
 	if s.Title != "" {
 		return s.Title
 	}
-	reason, workflow := s.ReasonName(), WorkflowName(s.WorkflowID)
+	return untitled(s.ReasonName(), s.WorkflowID)
+}
+
+// untitled names a request its author gave no title by its reason and its
+// workflow, once when the two read the same ("Delay", not "Delay · delay").
+func untitled(reason, workflowID string) string {
+	workflow := WorkflowName(workflowID)
 	if strings.EqualFold(reason, workflow) {
 		return reason
 	}

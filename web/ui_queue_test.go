@@ -317,3 +317,27 @@ func TestUISchemaFormSpeaksPlainWords(t *testing.T) {
 		location(t, b.do("POST", path+"/resume", url.Values{"mode": {"fields"}, "f/verdict": {"ok"}, "f/contact": {"ada@example.com"}, "f/amount": {"99"}}))
 	})
 }
+
+// TestUISchemaFormShowsEveryErrorAtOnce: a form with a badly typed email,
+// an amount over its bound and a required choice left empty says all
+// three at once, not one a round; the amount's input carries the bound,
+// so the browser catches it before sending.
+func TestUISchemaFormShowsEveryErrorAtOnce(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		b := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
+		_, s := e.paused(t, "claimform", map[string]string{"claim": "c-2"})
+		path := "/suspensions/" + s.ID
+		wantPage(t, b.get(path), http.StatusOK, `name="f/amount" type="number"`, `max="100"`)
+		p := b.do("POST", path+"/resume", url.Values{"mode": {"fields"}, "f/verdict": {""}, "f/contact": {"not-an-email"}, "f/amount": {"150"}})
+		wantPage(t, p, http.StatusUnprocessableEntity,
+			`<p id="field-contact-error" class="field-error"><span class="visually-hidden">Error: </span>Enter an email address like name@example.com</p>`,
+			`<p id="field-amount-error" class="field-error"><span class="visually-hidden">Error: </span>Must be 100 or less</p>`,
+			`<p id="field-verdict-error" class="field-error"><span class="visually-hidden">Error: </span>This field is required</p>`,
+			`href="#field-contact"`, `href="#field-amount"`, `href="#field-verdict"`)
+		if strings.Count(p.Body, `href="#field-contact"`) != 1 || strings.Count(p.Body, `id="field-contact-error"`) != 1 {
+			t.Errorf("the refused email is reported more than once:\n%s", p.Body)
+		}
+		e.stillPending(t, s)
+	})
+}

@@ -220,7 +220,7 @@ func (s *Server) resumeFromFields(w http.ResponseWriter, r *http.Request, sp dom
 		s.render(w, r, status, views.SuspensionView(p))
 	}
 	if len(errs) > 0 {
-		refuse(http.StatusUnprocessableEntity, &domain.ValidationError{Fields: errs})
+		refuse(http.StatusUnprocessableEntity, &domain.ValidationError{Fields: allFormErrors(sp.ResumeSchema, value, errs)})
 		return
 	}
 	data, err := json.Marshal(value)
