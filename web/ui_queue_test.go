@@ -341,3 +341,33 @@ func TestUISchemaFormShowsEveryErrorAtOnce(t *testing.T) {
 		e.stillPending(t, s)
 	})
 }
+
+// TestUIInboxCountsFollowTheFilter: the total and each reason's count say
+// how many the filter matches, not how many wait in all; the filters in
+// use are named above the list; "All done" is not said above a request
+// that has come for the viewer since.
+func TestUIInboxCountsFollowTheFilter(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		b := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
+		e.expenses(t, 3, nil)
+		e.expenses(t, 1, map[string]any{"requester": "zed@example.com"})
+		e.paused(t, "intake", map[string]string{"claimId": "c-9"})
+		p := b.get("/inbox")
+		wantPage(t, p, http.StatusOK, `<span data-live="pending-total">5</span>`)
+		p = b.get("/inbox?q=zed%40example.com")
+		wantPage(t, p, http.StatusOK, `<span data-live="pending-total">1</span>`,
+			`data-reason="awaiting_expense_approval">Expense approval <span class="count">1</span>`,
+			`data-testid="filter-chips"`, `Search: &#34;zed@example.com&#34;`)
+		p = b.get("/inbox?kind=approval")
+		wantPage(t, p, http.StatusOK, `<span data-live="pending-total">4</span>`)
+		if strings.Contains(p.Body, `title="awaiting_documents">Awaiting documents</a> <span class="count">1`) {
+			t.Error("the reason counts of a kind filter count another kind")
+		}
+		p = b.get("/inbox?done=all&workflow=expense")
+		if strings.Contains(p.Body, "All done") {
+			t.Errorf("the inbox says all is done above requests for the viewer:\n%s", p.Body)
+		}
+		wantPage(t, b.get("/inbox?done=all&workflow=nothing-here"), http.StatusOK, "All done")
+	})
+}
