@@ -266,8 +266,10 @@ func TestBrowserStaleTabKeepsItsComment(t *testing.T) {
 					const note = document.querySelector("[data-decided-notice]").textContent;
 					return bs.length === 4 && bs.every(b => b.disabled) && note.includes("Rita Reviewer approved this");
 				})()`, 5*time.Second)
-				// Whoever reaches for a button sees why it is disabled.
-				do(t, tab, "go to the buttons", chromedp.Evaluate[chromedp.Void](`document.querySelector('button[value="approve-next"]').scrollIntoView({block: "nearest", behavior: "instant"})`))
+				// Whoever reaches for the buttons sees why they are disabled,
+				// just under them.
+				do(t, tab, "go to the buttons", chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-pending-panel] .actions').scrollIntoView({block: "nearest", behavior: "instant"})`))
+				do(t, tab, "read on", chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-decided-notice]').scrollIntoView({block: "nearest", behavior: "instant"})`))
 				onScreen(t, tab, vp, "the disabled button", `button[value="approve-next"]`)
 				onScreen(t, tab, vp, "the notice", "[data-decided-notice]")
 				screenshot(t, tab, "stale-"+vp.Name)
