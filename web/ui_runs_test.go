@@ -21,8 +21,10 @@ func TestUIRunPageLeadsWithWhyItFailed(t *testing.T) {
 		failed := e.waitRun(t, run.ID, "failed")
 		b := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
 		p := b.get("/runs/" + run.ID)
+		// The story names people as the status line does: the env names each
+		// of its users by their role.
 		wantPage(t, p, http.StatusOK, `data-live="run-status">failed<`, "This run failed", "<code>rejected</code>",
-			"Rejected by "+reviewerEmail, "Not a &lt;b&gt;business&lt;/b&gt; expense", "Technical details", "REVIEW_REJECTED")
+			"Rejected by reviewer", "Not a &lt;b&gt;business&lt;/b&gt; expense", "Technical details", "REVIEW_REJECTED")
 		message := html.EscapeString(failed.Error.Message)
 		at := strings.Index(p.Body, message)
 		if at < 0 || at > strings.Index(p.Body, "What happened") || at > strings.Index(p.Body, "Technical details") {
@@ -54,7 +56,7 @@ func TestUIRunPageTellsWhatItWaitsFor(t *testing.T) {
 
 		want(t, e.call(t, "POST", "/api/v1/suspensions/"+s.ID+"/approve", e.reviewer, `{"comment": "Within policy"}`), http.StatusOK)
 		e.waitRun(t, waiting.ID, "succeeded")
-		wantPage(t, b.get("/runs/"+waiting.ID), http.StatusOK, `data-live="run-status">succeeded<`, "Approved by "+reviewerEmail, "Within policy", "The run succeeded")
+		wantPage(t, b.get("/runs/"+waiting.ID), http.StatusOK, `data-live="run-status">succeeded<`, "Approved by reviewer", "Within policy", "The run succeeded")
 
 		timer := e.startRun(t, "delay", map[string]int{"ms": 1})
 		e.waitRun(t, timer.ID, "succeeded")
@@ -154,6 +156,27 @@ func TestUIStaffPagesSpeakPeoplesWords(t *testing.T) {
 		wantPage(t, p, http.StatusNotFound, "Request not found")
 		if strings.Contains(p.Body, "Suspension") {
 			t.Fatal("a missing request is called a suspension")
+		}
+	})
+}
+
+// TestUIVotesAreToldByName: a payout's first vote has its entry in the
+// run's story and, like the status line, every vote names the person,
+// not their email; the request's history is a live region, so it follows
+// the votes and the decision as they come.
+func TestUIVotesAreToldByName(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		rita := e.addNamedPerson(t, "rita@example.com", "Rita Reviewer", domain.RoleReviewer)
+		run := e.startRun(t, "payout-sign-off", map[string]string{"requester": "vera@vendor.example"})
+		s := e.pendingOf(t, run.ID)
+		location(t, rita.do("POST", "/suspensions/"+s.ID+"/decide", url.Values{"decision": {"approve"}, "comment": {"Matches the order"}}))
+		p := rita.get("/runs/" + run.ID)
+		wantPage(t, p, http.StatusOK, "Rita Reviewer voted to approve", "Matches the order")
+		p = rita.get("/suspensions/" + s.ID)
+		wantPage(t, p, http.StatusOK, "<strong>Rita Reviewer</strong> approved", `data-live-region="history"`)
+		if strings.Contains(p.Body, "<strong>rita@example.com</strong>") {
+			t.Error("a vote names the voter by email")
 		}
 	})
 }

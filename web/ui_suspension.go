@@ -121,6 +121,7 @@ func (s *Server) suspensionView(r *http.Request, sp domain.Suspension, v *views.
 		p.Deferred = append(p.Deferred, views.DescribeCommand(c))
 	}
 	p.Approving = views.ApprovingDoes(sp.Deferred)
+	p.Names = s.namesIn(r, nil, []domain.Suspension{sp})
 	p.Comment, p.FormFields = askedOf(sp)
 	p.Documents, p.UploadLimit = s.documentViews(r, sp), s.uploadLimit()
 	if s.Links != nil && v.Staff() {
@@ -167,6 +168,33 @@ func (s *Server) personName(r *http.Request, by string) string {
 		return by
 	}
 	return u.Name
+}
+
+// namesIn looks up the names of the people a run's events and votes
+// name by email, so that its story names them as the pages' status lines
+// do.
+func (s *Server) namesIn(r *http.Request, events []domain.Event, sps []domain.Suspension) views.Names {
+	names := views.Names{}
+	add := func(email string) {
+		email = strings.ToLower(email)
+		if _, seen := names[email]; !seen && strings.Contains(email, "@") {
+			names[email] = s.personName(r, email)
+		}
+	}
+	for _, e := range events {
+		var f struct{ ResumedBy, CancelledBy, RetriedBy string }
+		if json.Unmarshal(e.Payload, &f) == nil {
+			add(f.ResumedBy)
+			add(f.CancelledBy)
+			add(f.RetriedBy)
+		}
+	}
+	for _, sp := range sps {
+		for _, v := range sp.Votes {
+			add(v.Voter)
+		}
+	}
+	return names
 }
 
 // resumeFromPage resumes with the JSON typed into the form, through the
