@@ -324,3 +324,26 @@ type GroupCount struct {
 	Name string
 	N    int
 }
+
+// SortedCounts turns counts by name into groups, largest first, then by
+// name.
+func SortedCounts(m map[string]int) []GroupCount {
+	out := make([]GroupCount, 0, len(m))
+	for k, n := range m {
+		out = append(out, GroupCount{Name: k, N: n})
+	}
+	slices.SortFunc(out, func(a, b GroupCount) int {
+		if a.N != b.N {
+			return b.N - a.N
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+// PairCount is how many pending suspensions share a reason and a kind.
+type PairCount struct {
+	Reason string
+	Kind   SuspensionKind
+	N      int
+}

@@ -183,11 +183,18 @@
       }
       form.setAttribute("data-held", "");
       form.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
+      decideKeys(false);
       var note = form.querySelector("[data-decided-notice]");
       if (note && !note.textContent) {
         note.textContent = "This request changed. Checking…";
       }
     });
+  }
+
+  // decideKeys shows or hides the hint of the keys that decide (a, r):
+  // they do nothing while the buttons they press are disabled.
+  function decideKeys(on) {
+    document.querySelectorAll("[data-decide-keys]").forEach(function (k) { k.hidden = !on; });
   }
 
   function settlePanel(el, next, fresh) {
@@ -200,6 +207,7 @@
       if (form.hasAttribute("data-held")) {
         form.removeAttribute("data-held");
         form.querySelectorAll("button").forEach(function (b) { b.disabled = false; });
+        decideKeys(true);
         if (note) {
           note.textContent = "";
         }
@@ -283,8 +291,10 @@
 
   // Keys on a request page: a approves and r rejects (through the
   // "& next" buttons, so the form's own rules, a required comment
-  // included, apply), j and k open the next and previous request. None
-  // acts while the person types in a field.
+  // included, apply), j and k open the next and previous request. In the
+  // inbox j and k move the focus down and up its requests, and Enter
+  // opens the one focused, as it does any link. None acts while the
+  // person types in a field.
   function shortcuts() {
     if (!document.querySelector("[data-shortcuts]")) {
       return;
@@ -294,7 +304,8 @@
         return;
       }
       var t = e.target;
-      if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) {
+      var ticks = t && t.tagName === "INPUT" && /^(checkbox|radio)$/.test(t.type);
+      if (t && !ticks && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) {
         return;
       }
       var target = null;
@@ -306,10 +317,13 @@
           target = document.querySelector('[data-pending-panel] button[data-action="reject"]');
           break;
         case "j":
-          target = document.querySelector('a[data-queue="next"]');
-          break;
         case "k":
-          target = document.querySelector('a[data-queue="prev"]');
+          if (document.querySelector("[data-inbox-list]")) {
+            e.preventDefault();
+            moveInInbox(e.key === "j" ? 1 : -1);
+            return;
+          }
+          target = document.querySelector(e.key === "j" ? 'a[data-queue="next"]' : 'a[data-queue="prev"]');
           break;
         default:
           return;
@@ -325,6 +339,19 @@
       target.focus();
       target.form.requestSubmit(target);
     });
+  }
+
+  // moveInInbox focuses the request by step rows from the focused one
+  // (the first, when none is), skipping rows no longer waiting.
+  function moveInInbox(step) {
+    var links = Array.prototype.slice.call(document.querySelectorAll("[data-inbox-list] tr[data-suspension]:not([data-left]) a.title"));
+    if (links.length === 0) {
+      return;
+    }
+    var at = links.indexOf(document.activeElement);
+    var next = at < 0 ? (step > 0 ? 0 : links.length - 1) : Math.min(Math.max(at + step, 0), links.length - 1);
+    links[next].focus();
+    links[next].scrollIntoView({ block: "nearest" });
   }
 
   document.addEventListener("DOMContentLoaded", function () {

@@ -72,6 +72,39 @@ func (db *DB) suspensions(ctx context.Context, idb bun.IDB, f domain.SuspensionF
 	} else {
 		q.OrderExpr("suspended_at ASC, id ASC")
 	}
+	suspensionsWhere(q, f)
+	if f.Cursor != "" {
+		at, id, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		op := ">"
+		if f.Newest {
+			op = "<"
+		}
+		q.Where("(suspended_at, id) "+op+" (?, ?)", at, id)
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, "", fmt.Errorf("list suspensions: %w", translate(err))
+	}
+	rows, next := cutPage(rows, limit, func(r suspensionRow) string { return Cursor(*r.SuspendedAt, r.ID) })
+	out := make([]domain.Suspension, 0, len(rows))
+	for i := range rows {
+		s, err := rows[i].toDomain()
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, s)
+	}
+	if err := db.withVotes(ctx, idb, out); err != nil {
+		return nil, "", err
+	}
+	return out, next, nil
+}
+
+// suspensionsWhere narrows q to the suspensions f selects, but for its
+// cursor, limit and order.
+func suspensionsWhere(q *bun.SelectQuery, f domain.SuspensionFilter) *bun.SelectQuery {
 	for col, v := range map[string]string{"status": string(f.Status), "reason": f.Reason, "kind": string(f.Kind), "workflow_id": f.WorkflowID, "run_id": f.RunID, "step_key": f.StepKey} {
 		if v != "" {
 			q.Where("? = ?", bun.Ident(col), v)
@@ -104,33 +137,7 @@ func (db *DB) suspensions(ctx context.Context, idb bun.IDB, f domain.SuspensionF
 				WhereOr("lower(CAST(checkpoint AS TEXT)) LIKE ? ESCAPE '\\'", "%"+lit+"%")
 		})
 	}
-	if f.Cursor != "" {
-		at, id, err := decodeCursor(f.Cursor)
-		if err != nil {
-			return nil, "", err
-		}
-		op := ">"
-		if f.Newest {
-			op = "<"
-		}
-		q.Where("(suspended_at, id) "+op+" (?, ?)", at, id)
-	}
-	if err := q.Scan(ctx); err != nil {
-		return nil, "", fmt.Errorf("list suspensions: %w", translate(err))
-	}
-	rows, next := cutPage(rows, limit, func(r suspensionRow) string { return Cursor(*r.SuspendedAt, r.ID) })
-	out := make([]domain.Suspension, 0, len(rows))
-	for i := range rows {
-		s, err := rows[i].toDomain()
-		if err != nil {
-			return nil, "", err
-		}
-		out = append(out, s)
-	}
-	if err := db.withVotes(ctx, idb, out); err != nil {
-		return nil, "", err
-	}
-	return out, next, nil
+	return q
 }
 
 // Resume implements domain.Store. The winner is decided by one conditional

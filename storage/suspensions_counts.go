@@ -3,7 +3,6 @@ package storage
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/uptrace/bun"
@@ -42,7 +41,43 @@ func (db *DB) PendingCountsOf(ctx context.Context, workflowID string, waits doma
 			byKind[r.Kind] += r.N
 		}
 	}
-	return sortedCounts(byReason), sortedCounts(byKind), nil
+	return domain.SortedCounts(byReason), domain.SortedCounts(byKind), nil
+}
+
+// PendingCountsWhere counts the pending suspensions f selects by reason
+// and kind together, so that a page can say how many its filter matches.
+// A filter of workflow and waits alone reads the counters, as
+// PendingCountsOf does; one that searches or asks for an age counts the
+// rows it matches. f's reason and kind are not applied: the caller sums
+// the pairs it needs, as counts of the other reasons and kinds serve as
+// choices beside the filtered list.
+func (db *DB) PendingCountsWhere(ctx context.Context, f domain.SuspensionFilter) ([]domain.PairCount, error) {
+	var rows []struct {
+		Reason string `bun:"reason"`
+		Kind   string `bun:"kind"`
+		N      int    `bun:"n"`
+	}
+	var err error
+	if strings.TrimSpace(f.Search) == "" && f.SuspendedBefore.IsZero() && f.Assignee == "" && f.RunID == "" && f.StepKey == "" {
+		err = db.bun.NewRaw(`SELECT reason, kind, sum(n) AS n FROM (
+			SELECT workflow_id, reason, kind, n FROM suspension_counts
+			UNION ALL SELECT workflow_id, reason, kind, delta FROM suspension_count_deltas
+		) c WHERE ? = '' OR workflow_id = ? GROUP BY reason, kind`, f.WorkflowID, f.WorkflowID).Scan(ctx, &rows)
+	} else {
+		f.Status, f.Reason, f.Kind = domain.SuspensionPending, "", ""
+		q := db.bun.NewSelect().TableExpr("suspensions").ColumnExpr("reason, kind, count(*) AS n").Where("NOT precompleted")
+		err = suspensionsWhere(q, f).GroupExpr("reason, kind").Scan(ctx, &rows)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("count pending suspensions: %w", err)
+	}
+	var out []domain.PairCount
+	for _, r := range rows {
+		if r.N > 0 && f.Waits.Has(domain.SuspensionKind(r.Kind)) {
+			out = append(out, domain.PairCount{Reason: r.Reason, Kind: domain.SuspensionKind(r.Kind), N: r.N})
+		}
+	}
+	return out, nil
 }
 
 // CompactCounts folds PostgreSQL's pending-count deltas into the counters
@@ -75,18 +110,3 @@ func (db *DB) CompactCounts(ctx context.Context) (int, error) {
 
 // countsLock is the advisory lock key of CompactCounts ("tgcounts").
 const countsLock int64 = 0x7467636f756e7473
-
-// sortedCounts orders groups largest first, then by name.
-func sortedCounts(m map[string]int) []domain.GroupCount {
-	out := make([]domain.GroupCount, 0, len(m))
-	for k, n := range m {
-		out = append(out, domain.GroupCount{Name: k, N: n})
-	}
-	slices.SortFunc(out, func(a, b domain.GroupCount) int {
-		if a.N != b.N {
-			return b.N - a.N
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
-	return out
-}

@@ -1,13 +1,15 @@
 package views
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 
 	"github.com/tollgatehq/tollgate/domain"
 )
 
-// ActionOf says what a person does about a suspension, in a word or two.
+// ActionOf says what a person does about a suspension, in a word or two;
+// for a machine's wait, what it awaits ("Awaits its timer").
 func ActionOf(s domain.Suspension) string {
 	switch s.Kind {
 	case domain.KindApproval:
@@ -17,14 +19,8 @@ func ActionOf(s domain.Suspension) string {
 			return "Upload documents"
 		}
 		return "Provide input"
-	case domain.KindSignal:
-		return "Awaits a signal"
-	case domain.KindDelay:
-		return "Awaits a timer"
-	case domain.KindWebhook:
-		return "Awaits a webhook"
 	}
-	return "Awaits a callback"
+	return "Awaits " + MachineName(s.Kind)
 }
 
 // KindName is what a kind of wait asks for, as a group of requests reads
@@ -100,5 +96,21 @@ func TitleOf(s domain.Suspension) string {
 	if s.Title != "" {
 		return s.Title
 	}
-	return s.ReasonName() + " · " + s.WorkflowID
+	return untitled(s.ReasonName(), s.WorkflowID)
+}
+
+// untitled names a request its author gave no title by its reason and its
+// workflow, once when the two read the same ("Delay", not "Delay · delay").
+func untitled(reason, workflowID string) string {
+	workflow := WorkflowName(workflowID)
+	if strings.EqualFold(reason, workflow) {
+		return reason
+	}
+	return reason + " · " + workflow
+}
+
+// WorkflowName is a workflow's id as people read it: "vendor-payout" is
+// "Vendor payout". Its id stays under technical details.
+func WorkflowName(id string) string {
+	return cmp.Or(domain.ReasonLabelOf(id), id)
 }

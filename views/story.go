@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,18 +25,73 @@ type StoryEntry struct {
 }
 
 // Story tells a run's events in order, oldest first, in people's words.
-// The suspensions give the requests the events name their titles and the
-// decisions their comments.
-func Story(run domain.Run, events []domain.Event, sps []domain.Suspension) []StoryEntry {
+// The suspensions give the requests the events name their titles, the
+// decisions their comments, and the votes cast before a decision entries
+// of their own. names gives people's names for their emails.
+func Story(run domain.Run, events []domain.Event, sps []domain.Suspension, names Names) []StoryEntry {
 	byID := make(map[string]domain.Suspension, len(sps))
 	for _, s := range sps {
 		byID[s.ID] = s
 	}
 	out := make([]StoryEntry, 0, len(events))
 	for _, e := range events {
-		entry := tell(run, e, byID)
+		entry := tell(run, e, byID, names)
 		entry.At = e.CreatedAt
 		out = append(out, entry)
+	}
+	for _, v := range votesTold(sps, names) {
+		at := len(out)
+		for i, e := range out {
+			if e.At.After(v.At) {
+				at = i
+				break
+			}
+		}
+		out = slices.Insert(out, at, v)
+	}
+	return out
+}
+
+// Names maps people's emails (lower case) to their names.
+type Names map[string]string
+
+// Of is who an email names: their name, or the email when none is known.
+func (n Names) Of(email string) string {
+	if name := n[strings.ToLower(email)]; name != "" {
+		return name
+	}
+	return email
+}
+
+// resumer names who or what resumed a wait.
+func (n Names) resumer(by string) string {
+	switch by {
+	case "":
+		return "someone"
+	case "timer":
+		return "the timer"
+	case "webhook":
+		return "a call to its resume URL"
+	}
+	return n.Of(by)
+}
+
+// votesTold tells the votes cast on the requests, but the one that
+// decided a request, which its decision's event tells.
+func votesTold(sps []domain.Suspension, names Names) []StoryEntry {
+	var out []StoryEntry
+	for _, s := range sps {
+		for _, v := range s.Votes {
+			if s.ResumedAt != nil && strings.EqualFold(v.Voter, s.ResumedBy) {
+				continue
+			}
+			verb, tone := "approve", "good"
+			if v.Decision == domain.DecisionRejected {
+				verb, tone = "reject", "bad"
+			}
+			out = append(out, StoryEntry{Text: names.Of(v.Voter) + " voted to " + verb + " " + requestCalled(s),
+				Quote: v.Comment, Tone: tone, At: v.At})
+		}
 	}
 	return out
 }
@@ -74,7 +130,7 @@ type eventFacts struct {
 	Cancelled    []string `json:"cancelled"`
 }
 
-func tell(run domain.Run, e domain.Event, sps map[string]domain.Suspension) StoryEntry {
+func tell(run domain.Run, e domain.Event, sps map[string]domain.Suspension, names Names) StoryEntry {
 	var f eventFacts
 	_ = json.Unmarshal(e.Payload, &f) // a payload that is not an object tells nothing more
 	step := quoted(e.Step)
@@ -86,7 +142,7 @@ func tell(run domain.Run, e domain.Event, sps map[string]domain.Suspension) Stor
 	case domain.EventStepCompleted:
 		return StoryEntry{Text: "Step " + step + " completed", Tone: "good"}
 	case domain.EventStepInvoked:
-		return StoryEntry{Text: "Step " + step + " queued"}
+		return StoryEntry{Text: "Step " + step + " comes next"}
 	case domain.EventStepRetrying:
 		return StoryEntry{Text: "Step " + step + " failed; it will be tried again", Quote: errorText(f.Error), Tone: "wait"}
 	case domain.EventStepFailed:
@@ -105,7 +161,7 @@ func tell(run domain.Run, e domain.Event, sps map[string]domain.Suspension) Stor
 		}
 		return StoryEntry{Text: text, Tone: "bad"}
 	case domain.EventBranchCompleted:
-		return branchCompleted(f, sps)
+		return branchCompleted(f, sps, names)
 	case domain.EventRunResumed:
 		if f.Winner != "" {
 			text := branchName(f.SuspensionID, f.Winner, sps) + " came first"
@@ -117,11 +173,11 @@ func tell(run domain.Run, e domain.Event, sps map[string]domain.Suspension) Stor
 		if f.Mode == domain.GroupAll {
 			return StoryEntry{Text: "Everything it waited for is done; the run goes on", Tone: "info"}
 		}
-		return StoryEntry{Text: "Resumed by " + resumer(f.ResumedBy), Tone: "info"}
+		return StoryEntry{Text: "Resumed by " + names.resumer(f.ResumedBy), Tone: "info"}
 	case domain.EventReviewApproved:
-		return StoryEntry{Text: "Approved by " + resumer(f.ResumedBy), Quote: comment(sps[f.SuspensionID]), Tone: "good"}
+		return StoryEntry{Text: "Approved by " + names.resumer(f.ResumedBy), Quote: comment(sps[f.SuspensionID]), Tone: "good"}
 	case domain.EventReviewRejected:
-		return StoryEntry{Text: "Rejected by " + resumer(f.ResumedBy), Quote: comment(sps[f.SuspensionID]), Tone: "bad"}
+		return StoryEntry{Text: "Rejected by " + names.resumer(f.ResumedBy), Quote: comment(sps[f.SuspensionID]), Tone: "bad"}
 	case domain.EventSuspensionExpire:
 		return StoryEntry{Text: "The wait ended: its deadline passed", Tone: "wait"}
 	case domain.EventEarlyResumeRefused:
@@ -133,12 +189,12 @@ func tell(run domain.Run, e domain.Event, sps map[string]domain.Suspension) Stor
 	case domain.EventRunFailed:
 		return StoryEntry{Text: "The run failed", Quote: f.Message, Tone: "bad"}
 	case domain.EventRunRetried:
-		return StoryEntry{Text: "Retried by " + f.RetriedBy + " from step " + step, Quote: f.Reason, Tone: "info"}
+		return StoryEntry{Text: "Retried by " + names.Of(f.RetriedBy) + " from step " + step, Quote: f.Reason, Tone: "info"}
 	case domain.EventRunCancelled:
 		if f.CancelledBy == "" {
 			return StoryEntry{Text: "Cancelled", Quote: f.Reason, Tone: "bad"}
 		}
-		return StoryEntry{Text: "Cancelled by " + f.CancelledBy, Quote: f.Reason, Tone: "bad"}
+		return StoryEntry{Text: "Cancelled by " + names.Of(f.CancelledBy), Quote: f.Reason, Tone: "bad"}
 	}
 	if e.Step == "" {
 		return StoryEntry{Text: "Recorded " + quoted(e.Type)}
@@ -179,19 +235,6 @@ func RequestName(s domain.Suspension) string { return cmp.Or(s.Title, s.ReasonNa
 
 // SuspensionURL is the page of a suspension.
 func SuspensionURL(id string) string { return "/suspensions/" + url.PathEscape(id) }
-
-// resumer names who or what resumed a wait.
-func resumer(by string) string {
-	switch by {
-	case "":
-		return "someone"
-	case "timer":
-		return "the timer"
-	case "webhook":
-		return "a call to its resume URL"
-	}
-	return by
-}
 
 // comment is the comment given with a decision, if any.
 func comment(s domain.Suspension) string {
@@ -264,15 +307,15 @@ func waitingOnGroup(f eventFacts, sps map[string]domain.Suspension) StoryEntry {
 }
 
 // branchCompleted tells one branch of a group completing.
-func branchCompleted(f eventFacts, sps map[string]domain.Suspension) StoryEntry {
+func branchCompleted(f eventFacts, sps map[string]domain.Suspension, names Names) StoryEntry {
 	entry := StoryEntry{Tone: "good", Link: SuspensionURL(f.SuspensionID), LinkText: branchName(f.SuspensionID, f.Branch, sps)}
 	switch f.Decision {
 	case domain.DecisionApproved:
-		entry.Text = "Approved by " + resumer(f.ResumedBy) + ":"
+		entry.Text = "Approved by " + names.resumer(f.ResumedBy) + ":"
 	case domain.DecisionRejected:
-		entry.Text, entry.Tone = "Rejected by "+resumer(f.ResumedBy)+":", "bad"
+		entry.Text, entry.Tone = "Rejected by "+names.resumer(f.ResumedBy)+":", "bad"
 	default:
-		entry.Text = "Done, by " + resumer(f.ResumedBy) + ":"
+		entry.Text = "Done, by " + names.resumer(f.ResumedBy) + ":"
 	}
 	if f.Mode == domain.GroupAll && f.Of > 0 {
 		entry.LinkText += " (" + strconv.Itoa(f.Completed) + " of " + strconv.Itoa(f.Of) + ")"

@@ -2,6 +2,7 @@ package views
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -33,7 +34,7 @@ func TestStoryTellsEventsInWords(t *testing.T) {
 		ev(domain.EventStepRetrying, "pay", `{"attempt": 1, "error": "connection refused"}`),
 		ev(domain.EventRunFailed, "pay", `{"code": "step_failed", "message": "step pay failed after 3 attempts"}`),
 		ev("invoice.sent", "pay", `{"n": 1}`),
-	}, sps)
+	}, sps, nil)
 	want := []StoryEntry{
 		{Text: "Started by ada@example.com", Tone: "info"},
 		{Text: "Step “submit” completed", Tone: "good"},
@@ -54,7 +55,33 @@ func TestStoryTellsEventsInWords(t *testing.T) {
 			t.Errorf("entry %d = %+v; want %+v", i, got[i], want[i])
 		}
 	}
-	if system := Story(domain.Run{}, []domain.Event{ev(domain.EventRunCreated, "", `{}`)}, nil); system[0].Text != "Started by the system" {
+	if system := Story(domain.Run{}, []domain.Event{ev(domain.EventRunCreated, "", `{}`)}, nil, nil); system[0].Text != "Started by the system" {
 		t.Errorf("a run the system started reads %q", system[0].Text)
+	}
+}
+
+// A vote cast before a request's decision has its entry, by the voter's
+// name, in time among the events; the vote that decided is told by the
+// decision's event, also by name.
+func TestStoryTellsVotesByName(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	decided := t0.Add(2 * time.Hour)
+	sps := []domain.Suspension{{ID: "s-1", Kind: domain.KindApproval, Title: "Pay Acme", ResumedAt: &decided, ResumedBy: "sam@example.com",
+		Votes: []domain.Vote{{Voter: "rita@example.com", Decision: domain.DecisionApproved, Comment: "Matches the order", At: t0.Add(time.Hour)},
+			{Voter: "sam@example.com", Decision: domain.DecisionApproved, At: decided}}}}
+	ev := func(typ, payload string, at time.Time) domain.Event {
+		return domain.Event{Type: typ, Payload: json.RawMessage(payload), CreatedAt: at}
+	}
+	got := Story(domain.Run{}, []domain.Event{
+		ev(domain.EventWorkflowPaused, `{"suspensionId": "s-1"}`, t0),
+		ev(domain.EventReviewApproved, `{"suspensionId": "s-1", "resumedBy": "sam@example.com"}`, decided),
+	}, sps, Names{"rita@example.com": "Rita Reviewer", "sam@example.com": "Sam Sign-off"})
+	var texts []string
+	for _, e := range got {
+		texts = append(texts, e.Text)
+	}
+	want := []string{"Waiting for", "Rita Reviewer voted to approve “Pay Acme”", "Approved by Sam Sign-off"}
+	if !slices.Equal(texts, want) {
+		t.Errorf("story reads %q; want %q", texts, want)
 	}
 }

@@ -78,7 +78,7 @@ func checkPage(t *testing.T, ctx context.Context, vp viewport, what string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](`window.axe || (function(){`+src+`}).call(window)`)); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](`(() => { if (!window.axe) { (function(){`+src+`}).call(window); } })()`)); err != nil {
 		t.Fatalf("%s: inject axe-core: %v", what, err)
 	}
 	found, err := chromedp.Run(ctx, chromedp.Evaluate[[]axeViolation](

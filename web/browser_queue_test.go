@@ -266,8 +266,10 @@ func TestBrowserStaleTabKeepsItsComment(t *testing.T) {
 					const note = document.querySelector("[data-decided-notice]").textContent;
 					return bs.length === 4 && bs.every(b => b.disabled) && note.includes("Rita Reviewer approved this");
 				})()`, 5*time.Second)
-				// Whoever reaches for a button sees why it is disabled.
-				do(t, tab, "go to the buttons", chromedp.Evaluate[chromedp.Void](`document.querySelector('button[value="approve-next"]').scrollIntoView({block: "nearest", behavior: "instant"})`))
+				// Whoever reaches for the buttons sees why they are disabled,
+				// just under them.
+				do(t, tab, "go to the buttons", chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-pending-panel] .actions').scrollIntoView({block: "nearest", behavior: "instant"})`))
+				do(t, tab, "read on", chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-decided-notice]').scrollIntoView({block: "nearest", behavior: "instant"})`))
 				onScreen(t, tab, vp, "the disabled button", `button[value="approve-next"]`)
 				onScreen(t, tab, vp, "the notice", "[data-decided-notice]")
 				screenshot(t, tab, "stale-"+vp.Name)
@@ -314,11 +316,17 @@ func TestBrowserFormErrorSummaryTakesFocus(t *testing.T) {
 	for _, vp := range sizes {
 		_, s := e.paused(t, "claimform", map[string]string{"claim": "c-" + vp.Name})
 		asDevice(t, tab, vp)
-		// The amount is over the schema's maximum, which only the server
-		// checks: the browser lets the form go.
+		// The amount is over the schema's maximum, which the input carries:
+		// the browser holds the form back first. One that does not check
+		// (here told not to) sends it, and the server says what is wrong.
 		do(t, tab, "fill in the form at "+vp.Name,
 			chromedp.Navigate(e.srv.URL+"/suspensions/"+s.ID), chromedp.WaitVisible("form.schema-form"),
 			chromedp.SetValue("#field-verdict", "ok"), chromedp.SendKeys("#field-contact", "ada@example.com"), chromedp.SendKeys("#field-amount", "150"),
+			chromedp.Click(`form.schema-form button[type=submit]`))
+		waitTrue(t, tab, "the browser holds back an amount over the maximum at "+vp.Name,
+			`document.querySelector("#field-amount").matches(":invalid") && !document.querySelector("[data-error-summary]")`, 2*time.Second)
+		do(t, tab, "send it from a browser that does not check, at "+vp.Name,
+			chromedp.Evaluate[chromedp.Void](`document.querySelector("form.schema-form").noValidate = true`),
 			chromedp.Click(`form.schema-form button[type=submit]`))
 		waitAcross(t, tab, "the refused form's summary has the focus at "+vp.Name,
 			`!!document.activeElement && document.activeElement.matches("[data-error-summary]") && document.activeElement.textContent.includes("Must be 100 or less")`, 10*time.Second)

@@ -206,8 +206,10 @@ func TestBrowserTwoReviewersShareAnInbox(t *testing.T) {
 		}
 		// The held list, for people reviewing pages: the decided row faded
 		// in place and the new request waiting behind its button.
+		// Faded, it still reads (axe's contrast rule).
 		for _, vp := range []viewport{phone, desktop} {
 			atSize(t, two, vp)
+			checkPage(t, two, vp, "the held inbox at "+vp.Name)
 			screenshot(t, two, "inbox-held-"+vp.Name)
 		}
 		row2 := `tr[data-suspension="` + s2.ID + `"]`

@@ -336,6 +336,7 @@ func (s *Server) linkData(r *http.Request, p *views.LinkPage) (json.RawMessage, 
 		value, shown, errs := formValue(fields, r.PostForm, formatterFor(r).Zone)
 		p.FormFields = shown
 		if len(errs) > 0 {
+			errs = allFormErrors(p.S.ResumeSchema, value, errs)
 			return nil, &domain.ValidationError{Message: "There is a problem. Some fields need attention.", Fields: attachErrors(shown, errs)}
 		}
 		return json.Marshal(value)

@@ -3,6 +3,7 @@ package web
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -37,6 +38,9 @@ type schemaNode struct {
 	Required    []string               `json:"required"`
 	Items       *schemaNode            `json:"items"`
 	Default     any                    `json:"default"`
+	// A number's bounds, kept as written for the input's min and max.
+	Minimum json.Number `json:"minimum"`
+	Maximum json.Number `json:"maximum"`
 	// Present only to recognise what a form cannot express.
 	Ref   string            `json:"$ref"`
 	OneOf []json.RawMessage `json:"oneOf"`
@@ -178,7 +182,9 @@ func objectFields(n *schemaNode, prefix string) ([]views.FormField, bool) {
 		}
 		f.Options = opts
 		switch f.Type {
-		case "string", "number", "integer":
+		case "string":
+		case "number", "integer":
+			f.Min, f.Max = string(p.Minimum), string(p.Maximum)
 		case "boolean":
 			f.Checked = p.Default == true
 		case "object":
@@ -289,6 +295,42 @@ func formValue(fields []views.FormField, form url.Values, zone *time.Location) (
 		}
 	}
 	return out, shown, errs
+}
+
+// allFormErrors adds to a form's own errors (values that do not read as
+// their type or format) what the schema finds wrong with the rest, so a
+// person sees every error of the form at once. A field the form refused
+// is absent from value: the schema's word that it is missing is dropped
+// for it, as its own error says more.
+func allFormErrors(schema json.RawMessage, value map[string]any, errs []domain.FieldError) []domain.FieldError {
+	data, err := json.Marshal(value)
+	if err != nil {
+		return errs
+	}
+	ve, ok := errors.AsType[*domain.ValidationError](ValidateResumeData(schema, data))
+	if !ok {
+		return errs
+	}
+	refused := map[string]bool{}
+	for _, e := range errs {
+		refused[e.Field] = true
+	}
+	out := slices.Clone(errs)
+	for _, e := range ve.Fields {
+		ptr := strings.TrimPrefix(e.Field, "/resumeData")
+		if !strings.HasPrefix(e.Message, "missing propert") {
+			if !refused[ptr] {
+				out = append(out, e)
+			}
+			continue
+		}
+		for _, m := range missingProperty.FindAllStringSubmatch(e.Message, -1) {
+			if field := ptr + "/" + escapePointer(m[1]); !refused[field] {
+				out = append(out, domain.FieldError{Field: ptr, Message: "missing property '" + m[1] + "'"})
+			}
+		}
+	}
+	return out
 }
 
 // formItems reads an array's lines; bad says in words why one does not

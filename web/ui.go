@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,7 +31,7 @@ type UIStore interface {
 	domain.SessionStore
 	domain.AuditLog
 	domain.DocumentStore
-	PendingCountsOf(ctx context.Context, workflowID string, waits domain.Waits) (reasons, kinds []domain.GroupCount, err error)
+	PendingCountsWhere(ctx context.Context, f domain.SuspensionFilter) ([]domain.PairCount, error)
 	Users(ctx context.Context) ([]domain.User, error)
 	// User returns the user with this id; domain.ErrNotFound if there is
 	// none.
@@ -353,13 +354,13 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		s.uiFailure(w, r, err)
 		return
 	}
-	reasons, kinds, err := s.UIStore.PendingCountsOf(r.Context(), f.WorkflowID, inboxWaits(f))
+	pairs, err := s.UIStore.PendingCountsWhere(r.Context(), s.pendingIn(f, "", 0))
 	if err != nil {
 		s.uiFailure(w, r, err)
 		return
 	}
 	p := views.InboxPage{Viewer: s.viewerOf(r), Filter: f, Now: s.Clock.Now()}
-	if r.URL.Query().Get("done") == "all" {
+	if r.URL.Query().Get("done") == "all" && !anyFor(items, viewerPrincipal(p.Viewer).User) {
 		p.Notice = "All done: nothing else here waits for you."
 	}
 	labels := map[string]string{}
@@ -370,21 +371,51 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 			labels[sp.Reason] = sp.ReasonName()
 		}
 	}
+	reasons, kinds, total := filteredCounts(pairs, f)
 	for _, c := range reasons {
 		label, ok := labels[c.Name]
 		if !ok {
 			label = domain.ReasonLabelOf(c.Name)
 		}
 		p.Reasons = append(p.Reasons, views.Count{Name: c.Name, Label: label, N: c.N})
-		p.Total += c.N
 	}
 	for _, c := range kinds {
 		p.Kinds = append(p.Kinds, views.Count{Name: c.Name, Label: views.KindName(domain.SuspensionKind(c.Name)), N: c.N})
 	}
+	p.Total = total
 	if next != "" {
 		p.Next = f.Query(next)
 	}
 	s.render(w, r, http.StatusOK, views.Inbox(p))
+}
+
+// anyFor reports whether u may act on one of items: then "All done" is no
+// longer true, as a request has come for them since.
+func anyFor(items []domain.Suspension, u domain.User) bool {
+	return slices.ContainsFunc(items, func(sp domain.Suspension) bool {
+		return sp.Kind.WaitsForPerson() && sp.CheckActor(u) == nil
+	})
+}
+
+// filteredCounts sums the inbox's counts from pairs of reason and kind
+// under filter f: each reason's under f's kind, each kind's under f's
+// reason (the choices beside the list), and the total both select, which
+// is what the list shows.
+func filteredCounts(pairs []domain.PairCount, f views.InboxFilter) (reasons, kinds []domain.GroupCount, total int) {
+	byReason, byKind := map[string]int{}, map[string]int{}
+	for _, c := range pairs {
+		kindOK, reasonOK := f.Kind == "" || string(c.Kind) == f.Kind, f.Reason == "" || c.Reason == f.Reason
+		if kindOK {
+			byReason[c.Reason] += c.N
+		}
+		if reasonOK {
+			byKind[string(c.Kind)] += c.N
+		}
+		if kindOK && reasonOK {
+			total += c.N
+		}
+	}
+	return domain.SortedCounts(byReason), domain.SortedCounts(byKind), total
 }
 
 var inboxAges = map[string]time.Duration{"": 0, "1h": time.Hour, "1d": 24 * time.Hour, "7d": 7 * 24 * time.Hour}

@@ -228,3 +228,23 @@ func TestUIAuditLogReadsAsSentences(t *testing.T) {
 		}
 	})
 }
+
+// TestUIAdminPagesSayWhatTheyDo: a new API key's owner is, unless chosen,
+// the admin creating it, not the first person alphabetically; disabling
+// a person says what that does, not only "Saved".
+func TestUIAdminPagesSayWhatTheyDo(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		boss := e.signedIn(t, "zoe@example.com", domain.RoleAdmin)
+		aliceID, _ := e.addPerson(t, "alice@example.com", domain.RoleReviewer)
+		zoeID := "p-zoe@example.com" // as addPerson names them
+		p := boss.get("/admin/users")
+		wantPage(t, p, http.StatusOK, `<option value="`+zoeID+`" selected>zoe@example.com</option>`)
+		if strings.Contains(p.Body, `<option value="`+aliceID+`" selected>`) {
+			t.Error("the key's owner defaults to someone else than the admin creating it")
+		}
+		wantPage(t, boss.do("POST", "/admin/users/"+aliceID, url.Values{"role": {"reviewer"}, "disabled": {"true"}}), http.StatusOK,
+			"The account is disabled: they are signed out everywhere and their API keys are refused")
+		wantPage(t, boss.do("POST", "/admin/users/"+aliceID, url.Values{"role": {"reviewer"}}), http.StatusOK, "The account is enabled again")
+	})
+}

@@ -213,3 +213,20 @@ func TestUIFounderFillsInAFormOnTheirPage(t *testing.T) {
 		e.waitRun(t, run.ID, "succeeded")
 	})
 }
+
+// TestUIFounderDoneCardsAskNothing: a request that is done, cancelled or
+// expired no longer says what it asks ("Upload: …") on My requests.
+func TestUIFounderDoneCardsAskNothing(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		const ada = "ada@founders.example"
+		withdrawn, _ := e.paused(t, "paperwork", map[string]string{"assignee": ada})
+		want(t, e.call(t, "POST", "/api/v1/runs/"+withdrawn.ID+"/cancel", e.admin, ""), http.StatusOK)
+		a := e.signedIn(t, ada, domain.RoleFounder)
+		p := a.get("/my")
+		wantPage(t, p, http.StatusOK, ">Cancelled<")
+		if strings.Contains(p.Body, "Upload:") {
+			t.Errorf("a cancelled request still asks for an upload:\n%s", p.Body)
+		}
+	})
+}

@@ -69,3 +69,25 @@ func TestUIMachineWaitsAreNotForPeople(t *testing.T) {
 		}
 	})
 }
+
+// TestUIMachineWaitPageNamesItOnce: a timer's page is headed by its name
+// once, not its reason's machine name twice ("Delay · delay"), and offers
+// neither Previous/Next nor their keys, which lead to no request of its
+// kind.
+func TestUIMachineWaitPageNamesItOnce(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		admin := e.signedIn(t, "boss@example.com", domain.RoleAdmin)
+		rev := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
+		_, timer := e.paused(t, "delay", map[string]int{"ms": int(time.Hour / time.Millisecond)})
+		for who, b := range map[string]*browser{"reviewer": rev, "admin": admin} {
+			p := b.get("/suspensions/" + timer.ID + "?from=")
+			wantPage(t, p, http.StatusOK, "<h1>Delay</h1>")
+			for _, bad := range []string{"Delay · delay", "Delay · Delay", `class="queue-nav"`, "data-shortcuts"} {
+				if strings.Contains(p.Body, bad) {
+					t.Errorf("the %s's page of a timer has %q", who, bad)
+				}
+			}
+		}
+	})
+}

@@ -243,7 +243,7 @@ func TestUIInboxShowsRequestsInTheViewersWords(t *testing.T) {
 			`<option value="awaiting_documents">Awaiting documents</option>`,
 			">Approve</td>", ">any reviewer</td>", ">Provide input</td>", ">ada@founders.example</td>",
 			// A request without a title reads by its reason's label and workflow.
-			">Awaiting documents · intake</a>",
+			">Awaiting documents · Intake</a>",
 			// Kinds are grouped by what they ask, the raw kind left to the filter.
 			`title="approval">Approvals</a>`, `title="input">Forms and uploads</a>`)
 		wantPage(t, b.get("/inbox?reason=awaiting_expense_approval"), http.StatusOK, `<option value="awaiting_expense_approval" selected>Expense approval</option>`, "Expense: Trip A")
@@ -315,5 +315,59 @@ func TestUISchemaFormSpeaksPlainWords(t *testing.T) {
 		}
 		e.stillPending(t, s)
 		location(t, b.do("POST", path+"/resume", url.Values{"mode": {"fields"}, "f/verdict": {"ok"}, "f/contact": {"ada@example.com"}, "f/amount": {"99"}}))
+	})
+}
+
+// TestUISchemaFormShowsEveryErrorAtOnce: a form with a badly typed email,
+// an amount over its bound and a required choice left empty says all
+// three at once, not one a round; the amount's input carries the bound,
+// so the browser catches it before sending.
+func TestUISchemaFormShowsEveryErrorAtOnce(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		b := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
+		_, s := e.paused(t, "claimform", map[string]string{"claim": "c-2"})
+		path := "/suspensions/" + s.ID
+		wantPage(t, b.get(path), http.StatusOK, `name="f/amount" type="number"`, `max="100"`)
+		p := b.do("POST", path+"/resume", url.Values{"mode": {"fields"}, "f/verdict": {""}, "f/contact": {"not-an-email"}, "f/amount": {"150"}})
+		wantPage(t, p, http.StatusUnprocessableEntity,
+			`<p id="field-contact-error" class="field-error"><span class="visually-hidden">Error: </span>Enter an email address like name@example.com</p>`,
+			`<p id="field-amount-error" class="field-error"><span class="visually-hidden">Error: </span>Must be 100 or less</p>`,
+			`<p id="field-verdict-error" class="field-error"><span class="visually-hidden">Error: </span>This field is required</p>`,
+			`href="#field-contact"`, `href="#field-amount"`, `href="#field-verdict"`)
+		if strings.Count(p.Body, `href="#field-contact"`) != 1 || strings.Count(p.Body, `id="field-contact-error"`) != 1 {
+			t.Errorf("the refused email is reported more than once:\n%s", p.Body)
+		}
+		e.stillPending(t, s)
+	})
+}
+
+// TestUIInboxCountsFollowTheFilter: the total and each reason's count say
+// how many the filter matches, not how many wait in all; the filters in
+// use are named above the list; "All done" is not said above a request
+// that has come for the viewer since.
+func TestUIInboxCountsFollowTheFilter(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		b := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
+		e.expenses(t, 3, nil)
+		e.expenses(t, 1, map[string]any{"requester": "zed@example.com"})
+		e.paused(t, "intake", map[string]string{"claimId": "c-9"})
+		p := b.get("/inbox")
+		wantPage(t, p, http.StatusOK, `<span data-live="pending-total">5</span>`)
+		p = b.get("/inbox?q=zed%40example.com")
+		wantPage(t, p, http.StatusOK, `<span data-live="pending-total">1</span>`,
+			`data-reason="awaiting_expense_approval">Expense approval <span class="count">1</span>`,
+			`data-testid="filter-chips"`, `Search: &#34;zed@example.com&#34;`)
+		p = b.get("/inbox?kind=approval")
+		wantPage(t, p, http.StatusOK, `<span data-live="pending-total">4</span>`)
+		if strings.Contains(p.Body, `title="awaiting_documents">Awaiting documents</a> <span class="count">1`) {
+			t.Error("the reason counts of a kind filter count another kind")
+		}
+		p = b.get("/inbox?done=all&workflow=expense")
+		if strings.Contains(p.Body, "All done") {
+			t.Errorf("the inbox says all is done above requests for the viewer:\n%s", p.Body)
+		}
+		wantPage(t, b.get("/inbox?done=all&workflow=nothing-here"), http.StatusOK, "All done")
 	})
 }

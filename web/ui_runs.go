@@ -113,7 +113,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		s.uiFailure(w, r, err)
 		return
 	}
-	p := views.RunPage{Viewer: v, Run: run, Input: indentJSON(run.Input), Suspensions: sps, Story: views.Story(run, events, sps), Now: s.Clock.Now()}
+	p := views.RunPage{Viewer: v, Run: run, Input: indentJSON(run.Input), Suspensions: sps, Story: views.Story(run, events, sps, s.namesIn(r, events, sps)), Now: s.Clock.Now()}
 	if len(run.Output) > 0 && string(run.Output) != "null" {
 		p.Output = indentJSON(run.Output)
 	}

@@ -21,8 +21,10 @@ func TestUIRunPageLeadsWithWhyItFailed(t *testing.T) {
 		failed := e.waitRun(t, run.ID, "failed")
 		b := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
 		p := b.get("/runs/" + run.ID)
+		// The story names people as the status line does: the env names each
+		// of its users by their role.
 		wantPage(t, p, http.StatusOK, `data-live="run-status">failed<`, "This run failed", "<code>rejected</code>",
-			"Rejected by "+reviewerEmail, "Not a &lt;b&gt;business&lt;/b&gt; expense", "Technical details", "REVIEW_REJECTED")
+			"Rejected by reviewer", "Not a &lt;b&gt;business&lt;/b&gt; expense", "Technical details", "REVIEW_REJECTED")
 		message := html.EscapeString(failed.Error.Message)
 		at := strings.Index(p.Body, message)
 		if at < 0 || at > strings.Index(p.Body, "What happened") || at > strings.Index(p.Body, "Technical details") {
@@ -54,7 +56,7 @@ func TestUIRunPageTellsWhatItWaitsFor(t *testing.T) {
 
 		want(t, e.call(t, "POST", "/api/v1/suspensions/"+s.ID+"/approve", e.reviewer, `{"comment": "Within policy"}`), http.StatusOK)
 		e.waitRun(t, waiting.ID, "succeeded")
-		wantPage(t, b.get("/runs/"+waiting.ID), http.StatusOK, `data-live="run-status">succeeded<`, "Approved by "+reviewerEmail, "Within policy", "The run succeeded")
+		wantPage(t, b.get("/runs/"+waiting.ID), http.StatusOK, `data-live="run-status">succeeded<`, "Approved by reviewer", "Within policy", "The run succeeded")
 
 		timer := e.startRun(t, "delay", map[string]int{"ms": 1})
 		e.waitRun(t, timer.ID, "succeeded")
@@ -113,6 +115,68 @@ func TestUIRunsListTakesTheAPIsStatusNames(t *testing.T) {
 			if strings.Contains(p.Body, "data-run=") || strings.Contains(p.Body, "<b>x</b>") {
 				t.Errorf("status=%s: the refusal lists runs or echoes markup:\n%s", name, p.Body)
 			}
+		}
+	})
+}
+
+// TestUIStaffPagesSpeakPeoplesWords: a reviewer's pages say what approving
+// does, name the workflow and its steps' progress, a missing request and a
+// cancelled run in people's words; the engine's words (deferred commands,
+// workflow ids) stay under technical details.
+func TestUIStaffPagesSpeakPeoplesWords(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		b := e.signedIn(t, "rev@example.com", domain.RoleReviewer)
+		run, s := e.paused(t, "review", map[string]any{"amount": 12, "description": "Taxi"})
+		p := b.get("/suspensions/" + s.ID)
+		wantPage(t, p, http.StatusOK, `data-testid="approving">Approving lets the run go on to its next step.<`)
+		if at := strings.Index(p.Body, "run step pay"); at < strings.Index(p.Body, "Technical details") {
+			t.Fatalf("the deferred command is told in the engine's words outside technical details:\n%s", p.Body)
+		}
+		if strings.Contains(p.Body, "Approving runs what the step asked for next") {
+			t.Fatal("the decision panel still speaks of what the step asked for")
+		}
+		want(t, e.call(t, "POST", "/api/v1/suspensions/"+s.ID+"/approve", e.reviewer, `{"comment": "ok"}`), http.StatusOK)
+		e.waitRun(t, run.ID, "succeeded")
+		p = b.get("/runs/" + run.ID)
+		wantPage(t, p, http.StatusOK, "<h1>Review</h1>", "Step “pay” comes next")
+		if strings.Contains(p.Body, " queued") {
+			t.Fatalf("the story says a step was queued:\n%s", p.Body)
+		}
+
+		other, _ := e.paused(t, "review", map[string]any{"amount": 13})
+		want(t, e.call(t, "POST", "/api/v1/runs/"+other.ID+"/cancel", e.admin, ""), http.StatusOK)
+		e.waitRun(t, other.ID, "cancelled")
+		p = b.get("/runs/" + other.ID)
+		wantPage(t, p, http.StatusOK, "This run was cancelled")
+		if strings.Contains(p.Body, "This run failed") {
+			t.Fatal("a cancelled run says it failed")
+		}
+		p = b.get("/suspensions/nope")
+		wantPage(t, p, http.StatusNotFound, "Request not found")
+		if strings.Contains(p.Body, "Suspension") {
+			t.Fatal("a missing request is called a suspension")
+		}
+	})
+}
+
+// TestUIVotesAreToldByName: a payout's first vote has its entry in the
+// run's story and, like the status line, every vote names the person,
+// not their email; the request's history is a live region, so it follows
+// the votes and the decision as they come.
+func TestUIVotesAreToldByName(t *testing.T) {
+	t.Parallel()
+	forEachDialectWith(t, withUI, func(t *testing.T, e *apiEnv) {
+		rita := e.addNamedPerson(t, "rita@example.com", "Rita Reviewer", domain.RoleReviewer)
+		run := e.startRun(t, "payout-sign-off", map[string]string{"requester": "vera@vendor.example"})
+		s := e.pendingOf(t, run.ID)
+		location(t, rita.do("POST", "/suspensions/"+s.ID+"/decide", url.Values{"decision": {"approve"}, "comment": {"Matches the order"}}))
+		p := rita.get("/runs/" + run.ID)
+		wantPage(t, p, http.StatusOK, "Rita Reviewer voted to approve", "Matches the order")
+		p = rita.get("/suspensions/" + s.ID)
+		wantPage(t, p, http.StatusOK, "<strong>Rita Reviewer</strong> approved", `data-live-region="history"`)
+		if strings.Contains(p.Body, "<strong>rita@example.com</strong>") {
+			t.Error("a vote names the voter by email")
 		}
 	})
 }

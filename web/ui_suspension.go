@@ -27,7 +27,7 @@ func (s *Server) loadSuspension(w http.ResponseWriter, r *http.Request) (domain.
 	v := s.viewerOf(r)
 	sp, err := s.visibleSuspension(r, viewerPrincipal(v), r.PathValue("id"))
 	if errors.Is(err, domain.ErrNotFound) {
-		s.renderError(w, r, http.StatusNotFound, "Suspension not found", "There is no suspension here that you can see. It may belong to someone else, or the link may be wrong.", v)
+		s.renderError(w, r, http.StatusNotFound, "Request not found", "There is no request here that you can see. It may belong to someone else, or the link may be wrong.", v)
 		return sp, v, false
 	}
 	if err != nil {
@@ -120,6 +120,8 @@ func (s *Server) suspensionView(r *http.Request, sp domain.Suspension, v *views.
 	for _, c := range sp.Deferred {
 		p.Deferred = append(p.Deferred, views.DescribeCommand(c))
 	}
+	p.Approving = views.ApprovingDoes(sp.Deferred)
+	p.Names = s.namesIn(r, nil, []domain.Suspension{sp})
 	p.Comment, p.FormFields = askedOf(sp)
 	p.Documents, p.UploadLimit = s.documentViews(r, sp), s.uploadLimit()
 	if s.Links != nil && v.Staff() {
@@ -166,6 +168,33 @@ func (s *Server) personName(r *http.Request, by string) string {
 		return by
 	}
 	return u.Name
+}
+
+// namesIn looks up the names of the people a run's events and votes
+// name by email, so that its story names them as the pages' status lines
+// do.
+func (s *Server) namesIn(r *http.Request, events []domain.Event, sps []domain.Suspension) views.Names {
+	names := views.Names{}
+	add := func(email string) {
+		email = strings.ToLower(email)
+		if _, seen := names[email]; !seen && strings.Contains(email, "@") {
+			names[email] = s.personName(r, email)
+		}
+	}
+	for _, e := range events {
+		var f struct{ ResumedBy, CancelledBy, RetriedBy string }
+		if json.Unmarshal(e.Payload, &f) == nil {
+			add(f.ResumedBy)
+			add(f.CancelledBy)
+			add(f.RetriedBy)
+		}
+	}
+	for _, sp := range sps {
+		for _, v := range sp.Votes {
+			add(v.Voter)
+		}
+	}
+	return names
 }
 
 // resumeFromPage resumes with the JSON typed into the form, through the
@@ -219,7 +248,7 @@ func (s *Server) resumeFromFields(w http.ResponseWriter, r *http.Request, sp dom
 		s.render(w, r, status, views.SuspensionView(p))
 	}
 	if len(errs) > 0 {
-		refuse(http.StatusUnprocessableEntity, &domain.ValidationError{Fields: errs})
+		refuse(http.StatusUnprocessableEntity, &domain.ValidationError{Fields: allFormErrors(sp.ResumeSchema, value, errs)})
 		return
 	}
 	data, err := json.Marshal(value)

@@ -388,7 +388,7 @@ func TestUIFoundersActOnlyOnTheirOwn(t *testing.T) {
 		run, s := e.paused(t, "intake", map[string]string{"claimId": "c-a", "assignee": "A@Founders.example"})
 		path := "/suspensions/" + s.ID
 		b := e.signedIn(t, "b@founders.example", domain.RoleFounder)
-		wantPage(t, b.get(path), http.StatusNotFound, "Suspension not found")
+		wantPage(t, b.get(path), http.StatusNotFound, "Request not found")
 		wantPage(t, b.do("POST", path+"/resume", url.Values{"resumeData": {`{"receiptIds": ["x"]}`}}), http.StatusNotFound)
 		e.stillPending(t, s)
 

@@ -187,7 +187,25 @@ func (s *Server) updateUser(w http.ResponseWriter, r *http.Request) {
 	s.ForgetUser(u.ID)
 	s.audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "user.update", Subject: u.ID,
 		Data: auditData(map[string]any{"email": u.Email, "role": u.Role, "disabled": u.Disabled, "changes": userChanges(was, u)})})
-	s.showUsers(w, r, http.StatusOK, func(p *views.UsersPage) { p.Notice = "Saved " + u.Email + "." })
+	s.showUsers(w, r, http.StatusOK, func(p *views.UsersPage) { p.Notice = updatedNotice(was, u) })
+}
+
+// updatedNotice says what saving a person's account did, in words.
+func updatedNotice(was, now domain.User) string {
+	said := "Saved " + now.Email + "."
+	switch {
+	case now.Disabled && !was.Disabled:
+		said += " The account is disabled: they are signed out everywhere and their API keys are refused until an admin enables it again."
+	case was.Disabled && !now.Disabled:
+		said += " The account is enabled again: they may sign in."
+	}
+	if was.Role != now.Role {
+		said += " They are now " + views.WithArticle(string(now.Role)) + "."
+	}
+	if was == now {
+		said += " Nothing changed."
+	}
+	return said
 }
 
 // userChanges is what an update changed, field by field, as from and to

@@ -1004,7 +1004,7 @@ func testExamples(t *testing.T, s *testServer) {
 		c.waitStatus(t, run.ID, "suspended")
 		wait := c.suspensions(t, "status=pending&runId="+run.ID)
 		if len(wait) != 1 || wait[0].Title != "Payment from Ada Lovelace" || wait[0].ReasonLabel != "Payment awaited" ||
-			fieldsText(wait[0].Fields) != `Expected=120(number) Customer="ada@example.com"(email)` {
+			fieldsText(wait[0].Fields) != `Expected=120(money:EUR) Customer="ada@example.com"(email)` {
 			t.Fatalf("the payment wait: %+v", wait)
 		}
 		c.call(t, http.StatusOK, "POST", "/api/v1/runs/"+run.ID+"/signals", map[string]any{"name": "payment", "signalId": "pay-1", "payload": map[string]any{"amount": 120, "reference": "ref-1"}})
@@ -1015,8 +1015,8 @@ func testExamples(t *testing.T, s *testServer) {
 			}
 			approval = c.suspensions(t, "status=pending&kind=approval&runId="+run.ID)
 		}
-		if sp := approval[0]; sp.Title != "Pay out 120 to Ada Lovelace?" || sp.ReasonLabel != "Payout approval" ||
-			fieldsText(sp.Fields) != `Paid=120(number) Expected=120(number) Reference="ref-1"(text) Customer="ada@example.com"(email)` {
+		if sp := approval[0]; sp.Title != "Pay out 120 EUR to Ada Lovelace?" || sp.ReasonLabel != "Payout approval" ||
+			fieldsText(sp.Fields) != `Paid=120(money:EUR) Expected=120(money:EUR) Reference="ref-1"(text) Customer="ada@example.com"(email)` {
 			t.Errorf("the payout approval: %q %q %s", sp.Title, sp.ReasonLabel, fieldsText(sp.Fields))
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/tollgatehq/tollgate"
@@ -21,8 +22,26 @@ import (
 type paymentInput struct {
 	UserID string `json:"userId"`
 	Amount int    `json:"amount"`
+	// Currency is the amounts' ISO 4217 code (EUR when absent).
+	Currency string `json:"currency,omitempty"`
 	// PaymentTimeoutMinutes bounds the wait for the payment (a day).
 	PaymentTimeoutMinutes int `json:"paymentTimeoutMinutes,omitempty"`
+}
+
+// money is the field format of the run's amounts, with their currency.
+func (in paymentInput) money() domain.FieldFormat {
+	return domain.FieldFormat(string(domain.FormatMoney) + ":" + in.currency())
+}
+
+// amount writes n in the run's currency for a title or a sentence, which
+// are fixed when the request is made: "120 EUR".
+func (in paymentInput) amount(n int) string { return strconv.Itoa(n) + " " + in.currency() }
+
+func (in paymentInput) currency() string {
+	if in.Currency == "" {
+		return "EUR"
+	}
+	return in.Currency
 }
 
 type paymentUser struct {
@@ -81,7 +100,7 @@ func paymentPipeline() *replay.Definition {
 		}
 		p, err := replay.WaitForEvent[paymentSignal](c, "payment", replay.WithID("payment"), replay.Timeout(timeout),
 			replay.WithPresentation(domain.Presentation{Title: fmt.Sprintf("Payment from %s", u.Name), ReasonLabel: "Payment awaited",
-				Fields: []domain.Field{domain.NewField("Expected", in.Amount, domain.FormatNumber), domain.NewField("Customer", u.Email, domain.FormatEmail)}}))
+				Fields: []domain.Field{domain.NewField("Expected", in.Amount, in.money()), domain.NewField("Customer", u.Email, domain.FormatEmail)}}))
 		if err == replay.ErrTimeout {
 			out.Status = "expired"
 			return out, nil
@@ -93,10 +112,10 @@ func paymentPipeline() *replay.Definition {
 		if err := c.SetState("stage", "awaiting approval"); err != nil {
 			return out, err
 		}
-		d, err := c.Approve(replay.ApproveOptions{ID: "payout-approval", Title: fmt.Sprintf("Pay out %d to %s?", p.Amount, u.Name),
-			Description: fmt.Sprintf("%s (%s, %s tier) paid %d, reference %q; %d was expected.", u.Name, u.Email, u.Tier, p.Amount, p.Reference, in.Amount),
+		d, err := c.Approve(replay.ApproveOptions{ID: "payout-approval", Title: fmt.Sprintf("Pay out %s to %s?", in.amount(p.Amount), u.Name),
+			Description: fmt.Sprintf("%s (%s, %s tier) paid %s, reference %q; %s was expected.", u.Name, u.Email, u.Tier, in.amount(p.Amount), p.Reference, in.amount(in.Amount)),
 			ReasonLabel: "Payout approval",
-			Fields: []domain.Field{domain.NewField("Paid", p.Amount, domain.FormatNumber), domain.NewField("Expected", in.Amount, domain.FormatNumber),
+			Fields: []domain.Field{domain.NewField("Paid", p.Amount, in.money()), domain.NewField("Expected", in.Amount, in.money()),
 				domain.NewField("Reference", p.Reference, domain.FormatText), domain.NewField("Customer", u.Email, domain.FormatEmail)}})
 		if err != nil {
 			return out, err
