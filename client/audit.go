@@ -42,12 +42,8 @@ func (c *Client) ListAudit(ctx context.Context, f AuditFilter) (Page[AuditEntry]
 	set(q, "action", f.Action)
 	set(q, "category", f.Category)
 	set(q, "workflowId", f.WorkflowID)
-	if !f.From.IsZero() {
-		q.Set("from", f.From.UTC().Format(time.RFC3339Nano))
-	}
-	if !f.To.IsZero() {
-		q.Set("to", f.To.UTC().Format(time.RFC3339Nano))
-	}
+	setTime(q, "from", f.From)
+	setTime(q, "to", f.To)
 	paging(q, f.Cursor, f.Limit)
 	var p Page[AuditEntry]
 	_, err := c.do(ctx, "GET", "/api/v1/audit", q, nil, &p)

@@ -322,12 +322,8 @@ func (c *Client) ListRuns(ctx context.Context, f RunFilter) (Page[Run], error) {
 	set(q, "status", strings.Join(f.Statuses, ","))
 	set(q, "workflowId", f.WorkflowID)
 	set(q, "q", f.Query)
-	if !f.CreatedAfter.IsZero() {
-		q.Set("createdAfter", f.CreatedAfter.UTC().Format(time.RFC3339Nano))
-	}
-	if !f.CreatedBefore.IsZero() {
-		q.Set("createdBefore", f.CreatedBefore.UTC().Format(time.RFC3339Nano))
-	}
+	setTime(q, "createdAfter", f.CreatedAfter)
+	setTime(q, "createdBefore", f.CreatedBefore)
 	paging(q, f.Cursor, f.Limit)
 	var p Page[Run]
 	_, err := c.do(ctx, "GET", "/api/v1/runs", q, nil, &p)
@@ -497,6 +493,13 @@ func reasonBody(reason string) map[string]string {
 func set(q url.Values, name, value string) {
 	if value != "" {
 		q.Set(name, value)
+	}
+}
+
+// setTime sets name to t in RFC 3339, unless t is the zero time.
+func setTime(q url.Values, name string, t time.Time) {
+	if !t.IsZero() {
+		q.Set(name, t.UTC().Format(time.RFC3339Nano))
 	}
 }
 
