@@ -384,9 +384,8 @@ func (s *setWriter) resumeAll(ctx context.Context, batch []domain.Transition, ke
 		ids, data, at = append(ids, req.SuspensionID), append(data, string(domain.OrNull(req.Data))), append(at, ts(req.Now))
 		by, keys, decisions = append(by, req.By), append(keys, req.RequestKey), append(decisions, string(req.Decision))
 	}
-	won := map[string]*suspensionRow{}
 	if len(ids) == 0 {
-		return won, nil
+		return map[string]*suspensionRow{}, nil
 	}
 	var rows []suspensionRow
 	err := s.db.hotScan(ctx, s.tx, &rows, hotResumeAll, ids, data, at, by, nullStrings(keys), nullStrings(decisions),
@@ -394,10 +393,7 @@ func (s *setWriter) resumeAll(ctx context.Context, batch []domain.Transition, ke
 	if err != nil && !isNoRows(err) {
 		return nil, err
 	}
-	for k := range rows {
-		won[rows[k].ID] = &rows[k]
-	}
-	return won, nil
+	return wonRows(rows), nil
 }
 
 // resumed goes on from a kept resume once the update has run: the rest of
