@@ -114,10 +114,23 @@ func (e *Engine) apply(ctx context.Context, t domain.Transition) domain.Applied 
 	if e.o.Trace == nil {
 		return e.commits.apply(ctx, t)
 	}
-	ctx, end := e.o.Trace(ctx, "transition "+t.Kind(), map[string]string{"run_id": t.RunID()})
+	ctx, end := e.o.Trace(ctx, "transition "+t.Kind(), transitionAttrs(t))
 	a := e.commits.apply(ctx, t)
 	end(a.Err)
 	return a
+}
+
+// transitionAttrs are a transition's span attributes: its run, or the
+// suspension a resume names when the run is known only once it commits.
+func transitionAttrs(t domain.Transition) map[string]string {
+	attrs := map[string]string{}
+	if id := t.RunID(); id != "" {
+		attrs["run_id"] = id
+	}
+	if t.Resume != nil && t.Resume.SuspensionID != "" {
+		attrs["suspension_id"] = t.Resume.SuspensionID
+	}
+	return attrs
 }
 
 // Busy says whether transitions overlap in commit: several callers are

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"maps"
 	"strconv"
 	"sync"
 	"testing"
@@ -212,3 +213,21 @@ func TestReportWorkGoesThroughTheCommitter(t *testing.T) {
 type stoppedClock struct{ t time.Time }
 
 func (c stoppedClock) Now() time.Time { return c.t }
+
+// A transition's span names its run, and a resume by suspension id, whose
+// run is known only once it commits, names the suspension rather than an
+// empty run.
+func TestTransitionSpansNameWhatTheyChange(t *testing.T) {
+	for _, c := range []struct {
+		t    domain.Transition
+		want map[string]string
+	}{
+		{domain.Transition{Step: &domain.StepCommit{RunID: "r1"}}, map[string]string{"run_id": "r1"}},
+		{domain.Transition{Resume: &domain.ResumeRequest{SuspensionID: "s1"}}, map[string]string{"suspension_id": "s1"}},
+		{domain.Transition{Resume: &domain.ResumeRequest{RunID: "r2", SuspensionID: "s2"}}, map[string]string{"run_id": "r2", "suspension_id": "s2"}},
+	} {
+		if got := transitionAttrs(c.t); !maps.Equal(got, c.want) {
+			t.Errorf("%s: %v; want %v", c.t.Kind(), got, c.want)
+		}
+	}
+}
