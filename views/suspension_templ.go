@@ -1345,9 +1345,9 @@ func linksList(p SuspensionPage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var56 string
-			templ_7745c5c3_Var56, templ_7745c5c3_Err = templ.JoinStringErrs(" " + linkSentence(l, p.Now))
+			templ_7745c5c3_Var56, templ_7745c5c3_Err = templ.JoinStringErrs(" " + linkSentence(l, p.Now, p.Names))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/suspension.templ`, Line: 386, Col: 62}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/suspension.templ`, Line: 386, Col: 71}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var56))
 			if templ_7745c5c3_Err != nil {
@@ -1377,9 +1377,9 @@ func linksList(p SuspensionPage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var58 string
-			templ_7745c5c3_Var58, templ_7745c5c3_Err = templ.JoinStringErrs(" · made by " + l.CreatedBy)
+			templ_7745c5c3_Var58, templ_7745c5c3_Err = templ.JoinStringErrs(" · made by " + p.Names.Of(l.CreatedBy))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/suspension.templ`, Line: 390, Col: 41}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/suspension.templ`, Line: 390, Col: 53}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var58))
 			if templ_7745c5c3_Err != nil {
@@ -1399,13 +1399,13 @@ func linksList(p SuspensionPage) templ.Component {
 }
 
 // linkSentence says where a decision link stands: used, withdrawn (by
-// whom), expired, or working (until when, linkTime).
-func linkSentence(l domain.DecisionLink, now time.Time) string {
+// whom, by name), expired, or working (until when, linkTime).
+func linkSentence(l domain.DecisionLink, now time.Time, names Names) string {
 	switch l.State(now) {
 	case domain.LinkUsed:
 		return "used"
 	case domain.LinkRevoked:
-		return "withdrawn by " + l.RevokedBy
+		return "withdrawn by " + names.Of(l.RevokedBy)
 	case domain.LinkExpired:
 		return "expired"
 	}

@@ -108,7 +108,14 @@ func TestDecisionLinks(t *testing.T) {
 		if pg := staff.login("lena@reviewers.example", password); pg.Status != http.StatusSeeOther {
 			t.Fatalf("login = %d", pg.Status)
 		}
-		wantPage(t, staff.get("/suspensions/"+s.ID), http.StatusOK, "Decision links", "partner@partner.example</strong> used", "other@partner.example</strong> withdrawn by "+adminEmail, "late@partner.example")
+		// Staff who made or withdrew a link are named as the pages name
+		// people; the outsiders a link is for keep their emails.
+		linksPage := staff.get("/suspensions/" + s.ID)
+		wantPage(t, linksPage, http.StatusOK, "Decision links", "partner@partner.example</strong> used", "other@partner.example</strong> withdrawn by admin",
+			" · made by reviewer</small>", "late@partner.example")
+		if strings.Contains(linksPage.Body, "withdrawn by "+adminEmail) || strings.Contains(linksPage.Body, "made by second@reviewers.example") {
+			t.Errorf("the links list names staff by email:\n%s", linksPage.Body)
+		}
 	})
 }
 

@@ -130,6 +130,10 @@ func (s *Server) suspensionView(r *http.Request, sp domain.Suspension, v *views.
 			s.Log.WarnContext(r.Context(), "Reading a request's decision links failed", "suspension_id", sp.ID, "error", err)
 		}
 		p.Links = links
+		for _, l := range links { // staff who made or withdrew a link, by name
+			s.addName(r, p.Names, l.CreatedBy)
+			s.addName(r, p.Names, l.RevokedBy)
+		}
 	}
 	if p.Queued() {
 		s.placeInQueue(r, &p)
@@ -175,12 +179,7 @@ func (s *Server) personName(r *http.Request, by string) string {
 // do.
 func (s *Server) namesIn(r *http.Request, events []domain.Event, sps []domain.Suspension) views.Names {
 	names := views.Names{}
-	add := func(email string) {
-		email = strings.ToLower(email)
-		if _, seen := names[email]; !seen && strings.Contains(email, "@") {
-			names[email] = s.personName(r, email)
-		}
-	}
+	add := func(email string) { s.addName(r, names, email) }
 	for _, e := range events {
 		var f struct{ ResumedBy, CancelledBy, RetriedBy string }
 		if json.Unmarshal(e.Payload, &f) == nil {
@@ -195,6 +194,14 @@ func (s *Server) namesIn(r *http.Request, events []domain.Event, sps []domain.Su
 		}
 	}
 	return names
+}
+
+// addName adds the name of the person email names to names, once.
+func (s *Server) addName(r *http.Request, names views.Names, email string) {
+	email = strings.ToLower(email)
+	if _, seen := names[email]; !seen && strings.Contains(email, "@") {
+		names[email] = s.personName(r, email)
+	}
 }
 
 // resumeFromPage resumes with the JSON typed into the form, through the
