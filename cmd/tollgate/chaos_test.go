@@ -103,10 +103,15 @@ func TestChaos(t *testing.T) {
 			case <-stop:
 				return
 			case <-half:
+				from := time.Now()
 				if err := pg.Restart(); err != nil {
 					t.Errorf("restart PostgreSQL: %v", err)
 					return
 				}
+				// Each server finds the database back on its next
+				// statement; a commit cut by the restart is retried
+				// after the job's lease.
+				h.outage(from, time.Now().Add(lease))
 				pgRestarts.Add(1)
 				continue
 			case <-time.After(500*time.Millisecond + rand.N(1500*time.Millisecond)):

@@ -110,7 +110,8 @@ func appendLedger(path, runID, step string) error {
 		return err
 	}
 	// One write of one short line: O_APPEND makes it atomic.
-	if _, err := f.WriteString(runID + " " + step + " " + strconv.Itoa(os.Getpid()) + "\n"); err != nil {
+	line := runID + " " + step + " " + strconv.Itoa(os.Getpid()) + " " + strconv.FormatInt(time.Now().UnixNano(), 10) + "\n"
+	if _, err := f.WriteString(line); err != nil {
 		f.Close()
 		return err
 	}
@@ -147,7 +148,10 @@ type crashHarness struct {
 	mu     sync.Mutex
 	killed map[int]bool // pids ended by SIGKILL
 	paused map[int]bool // pids stopped (SIGSTOP) past their lease at least once
-	procs  []*crashProc
+	// outages are the spans in which the database was restarted: a step
+	// whose commit they cut runs again, on whichever server claims it.
+	outages []outage
+	procs   []*crashProc
 	// started, when set, is every run the clients started, of whichever
 	// workflow: the ledger may name no other (see checkEffects).
 	started map[string]int
@@ -155,6 +159,15 @@ type crashHarness struct {
 	// (the soak, the bench), not the short ones that bring a killed
 	// server's jobs back at once.
 	defaults bool
+}
+
+type outage struct{ from, to time.Time }
+
+// outage records that the database was down, or restarting, from from to to.
+func (h *crashHarness) outage(from, to time.Time) {
+	h.mu.Lock()
+	h.outages = append(h.outages, outage{from, to})
+	h.mu.Unlock()
 }
 
 type crashProc struct {
@@ -673,7 +686,7 @@ func (h *crashHarness) checkEffects(runIDs map[string]int, steps ...string) map[
 	t := h.t
 	t.Helper()
 	h.mu.Lock()
-	killed, paused := maps.Clone(h.killed), maps.Clone(h.paused)
+	killed, paused, outages := maps.Clone(h.killed), maps.Clone(h.paused), slices.Clone(h.outages)
 	started := h.started
 	h.mu.Unlock()
 	if started == nil {
@@ -685,52 +698,67 @@ func (h *crashHarness) checkEffects(runIDs map[string]int, steps ...string) map[
 	}
 	defer f.Close()
 	type effect struct{ run, step string }
-	writers := map[effect][]int{}
+	type write struct {
+		pid int
+		at  time.Time
+	}
+	writes := map[effect][]write{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		parts := strings.Fields(sc.Text())
-		if len(parts) != 3 {
+		if len(parts) != 4 {
 			t.Fatalf("ledger line %q", sc.Text())
 		}
 		pid, _ := strconv.Atoi(parts[2])
+		nanos, _ := strconv.ParseInt(parts[3], 10, 64)
 		if _, ok := started[parts[0]]; !ok {
 			t.Errorf("ledger names run %s, which no client started", parts[0])
 		}
 		k := effect{parts[0], parts[1]}
-		writers[k] = append(writers[k], pid)
+		writes[k] = append(writes[k], write{pid, time.Unix(0, nanos)})
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
+	}
+	// cut says whether the database went down between two writes of one
+	// effect: the first's commit may then have failed, and the step ran
+	// again with no server killed or paused.
+	cut := func(first, next time.Time) bool {
+		return slices.ContainsFunc(outages, func(o outage) bool { return first.Before(o.to) && next.After(o.from) })
 	}
 	dups := map[string]int{}
 	total := 0
 	for id := range runIDs {
 		for _, step := range steps {
-			pids := writers[effect{id, step}]
-			if len(pids) == 0 {
+			ws := writes[effect{id, step}]
+			if len(ws) == 0 {
 				t.Errorf("run %s: the %s effect never happened", id, step)
 				continue
 			}
-			dups[step] += len(pids) - 1
-			total += len(pids) - 1
+			dups[step] += len(ws) - 1
+			total += len(ws) - 1
 			live := 0
-			for i, pid := range pids {
-				if !killed[pid] && !paused[pid] {
+			pids := make([]int, len(ws))
+			for i, w := range ws {
+				pids[i] = w.pid
+				interrupted := killed[w.pid] || paused[w.pid] || i+1 < len(ws) && cut(w.at, ws[i+1].at)
+				if !interrupted {
 					live++
 				}
-				if slices.Contains(pids[:i], pid) && !paused[pid] {
-					t.Errorf("run %s: process %d performed the %s effect twice (writers %v)", id, pid, step, pids)
+				again := slices.ContainsFunc(ws[:i], func(p write) bool { return p.pid == w.pid && !cut(p.at, w.at) })
+				if again && !paused[w.pid] {
+					t.Errorf("run %s: process %d performed the %s effect twice with no pause or database outage between (writers %v)", id, w.pid, step, pids)
 				}
 			}
 			if live > 1 {
-				t.Errorf("run %s: the %s effect was repeated without a kill (writers %v, killed %v)", id, step, pids, killed)
+				t.Errorf("run %s: the %s effect was repeated without a kill, pause or database outage (writers %v, killed %v)", id, step, pids, killed)
 			}
 		}
 	}
-	if cuts := len(killed) + len(paused); total > cuts*16 {
-		t.Errorf("%d repeated effects for %d kills and pauses of servers with 16 workers", total, cuts)
+	if cuts := len(killed) + len(paused) + len(outages); total > cuts*16 {
+		t.Errorf("%d repeated effects for %d kills, pauses and database outages of servers with 16 workers", total, cuts)
 	} else if total > cuts {
-		t.Logf("note: %d repeated effects for %d kills and pauses: some interrupted several steps at once", total, cuts)
+		t.Logf("note: %d repeated effects for %d kills, pauses and database outages: some interrupted several steps at once", total, cuts)
 	}
 	return dups
 }
