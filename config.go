@@ -37,6 +37,10 @@ type Config struct {
 	// the handler strips it from requests and puts it before every link
 	// and redirect of its pages. Empty, Handler serves from the root.
 	BasePath string
+	// Organisation is the name people know this Tollgate's owner by
+	// (Acme Ltd). Mail says it in its subject and decision links say who
+	// asks on its behalf, so that a person outside it knows who is asking.
+	Organisation string
 	// Version is shown in page footers and /healthz.
 	Version string
 	// Secret derives the tokens of resume URLs and receipts, at least 32

@@ -103,7 +103,7 @@ func build(ctx context.Context, c Config, db *storage.DB) (*Tollgate, error) {
 		UploadRequestLimit: int64(c.UploadRequestLimit), UploadsPerUser: c.UploadsPerUser, UploadsInFlight: c.UploadsInFlight,
 		MaxWaitsPerCaller: c.MaxWaitsPerCaller, SyncTimeout: c.SyncTimeout, RedactHeaders: c.RedactHeaders, Feed: t.feed, Catalog: t.catalog, Waitpoints: waitpoints, WorkReports: t.eng, WorkItems: db,
 		DeviceKey: subKey(secret, "tollgate device cookie"), MetricsToken: c.MetricsToken, MetricsElsewhere: c.MetricsElsewhere,
-		PublicURL: c.PublicURL, BasePath: c.BasePath, Version: c.Version, Deliveries: &domain.DeliveryCounts{}, Hooks: t.hooks,
+		PublicURL: c.PublicURL, BasePath: c.BasePath, Version: c.Version, Organisation: c.Organisation, Deliveries: &domain.DeliveryCounts{}, Hooks: t.hooks,
 		MailPrefs: db, Links: db}
 	t.hooks.Counts = t.srv.Deliveries
 	if c.Mail != nil {
@@ -192,7 +192,7 @@ func (t *Tollgate) MetricsHandler() http.Handler {
 // flight get Config.ShutdownTimeout to finish; Run returns when all has
 // stopped.
 func (t *Tollgate) Run(ctx context.Context) error {
-	o := mail.Opts{Store: t.db, Sender: mail.Log{Logger: t.log}, Log: t.log, PublicURL: t.c.PublicURL, Poll: t.c.PollInterval,
+	o := mail.Opts{Store: t.db, Sender: mail.Log{Logger: t.log}, Log: t.log, PublicURL: t.c.PublicURL, Organisation: t.c.Organisation, Poll: t.c.PollInterval,
 		Lease: t.c.JobLease, DigestHour: *t.c.DigestHour, Busy: t.eng.Busy, Counts: t.srv.Deliveries}
 	if t.c.Mail != nil {
 		o.Sender, o.Resets = t.c.Mail, t.db // reset links go only by real mail

@@ -175,6 +175,10 @@ type MailJob struct {
 	To User
 	// Suspension is the request of a request mail.
 	Suspension *Suspension
+	// AskedBy is who asks: the name, else the email, of the person who
+	// started the request's run; empty when the system did, or their
+	// account is gone.
+	AskedBy string
 	// Day (YYYY-MM-DD, UTC) and Digest, for a digest: the requests held
 	// for it that are still pending, oldest first.
 	Day    string

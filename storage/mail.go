@@ -1,9 +1,11 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -190,6 +192,9 @@ func (db *DB) fanOutMail(ctx context.Context, tx bun.Tx, r domain.MailRound, roo
 			return nil, 0, err
 		}
 		jobs = f.jobs(inserted)
+		if err := askedBy(ctx, tx, jobs, f.users); err != nil {
+			return nil, 0, err
+		}
 	}
 	del := tx.NewDelete().Model((*mailOutboxRow)(nil))
 	for _, o := range intents {
@@ -360,6 +365,7 @@ func (db *DB) mailJobs(ctx context.Context, tx bun.Tx, rows []mailDeliveryRow) (
 	if err != nil {
 		return nil, err
 	}
+
 	jobs := make([]domain.MailJob, 0, len(rows))
 	for i := range rows {
 		r := &rows[i]
@@ -385,6 +391,9 @@ func (db *DB) mailJobs(ctx context.Context, tx bun.Tx, rows []mailDeliveryRow) (
 			}
 		}
 		jobs = append(jobs, j)
+	}
+	if err := askedBy(ctx, tx, jobs, users); err != nil {
+		return nil, err
 	}
 	return jobs, resetAccounts(ctx, tx, jobs)
 }
@@ -413,6 +422,38 @@ func resetAccounts(ctx context.Context, tx bun.Tx, jobs []domain.MailJob) error 
 	for i := range jobs {
 		if u, ok := byEmail[strings.ToLower(jobs[i].To.Email)]; ok && jobs[i].Message != nil && jobs[i].Message.Reset {
 			jobs[i].To = u
+		}
+	}
+	return nil
+}
+
+// askedBy fills in who asks, in the jobs about a request: the person who
+// started its run, by name, from users or (for the others) one query.
+func askedBy(ctx context.Context, tx bun.Tx, jobs []domain.MailJob, users map[string]domain.User) error {
+	var missing []string
+	for _, j := range jobs {
+		if j.Suspension == nil || j.Suspension.RunStartedBy == "" {
+			continue
+		}
+		if _, ok := users[j.Suspension.RunStartedBy]; !ok {
+			missing = append(missing, j.Suspension.RunStartedBy)
+		}
+	}
+	if len(missing) > 0 {
+		var us []mailUserRow
+		if err := tx.NewSelect().Model(&us).Where("id IN (?)", bun.List(missing)).Scan(ctx); err != nil {
+			return err
+		}
+		users = maps.Clone(users)
+		for i := range us {
+			users[us[i].ID] = us[i].toDomain()
+		}
+	}
+	for i := range jobs {
+		if s := jobs[i].Suspension; s != nil && s.RunStartedBy != "" {
+			if u, ok := users[s.RunStartedBy]; ok {
+				jobs[i].AskedBy = cmp.Or(u.Name, u.Email)
+			}
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/mail"
 	"strings"
 	"time"
 
@@ -92,7 +93,7 @@ func (s *Server) createLink(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := linkJSON{DecisionLink: l, State: domain.LinkActive, URL: s.publicBase(r) + "/links/" + token}
 	if s.LinkMailer != nil && s.PublicURL != "" {
-		if err := s.LinkMailer.Queue(r.Context(), linkMessage(sp, l, out.URL)); err != nil {
+		if err := s.LinkMailer.Queue(r.Context(), s.linkMessage(sp, l, out.URL, p.User.Name)); err != nil {
 			s.Log.ErrorContext(r.Context(), "Queueing a decision link's mail failed; the link works, hand it over another way", "link_id", l.ID, "error", err)
 		} else {
 			out.Mailed = true
@@ -102,13 +103,25 @@ func (s *Server) createLink(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// linkMessage is the mail that hands l over.
-func linkMessage(sp domain.Suspension, l domain.DecisionLink, url string) domain.MailMessage {
-	title := views.TitleOf(sp)
-	text := "You are asked to decide a request in Tollgate: " + title + "\n\n" +
+// linkMessage is the mail that hands l over, from creator (a name): it
+// says who asks, for which organisation, and never an email of theirs.
+func (s *Server) linkMessage(sp domain.Suspension, l domain.DecisionLink, url, creator string) domain.MailMessage {
+	title, asker := views.TitleOf(sp), views.AskedBy(creator, s.Organisation)
+	subject, intro := "Your decision is asked: "+title, "You are asked to decide a request: "+title
+	if asker != "" {
+		intro = asker + " asks you to decide a request: " + title
+	}
+	if name := strings.TrimSpace(creator); name != "" {
+		subject = name + " asks for your decision: " + title
+	}
+	if o := strings.TrimSpace(s.Organisation); o != "" {
+		subject = "[" + o + "] " + subject
+	}
+	text := intro + "\n\n" +
 		"Open it here: " + url + "\n\n" +
-		"The link is for you alone. It works once, until " + l.ExpiresAt.UTC().Format("2 Jan 2006 15:04 MST") + ".\n"
-	return domain.MailMessage{To: l.Email, Subject: "Your decision is asked: " + title, Text: text, Link: url, Key: "link." + l.ID}
+		"The link is for you alone. It works once, until " + l.ExpiresAt.UTC().Format("2 Jan 2006 15:04 MST") + ".\n" +
+		"If you did not expect it, ignore this mail: nothing is decided until you open the link and choose.\n"
+	return domain.MailMessage{To: l.Email, Subject: subject, Text: text, Link: url, Key: "link." + l.ID}
 }
 
 // staffSuspension is the suspension the path names, for a member of
@@ -194,7 +207,8 @@ func (s *Server) openLink(w http.ResponseWriter, r *http.Request) (domain.Decisi
 // linkGone says why a link no longer works: 410 with which reason, or,
 // right after the person's own decision (?done=), 200 with its receipt.
 func (s *Server) linkGone(w http.ResponseWriter, r *http.Request, l domain.DecisionLink, sp domain.Suspension) {
-	p := views.LinkGonePage{Title: views.TitleOf(sp), State: l.State(s.Clock.Now()), Status: sp.Status, Decision: sp.Decision, Done: r.URL.Query().Get("done")}
+	p := views.LinkGonePage{Title: views.TitleOf(sp), State: l.State(s.Clock.Now()), Status: sp.Status, Decision: sp.Decision, Done: r.URL.Query().Get("done"),
+		AskedBy: views.AskedBy(s.linkCreator(r, l).Name, s.Organisation)}
 	status := http.StatusGone
 	if p.State == domain.LinkUsed && p.Done != "" {
 		status = http.StatusOK
@@ -214,12 +228,32 @@ func (s *Server) linkPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) linkView(r *http.Request, l domain.DecisionLink, sp domain.Suspension) views.LinkPage {
-	p := views.LinkPage{S: sp, Email: l.Email, Action: r.URL.Path, Fields: formatterFor(r).Fields(sp.Fields), ExpiresAt: l.ExpiresAt, Now: s.Clock.Now()}
+	creator := s.linkCreator(r, l)
+	p := views.LinkPage{S: sp, Email: l.Email, Action: r.URL.Path, Fields: s.outsiderFields(r, formatterFor(r).Fields(sp.Fields)),
+		ExpiresAt: l.ExpiresAt, Now: s.Clock.Now(), AskedBy: views.AskedBy(creator.Name, s.Organisation)}
 	p.Comment, p.FormFields = askedOf(sp)
-	if err := sp.CheckLinkActor(s.linkActor(r, l), s.linkCreator(r, l)); err != nil {
+	if err := sp.CheckLinkActor(s.linkActor(r, l), creator); err != nil {
 		p.Barred = linkBarred(err)
 	}
 	return p
+}
+
+// outsiderFields are a request's fields as a person outside the
+// organisation sees them: a field whose value is the email of a member of
+// staff (the requester, say) shows their name instead, or "a member of
+// staff", so that a link gives away no address inside the organisation.
+// Other emails, such as the outsider's own, stay.
+func (s *Server) outsiderFields(r *http.Request, fields []domain.FieldView) []domain.FieldView {
+	for i, f := range fields {
+		a, err := mail.ParseAddress(f.Text)
+		if err != nil || a.Address != f.Text {
+			continue
+		}
+		if u, ok := s.accountByEmail(r, f.Text); ok && u.Role.Staff() {
+			fields[i].Text, fields[i].Href = cmp.Or(u.Name, "a member of staff"), ""
+		}
+	}
+	return fields
 }
 
 // linkBarred says why the link's person may not decide through it.
@@ -235,14 +269,23 @@ func linkBarred(err error) string {
 // link acts as that account for votes and separation of duties; else
 // just the email.
 func (s *Server) linkActor(r *http.Request, l domain.DecisionLink) domain.User {
+	if u, ok := s.accountByEmail(r, l.Email); ok {
+		return u
+	}
+	return domain.User{Email: l.Email}
+}
+
+// accountByEmail is the account whose email is email, as it is spelt
+// (in lower case) or in its normal form (see domain.NormalEmail).
+func (s *Server) accountByEmail(r *http.Request, email string) (domain.User, bool) {
 	if s.Auth != nil {
-		for _, email := range []string{l.Email, domain.NormalEmail(l.Email)} {
-			if u, _, err := s.Auth.UserByEmail(r.Context(), email); err == nil {
-				return u
+		for _, e := range []string{strings.ToLower(email), domain.NormalEmail(email)} {
+			if u, _, err := s.Auth.UserByEmail(r.Context(), e); err == nil {
+				return u, true
 			}
 		}
 	}
-	return domain.User{Email: l.Email}
+	return domain.User{}, false
 }
 
 // linkCreator is the account of the person who made the link: the link

@@ -56,7 +56,7 @@ func TestDecisionLinks(t *testing.T) {
 			t.Fatalf("made %+v", l)
 		}
 		anon := e.browser(t)
-		wantPage(t, anon.get(path), http.StatusOK, "Payout sign-off", "asked of <strong>partner@partner.example</strong>", `value="approve"`, "(required to reject)")
+		wantPage(t, anon.get(path), http.StatusOK, "Payout sign-off", "for <strong>partner@partner.example</strong>", "reviewer asks you to approve or reject this request.", `value="approve"`, "(required to reject)")
 		anon.get(path) // opening it again changes nothing
 		if got := decode[struct{ Items []madeLink }](t, e.call(t, "GET", links, e.admin, ""), http.StatusOK); len(got.Items) != 1 || got.Items[0].State != domain.LinkActive {
 			t.Fatalf("after two visits the links are %+v; want the link unused", got.Items)
@@ -77,7 +77,7 @@ func TestDecisionLinks(t *testing.T) {
 			t.Fatalf("after the link's vote: %+v; want one vote by the partner through the link", got)
 		}
 		wantPage(t, anon.do("POST", path, url.Values{"decision": {"approve"}}), http.StatusGone, "It has been used")
-		wantPage(t, anon.get(path), http.StatusGone, "It has been used")
+		wantPage(t, anon.get(path), http.StatusGone, "It has been used", "ask reviewer for a new one.")
 
 		// The partner's vote counts for the reviewer who made their link
 		// too: more links come from another reviewer.

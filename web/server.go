@@ -47,6 +47,10 @@ type Server struct {
 	Log    *slog.Logger
 	// Version is the server's version, in /healthz and the pages' footer.
 	Version string
+	// Organisation is the name of the organisation this server works for,
+	// which decision links and their mail give to the people they are for
+	// (see tollgate.Config.Organisation).
+	Organisation string
 	// Deliveries, when set, counts this process's mail and webhook
 	// attempts, for /metrics.
 	Deliveries *domain.DeliveryCounts

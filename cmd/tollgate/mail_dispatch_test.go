@@ -231,6 +231,40 @@ func TestMailToNamedPeople(t *testing.T) {
 	})
 }
 
+// A request's mail says who asks: the person who started its run, by
+// name, though their own mail is off; the organisation's name begins the
+// subject.
+func TestMailSaysWhoAsks(t *testing.T) {
+	t.Parallel()
+	forEachMailDialect(t, func(t *testing.T, e *env) {
+		rita, err := e.db.CreateUser(t.Context(), domain.User{ID: "u-rita", Email: "rita@example.com", Name: "Rita Ops", Role: domain.RoleReviewer, CreatedAt: time.Now()}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.db.SetMailPreference(t.Context(), rita.ID, domain.MailOff, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		e.addUser(t, "x@example.com", domain.RoleReviewer, false, "")
+		e.d = mail.New(mail.Opts{Store: e.db, Sender: testSender(t, e.smtp.URL), Log: slog.New(slog.DiscardHandler), Clock: e.clock, PublicURL: publicURL,
+			Organisation: "Northwind Ltd", RetryBase: time.Minute, DigestHour: mail.DefaultDigestHour})
+		in, _ := json.Marshal(request{Kind: domain.KindApproval, Approvers: []string{"x@example.com"}, Title: "Expense: Hotel"})
+		run, _, err := e.eng.StartAs(t.Context(), domain.Starter{ID: rita.ID, Email: rita.Email, Role: rita.Role}, "request", in, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for len(e.smtp.Messages()) == 0 && time.Now().Before(deadline) {
+			e.round(t)
+			time.Sleep(10 * time.Millisecond)
+		}
+		m := wantMails(t, e.smtp, "x@example.com")[0]
+		if got := m.Header.Get("Subject"); got != "[Northwind Ltd] Expense: Hotel" || !strings.Contains(m.Text, "A request from Rita Ops waits for you:") ||
+			!strings.Contains(m.HTML, "A request from Rita Ops waits for you:") {
+			t.Fatalf("run %s's mail: %q\n%s", run.ID, got, m.Text)
+		}
+	})
+}
+
 // A ladder's reminder mails everyone who may decide again, marked as a
 // reminder; a rung that adds people mails them the request, and nobody
 // who had it gets it twice.

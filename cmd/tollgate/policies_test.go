@@ -17,7 +17,7 @@ import (
 
 // addReviewer creates a reviewer with the user and apikey commands, on
 // the database env names, and returns the key.
-func addReviewer(t *testing.T, env map[string]string, email string) string {
+func addReviewer(t *testing.T, env map[string]string, email string, userArgs ...string) string {
 	t.Helper()
 	env = cloneEnv(env)
 	env["TOLLGATE_PASSWORD"] = "a long enough password for tests"
@@ -28,7 +28,7 @@ func addReviewer(t *testing.T, env map[string]string, email string) string {
 		}
 		return out.String()
 	}
-	tool("user", "add", "--email", email, "--role", "reviewer")
+	tool(append([]string{"user", "add", "--email", email, "--role", "reviewer"}, userArgs...)...)
 	m := regexp.MustCompile(`\(shown once\): (tg_\S+)`).FindStringSubmatch(tool("apikey", "create", "--email", email))
 	if m == nil {
 		t.Fatal("apikey create printed no key")
@@ -141,22 +141,28 @@ func TestLadderSurvivesRestart(t *testing.T) {
 }
 
 // With SMTP configured, a decision link is mailed to its person, and the
-// link in the mail opens the request.
+// link in the mail opens the request. Mail and page say who asks, by name,
+// and for which organisation, and give the person outside it no email
+// from inside: not the asker's, nor the requester's among the fields.
 func TestDecisionLinkIsMailed(t *testing.T) {
 	t.Parallel()
 	const public = "https://tollgate.example.com"
 	smtp := startSMTPServer(t)
-	s := startServer(t, map[string]string{"TOLLGATE_SMTP_URL": smtp.URL, "TOLLGATE_SMTP_FROM": "Tollgate <tollgate@example.com>"}, "--public-url", public)
-	c := s.client()
-	c.register(t, `{"id": "vendor-terms", "version": "1", "steps": [{"type": "approval", "name": "terms", "title": "Accept the revised terms"}]}`)
-	run := c.startRun(t, "vendor-terms", map[string]any{})
+	dir := t.TempDir()
+	env := map[string]string{"TOLLGATE_SMTP_URL": smtp.URL, "TOLLGATE_SMTP_FROM": "Tollgate <tollgate@example.com>", "TOLLGATE_DATA": dir}
+	s := startServer(t, env, "--data", dir, "--public-url", public, "--organisation", "Northwind Ltd")
+	c, rita := s.client(), s.client()
+	rita.key = addReviewer(t, env, "rita@example.com", "--name", "Rita Ops")
+	c.register(t, `{"id": "vendor-terms", "version": "1", "steps": [{"type": "approval", "name": "terms", "title": "Accept the revised terms",
+		"display": {"fields": [{"label": "Requested by", "value": "/input/requestedBy", "format": "email"}, {"label": "Vendor contact", "value": "/input/contact", "format": "email"}]}}]}`)
+	run := c.startRun(t, "vendor-terms", map[string]any{"requestedBy": "Rita@Example.com", "contact": "partner@vendor.example"})
 	c.waitStatus(t, run.ID, "suspended")
 	ss := c.suspensions(t, "runId="+run.ID+"&status=pending")
 	var made struct {
 		URL    string `json:"url"`
 		Mailed bool   `json:"mailed"`
 	}
-	c.call(t, http.StatusCreated, "POST", "/api/v1/suspensions/"+ss[0].ID+"/links", map[string]string{"email": "partner@vendor.example"}).decode(t, &made)
+	rita.call(t, http.StatusCreated, "POST", "/api/v1/suspensions/"+ss[0].ID+"/links", map[string]string{"email": "partner@vendor.example"}).decode(t, &made)
 	if !made.Mailed || !strings.HasPrefix(made.URL, public+"/links/") {
 		t.Fatalf("made %+v; want a mailed link on the public URL", made)
 	}
@@ -164,11 +170,18 @@ func TestDecisionLinkIsMailed(t *testing.T) {
 	for {
 		for _, m := range smtp.Messages() {
 			if len(m.To) == 1 && m.To[0] == "partner@vendor.example" {
-				if m.Header.Get("Subject") != "Your decision is asked: Accept the revised terms" || !strings.Contains(m.Text, made.URL) {
+				if m.Header.Get("Subject") != "[Northwind Ltd] Rita Ops asks for your decision: Accept the revised terms" || !strings.Contains(m.Text, made.URL) ||
+					!strings.Contains(m.Text, "Rita Ops at Northwind Ltd asks you to decide a request: Accept the revised terms") || strings.Contains(strings.ToLower(m.Text), "rita@") {
 					t.Fatalf("the link's mail: %q\n%s", m.Header.Get("Subject"), m.Text)
 				}
-				if body := getPage(t, s.URL+strings.TrimPrefix(made.URL, public)); !strings.Contains(body, "Accept the revised terms") {
-					t.Fatalf("the mailed link does not open the request:\n%s", body)
+				body := getPage(t, s.URL+strings.TrimPrefix(made.URL, public))
+				for _, want := range []string{"Accept the revised terms", "Rita Ops at Northwind Ltd asks you to approve or reject this request.", "<dd><span>Rita Ops</span></dd>", "partner@vendor.example"} {
+					if !strings.Contains(body, want) {
+						t.Fatalf("the mailed link's page lacks %q:\n%s", want, body)
+					}
+				}
+				if strings.Contains(strings.ToLower(body), "rita@") {
+					t.Fatalf("the link's page shows the requester's email to a person outside:\n%s", body)
 				}
 				return
 			}

@@ -40,6 +40,7 @@ type serveConfig struct {
 	workflowsDir    string
 	maxWait         time.Duration
 	publicURL       string
+	organisation    string
 	syncTimeout     time.Duration
 	httpAllow       string
 	redactHeaders   []string
@@ -84,6 +85,7 @@ func parseServeWith(f *envFlags, args []string) (serveConfig, error) {
 	f.String(&c.workflowsDir, "workflows", "TOLLGATE_WORKFLOWS", "", "folder of declarative workflow documents (*.json) to register at start")
 	f.Duration(&c.maxWait, "max-wait", "TOLLGATE_MAX_WAIT", flow.DefaultMaxWait, "longest wait a declarative wait step may ask for")
 	f.String(&c.publicURL, "public-url", "TOLLGATE_PUBLIC_URL", "", "URL where callers reach this server, for the resume URLs it hands out (default: http:// and the listen address; set it when listening on every address, such as :8080)")
+	f.String(&c.organisation, "organisation", "TOLLGATE_ORGANISATION", "", "name of the organisation this Tollgate works for (Acme Ltd): mail says it in its subject, and decision links tell the people outside it who is asking on its behalf")
 	f.Duration(&c.syncTimeout, "sync-timeout", "TOLLGATE_SYNC_TIMEOUT", tollgate.DefaultSyncTimeout, "how long a sync waitpoint resume or a webhook trigger waits for the run before answering 202")
 	f.String(&c.httpAllow, "http-allow", "TOLLGATE_HTTP_ALLOW", "", "hosts http steps may call: comma-separated host, host:port or *.domain patterns, * for any (default: public addresses only, never this server's own network)")
 	var redact string
@@ -201,7 +203,7 @@ func (c serveConfig) config(log *slog.Logger, publicURL, version, secret string)
 	}
 	digest := c.digestHour
 	return tollgate.Config{
-		DatabaseURL: c.databaseURL, DataDir: c.dataDir, NoMigrate: c.noMigrate, Log: log, PublicURL: publicURL, Version: version, Secret: secret,
+		DatabaseURL: c.databaseURL, DataDir: c.dataDir, NoMigrate: c.noMigrate, Log: log, PublicURL: publicURL, Version: version, Secret: secret, Organisation: c.organisation,
 		Workers: c.workers, JobLease: c.lease, PollInterval: c.poll, CheckpointLimit: c.checkpointLimit, ShutdownTimeout: c.shutdownTimeout,
 		MaxWait: c.maxWait, HTTPAllow: c.httpAllow, SyncTimeout: c.syncTimeout, RedactHeaders: c.redactHeaders,
 		MaxBody: c.maxBody, KeyCacheTTL: c.keyCacheTTL, SessionIdle: c.sessionIdle, SessionMax: c.sessionMax, TrustProxy: c.trustProxy,

@@ -36,15 +36,22 @@ type Message struct {
 type composer struct {
 	publicURL string
 	host      string
+	// prefix begins every subject: "[Acme Ltd] " for the organisation's
+	// name, so that mail from it is told apart from other servers'.
+	prefix string
 }
 
-func newComposer(publicURL string) composer {
+func newComposer(publicURL, organisation string) composer {
 	publicURL = strings.TrimRight(publicURL, "/")
 	host := "tollgate.local"
 	if u, err := url.Parse(publicURL); err == nil && u.Hostname() != "" {
 		host = u.Hostname()
 	}
-	return composer{publicURL: publicURL, host: host}
+	c := composer{publicURL: publicURL, host: host}
+	if o := strings.TrimSpace(organisation); o != "" {
+		c.prefix = "[" + o + "] "
+	}
+	return c
 }
 
 // item is one request as a mail shows it.
@@ -81,7 +88,7 @@ func (c composer) compose(job domain.MailJob, now time.Time) (Message, bool, err
 		for _, s := range job.Digest {
 			data.Items = append(data.Items, c.item(s))
 		}
-		m.Subject = plural(len(job.Digest), "request waits", "requests wait") + " for you"
+		m.Subject = c.prefix + plural(len(job.Digest), "request waits", "requests wait") + " for you"
 		m.MessageID = "digest." + job.Day + "." + c.tag(job.To.ID) + "@" + c.host
 		m.Link = c.publicURL + "/"
 		data.Intro = "These requests were held for today's digest and are still waiting:"
@@ -92,13 +99,17 @@ func (c composer) compose(job domain.MailJob, now time.Time) (Message, bool, err
 		}
 		it := c.item(*job.Suspension)
 		data.Items = []item{it}
-		m.Subject, m.Link = it.Title, it.Link
+		m.Subject, m.Link = c.prefix+it.Title, it.Link
 		m.MessageID = "request." + job.Suspension.ID + "." + c.tag(job.To.ID) + "@" + c.host
-		data.Intro = "A request waits for you:"
+		from := ""
+		if job.AskedBy != "" {
+			from = " from " + job.AskedBy
+		}
+		data.Intro = "A request" + from + " waits for you:"
 		if job.Round > 0 {
-			m.Subject = "Reminder: " + it.Title
+			m.Subject = c.prefix + "Reminder: " + it.Title
 			m.MessageID = "request." + job.Suspension.ID + ".r" + strconv.Itoa(job.Round) + "." + c.tag(job.To.ID) + "@" + c.host
-			data.Intro = "A request still waits for you:"
+			data.Intro = "A request" + from + " still waits for you:"
 		}
 		data.Why = "You get this mail because you may act on this request."
 	}

@@ -32,6 +32,9 @@ type Opts struct {
 	Clock  domain.Clock
 	// PublicURL is where people open the server; mails link to it.
 	PublicURL string
+	// Organisation, when set, begins the subject of every request mail
+	// and digest (see tollgate.Config.Organisation).
+	Organisation string
 	// Poll is how often the outbox is read (1s).
 	Poll time.Duration
 	// Lease is how long a claimed mail belongs to this server (30s): one
@@ -126,7 +129,7 @@ func New(o Opts) *Dispatcher {
 	if o.MaxYield <= 0 {
 		o.MaxYield = time.Minute
 	}
-	return &Dispatcher{o: o, c: newComposer(o.PublicURL), worker: "mail-" + rand.Text()[:10]}
+	return &Dispatcher{o: o, c: newComposer(o.PublicURL, o.Organisation), worker: "mail-" + rand.Text()[:10]}
 }
 
 // Outbox queues one-off mail (a password-reset link, say) for whichever
