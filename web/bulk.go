@@ -27,6 +27,15 @@ const maxBulk = 10_000
 // bulkPage is how many items a filter reads at a time.
 const bulkPage = 500
 
+// bulkPage is how many items a filter reads at a time here: bulkPage,
+// unless a test set another.
+func (s *Server) bulkPage() int {
+	if s.bulkSizes != nil {
+		return s.bulkSizes[0]
+	}
+	return bulkPage
+}
+
 // bulkResult is one item's line.
 type bulkResult struct {
 	ID     string `json:"id"`
@@ -121,7 +130,7 @@ func (s *Server) bulkSuspensions(w http.ResponseWriter, r *http.Request) error {
 	items, list := slices.Values(body.IDs), &listing{}
 	if f := body.Filter; f != nil {
 		filter := domain.SuspensionFilter{Reason: f.Reason, Kind: domain.SuspensionKind(f.Kind),
-			WorkflowID: f.WorkflowID, RunID: f.RunID, Limit: bulkPage}
+			WorkflowID: f.WorkflowID, RunID: f.RunID, Limit: s.bulkPage()}
 		var ok bool
 		if filter.Status, ok = domain.ParseSuspensionStatus(cmp.Or(f.Status, "pending")); !ok {
 			return &domain.ValidationError{Code: domain.CodeValidation, Message: "unknown status", Fields: []domain.FieldError{{Field: "/filter/status", Message: domain.SuspensionStatusNames}}}
@@ -156,7 +165,7 @@ func (s *Server) bulkRuns(w http.ResponseWriter, r *http.Request) error {
 	}
 	items, list := slices.Values(body.IDs), &listing{}
 	if f := body.Filter; f != nil {
-		filter := domain.RunFilter{WorkflowID: f.WorkflowID, Search: f.Q, CreatedAfter: f.CreatedAfter, CreatedBefore: f.CreatedBefore, Limit: bulkPage}
+		filter := domain.RunFilter{WorkflowID: f.WorkflowID, Search: f.Q, CreatedAfter: f.CreatedAfter, CreatedBefore: f.CreatedBefore, Limit: s.bulkPage()}
 		for _, name := range f.Status {
 			st, ok := domain.ParseRunStatus(name)
 			if !ok {

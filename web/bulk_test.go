@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/storage"
+	"github.com/tollgatehq/tollgate/web"
 )
 
 type bulkLine struct {
@@ -202,8 +203,8 @@ func TestBulkFromPages(t *testing.T) {
 // every hundred, before it says what was done.
 func TestBulkFromAPageShowsProgress(t *testing.T) {
 	t.Parallel()
-	e := newAPIEnv(t, storage.Opts{DataDir: t.TempDir()}, withUI)
-	const n = 650 // more than a page lists and ticks (500)
+	e := newAPIEnv(t, storage.Opts{DataDir: t.TempDir()}, func(s *web.Server) { withUI(s); web.SetBulkSizes(s, bulkPageSize, bulkEvery) })
+	const n = 65 // more than a page of the filter
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() { e.startRun(t, "review", map[string]int{"amount": i + 1}) })
@@ -231,7 +232,7 @@ func TestBulkFromAPageShowsProgress(t *testing.T) {
 	}
 	rev := e.signedIn(t, "bulk-many@example.com", domain.RoleReviewer)
 	p := rev.do("POST", "/inbox/bulk", url.Values{"decision": {"approve"}, "comment": {"quarter end"}, "scope": {"all"}, "workflow": {"review"}})
-	wantPage(t, p, http.StatusOK, "Approving 100 requests so far…", "Approving 600 requests so far…", "Approved 650 requests of 650.")
+	wantPage(t, p, http.StatusOK, "Approving 10 requests so far…", "Approving 60 requests so far…", "Approved 65 requests of 65.")
 	if got := strings.Count(p.Body, `data-testid="bulk-progress"`); got != n/bulkEvery {
 		t.Errorf("%d lines of progress; want %d", got, n/bulkEvery)
 	}
@@ -240,6 +241,7 @@ func TestBulkFromAPageShowsProgress(t *testing.T) {
 	}
 }
 
-// bulkEvery is how many items a page's bulk action does between two lines
-// of progress (web's bulkProgressEvery).
-const bulkEvery = 100
+// bulkPageSize and bulkEvery are the page of a bulk action's filter and
+// how many items a page's bulk action does between two lines of
+// progress, in the test that crosses both (SetBulkSizes).
+const bulkPageSize, bulkEvery = 50, 10

@@ -181,6 +181,10 @@ type Server struct {
 	Links      domain.LinkStore
 	LinkMailer domain.Mailer
 
+	// bulkSizes, when set (by tests), replace bulkPage and
+	// bulkProgressEvery, so that a test crosses a page with few items.
+	bulkSizes *[2]int
+
 	watch    runWatch
 	keys     *keyCache
 	keysOnce sync.Once

@@ -25,6 +25,14 @@ const maxPageBulk = 500
 // two lines of progress.
 const bulkProgressEvery = 100
 
+// bulkProgressEvery is bulkProgressEvery, unless a test set another.
+func (s *Server) bulkProgressEvery() int {
+	if s.bulkSizes != nil {
+		return s.bulkSizes[1]
+	}
+	return bulkProgressEvery
+}
+
 // pageBulkForm describes a bulk form on a page: the field its buttons
 // send (one of choices), its text field and that field's limit, and how
 // its items and list are called.
@@ -91,7 +99,7 @@ func (s *Server) bulkFromInbox(w http.ResponseWriter, r *http.Request) {
 	if form.all {
 		f, _ := inboxFilterOf(r.PostForm)
 		f.Kind = string(domain.KindApproval) // only approvals are decided in bulk
-		items = pages(r.Context(), list, s.pendingIn(f, "", bulkPage), s.Store.Suspensions, func(sp domain.Suspension) string { return sp.ID },
+		items = pages(r.Context(), list, s.pendingIn(f, "", s.bulkPage()), s.Store.Suspensions, func(sp domain.Suspension) string { return sp.ID },
 			func(f *domain.SuspensionFilter, c string) { f.Cursor = c })
 	}
 	actor := viewerPrincipal(v).User
@@ -128,7 +136,7 @@ func (s *Server) bulkFromRuns(w http.ResponseWriter, r *http.Request) {
 	action, reason := form.choice, form.text
 	items, list := slices.Values(form.ids), &listing{}
 	if form.all {
-		f := domain.RunFilter{WorkflowID: strings.TrimSpace(r.PostForm.Get("workflow")), Limit: bulkPage}
+		f := domain.RunFilter{WorkflowID: strings.TrimSpace(r.PostForm.Get("workflow")), Limit: s.bulkPage()}
 		if st, ok := domain.ParseRunStatus(r.PostForm.Get("status")); ok {
 			f.Statuses = []domain.RunStatus{st}
 		}
@@ -178,7 +186,7 @@ func (s *Server) runPageBulk(w http.ResponseWriter, r *http.Request, p *views.Bu
 			if !res.OK {
 				p.Failures = append(p.Failures, failed(res))
 			}
-			if done++; done%bulkProgressEvery == 0 {
+			if done++; done%s.bulkProgressEvery() == 0 {
 				_ = views.BulkProgress(*p, done).Render(ctx, out)
 				flush()
 			}
