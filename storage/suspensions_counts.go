@@ -22,34 +22,24 @@ func (db *DB) PendingCounts(ctx context.Context, workflowID string) (reasons, ki
 // PendingCountsOf is PendingCounts of the suspensions waits selects:
 // those people are asked, or those machines resume.
 func (db *DB) PendingCountsOf(ctx context.Context, workflowID string, waits domain.Waits) (reasons, kinds []domain.GroupCount, err error) {
-	var rows []struct {
-		Reason string `bun:"reason"`
-		Kind   string `bun:"kind"`
-		N      int    `bun:"n"`
-	}
-	err = db.bun.NewRaw(`SELECT reason, kind, sum(n) AS n FROM (
-			SELECT workflow_id, reason, kind, n FROM suspension_counts
-			UNION ALL SELECT workflow_id, reason, kind, delta FROM suspension_count_deltas
-		) c WHERE ? = '' OR workflow_id = ? GROUP BY reason, kind`, workflowID, workflowID).Scan(ctx, &rows)
+	pairs, err := db.PendingCountsWhere(ctx, domain.SuspensionFilter{WorkflowID: workflowID, Waits: waits})
 	if err != nil {
-		return nil, nil, fmt.Errorf("count pending suspensions: %w", err)
+		return nil, nil, err
 	}
 	byReason, byKind := map[string]int{}, map[string]int{}
-	for _, r := range rows {
-		if r.N > 0 && waits.Has(domain.SuspensionKind(r.Kind)) {
-			byReason[r.Reason] += r.N
-			byKind[r.Kind] += r.N
-		}
+	for _, p := range pairs {
+		byReason[p.Reason] += p.N
+		byKind[string(p.Kind)] += p.N
 	}
 	return domain.SortedCounts(byReason), domain.SortedCounts(byKind), nil
 }
 
 // PendingCountsWhere counts the pending suspensions f selects by reason
 // and kind together, so that a page can say how many its filter matches.
-// A filter of workflow and waits alone reads the counters, as
-// PendingCountsOf does; one that searches or asks for an age counts the
-// rows it matches. f's reason and kind are not applied: the caller sums
-// the pairs it needs, as counts of the other reasons and kinds serve as
+// A filter of workflow and waits alone reads the counters (see
+// PendingCounts); one that searches or asks for an age counts the rows
+// it matches. f's reason and kind are not applied: the caller sums the
+// pairs it needs, as counts of the other reasons and kinds serve as
 // choices beside the filtered list.
 func (db *DB) PendingCountsWhere(ctx context.Context, f domain.SuspensionFilter) ([]domain.PairCount, error) {
 	var rows []struct {
