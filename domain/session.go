@@ -53,6 +53,35 @@ type AuditEntry struct {
 	Address    string
 }
 
+// AuditCategory is a kind of audit entry, which the audit log filters
+// by: its name in the API (Value) and on the page (Label), and the
+// actions it holds, where a name ending in ".*" stands for every action
+// with that prefix.
+type AuditCategory struct {
+	Value, Label string
+	Actions      []string
+}
+
+// AuditCategories are the kinds of audit entry.
+var AuditCategories = []AuditCategory{
+	{"decisions", "Decisions and uploads", []string{"suspension.*", "document.*"}},
+	{"runs", "Runs", []string{"run.*"}},
+	{"people", "People and keys", []string{"user.*", "apikey.*", "password.reset_issue"}},
+	{"workflows", "Workflows", []string{"workflow.*", "subscription.*"}},
+	{"security", "Sign-ins and passwords", []string{"login", "login.*", "logout", "password.*", "audit.*"}},
+}
+
+// AuditCategoryActions are the actions of the category whose value is
+// value; false when there is none.
+func AuditCategoryActions(value string) ([]string, bool) {
+	for _, c := range AuditCategories {
+		if c.Value == value {
+			return c.Actions, true
+		}
+	}
+	return nil, false
+}
+
 // AuditFilter selects audit entries; zero fields match everything. From is
 // inclusive, To exclusive.
 type AuditFilter struct {

@@ -4,12 +4,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
-	"github.com/tollgatehq/tollgate/views"
 )
 
 // The audit log, for admins' programs: the entries the audit page shows,
@@ -34,8 +32,8 @@ func auditEntryView(e domain.AuditEntry) auditEntryJSON {
 
 // auditCategoryValues are the categories the audit log filters by.
 func auditCategoryValues() []string {
-	names := make([]string, len(views.AuditCategories))
-	for i, c := range views.AuditCategories {
+	names := make([]string, len(domain.AuditCategories))
+	for i, c := range domain.AuditCategories {
 		names[i] = c.Value
 	}
 	return names
@@ -48,25 +46,14 @@ func apiAuditFilter(q url.Values) (domain.AuditFilter, error) {
 	f := domain.AuditFilter{ActorEmail: strings.ToLower(get("actor")), Action: get("action"), WorkflowID: get("workflowId")}
 	var errs []domain.FieldError
 	if c := get("category"); c != "" {
-		i := slices.IndexFunc(views.AuditCategories, func(ac views.AuditCategory) bool { return ac.Value == c })
-		if i < 0 {
-			errs = append(errs, domain.QueryError("category", "must be one of "+strings.Join(auditCategoryValues(), ", ")))
+		if actions, ok := domain.AuditCategoryActions(c); ok {
+			f.Actions = actions
 		} else {
-			f.Actions = views.AuditCategories[i].Actions
+			errs = append(errs, domain.QueryError("category", "must be one of "+strings.Join(auditCategoryValues(), ", ")))
 		}
 	}
-	for _, p := range []struct {
-		name string
-		at   *time.Time
-	}{{"from", &f.From}, {"to", &f.To}} {
-		if v := get(p.name); v != "" {
-			t, err := time.Parse(time.RFC3339Nano, v)
-			if err != nil {
-				errs = append(errs, domain.QueryError(p.name, "must be a date and time with a zone, like 2026-04-15T09:00:00Z"))
-			}
-			*p.at = t
-		}
-	}
+	errs = timeQuery(q, errs, "from", &f.From)
+	errs = timeQuery(q, errs, "to", &f.To)
 	f.Cursor, f.Limit, errs = pageQuery(q, errs)
 	return f, invalidQuery(errs)
 }

@@ -3,8 +3,10 @@ package web
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tollgatehq/tollgate/domain"
@@ -115,4 +117,19 @@ func (s *Server) boundPageQuery(h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, r)
 	}
+}
+
+// timeQuery reads query parameter name, when given, as a date and time
+// with a zone (RFC 3339) into at, and adds to errs when it is not one.
+func timeQuery(q url.Values, errs []domain.FieldError, name string, at *time.Time) []domain.FieldError {
+	v := strings.TrimSpace(q.Get(name))
+	if v == "" {
+		return errs
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return append(errs, domain.QueryError(name, "must be a date and time with a zone, like 2026-04-15T09:00:00Z"))
+	}
+	*at = t
+	return errs
 }

@@ -237,15 +237,8 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
-	for name, at := range map[string]*time.Time{"createdAfter": &f.CreatedAfter, "createdBefore": &f.CreatedBefore} {
-		if value := q.Get(name); value != "" {
-			t, err := time.Parse(time.RFC3339Nano, value)
-			if err != nil {
-				errs = append(errs, domain.QueryError(name, "must be a date and time with a zone, like 2026-04-15T09:00:00Z"))
-			}
-			*at = t
-		}
-	}
+	errs = timeQuery(q, errs, "createdAfter", &f.CreatedAfter)
+	errs = timeQuery(q, errs, "createdBefore", &f.CreatedBefore)
 	slices.SortFunc(errs, func(a, b domain.FieldError) int { return strings.Compare(a.Parameter, b.Parameter) })
 	f.Cursor, f.Limit, errs = pageQuery(q, errs)
 	if err := invalidQuery(errs); err != nil {

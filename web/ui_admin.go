@@ -22,12 +22,12 @@ func auditFilter(r *http.Request) (views.AuditFilterForm, domain.AuditFilter, er
 		Workflow: strings.TrimSpace(q.Get("workflow")), From: q.Get("from"), To: q.Get("to")}
 	f := domain.AuditFilter{ActorEmail: strings.ToLower(form.Actor), Action: form.Action, WorkflowID: form.Workflow, Cursor: q.Get("cursor")}
 	if form.Category != "" {
-		i := slices.IndexFunc(views.AuditCategories, func(c views.AuditCategory) bool { return c.Value == form.Category })
-		if i < 0 {
+		actions, ok := domain.AuditCategoryActions(form.Category)
+		if !ok {
 			form.Category = ""
 			return form, f, errors.New("choose one of the kinds of entry in the list")
 		}
-		f.Actions = views.AuditCategories[i].Actions
+		f.Actions = actions
 	}
 	if form.From != "" {
 		t, err := time.Parse(time.DateOnly, form.From)
