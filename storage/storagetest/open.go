@@ -1,7 +1,14 @@
 package storagetest
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/tollgatehq/tollgate/storage"
@@ -15,6 +22,9 @@ func Open(tb testing.TB, o storage.Opts) *storage.DB {
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(tb.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
+	if err := fromTemplate(o); err != nil {
+		tb.Fatal(err)
+	}
 	db, err := storage.Open(tb.Context(), o)
 	if err != nil {
 		tb.Fatal(err)
@@ -24,4 +34,63 @@ func Open(tb testing.TB, o storage.Opts) *storage.DB {
 		tb.Fatal(err)
 	}
 	return db
+}
+
+// sqliteTemplate is the file of an embedded database migrated once per
+// test binary, which fromTemplate copies: migrating takes most of a
+// second under the race detector, and the suites open hundreds of fresh
+// databases.
+var sqliteTemplate = sync.OnceValues(func() ([]byte, error) {
+	dir, err := os.MkdirTemp("", "tollgate-sqlite-template-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "tollgate.db")
+	ctx := context.Background()
+	db, err := storage.Open(ctx, storage.Opts{SQLitePath: path, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	// Closing the last connection checkpoints the write-ahead log into
+	// the file and removes it, so the file alone is the database.
+	if err := db.Close(); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(path + "-wal"); err == nil {
+		return nil, errors.New("the template database kept its write-ahead log")
+	}
+	return os.ReadFile(path)
+})
+
+// fromTemplate writes the migrated template where o's embedded database
+// goes when o names a SQLite file that does not exist yet; Migrate then
+// finds it current. A database that exists, or one on PostgreSQL, is
+// left alone.
+func fromTemplate(o storage.Opts) error {
+	if o.URL != "" {
+		return nil
+	}
+	path := o.SQLitePath
+	if path == "" {
+		if o.DataDir == "" {
+			return nil
+		}
+		if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+			return err
+		}
+		path = filepath.Join(o.DataDir, "tollgate.db")
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	tpl, err := sqliteTemplate()
+	if err != nil {
+		return fmt.Errorf("storagetest: migrate the template database: %w", err)
+	}
+	return os.WriteFile(path, tpl, 0o600)
 }
