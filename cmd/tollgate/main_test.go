@@ -132,7 +132,15 @@ func startServer(t testing.TB, env map[string]string, args ...string) *testServe
 	}
 	argv := []string{"serve", "--addr", "127.0.0.1:0", "--log-level", "warn", "--shutdown-timeout", "5s"}
 	if !slices.Contains(args, "--data") {
-		argv = append(argv, "--data", t.TempDir())
+		dir := t.TempDir()
+		argv = append(argv, "--data", dir)
+		if env["DATABASE_URL"] == "" {
+			// A fresh embedded database starts migrated, as it would
+			// after its first start; the tests of migrating pass --data.
+			if err := storagetest.FromTemplate(storage.Opts{DataDir: dir}); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	argv = append(argv, args...)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -22,7 +22,7 @@ func Open(tb testing.TB, o storage.Opts) *storage.DB {
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(tb.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	if err := fromTemplate(o); err != nil {
+	if err := FromTemplate(o); err != nil {
 		tb.Fatal(err)
 	}
 	db, err := storage.Open(tb.Context(), o)
@@ -37,7 +37,7 @@ func Open(tb testing.TB, o storage.Opts) *storage.DB {
 }
 
 // sqliteTemplate is the file of an embedded database migrated once per
-// test binary, which fromTemplate copies: migrating takes most of a
+// test binary, which FromTemplate copies: migrating takes most of a
 // second under the race detector, and the suites open hundreds of fresh
 // databases.
 var sqliteTemplate = sync.OnceValues(func() ([]byte, error) {
@@ -67,11 +67,11 @@ var sqliteTemplate = sync.OnceValues(func() ([]byte, error) {
 	return os.ReadFile(path)
 })
 
-// fromTemplate writes the migrated template where o's embedded database
-// goes when o names a SQLite file that does not exist yet; Migrate then
-// finds it current. A database that exists, or one on PostgreSQL, is
-// left alone.
-func fromTemplate(o storage.Opts) error {
+// FromTemplate writes a migrated embedded database where o's goes when o
+// names a SQLite file, or a data folder, that holds none yet, so that a
+// test's server or Migrate finds it current instead of migrating it. A
+// database that exists, or one on PostgreSQL, is left alone.
+func FromTemplate(o storage.Opts) error {
 	if o.URL != "" {
 		return nil
 	}
