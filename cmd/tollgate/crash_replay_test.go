@@ -46,14 +46,16 @@ func TestCrashRecoveryReplaySQLite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the crash test takes a minute")
 	}
-	crashReplayTest(t, nil, 80, 80/crashFloorShare)
+	n := crashSize(80)
+	crashReplayTest(t, nil, n, n/crashFloorShare)
 }
 
 func TestCrashRecoveryReplayPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the crash test takes a minute")
 	}
-	crashReplayTest(t, map[string]string{"DATABASE_URL": storagetest.NewDatabase(t)}, 80, 80/crashFloorShare)
+	n := crashSize(80)
+	crashReplayTest(t, map[string]string{"DATABASE_URL": storagetest.NewDatabase(t)}, n, n/crashFloorShare)
 }
 
 // crashReplayTest drives replay runs (start, signal — often before the
