@@ -603,7 +603,7 @@ func goneSentence(p LinkGonePage) string {
 	case domain.LinkUsed:
 		return "It has been used: it works once."
 	case domain.LinkRevoked:
-		return "It was withdrawn by the person who made it."
+		return "It was withdrawn."
 	case domain.LinkExpired:
 		return "It has expired."
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/storage"
+	"github.com/tollgatehq/tollgate/web"
 )
 
 // viewport is a screen size the pages must work at.
@@ -146,8 +147,10 @@ func TestBrowserEveryPageFitsAndIsAccessible(t *testing.T) {
 	t.Parallel()
 	// Each visit has a minute; the tabs last as long as all of them.
 	open := newBrowserFor(t, 15*time.Minute)
-	e := newAPIEnv(t, storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")}, withMailUI)
-	ritaID, revPass := e.addPerson(t, "rita@example.com", domain.RoleReviewer)
+	// The organisation and Rita's name are what a decision link's page
+	// tells the person it is for.
+	e := newAPIEnv(t, storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")}, func(s *web.Server) { withMailUI(s); s.Organisation = "Northwind Ltd" })
+	ritaID, revPass := e.addPersonNamed(t, "rita@example.com", "Rita Ops", domain.RoleReviewer)
 	_, adminPass := e.addPerson(t, "boss@example.com", domain.RoleAdmin)
 	_, founderPass := e.addPerson(t, "ada@founders.example", domain.RoleFounder)
 	// Sam's account is the one the admin pages act on: disabling it and

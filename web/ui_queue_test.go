@@ -9,10 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
-	"github.com/tollgatehq/tollgate/web"
 )
 
 // rejectNeedsComment is the expense review's resume schema: a rejection
@@ -81,17 +79,10 @@ var claimFormSchema = json.RawMessage(`{
   }
 }`)
 
-// addNamedPerson is addPerson for someone with a display name.
+// addNamedPerson is signedIn for someone with a display name.
 func (e *apiEnv) addNamedPerson(t *testing.T, email, name string, role domain.Role) *browser {
 	t.Helper()
-	password := "correct horse " + email
-	hash, err := web.HashPassword(password)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.db.CreateUser(t.Context(), domain.User{ID: "p-" + email, Email: email, Name: name, Role: role, CreatedAt: time.Now()}, hash); err != nil {
-		t.Fatal(err)
-	}
+	_, password := e.addPersonNamed(t, email, name, role)
 	b := e.browser(t)
 	if p := b.login(email, password); p.Status != http.StatusSeeOther {
 		t.Fatalf("login %s = %d", email, p.Status)

@@ -93,12 +93,18 @@ func withUI(s *web.Server) { s.UIStore = s.Store.(web.UIStore) }
 // addPerson creates a user who signs in with a password.
 func (e *apiEnv) addPerson(t testing.TB, email string, role domain.Role) (id, password string) {
 	t.Helper()
+	return e.addPersonNamed(t, email, "", role)
+}
+
+// addPersonNamed is addPerson of a person with a display name.
+func (e *apiEnv) addPersonNamed(t testing.TB, email, name string, role domain.Role) (id, password string) {
+	t.Helper()
 	password = "correct horse " + email
 	hash, err := web.HashPassword(password)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := e.db.CreateUser(t.Context(), domain.User{ID: "p-" + email, Email: email, Role: role, CreatedAt: time.Now()}, hash)
+	u, err := e.db.CreateUser(t.Context(), domain.User{ID: "p-" + email, Email: email, Name: name, Role: role, CreatedAt: time.Now()}, hash)
 	if err != nil {
 		t.Fatal(err)
 	}
