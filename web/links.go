@@ -224,18 +224,21 @@ func (s *Server) linkPage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.render(w, r, http.StatusOK, views.LinkView(s.linkView(r, l, sp)))
+	p, _, _ := s.linkView(r, l, sp)
+	s.render(w, r, http.StatusOK, views.LinkView(p))
 }
 
-func (s *Server) linkView(r *http.Request, l domain.DecisionLink, sp domain.Suspension) views.LinkPage {
-	creator := s.linkCreator(r, l)
-	p := views.LinkPage{S: sp, Email: l.Email, Action: r.URL.Path, Fields: s.outsiderFields(r, formatterFor(r).Fields(sp.Fields)),
+// linkView is the link's page, with the accounts it acts as and was made
+// by (see linkActor, linkCreator), which a decision through it needs too.
+func (s *Server) linkView(r *http.Request, l domain.DecisionLink, sp domain.Suspension) (p views.LinkPage, actor, creator domain.User) {
+	actor, creator = s.linkActor(r, l), s.linkCreator(r, l)
+	p = views.LinkPage{S: sp, Email: l.Email, Action: r.URL.Path, Fields: s.outsiderFields(r, formatterFor(r).Fields(sp.Fields)),
 		ExpiresAt: l.ExpiresAt, Now: s.Clock.Now(), AskedBy: views.AskedBy(creator.Name, s.Organisation)}
 	p.Comment, p.FormFields = askedOf(sp)
-	if err := sp.CheckLinkActor(s.linkActor(r, l), creator); err != nil {
+	if err := sp.CheckLinkActor(actor, creator); err != nil {
 		p.Barred = linkBarred(err)
 	}
-	return p
+	return p, actor, creator
 }
 
 // outsiderFields are a request's fields as a person outside the
@@ -309,13 +312,12 @@ func (s *Server) decideByLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, s.MaxBody)
-	p := s.linkView(r, l, sp)
+	p, actor, creator := s.linkView(r, l, sp)
 	if err := r.ParseForm(); err != nil {
 		p.Failure = "The form could not be read. Try again."
 		s.render(w, r, http.StatusBadRequest, views.LinkView(p))
 		return
 	}
-	actor, creator := s.linkActor(r, l), s.linkCreator(r, l)
 	req := domain.ResumeRequest{SuspensionID: sp.ID, By: actor.Email, Actor: &actor, LinkID: l.ID, LinkCreator: &creator, Channel: domain.ChannelLink}
 	entry := domain.AuditEntry{ActorID: actor.ID, ActorEmail: actor.Email}
 	var err error
