@@ -365,7 +365,6 @@ func (db *DB) mailJobs(ctx context.Context, tx bun.Tx, rows []mailDeliveryRow) (
 	if err != nil {
 		return nil, err
 	}
-
 	jobs := make([]domain.MailJob, 0, len(rows))
 	for i := range rows {
 		r := &rows[i]

@@ -8,13 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/mail"
+	netmail "net/mail"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/mail"
 	"github.com/tollgatehq/tollgate/views"
 )
 
@@ -114,9 +115,7 @@ func (s *Server) linkMessage(sp domain.Suspension, l domain.DecisionLink, url, c
 	if name := strings.TrimSpace(creator); name != "" {
 		subject = name + " asks for your decision: " + title
 	}
-	if o := strings.TrimSpace(s.Organisation); o != "" {
-		subject = "[" + o + "] " + subject
-	}
+	subject = mail.SubjectPrefix(s.Organisation) + subject
 	text := intro + "\n\n" +
 		"Open it here: " + url + "\n\n" +
 		"The link is for you alone. It works once, until " + l.ExpiresAt.UTC().Format("2 Jan 2006 15:04 MST") + ".\n" +
@@ -248,7 +247,7 @@ func (s *Server) linkView(r *http.Request, l domain.DecisionLink, sp domain.Susp
 // Other emails, such as the outsider's own, stay.
 func (s *Server) outsiderFields(r *http.Request, fields []domain.FieldView) []domain.FieldView {
 	for i, f := range fields {
-		a, err := mail.ParseAddress(f.Text)
+		a, err := netmail.ParseAddress(f.Text)
 		if err != nil || a.Address != f.Text {
 			continue
 		}

@@ -36,8 +36,7 @@ type Message struct {
 type composer struct {
 	publicURL string
 	host      string
-	// prefix begins every subject: "[Acme Ltd] " for the organisation's
-	// name, so that mail from it is told apart from other servers'.
+	// prefix begins every subject (see SubjectPrefix).
 	prefix string
 }
 
@@ -47,11 +46,7 @@ func newComposer(publicURL, organisation string) composer {
 	if u, err := url.Parse(publicURL); err == nil && u.Hostname() != "" {
 		host = u.Hostname()
 	}
-	c := composer{publicURL: publicURL, host: host}
-	if o := strings.TrimSpace(organisation); o != "" {
-		c.prefix = "[" + o + "] "
-	}
-	return c
+	return composer{publicURL: publicURL, host: host, prefix: SubjectPrefix(organisation)}
 }
 
 // item is one request as a mail shows it.

@@ -1,6 +1,10 @@
 package mail
 
-import "github.com/tollgatehq/tollgate/domain"
+import (
+	"strings"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
 
 // FormatField writes a presentation field's value as a mail shows it: as
 // the pages do for a reader in the United States and UTC, since a mail
@@ -11,4 +15,14 @@ func FormatField(f domain.Field) string {
 		return "—"
 	}
 	return v.Text
+}
+
+// SubjectPrefix begins the subject of every mail about a request that a
+// server of organisation sends, "[Acme Ltd] ", so that its mail is told
+// apart from other servers'; "" without a name.
+func SubjectPrefix(organisation string) string {
+	if o := strings.TrimSpace(organisation); o != "" {
+		return "[" + o + "] "
+	}
+	return ""
 }
