@@ -58,9 +58,10 @@ func startPgStatsOn(t *testing.T, dialect string, db *sql.DB, what string) *pgSt
 // nested: its time is also its caller's, so the share leaves it out of the
 // whole.
 const pgStatsStatements = `
-SELECT query, toplevel, calls, total_exec_time, rows, shared_blks_hit + shared_blks_read, shared_blks_dirtied, wal_bytes::float8,
+SELECT query, toplevel, calls, total_exec_time, total_plan_time, rows, shared_blks_hit + shared_blks_read, shared_blks_dirtied, wal_bytes::float8,
        total_exec_time / NULLIF(sum(total_exec_time) FILTER (WHERE toplevel) OVER (), 0),
-       sum(total_exec_time) FILTER (WHERE toplevel) OVER ()
+       sum(total_exec_time) FILTER (WHERE toplevel) OVER (),
+       sum(total_plan_time) FILTER (WHERE toplevel) OVER ()
 FROM pg_stat_statements
 WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
 ORDER BY total_exec_time DESC LIMIT 15`
@@ -104,31 +105,32 @@ func (p *pgStats) report(t *testing.T, cycles float64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nPostgreSQL per %s (pg_stat_statements with track=all, so statements inside triggers count too;\n"+
 		"pg_stat_user_tables; %.0f cycles, warm-up included). share: of the execution time of the statements sent.\n\n", p.what, cycles)
-	fmt.Fprintf(&b, "%9s %9s %9s %9s %9s %11s %6s  %s\n", "calls/cyc", "mean ms", "rows/call", "blks/call", "dirt/call", "WAL B/cycle", "share", "statement")
-	var total, wholeMs float64
+	fmt.Fprintf(&b, "%9s %9s %9s %9s %9s %9s %11s %6s  %s\n", "calls/cyc", "mean ms", "plan ms", "rows/call", "blks/call", "dirt/call", "WAL B/cycle", "share", "statement")
+	var total, wholeMs, wholePlanMs float64
 	p.each(t, pgStatsStatements, func(r *sql.Rows) error {
 		var (
 			query                        string
 			toplevel                     bool
 			calls, rows, blocks, dirtied int64
 			totalMs, wal, share, allMs   float64
+			planMs, ownPlanMs            float64
 		)
-		if err := r.Scan(&query, &toplevel, &calls, &totalMs, &rows, &blocks, &dirtied, &wal, &share, &allMs); err != nil {
+		if err := r.Scan(&query, &toplevel, &calls, &totalMs, &ownPlanMs, &rows, &blocks, &dirtied, &wal, &share, &allMs, &planMs); err != nil {
 			return err
 		}
-		wholeMs = allMs
+		wholeMs, wholePlanMs = allMs, planMs
 		if toplevel {
 			total += share
 		} else {
 			query = "↳ " + query
 		}
 		c := float64(calls)
-		fmt.Fprintf(&b, "%9.2f %9.3f %9.2f %9.1f %9.2f %11.0f %5.1f%%  %s\n", c/cycles, totalMs/c, float64(rows)/c, float64(blocks)/c,
+		fmt.Fprintf(&b, "%9.2f %9.3f %9.3f %9.2f %9.1f %9.2f %11.0f %5.1f%%  %s\n", c/cycles, totalMs/c, ownPlanMs/c, float64(rows)/c, float64(blocks)/c,
 			float64(dirtied)/c, wal/cycles, 100*share, shorten(query, 110))
 		return nil
 	})
-	fmt.Fprintf(&b, "(the statements sent took %.2f ms a cycle; those above %d%% of it; ↳ nested in a trigger or key check, its time also its caller's)\n\n",
-		wholeMs/cycles, int(100*total+0.5))
+	fmt.Fprintf(&b, "(the statements sent took %.2f ms a cycle to execute and %.2f ms to plan; those above %d%% of the execution; ↳ nested in a trigger or key check, its time also its caller's)\n\n",
+		wholeMs/cycles, wholePlanMs/cycles, int(100*total+0.5))
 	fmt.Fprintf(&b, "%-22s %8s %8s %10s %8s %8s %8s %7s %8s  %s\n", "table", "ins/cyc", "upd/cyc", "HOT share", "del/cyc", "seq/cyc", "idx/cyc", "indexes", "triggers", "options")
 	p.each(t, pgStatsTables, func(r *sql.Rows) error {
 		var (

@@ -238,8 +238,9 @@ func (c *cluster) start() error {
 
 // serverSettings returns the -c flags the throwaway server starts with.
 // When TOLLGATE_BENCH_PGSTATS is set, pg_stat_statements is loaded and
-// tracks statements run inside functions and triggers too, so that the
-// bench can say what each statement of a cycle costs; it must be loaded at
+// tracks statements run inside functions and triggers too, and the time
+// spent planning them, so that the bench can say what each statement of a
+// cycle costs and what its planning does; it must be loaded at
 // start, which is why the setting lives here and not in the bench.
 func serverSettings(getenv func(string) string) []string {
 	flags := []string{
@@ -250,7 +251,8 @@ func serverSettings(getenv func(string) string) []string {
 		"-c", "max_connections=300", "-c", "shared_buffers=128MB",
 	}
 	if getenv("TOLLGATE_BENCH_PGSTATS") != "" {
-		flags = append(flags, "-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track=all")
+		flags = append(flags, "-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track=all",
+			"-c", "pg_stat_statements.track_planning=on")
 	}
 	return flags
 }

@@ -25,7 +25,8 @@ func TestServerSettingsPgStats(t *testing.T) {
 	if !slices.Contains(set, preload) || !slices.Contains(set, "pg_stat_statements.track=all") {
 		t.Errorf("with TOLLGATE_BENCH_PGSTATS the server does not load and track pg_stat_statements: %q", set)
 	}
-	if want := append(slices.Clone(unset), "-c", preload, "-c", "pg_stat_statements.track=all"); !slices.Equal(set, want) {
+	if want := append(slices.Clone(unset), "-c", preload, "-c", "pg_stat_statements.track=all",
+		"-c", "pg_stat_statements.track_planning=on"); !slices.Equal(set, want) {
 		t.Errorf("with TOLLGATE_BENCH_PGSTATS the settings are %q, want %q", set, want)
 	}
 }
