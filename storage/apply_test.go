@@ -197,9 +197,11 @@ func TestApplyStepCommitsIsolateAStaleOne(t *testing.T) {
 }
 
 // A batch's starts are inserted by one statement over arrays on
-// PostgreSQL: each run keeps what its start gave it, and a start whose
+// PostgreSQL: each run keeps what its start gave it, a start whose
 // idempotency key its starter used before, in an earlier transaction or
-// earlier in the batch, is answered with the run that has it.
+// earlier in the batch, is answered with the run that has it, and one
+// that reuses a key with another input is refused alone while the rest
+// commit.
 func TestApplyStartsKeepTheirOwnRows(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, db *storage.DB) {
@@ -215,8 +217,12 @@ func TestApplyStartsKeepTheirOwnRows(t *testing.T) {
 		}
 		// A repeated start carries the same input, as a retried request
 		// does (another input is refused as a conflict).
-		batch := []domain.Transition{{Start: ptr(start("", 1))}, {Start: ptr(start("taken", 0))}, {Start: ptr(start("twice", 3))}, {Start: ptr(start("twice", 3))}}
+		batch := []domain.Transition{{Start: ptr(start("", 1))}, {Start: ptr(start("taken", 0))}, {Start: ptr(start("twice", 3))}, {Start: ptr(start("twice", 3))},
+			{Start: ptr(start("taken", 9))}}
 		got := db.Apply(ctx, batch)
+		if ve, ok := errors.AsType[*domain.ValidationError](got[4].Err); !ok || ve.Code != domain.CodeIdempotencyMismatch || got[4].Created {
+			t.Errorf("a key used before with another input: %v, created %v; want %s alone", got[4].Err, got[4].Created, domain.CodeIdempotencyMismatch)
+		}
 		if got[1].Err != nil || got[1].Created || got[1].Run.ID != earlier.ID {
 			t.Errorf("a start with a key used before: %+v, %v; want the earlier run %s", got[1].Run, got[1].Err, earlier.ID)
 		}
