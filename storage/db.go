@@ -129,6 +129,13 @@ func (db *DB) openPostgres(ctx context.Context, o Opts) error {
 	// text: pgx's default would prepare (and cache, per connection) each one
 	// at the cost of an extra round trip and memory that grows with traffic.
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	// The statements that are prepared are the hot ones, fixed text over
+	// parameters (see hot.go): one plan serves every call. PostgreSQL's
+	// default plans the first five calls for their values and keeps doing
+	// so while that plan looks cheaper, and for the arrays of a batch it
+	// did: the end of a batch's jobs was planned at every call, for longer
+	// than it ran.
+	cfg.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	sqldb := stdlib.OpenDB(*cfg)
 	n := o.MaxConns
 	if n <= 0 {
