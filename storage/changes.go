@@ -63,5 +63,12 @@ func (db *DB) notifyChange(ctx context.Context, b *batch, runIDs ...string) erro
 	if db.dialect != Postgres || len(runIDs) == 0 {
 		return nil
 	}
+	if b.pipelined() {
+		return b.hot(ctx, hotNotifyChanges, changesChannel, runIDs)
+	}
 	return b.add(ctx, b.tx.NewRaw("SELECT pg_notify(?, id) FROM unnest(ARRAY[?]::text[]) AS id", changesChannel, bun.List(runIDs)))
 }
+
+// hotNotifyChanges is notifyChange's statement, prepared: $1 the channel,
+// $2 the runs.
+const hotNotifyChanges = `SELECT pg_notify($1, id) FROM unnest($2::text[]) AS id`

@@ -111,8 +111,13 @@ func (db *DB) endJob(ctx context.Context, tx bun.IDB, c domain.StepCommit) (*run
 	}
 	if db.dialect == Postgres {
 		run := new(runRow)
-		err := db.first(ctx, tx, hookedColumn(tx.NewSelect().With("ended", end).Model(run)).
-			Where("r.id = (SELECT run_id FROM ended)").For("UPDATE"), run)
+		var err error
+		if c.RetryAt == nil {
+			err = db.firstHot(ctx, tx, run, hotEndJob, c.Job.ID, c.Job.Attempt, jobRunning)
+		} else {
+			err = db.first(ctx, tx, hookedColumn(tx.NewSelect().With("ended", end).Model(run)).
+				Where("r.id = (SELECT run_id FROM ended)").For("UPDATE"), run)
+		}
 		if isNoRows(err) {
 			return nil, domain.ErrStale
 		}
@@ -141,6 +146,11 @@ func (db *DB) endJob(ctx context.Context, tx bun.IDB, c domain.StepCommit) (*run
 	}
 	return db.lockRun(ctx, tx, c.RunID)
 }
+
+// hotEndJob is endJob's statement on PostgreSQL for a job that ends:
+// $1 its id, $2 its attempt, $3 the running status.
+const hotEndJob = `WITH ended AS (DELETE FROM jobs WHERE id = $1 AND attempt = $2 AND status = $3 RETURNING run_id)
+SELECT r.*, EXISTS (SELECT 1 FROM subscriptions) AS hooked FROM runs AS r WHERE r.id = (SELECT run_id FROM ended) FOR UPDATE`
 
 // fails reports whether c fails its run.
 func fails(c domain.StepCommit) bool {
@@ -368,10 +378,9 @@ func (w *commitWriter) flushEvents(ctx context.Context) error {
 		w.set.events = append(w.set.events, w.events...)
 		return nil
 	}
-	if w.db.dialect == SQLite {
-		return w.b.insertEvents(ctx, w.events)
+	if w.db.dialect == SQLite || w.b.pipelined() {
+		return w.b.insertEvents(ctx, w.events) // in a pipelined transaction, in its last message
 	}
-	// On PostgreSQL the insert travels in the transaction's last message.
 	return w.b.add(ctx, w.tx.NewInsert().Model(&w.events))
 }
 
@@ -483,6 +492,9 @@ func (w *commitWriter) updateRun(ctx context.Context, status domain.RunStatus) e
 	}
 	if ok, err := w.b.updateRun(ctx, w.run); ok || err != nil {
 		return err // SQLite's prepared statement
+	}
+	if w.b.pipelined() {
+		return w.b.updateRuns(ctx, []setRun{{row: w.run, result: true}})
 	}
 	return w.b.add(ctx, w.tx.NewUpdate().Model(w.run).Column("status", "output", "error", "next_seq", "updated_at").WherePK())
 }

@@ -47,3 +47,37 @@ func (db *DB) AddQueryHook(h bun.QueryHook) { db.bun = db.bun.WithQueryHook(h) }
 func (db *DB) CompleteWorkItem(ctx context.Context, r domain.WorkReport) (domain.WorkItem, error) {
 	return db.completeWorkItem(ctx, r)
 }
+
+// ReadPiped reads run id and its suspensions twice: through one pipelined
+// message of prepared statements (see pipe.go) and as bun reads them, for
+// tests that both read the same rows. PostgreSQL only.
+func (db *DB) ReadPiped(ctx context.Context, runID string) (throughPipe, viaBun []any, err error) {
+	conn, err := db.bun.Conn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer conn.Close()
+	run, bunRun := new(runRow), new(runRow)
+	if err := db.send(ctx, conn, []piped{{sql: hotRun, args: []any{runID}, hot: true, dest: run}}); err != nil {
+		return nil, nil, err
+	}
+	if err := db.bun.NewSelect().Model(bunRun).Where("id = ?", runID).Scan(ctx); err != nil {
+		return nil, nil, err
+	}
+	throughPipe, viaBun = append(throughPipe, run), append(viaBun, bunRun)
+	var ids []string
+	if err := db.bun.NewSelect().Model((*suspensionRow)(nil)).Column("id").Where("run_id = ?", runID).Order("id").Scan(ctx, &ids); err != nil {
+		return nil, nil, err
+	}
+	for _, id := range ids {
+		s, bunS := new(suspensionRow), new(suspensionRow)
+		if err := db.send(ctx, conn, []piped{{sql: hotSuspension, args: []any{id}, hot: true, dest: s}}); err != nil {
+			return nil, nil, err
+		}
+		if err := db.bun.NewSelect().Model(bunS).Where("id = ?", id).Scan(ctx); err != nil {
+			return nil, nil, err
+		}
+		throughPipe, viaBun = append(throughPipe, s), append(viaBun, bunS)
+	}
+	return throughPipe, viaBun, nil
+}

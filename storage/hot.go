@@ -69,6 +69,10 @@ func (db *DB) hotExec(ctx context.Context, tx bun.IDB, query string, args ...any
 // hot runs a hot statement after the statements the batch holds, which
 // go first in their order.
 func (b *batch) hot(ctx context.Context, query string, args ...any) error {
+	if b.pipelined() {
+		b.pipe = append(b.pipe, piped{sql: query, args: args, hot: true})
+		return nil
+	}
 	if err := b.flush(ctx); err != nil {
 		return err
 	}
@@ -262,11 +266,27 @@ const (
 	sqliteDropQueued  = `DELETE FROM jobs WHERE run_id = ? AND status = ?`
 )
 
+// hotCancelWaits and hotDropQueued are sqliteCancelWaits and
+// sqliteDropQueued on PostgreSQL.
+const (
+	hotCancelWaits = `UPDATE suspensions SET status = $1 WHERE run_id = $2 AND status = $3`
+	hotDropQueued  = `DELETE FROM jobs WHERE run_id = $1 AND status = $2`
+)
+
 // cancelOutstanding is db.cancelOutstanding for a run without subscribers
-// on SQLite, by prepared statements; it reports false when it wrote
-// nothing and the caller is to.
+// by prepared statements, on SQLite and in a pipelined transaction on
+// PostgreSQL; it reports false when it wrote nothing and the caller is to.
 func (b *batch) cancelOutstanding(ctx context.Context, run *runRow) (bool, error) {
-	if b.db.dialect == Postgres || run.Hooked {
+	if run.Hooked {
+		return false, nil
+	}
+	if b.pipelined() {
+		if err := b.hot(ctx, hotCancelWaits, string(domain.SuspensionCancelled), run.ID, string(domain.SuspensionPending)); err != nil {
+			return true, err
+		}
+		return true, b.hot(ctx, hotDropQueued, run.ID, jobAvailable)
+	}
+	if b.db.dialect == Postgres {
 		return false, nil
 	}
 	cancel, err := b.db.preparedIn(ctx, b.tx, sqliteCancelWaits)

@@ -49,6 +49,18 @@ func (db *DB) insertClaimed(ctx context.Context, b *batch, job *jobRow, h *domai
 		return false, err
 	}
 	job.claimFor(h)
+	if b.pipelined() {
+		got, err := b.insertClaimed(ctx, []*jobRow{job})
+		if err != nil {
+			return false, fmt.Errorf("enqueue job %s, claimed: %w", job.Key, err)
+		}
+		if len(got) == 0 {
+			job.unclaim()
+			return false, nil
+		}
+		job.ID, job.Attempt = got[0].ID, got[0].Attempt
+		return true, nil
+	}
 	err = insertClaimedQuery(b.tx, job).Returning("id, attempt").Scan(ctx, &job.ID, &job.Attempt)
 	if isNoRows(err) {
 		job.unclaim()
@@ -98,6 +110,9 @@ func (db *DB) notifyJobs(ctx context.Context, b *batch) error {
 	from := db.self
 	if _, callers := b.tx.(callerTx); callers {
 		from = ""
+	}
+	if b.pipelined() {
+		return b.hot(ctx, `SELECT pg_notify($1, $2)`, jobsChannel, from)
 	}
 	return b.add(ctx, b.tx.NewRaw("SELECT pg_notify(?, ?)", jobsChannel, from))
 }

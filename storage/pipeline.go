@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 
@@ -109,16 +110,39 @@ func (db *DB) first(ctx context.Context, tx bun.IDB, q schema.QueryAppender, des
 	return tx.NewRaw("?", q).Scan(ctx, dest...)
 }
 
+// firstHot is first for a hot statement, whose first row it scans into
+// dest, a model: on a pipelined transaction it travels prepared, in one
+// message with the BEGIN before it, and otherwise as hotScan sends it. No
+// row is sql.ErrNoRows.
+func (db *DB) firstHot(ctx context.Context, tx bun.IDB, dest any, query string, args ...any) error {
+	if conn, ok := tx.(bun.Conn); ok && db.dialect == Postgres {
+		return db.send(ctx, conn, []piped{{sql: "BEGIN"}, {sql: query, args: args, hot: true, dest: dest}})
+	}
+	return db.hotOne(ctx, tx, dest, query, args...)
+}
+
+// hotOne runs a hot statement and scans its first row into dest, a
+// model; no row is sql.ErrNoRows.
+func (db *DB) hotOne(ctx context.Context, tx bun.IDB, dest any, query string, args ...any) error {
+	rows, err := db.hotQuery(ctx, tx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return sql.ErrNoRows
+	}
+	return db.bun.ScanRow(ctx, rows, dest)
+}
+
 // commit flushes the batch as the transaction's last message: on a
 // pipelined transaction, with its COMMIT.
 func (b *batch) commit(ctx context.Context) error {
-	if _, pipelined := b.tx.(bun.Conn); !pipelined {
-		return b.flush(ctx)
+	if b.pipelined() {
+		b.pipe = append(b.pipe, piped{sql: "COMMIT"})
 	}
-	if b.n > 0 {
-		b.sql = append(b.sql, ";\n"...)
-	}
-	b.sql = append(b.sql, "COMMIT"...)
-	b.n++
 	return b.flush(ctx)
 }

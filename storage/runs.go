@@ -174,7 +174,7 @@ func (db *DB) existingRun(ctx context.Context, tx bun.IDB, row *runRow, nr domai
 // Run implements domain.Store.
 func (db *DB) Run(ctx context.Context, id string) (domain.Run, error) {
 	row := new(runRow)
-	if err := db.bun.NewSelect().Model(row).Where("id = ?", id).Scan(ctx); err != nil {
+	if err := db.readRun(ctx, db.bun, row, id); err != nil {
 		return domain.Run{}, fmt.Errorf("get run %s: %w", id, translate(err))
 	}
 	return row.toDomain(), nil
@@ -187,17 +187,29 @@ func (db *DB) Run(ctx context.Context, id string) (domain.Run, error) {
 func (db *DB) RunWithSuspensions(ctx context.Context, id string) (run domain.Run, ss []domain.Suspension, err error) {
 	err = db.inReadTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		row := new(runRow)
-		if err := tx.NewSelect().Model(row).Where("id = ?", id).Scan(ctx); err != nil {
+		if err := db.readRun(ctx, tx, row, id); err != nil {
 			return err
 		}
 		run = row.toDomain()
-		ss, _, err = db.suspensions(ctx, tx, domain.SuspensionFilter{RunID: id, Limit: domain.RunSuspensionsLimit})
+		ss, _, err = db.runSuspensions(ctx, tx, id, domain.RunSuspensionsLimit)
 		return err
 	})
 	if err != nil {
 		return domain.Run{}, nil, fmt.Errorf("get run %s: %w", id, translate(err))
 	}
 	return run, ss, nil
+}
+
+// hotRun reads run $1.
+const hotRun = `SELECT * FROM runs WHERE id = $1`
+
+// readRun reads run id into row: on PostgreSQL by a hot statement, which
+// PostgreSQL plans once a connection rather than at every read of a run.
+func (db *DB) readRun(ctx context.Context, idb bun.IDB, row *runRow, id string) error {
+	if db.dialect == Postgres {
+		return db.hotOne(ctx, idb, row, hotRun, id)
+	}
+	return idb.NewSelect().Model(row).Where("id = ?", id).Scan(ctx)
 }
 
 // Runs implements domain.Store: newest first, keyset-paginated on

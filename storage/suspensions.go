@@ -87,6 +87,31 @@ func (db *DB) suspensions(ctx context.Context, idb bun.IDB, f domain.SuspensionF
 	if err := q.Scan(ctx); err != nil {
 		return nil, "", fmt.Errorf("list suspensions: %w", translate(err))
 	}
+	return db.suspensionsPage(ctx, idb, rows, limit)
+}
+
+// hotRunSuspensions is the first page of a run's suspensions, oldest
+// first: $1 the run, $2 the page's size and one more.
+const hotRunSuspensions = `SELECT * FROM suspensions WHERE run_id = $1 AND NOT precompleted ORDER BY suspended_at, id LIMIT $2`
+
+// runSuspensions is the first page of a run's suspensions, as
+// suspensions reads it for a filter of the run alone: on PostgreSQL by a
+// hot statement, read with every look at a run.
+func (db *DB) runSuspensions(ctx context.Context, idb bun.IDB, runID string, limit int) ([]domain.Suspension, string, error) {
+	if db.dialect != Postgres {
+		return db.suspensions(ctx, idb, domain.SuspensionFilter{RunID: runID, Limit: limit})
+	}
+	limit = clampLimit(limit)
+	var rows []suspensionRow
+	if err := db.hotScan(ctx, idb, &rows, hotRunSuspensions, runID, limit+1); err != nil && !isNoRows(err) {
+		return nil, "", fmt.Errorf("list suspensions: %w", translate(err))
+	}
+	return db.suspensionsPage(ctx, idb, rows, limit)
+}
+
+// suspensionsPage is the page of rows, read with one more than limit, with
+// their votes and the cursor of the next page.
+func (db *DB) suspensionsPage(ctx context.Context, idb bun.IDB, rows []suspensionRow, limit int) ([]domain.Suspension, string, error) {
 	rows, next := cutPage(rows, limit, func(r suspensionRow) string { return Cursor(*r.SuspendedAt, r.ID) })
 	out := make([]domain.Suspension, 0, len(rows))
 	for i := range rows {
@@ -328,6 +353,13 @@ func describeResume(req domain.ResumeRequest) string {
 // still to come (whose pre-completed row would then clash with it and lose
 // the resume).
 func (db *DB) lockResumeTarget(ctx context.Context, tx bun.IDB, req domain.ResumeRequest) (*runRow, *suspensionRow, error) {
+	if conn, ok := tx.(bun.Conn); ok && req.SuspensionID != "" && db.dialect == Postgres {
+		run, target := new(runRow), new(suspensionRow)
+		err := db.send(ctx, conn, []piped{{sql: "BEGIN"},
+			{sql: hotLockSuspensionRun, args: []any{req.SuspensionID}, hot: true, dest: run},
+			{sql: hotSuspension, args: []any{req.SuspensionID}, hot: true, dest: target}})
+		return run, target, err
+	}
 	if req.SuspensionID != "" {
 		run := new(runRow)
 		q := hookedColumn(tx.NewSelect().Model(run)).Relation("Suspension").Where("suspension.id = ?", req.SuspensionID)
@@ -353,9 +385,35 @@ func (db *DB) lockResumeTarget(ctx context.Context, tx bun.IDB, req domain.Resum
 	return run, target, err
 }
 
+// hotLockSuspensionRun locks the run of suspension $1 and reads it, and
+// hotSuspension reads that suspension: in one message, on a pipelined
+// transaction, the suspension is read once its run is locked.
+const (
+	hotLockSuspensionRun = `SELECT r.*, EXISTS (SELECT 1 FROM subscriptions) AS hooked FROM runs AS r
+WHERE r.id = (SELECT run_id FROM suspensions WHERE id = $1) FOR UPDATE`
+	hotSuspension = `SELECT * FROM suspensions WHERE id = $1`
+)
+
+// hotConditionalResume is conditionalResume's update on PostgreSQL,
+// prepared.
+const hotConditionalResume = `UPDATE suspensions SET status = $1, resume_data = $2::text::jsonb, resumed_at = $3, resumed_by = $4,
+	resume_request_key = $5, decision = $6
+WHERE id = $7 AND status = $8 AND NOT precompleted RETURNING *`
+
 func (db *DB) conditionalResume(ctx context.Context, tx bun.IDB, id string, req domain.ResumeRequest) (*suspensionRow, error) {
 	now := ts(req.Now)
 	var rows []suspensionRow
+	if db.dialect == Postgres {
+		err := db.hotScan(ctx, tx, &rows, hotConditionalResume, string(domain.SuspensionResumed), string(domain.OrNull(req.Data)), now, req.By,
+			nullString(req.RequestKey), nullString(req.Decision), id, string(domain.SuspensionPending))
+		if err != nil && !isNoRows(err) {
+			return nil, err
+		}
+		if len(rows) == 0 {
+			return nil, nil
+		}
+		return &rows[0], nil
+	}
 	q := tx.NewUpdate().Model(&rows).
 		Set("status = ?", domain.SuspensionResumed).Set("resume_data = ?", domain.OrNull(req.Data)).
 		Set("resumed_at = ?", now).Set("resumed_by = ?", req.By).
@@ -449,10 +507,7 @@ func (db *DB) enqueueResume(ctx context.Context, b *batch, set *setWriter, run *
 		set.changed = append(set.changed, run.ID)
 		return nil
 	}
-	if err := b.add(ctx, b.tx.NewInsert().Model(ev)); err != nil {
-		return err
-	}
-	if err := b.add(ctx, b.tx.NewUpdate().Model(run).Column("status", "next_seq", "updated_at").WherePK()); err != nil {
+	if err := b.writeResumed(ctx, ev, run); err != nil {
 		return err
 	}
 	if err := db.notifyChange(ctx, b, run.ID); err != nil {
@@ -462,6 +517,21 @@ func (db *DB) enqueueResume(ctx context.Context, b *batch, set *setWriter, run *
 		handOver()
 	}
 	return b.commit(ctx)
+}
+
+// writeResumed writes a resume's event and its run's status, next index
+// and time: prepared in a pipelined transaction, else as bun writes them.
+func (b *batch) writeResumed(ctx context.Context, ev *eventRow, run *runRow) error {
+	if b.pipelined() {
+		if err := b.insertEvents(ctx, []*eventRow{ev}); err != nil {
+			return err
+		}
+		return b.updateRuns(ctx, []setRun{{row: run}})
+	}
+	if err := b.add(ctx, b.tx.NewInsert().Model(ev)); err != nil {
+		return err
+	}
+	return b.add(ctx, b.tx.NewUpdate().Model(run).Column("status", "next_seq", "updated_at").WherePK())
 }
 
 // advanceRun moves run on past s, which has just been resumed at now:

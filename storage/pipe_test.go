@@ -1,0 +1,55 @@
+package storage_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/engine"
+	"github.com/tollgatehq/tollgate/storage"
+)
+
+// The rows a pipelined transaction reads through prepared statements (a
+// run locked by a resume or a step's commit, the suspension a resume
+// decides) are the rows bun reads: every column, NULL or set, JSON, times
+// and lists alike, as the rest of the store expects them.
+func TestPipedReadsMatchBun(t *testing.T) {
+	t.Parallel()
+	db := openDB(t, dialectOpts(t, storage.Postgres))
+	ctx := t.Context()
+	wf := askOnce("piped", func(domain.StepRequest) domain.Command {
+		return domain.Review("sign", map[string]any{"amount": 12.5, "note": "é ' ?"},
+			domain.WithApprovers(domain.RoleReviewer, "ann@example.com"), domain.WithAssignee("cy@example.com"),
+			domain.WithPolicy(domain.ApprovalPolicy{Quorum: 2, SeparationOfDuties: true, RejectRequiresComment: true}),
+			domain.WithDocuments("application/pdf"), domain.WithTitle("Sign the lease", "Read it first"),
+			domain.WithPresentation(domain.Presentation{ReasonLabel: "Signature", Fields: []domain.Field{{Label: "Amount", Value: json.RawMessage(`"12.50"`)}}}),
+			domain.WithResumeSchema(json.RawMessage(`{"type":"object"}`)))
+	})
+	e := startEngine(t, db, newRegistry(t, wf), engine.Opts{})
+	run := startRun(t, e, "piped", map[string]any{"who": "rita"})
+	if got := waitRun(t, db, run.ID, domain.RunSuspended, domain.RunFailed); got.Status != domain.RunSuspended {
+		t.Fatalf("run %s: %+v", got.Status, got.Error)
+	}
+	check := func(when string) {
+		t.Helper()
+		piped, viaBun, err := db.ReadPiped(ctx, run.ID)
+		if err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		for i := range piped {
+			if !reflect.DeepEqual(piped[i], viaBun[i]) {
+				t.Errorf("%s: read piped\n %+v\nread by bun\n %+v", when, piped[i], viaBun[i])
+			}
+		}
+	}
+	check("suspended")
+	s := pendingSuspension(t, db, run.ID)
+	admin := domain.User{Email: "admin@example.com", Role: domain.RoleAdmin}
+	if _, err := e.Resume(ctx, domain.ResumeRequest{SuspensionID: s.ID, Decision: domain.DecisionApproved, Data: raw(map[string]string{"comment": "fine"}),
+		By: admin.Email, Actor: &admin, RequestKey: "k-1", Now: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	check("voted")
+}
