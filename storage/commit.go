@@ -541,8 +541,11 @@ func (w *commitWriter) insertSuspension(ctx context.Context, step string, ns *do
 				Pending  int `bun:"pending"`
 				Inserted int `bun:"inserted"`
 			}
-			q := w.tx.NewSelect().With("ins", ins.Returning("id")).ColumnExpr("(SELECT count(*) FROM ins) AS inserted")
-			if err := countOutstanding(q, w.run.ID).Scan(ctx, &r); err != nil {
+			args, err := w.db.hotPause.args(row)
+			if err != nil {
+				return p, err
+			}
+			if err := w.db.hotOne(ctx, w.tx, &r, w.db.hotPauseSQL, append(args, w.run.ID)...); err != nil {
 				return p, err
 			}
 			p.before, inserted = outstanding{Jobs: r.Jobs, Pending: r.Pending}, r.Inserted == 1

@@ -74,6 +74,10 @@ type DB struct {
 	preparing sync.Map // query text → true
 	// hotClaim is the claim's text on PostgreSQL.
 	hotClaim hotClaims
+	// hotPause and hotPauseSQL insert a pause and count its run's work
+	// on PostgreSQL.
+	hotPause    hotRow
+	hotPauseSQL string
 	// hotSent counts the hot statements sent (see hotQuery).
 	hotSent atomic.Int64
 	wake    chan struct{}
@@ -151,6 +155,7 @@ func (db *DB) openPostgres(ctx context.Context, o Opts) error {
 	db.bun = bun.NewDB(sqldb, pgDialect{pgdialect.New()})
 	db.dialect = Postgres
 	db.hotClaim = newHotClaims(db.bun)
+	db.hotPause, db.hotPauseSQL = newHotPause(db.bun)
 	db.dsn = o.URL
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	db.stop, db.done = cancel, make(chan struct{})

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -80,4 +81,32 @@ func (db *DB) ReadPiped(ctx context.Context, runID string) (throughPipe, viaBun 
 		throughPipe, viaBun = append(throughPipe, s), append(viaBun, bunS)
 	}
 	return throughPipe, viaBun, nil
+}
+
+// PauseRowsAlike copies suspension id's row, inserts the copy as bun
+// writes a row, and returns both rows as PostgreSQL holds them (to_jsonb),
+// but for their ids and keys: for tests that the hot insert of a pause
+// writes what bun writes.
+func (db *DB) PauseRowsAlike(ctx context.Context, id string) (stored, viaBun map[string]any, err error) {
+	row := new(suspensionRow)
+	if err := db.bun.NewSelect().Model(row).Where("id = ?", id).Scan(ctx); err != nil {
+		return nil, nil, err
+	}
+	row.ID, row.StepKey = row.ID+"-bun", row.StepKey+"-bun"
+	if _, err := db.bun.NewInsert().Model(row).Exec(ctx); err != nil {
+		return nil, nil, err
+	}
+	read := func(id string) (map[string]any, error) {
+		var b []byte
+		if err := db.bun.NewRaw("SELECT to_jsonb(s) - 'id' - 'step_key' FROM suspensions AS s WHERE id = ?", id).Scan(ctx, &b); err != nil {
+			return nil, err
+		}
+		m := map[string]any{}
+		return m, json.Unmarshal(b, &m)
+	}
+	if stored, err = read(id); err != nil {
+		return nil, nil, err
+	}
+	viaBun, err = read(row.ID)
+	return stored, viaBun, err
 }

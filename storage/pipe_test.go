@@ -3,6 +3,7 @@ package storage_test
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,7 +12,8 @@ import (
 	"github.com/tollgatehq/tollgate/storage"
 )
 
-// The rows a pipelined transaction reads through prepared statements (a
+// A pause's row inserted by its hot statement holds what bun would
+// write, and the rows a pipelined transaction reads through prepared statements (a
 // run locked by a resume or a step's commit, the suspension a resume
 // decides) are the rows bun reads: every column, NULL or set, JSON, times
 // and lists alike, as the rest of the store expects them.
@@ -46,6 +48,22 @@ func TestPipedReadsMatchBun(t *testing.T) {
 	}
 	check("suspended")
 	s := pendingSuspension(t, db, run.ID)
+	if !slices.Equal(s.Approvers, []string{"ann@example.com"}) || s.ApproverRole != domain.RoleReviewer || s.Assignee != "cy@example.com" ||
+		s.Policy.Quorum != 2 || !s.Policy.SeparationOfDuties || !slices.Equal(s.Accept, []string{"application/pdf"}) ||
+		s.Title != "Sign the lease" || s.Instructions != "Read it first" || s.ReasonLabel != "Signature" || len(s.Fields) != 1 ||
+		!domain.SameJSON(s.ResumeSchema, json.RawMessage(`{"type":"object"}`)) ||
+		!domain.SameJSON(s.Checkpoint, raw(map[string]any{"amount": 12.5, "note": "é ' ?"})) || s.WakeAt != nil || s.SuspendedAt.IsZero() {
+		t.Errorf("the pause as stored: %+v", s)
+	}
+	// The pause was inserted by a hot statement: it holds what bun
+	// would have written.
+	stored, viaBun, err := db.PauseRowsAlike(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(stored, viaBun) {
+		t.Errorf("the pause as inserted\n %v\nas bun inserts it\n %v", stored, viaBun)
+	}
 	admin := domain.User{Email: "admin@example.com", Role: domain.RoleAdmin}
 	if _, err := e.Resume(ctx, domain.ResumeRequest{SuspensionID: s.ID, Decision: domain.DecisionApproved, Data: raw(map[string]string{"comment": "fine"}),
 		By: admin.Email, Actor: &admin, RequestKey: "k-1", Now: time.Now()}); err != nil {
