@@ -125,6 +125,12 @@ func (db *DB) firstHot(ctx context.Context, tx bun.IDB, dest any, query string, 
 // model; no row is sql.ErrNoRows.
 func (db *DB) hotOne(ctx context.Context, tx bun.IDB, dest any, query string, args ...any) error {
 	rows, err := db.hotQuery(ctx, tx, query, args...)
+	return db.scanOne(ctx, rows, err, dest)
+}
+
+// scanOne scans the first of rows, the answer of a query that failed with
+// err or not, into dest; no row is sql.ErrNoRows.
+func (db *DB) scanOne(ctx context.Context, rows *sql.Rows, err error, dest any) error {
 	if err != nil {
 		return err
 	}

@@ -209,8 +209,19 @@ func (db *DB) readRun(ctx context.Context, idb bun.IDB, row *runRow, id string) 
 	if db.dialect == Postgres {
 		return db.hotOne(ctx, idb, row, hotRun, id)
 	}
-	return idb.NewSelect().Model(row).Where("id = ?", id).Scan(ctx)
+	stmt, err := db.preparedIn(ctx, idb, sqliteRun)
+	if err != nil || stmt == nil {
+		if err == nil {
+			err = idb.NewSelect().Model(row).Where("id = ?", id).Scan(ctx)
+		}
+		return err
+	}
+	rows, err := stmt.QueryContext(ctx, id)
+	return db.scanOne(ctx, rows, err, row)
 }
+
+// sqliteRun is readRun's statement on SQLite, prepared once.
+const sqliteRun = `SELECT * FROM runs WHERE id = ?`
 
 // Runs implements domain.Store: newest first, keyset-paginated on
 // (created_at, id).

@@ -520,13 +520,21 @@ func (db *DB) enqueueResume(ctx context.Context, b *batch, set *setWriter, run *
 }
 
 // writeResumed writes a resume's event and its run's status, next index
-// and time: prepared in a pipelined transaction, else as bun writes them.
+// and time: by prepared statements in a pipelined transaction and on
+// SQLite (whose write-back of the run, read under this transaction, writes
+// its output and error as they are), else as bun writes them.
 func (b *batch) writeResumed(ctx context.Context, ev *eventRow, run *runRow) error {
-	if b.pipelined() {
+	if b.pipelined() || b.db.dialect == SQLite {
 		if err := b.insertEvents(ctx, []*eventRow{ev}); err != nil {
 			return err
 		}
-		return b.updateRuns(ctx, []setRun{{row: run}})
+		if b.pipelined() {
+			return b.updateRuns(ctx, []setRun{{row: run}})
+		}
+		if ok, err := b.updateRun(ctx, run); ok || err != nil {
+			return err
+		}
+		return b.add(ctx, b.tx.NewUpdate().Model(run).Column("status", "next_seq", "updated_at").WherePK())
 	}
 	if err := b.add(ctx, b.tx.NewInsert().Model(ev)); err != nil {
 		return err
