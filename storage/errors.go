@@ -26,6 +26,9 @@ const (
 	pgSerializationFailure = "40001"
 	pgDeadlockDetected     = "40P01"
 	pgUniqueViolation      = "23505"
+	// pgFeatureNotSupported is, for a prepared statement, "cached plan
+	// must not change result type".
+	pgFeatureNotSupported  = "0A000"
 	sqliteConstraintUnique = 2067
 	sqliteBusy             = 5
 )

@@ -110,3 +110,25 @@ func (db *DB) PauseRowsAlike(ctx context.Context, id string) (stored, viaBun map
 	viaBun, err = read(row.ID)
 	return stored, viaBun, err
 }
+
+// ReadRunAcrossDDL reads run id through a pipelined message on one
+// connection, runs ddl on it, and reads the run twice more: the errors of
+// the two reads after the ddl, for tests that a prepared statement made
+// stale by a migration is prepared anew. PostgreSQL only.
+func (db *DB) ReadRunAcrossDDL(ctx context.Context, id, ddl string) (first, second error, err error) {
+	conn, err := db.bun.Conn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer conn.Close()
+	read := func() error {
+		return db.send(ctx, conn, []piped{{sql: hotRun, args: []any{id}, hot: true, dest: new(runRow)}})
+	}
+	if err := read(); err != nil {
+		return nil, nil, err
+	}
+	if _, err := conn.ExecContext(ctx, ddl); err != nil {
+		return nil, nil, err
+	}
+	return read(), read(), nil
+}

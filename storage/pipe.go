@@ -6,10 +6,12 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"reflect"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -64,13 +66,16 @@ func (db *DB) send(ctx context.Context, conn bun.Conn, stmts []piped) error {
 			b.ExecPrepared(sd.Name, values, formats, nil)
 		}
 		results, err := pc.PgConn().ExecBatch(ctx, &b).ReadAll()
+		for _, r := range results {
+			if err == nil {
+				err = r.Err
+			}
+		}
 		if err != nil {
+			forgetIfStale(ctx, pc, stmts, err)
 			return err
 		}
 		for i, r := range results {
-			if r.Err != nil {
-				return r.Err
-			}
 			if d := stmts[i].dest; d != nil {
 				if err := db.scanResult(pc.TypeMap(), r, d); err != nil {
 					return fmt.Errorf("%s: %w", shortSQL(stmts[i].sql), err)
@@ -79,6 +84,22 @@ func (db *DB) send(ctx context.Context, conn bun.Conn, stmts []piped) error {
 		}
 		return nil
 	})
+}
+
+// forgetIfStale deallocates the message's hot statements when err says
+// that one of them was prepared for a table whose columns have changed
+// since (a migration by another server): PostgreSQL refuses to run such a
+// statement again, and the next message prepares it anew.
+func forgetIfStale(ctx context.Context, pc *pgx.Conn, stmts []piped, err error) {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != pgFeatureNotSupported {
+		return
+	}
+	for _, s := range stmts {
+		if s.hot {
+			_ = pc.Deallocate(context.WithoutCancel(ctx), hotName(s.sql))
+		}
+	}
 }
 
 // hotName is the name of a hot statement prepared on a connection.

@@ -71,3 +71,27 @@ func TestPipedReadsMatchBun(t *testing.T) {
 	}
 	check("voted")
 }
+
+// A prepared statement whose table a migration changed is refused by
+// PostgreSQL once ("cached plan must not change result type"); the
+// connection forgets it, and the next message prepares it again, so a
+// server that shares its database with one that migrated recovers
+// without a restart.
+func TestPipedStatementsSurviveAMigration(t *testing.T) {
+	t.Parallel()
+	db := openDB(t, dialectOpts(t, storage.Postgres))
+	run, _, err := db.CreateRun(t.Context(), domain.NewRun{ID: newID(), WorkflowID: "migrated", WorkflowVersion: "1", Input: raw(nil), FirstStep: "work", Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second, err := db.ReadRunAcrossDDL(t.Context(), run.ID, "ALTER TABLE runs ALTER COLUMN workflow_version TYPE varchar(200)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first == nil {
+		t.Log("PostgreSQL ran the stale statement without complaint")
+	}
+	if second != nil {
+		t.Fatalf("the read after the statement went stale: %v; want it prepared anew", second)
+	}
+}
