@@ -16,12 +16,14 @@ import (
 // and its last batch of writes with its COMMIT, so a transaction costs no
 // round trips of its own.
 //
-// It rests on how PostgreSQL runs a simple-protocol Query message holding
-// several statements: "S; BEGIN" runs S and then opens a transaction block
-// that retroactively includes S (its row locks included) and stays open
-// after the message; "W1; W2; COMMIT" ends it, and a statement that fails
-// skips the rest of the message, COMMIT included. pgx hands the first
-// statement's rows to the caller and drains the rest.
+// The messages are pipelines of the extended protocol (see pipe.go):
+// BEGIN with the first statement, the batch of writes with COMMIT, the
+// hot statements among them prepared; a statement that fails skips the
+// rest of its pipeline, COMMIT included. A first statement that bun
+// writes travels instead as a simple-protocol Query message holding
+// "S; BEGIN": PostgreSQL runs S and then opens a transaction block that
+// retroactively includes S (its row locks included) and stays open after
+// the message; pgx hands S's rows to the caller.
 //
 // On SQLite the same code runs in an ordinary transaction: there, a round
 // trip is a function call.
