@@ -378,10 +378,7 @@ func (w *commitWriter) flushEvents(ctx context.Context) error {
 		w.set.events = append(w.set.events, w.events...)
 		return nil
 	}
-	if w.db.dialect == SQLite || w.b.pipelined() {
-		return w.b.insertEvents(ctx, w.events) // in a pipelined transaction, in its last message
-	}
-	return w.b.add(ctx, w.tx.NewInsert().Model(&w.events))
+	return w.b.insertEvents(ctx, w.events)
 }
 
 // settle decides the run's status after this commit.
@@ -490,13 +487,7 @@ func (w *commitWriter) updateRun(ctx context.Context, status domain.RunStatus) e
 		w.set.runs = append(w.set.runs, setRun{row: w.run, result: true})
 		return nil
 	}
-	if ok, err := w.b.updateRun(ctx, w.run); ok || err != nil {
-		return err // SQLite's prepared statement
-	}
-	if w.b.pipelined() {
-		return w.b.updateRuns(ctx, []setRun{{row: w.run, result: true}})
-	}
-	return w.b.add(ctx, w.tx.NewUpdate().Model(w.run).Column("status", "output", "error", "next_seq", "updated_at").WherePK())
+	return w.b.writeRuns(ctx, []setRun{{row: w.run, result: true}})
 }
 
 // pause is what inserting a suspension did.

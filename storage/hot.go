@@ -123,43 +123,45 @@ FROM unnest($1::text[], $2::text[], $3::boolean[], $4::text[], $5::text[], $6::b
 	AS v (id, status, result, output, error, next_seq, updated_at)
 WHERE r.id = v.id`
 
-// updateRuns writes back each run's status, next index and time, and its
-// output and error where a step's commit may have set them, in one hot
-// statement.
-func (b *batch) updateRuns(ctx context.Context, runs []setRun) error {
+// writeRuns writes back each run's status, next index and time, and its
+// output and error where the run's result is set (a step's commit), by
+// prepared statements: on PostgreSQL one over arrays, on SQLite one a
+// run (bun's update outside a transaction, where none is prepared).
+func (b *batch) writeRuns(ctx context.Context, runs []setRun) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	if b.db.dialect != Postgres {
+		for _, r := range runs {
+			if err := b.writeRunSQLite(ctx, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	n := len(runs)
 	ids, status, result, output, runErr, next, at := make([]string, n), make([]string, n), make([]bool, n),
 		make([]*string, n), make([]*string, n), make([]int64, n), make([]time.Time, n)
 	for k, r := range runs {
 		if r.result {
-			if len(r.row.Output) > 0 {
-				o := string(r.row.Output)
-				output[k] = &o
-			}
-			if r.row.Error != nil {
-				e := string(domain.MustJSON(r.row.Error))
-				runErr[k] = &e
-			}
+			output[k], runErr[k] = runResult(r.row)
 		}
 		ids[k], status[k], result[k], next[k], at[k] = r.row.ID, string(r.row.Status), r.result, r.row.NextSeq, r.row.UpdatedAt
 	}
 	return b.hot(ctx, hotUpdateRuns, ids, status, result, output, runErr, next, at)
 }
 
-const hotUpdateTimerRuns = `UPDATE runs AS r SET status = v.status, next_seq = v.next_seq, updated_at = $4
-FROM unnest($1::text[], $2::text[], $3::bigint[]) AS v (id, status, next_seq) WHERE r.id = v.id`
-
-// updateTimerRuns sets each woken run's status and next index, and when
-// it changed, in one statement: on PostgreSQL a hot one.
-func (b *batch) updateTimerRuns(ctx context.Context, ids []string, runs map[string]*runRow, now time.Time) error {
-	if b.db.dialect != Postgres {
-		return b.add(ctx, updateTimerRuns(b.tx, ids, runs, now))
+// runResult is a run's output and error as their columns hold them.
+func runResult(run *runRow) (output, runErr *string) {
+	if len(run.Output) > 0 {
+		o := string(run.Output)
+		output = &o
 	}
-	status, next := make([]string, len(ids)), make([]int64, len(ids))
-	for i, id := range ids {
-		status[i], next[i] = string(runs[id].Status), runs[id].NextSeq
+	if run.Error != nil {
+		e := string(domain.MustJSON(run.Error))
+		runErr = &e
 	}
-	return b.hot(ctx, hotUpdateTimerRuns, ids, status, next, now)
+	return output, runErr
 }
 
 const hotResumeTimers = `UPDATE suspensions SET status = $2, resume_data = 'null'::jsonb, resumed_at = $3, resumed_by = $4,
@@ -243,30 +245,35 @@ func (db *DB) prepareShared(query string) {
 // by a prepared statement compare and sort with bun's.
 func sqliteTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.999999-07:00") }
 
-// sqliteUpdateRun writes back a run's status, result, next index and time
-// on SQLite, prepared once.
-const sqliteUpdateRun = `UPDATE runs SET status = ?, output = ?, error = ?, next_seq = ?, updated_at = ? WHERE id = ?`
+// sqliteUpdateRun writes back a run's status, result, next index and
+// time on SQLite, and sqliteUpdateRunState its status, next index and
+// time; prepared once.
+const (
+	sqliteUpdateRun      = `UPDATE runs SET status = ?, output = ?, error = ?, next_seq = ?, updated_at = ? WHERE id = ?`
+	sqliteUpdateRunState = `UPDATE runs SET status = ?, next_seq = ?, updated_at = ? WHERE id = ?`
+)
 
-// updateRun writes run back by sqliteUpdateRun, as bun would write its
-// status, output, error, next_seq and updated_at; it reports false when
-// it wrote nothing (on PostgreSQL, or outside a transaction) and the
-// caller is to.
-func (b *batch) updateRun(ctx context.Context, run *runRow) (bool, error) {
-	stmt, err := b.db.preparedIn(ctx, b.tx, sqliteUpdateRun)
-	if err != nil || stmt == nil {
-		return false, err
+// writeRunSQLite is writeRuns for one run on SQLite.
+func (b *batch) writeRunSQLite(ctx context.Context, r setRun) error {
+	query := sqliteUpdateRunState
+	if r.result {
+		query = sqliteUpdateRun
 	}
-	var output, runErr *string
-	if len(run.Output) > 0 {
-		o := string(run.Output)
-		output = &o
+	stmt, err := b.db.preparedIn(ctx, b.tx, query)
+	switch {
+	case err != nil:
+		return err
+	case stmt == nil && r.result:
+		return b.add(ctx, b.tx.NewUpdate().Model(r.row).Column("status", "output", "error", "next_seq", "updated_at").WherePK())
+	case stmt == nil:
+		return b.add(ctx, b.tx.NewUpdate().Model(r.row).Column("status", "next_seq", "updated_at").WherePK())
+	case r.result:
+		output, runErr := runResult(r.row)
+		_, err = stmt.ExecContext(ctx, string(r.row.Status), output, runErr, r.row.NextSeq, sqliteTime(r.row.UpdatedAt), r.row.ID)
+	default:
+		_, err = stmt.ExecContext(ctx, string(r.row.Status), r.row.NextSeq, sqliteTime(r.row.UpdatedAt), r.row.ID)
 	}
-	if run.Error != nil {
-		e := string(domain.MustJSON(run.Error))
-		runErr = &e
-	}
-	_, err = stmt.ExecContext(ctx, string(run.Status), output, runErr, run.NextSeq, sqliteTime(run.UpdatedAt), run.ID)
-	return true, err
+	return err
 }
 
 // SQLite's statements of a step's commit besides its events and run,

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/schema"
 )
 
 // A pipelined transaction's messages (see pipeline.go) go to PostgreSQL as
@@ -133,22 +134,38 @@ func encodeArgs(m *pgtype.Map, oids []uint32, args []any) ([][]byte, []int16, er
 	return values, formats, nil
 }
 
-// scanResult scans the first row of r into dest, a pointer to a bun
-// model, as bun scans a row it reads through database/sql: each column's
-// text is made the value the pgx driver would give database/sql, and the
-// model's field of the column's name scans it. No row is sql.ErrNoRows.
+// scanResult scans r into dest, a pointer to a bun model (its first row;
+// no row is sql.ErrNoRows) or to a slice of them (every row), as bun
+// scans a row it reads through database/sql: each column's text is made
+// the value the pgx driver would give database/sql, and the model's field
+// of the column's name scans it.
 func (db *DB) scanResult(m *pgtype.Map, r *pgconn.Result, dest any) error {
+	v := reflect.ValueOf(dest).Elem()
+	if v.Kind() == reflect.Slice {
+		table := db.bun.Table(v.Type().Elem())
+		for _, row := range r.Rows {
+			e := reflect.New(v.Type().Elem()).Elem()
+			if err := scanRow(m, table, r.FieldDescriptions, row, e); err != nil {
+				return err
+			}
+			v.Set(reflect.Append(v, e))
+		}
+		return nil
+	}
 	if len(r.Rows) == 0 {
 		return sql.ErrNoRows
 	}
-	v := reflect.ValueOf(dest).Elem()
-	table := db.bun.Table(v.Type())
-	for i, fd := range r.FieldDescriptions {
+	return scanRow(m, db.bun.Table(v.Type()), r.FieldDescriptions, r.Rows[0], v)
+}
+
+// scanRow scans one row's columns into v, a struct of table's model.
+func scanRow(m *pgtype.Map, table *schema.Table, fields []pgconn.FieldDescription, row [][]byte, v reflect.Value) error {
+	for i, fd := range fields {
 		f := table.LookupField(fd.Name)
 		if f == nil {
 			return fmt.Errorf("%s has no column %q", table.TypeName, fd.Name)
 		}
-		val, err := driverValue(m, fd, r.Rows[0][i])
+		val, err := driverValue(m, fd, row[i])
 		if err != nil {
 			return fmt.Errorf("column %s: %w", fd.Name, err)
 		}

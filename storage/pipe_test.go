@@ -45,6 +45,19 @@ func TestPipedReadsMatchBun(t *testing.T) {
 				t.Errorf("%s: read piped\n %+v\nread by bun\n %+v", when, piped[i], viaBun[i])
 			}
 		}
+		// A look at the run reads it, its suspensions and their votes in
+		// one message; the list reads them by bun.
+		got, ss, err := db.RunWithSuspensions(ctx, run.ID)
+		if err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		listed, _, err := db.Suspensions(ctx, domain.SuspensionFilter{RunID: run.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, _ := db.Run(ctx, run.ID); !reflect.DeepEqual(got, want) || !reflect.DeepEqual(ss, listed) {
+			t.Errorf("%s: the run's page reads\n %+v\n %+v\nthe list reads\n %+v\n %+v", when, got, ss, want, listed)
+		}
 	}
 	check("suspended")
 	s := pendingSuspension(t, db, run.ID)

@@ -430,7 +430,7 @@ func (s *setWriter) finish(ctx context.Context) error {
 		return err
 	}
 	if len(s.runs) > 0 {
-		if err := s.b.updateRuns(ctx, s.runs); err != nil {
+		if err := s.b.writeRuns(ctx, s.runs); err != nil {
 			return err
 		}
 	}

@@ -3,7 +3,6 @@ package storage
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -34,25 +33,38 @@ func (db *DB) Suspension(ctx context.Context, id string) (domain.Suspension, err
 // withVotes reads the votes of the approvals among ss into them, in one
 // query.
 func (db *DB) withVotes(ctx context.Context, idb bun.IDB, ss []domain.Suspension) error {
+	var ids []string
+	for _, s := range ss {
+		if s.Kind == domain.KindApproval {
+			ids = append(ids, s.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	var rows []voteRow
+	if err := idb.NewSelect().Model(&rows).Where("suspension_id IN (?)", bun.List(ids)).
+		Order("at", "voter").Scan(ctx); err != nil {
+		return fmt.Errorf("read votes: %w", err)
+	}
+	attachVotes(ss, rows)
+	return nil
+}
+
+// attachVotes gives each approval among ss its votes among rows, in their
+// order; votes on suspensions not in ss are left out.
+func attachVotes(ss []domain.Suspension, rows []voteRow) {
 	at := map[string]int{}
 	for i, s := range ss {
 		if s.Kind == domain.KindApproval {
 			at[s.ID] = i
 		}
 	}
-	if len(at) == 0 {
-		return nil
-	}
-	var rows []voteRow
-	if err := idb.NewSelect().Model(&rows).Where("suspension_id IN (?)", bun.List(slices.Collect(maps.Keys(at)))).
-		Order("at", "voter").Scan(ctx); err != nil {
-		return fmt.Errorf("read votes: %w", err)
-	}
 	for _, r := range rows {
-		s := &ss[at[r.SuspensionID]]
-		s.Votes = append(s.Votes, r.toDomain())
+		if i, ok := at[r.SuspensionID]; ok {
+			ss[i].Votes = append(ss[i].Votes, r.toDomain())
+		}
 	}
-	return nil
 }
 
 // Suspensions implements domain.Store: keyset pagination on
@@ -87,44 +99,33 @@ func (db *DB) suspensions(ctx context.Context, idb bun.IDB, f domain.SuspensionF
 	if err := q.Scan(ctx); err != nil {
 		return nil, "", fmt.Errorf("list suspensions: %w", translate(err))
 	}
-	return db.suspensionsPage(ctx, idb, rows, limit)
-}
-
-// hotRunSuspensions is the first page of a run's suspensions, oldest
-// first: $1 the run, $2 the page's size and one more.
-const hotRunSuspensions = `SELECT * FROM suspensions WHERE run_id = $1 AND NOT precompleted ORDER BY suspended_at, id LIMIT $2`
-
-// runSuspensions is the first page of a run's suspensions, as
-// suspensions reads it for a filter of the run alone: on PostgreSQL by a
-// hot statement, read with every look at a run.
-func (db *DB) runSuspensions(ctx context.Context, idb bun.IDB, runID string, limit int) ([]domain.Suspension, string, error) {
-	if db.dialect != Postgres {
-		return db.suspensions(ctx, idb, domain.SuspensionFilter{RunID: runID, Limit: limit})
-	}
-	limit = clampLimit(limit)
-	var rows []suspensionRow
-	if err := db.hotScan(ctx, idb, &rows, hotRunSuspensions, runID, limit+1); err != nil && !isNoRows(err) {
-		return nil, "", fmt.Errorf("list suspensions: %w", translate(err))
-	}
-	return db.suspensionsPage(ctx, idb, rows, limit)
-}
-
-// suspensionsPage is the page of rows, read with one more than limit, with
-// their votes and the cursor of the next page.
-func (db *DB) suspensionsPage(ctx context.Context, idb bun.IDB, rows []suspensionRow, limit int) ([]domain.Suspension, string, error) {
 	rows, next := cutPage(rows, limit, func(r suspensionRow) string { return Cursor(*r.SuspendedAt, r.ID) })
-	out := make([]domain.Suspension, 0, len(rows))
-	for i := range rows {
-		s, err := rows[i].toDomain()
-		if err != nil {
-			return nil, "", err
-		}
-		out = append(out, s)
+	out, err := suspensionsOf(rows)
+	if err != nil {
+		return nil, "", err
 	}
 	if err := db.withVotes(ctx, idb, out); err != nil {
 		return nil, "", err
 	}
 	return out, next, nil
+}
+
+// hotRunSuspensions is the first page of a run's suspensions, oldest
+// first, as suspensions reads it for a filter of the run alone: $1 the
+// run, $2 the page's size and one more.
+const hotRunSuspensions = `SELECT * FROM suspensions WHERE run_id = $1 AND NOT precompleted ORDER BY suspended_at, id LIMIT $2`
+
+// suspensionsOf is rows as the domain's suspensions.
+func suspensionsOf(rows []suspensionRow) ([]domain.Suspension, error) {
+	out := make([]domain.Suspension, 0, len(rows))
+	for i := range rows {
+		s, err := rows[i].toDomain()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // suspensionsWhere narrows q to the suspensions f selects, but for its
@@ -520,26 +521,12 @@ func (db *DB) enqueueResume(ctx context.Context, b *batch, set *setWriter, run *
 }
 
 // writeResumed writes a resume's event and its run's status, next index
-// and time: by prepared statements in a pipelined transaction and on
-// SQLite (whose write-back of the run, read under this transaction, writes
-// its output and error as they are), else as bun writes them.
+// and time.
 func (b *batch) writeResumed(ctx context.Context, ev *eventRow, run *runRow) error {
-	if b.pipelined() || b.db.dialect == SQLite {
-		if err := b.insertEvents(ctx, []*eventRow{ev}); err != nil {
-			return err
-		}
-		if b.pipelined() {
-			return b.updateRuns(ctx, []setRun{{row: run}})
-		}
-		if ok, err := b.updateRun(ctx, run); ok || err != nil {
-			return err
-		}
-		return b.add(ctx, b.tx.NewUpdate().Model(run).Column("status", "next_seq", "updated_at").WherePK())
-	}
-	if err := b.add(ctx, b.tx.NewInsert().Model(ev)); err != nil {
+	if err := b.insertEvents(ctx, []*eventRow{ev}); err != nil {
 		return err
 	}
-	return b.add(ctx, b.tx.NewUpdate().Model(run).Column("status", "next_seq", "updated_at").WherePK())
+	return b.writeRuns(ctx, []setRun{{row: run}})
 }
 
 // advanceRun moves run on past s, which has just been resumed at now:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -111,7 +110,11 @@ func (db *DB) writeWakes(ctx context.Context, tx bun.IDB, due []*jobRow, runs ma
 	if err := b.insertEvents(ctx, events); err != nil {
 		return nil, err
 	}
-	if err := b.updateTimerRuns(ctx, ids, woken, now); err != nil {
+	written := make([]setRun, len(ids))
+	for i, id := range ids {
+		written[i] = setRun{row: woken[id]} // advanceRun set its status, next index and time
+	}
+	if err := b.writeRuns(ctx, written); err != nil {
 		return nil, err
 	}
 	if err := db.notifyChange(ctx, b, ids...); err != nil {
@@ -209,20 +212,6 @@ func wonRows(rows []suspensionRow) map[string]*suspensionRow {
 		won[rows[i].ID] = &rows[i]
 	}
 	return won
-}
-
-// updateTimerRuns sets each woken run's status and next index, and when
-// it changed, in one statement.
-func updateTimerRuns(tx bun.IDB, ids []string, runs map[string]*runRow, now time.Time) *bun.RawQuery {
-	values := make([]string, len(ids))
-	args := make([]any, 0, 3*len(ids)+1)
-	for i, id := range ids {
-		values[i] = "(?, ?, ?)"
-		args = append(args, id, runs[id].Status, runs[id].NextSeq)
-	}
-	args = append(args, now)
-	return tx.NewRaw("WITH v (id, status, next_seq) AS (VALUES "+strings.Join(values, ", ")+") "+
-		"UPDATE runs SET status = v.status, next_seq = v.next_seq, updated_at = ? FROM v WHERE runs.id = v.id", args...)
 }
 
 // wakeFacts is the part of s that domain.DecideWake reads. A herd's wake
