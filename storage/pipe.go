@@ -29,8 +29,8 @@ import (
 // PostgreSQL longer than executing them.
 
 // piped is one statement of a pipelined message: hot (prepared, with
-// args) or bun's text; its first row, if any, is scanned into dest when
-// that is set.
+// args) or bun's text; its rows are scanned into dest, when that is set,
+// as scanResult scans them.
 type piped struct {
 	sql  string
 	args []any
