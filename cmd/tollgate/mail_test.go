@@ -110,8 +110,9 @@ func TestServeMailFlags(t *testing.T) {
 }
 
 // With SMTP configured, the login page offers "Forgot password?", and
-// asking for a link mails one that opens the page to choose a new
-// password; an unknown email gets the same answer and no mail. Without
+// asking for a link mails one, its subject beginning with the server's
+// organisation, that opens the page to choose a new password; an unknown
+// email gets the same answer and no mail. Without
 // SMTP the page offers no link, since a mail written to the log would put
 // a working link there.
 func TestForgotPasswordMailsAResetLink(t *testing.T) {
@@ -124,7 +125,7 @@ func TestForgotPasswordMailsAResetLink(t *testing.T) {
 
 	smtp := startSMTPServer(t)
 	s := startServer(t, map[string]string{"TOLLGATE_ADMIN_EMAIL": "boss@example.com",
-		"TOLLGATE_SMTP_URL": smtp.URL, "TOLLGATE_SMTP_FROM": "Tollgate <tollgate@example.com>"}, "--public-url", public)
+		"TOLLGATE_SMTP_URL": smtp.URL, "TOLLGATE_SMTP_FROM": "Tollgate <tollgate@example.com>"}, "--public-url", public, "--organisation", "Acme Ltd")
 	if body := getPage(t, s.URL+"/login"); !strings.Contains(body, `href="/forgot"`) {
 		t.Fatal("with SMTP the login page offers no reset link by mail")
 	}
@@ -145,7 +146,7 @@ func TestForgotPasswordMailsAResetLink(t *testing.T) {
 		t.Error("the answer tells whether an account exists")
 	}
 	m := smtp.Wait(t, 1, 30*time.Second)[0]
-	if len(m.To) != 1 || m.To[0] != "boss@example.com" || m.Header.Get("Subject") != "Reset your Tollgate password" {
+	if len(m.To) != 1 || m.To[0] != "boss@example.com" || m.Header.Get("Subject") != "[Acme Ltd] Reset your Tollgate password" {
 		t.Fatalf("mail to %v, subject %q", m.To, m.Header.Get("Subject"))
 	}
 	link := regexp.MustCompile(regexp.QuoteMeta(public) + `/reset/[A-Za-z0-9]+`).FindString(m.Text)

@@ -17,9 +17,10 @@ func FormatField(f domain.Field) string {
 	return v.Text
 }
 
-// SubjectPrefix begins the subject of every mail about a request that a
-// server of organisation sends, "[Acme Ltd] ", so that its mail is told
-// apart from other servers'; "" without a name.
+// SubjectPrefix begins the subject of every mail that a server of
+// organisation sends (requests, digests, decision links, password
+// resets), "[Acme Ltd] ", so that its mail is told apart from other
+// servers'; "" without a name.
 func SubjectPrefix(organisation string) string {
 	if o := strings.TrimSpace(organisation); o != "" {
 		return "[" + o + "] "

@@ -61,6 +61,7 @@ func (d *Dispatcher) reset(ctx context.Context, job domain.MailJob, now time.Tim
 	if err != nil {
 		return Message{}, false, err
 	}
+	msg.Subject = d.c.prefix + msg.Subject
 	// Each attempt carries another link, so it is another message.
 	msg.Key = "reset." + strconv.FormatInt(job.ID, 10) + "." + strconv.Itoa(job.Attempt)
 	job.Message = &msg
