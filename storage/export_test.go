@@ -58,27 +58,28 @@ func (db *DB) ReadPiped(ctx context.Context, runID string) (throughPipe, viaBun 
 		return nil, nil, err
 	}
 	defer conn.Close()
-	run, bunRun := new(runRow), new(runRow)
-	if err := db.send(ctx, conn, []piped{{sql: hotRun, args: []any{runID}, hot: true, dest: run}}); err != nil {
+	// read reads row id of query's table into viaPipe and bunRead.
+	read := func(query, id string, viaPipe, bunRead any) error {
+		if err := db.send(ctx, conn, []piped{{sql: query, args: []any{id}, hot: true, dest: viaPipe}}); err != nil {
+			return err
+		}
+		if err := db.bun.NewSelect().Model(bunRead).Where("id = ?", id).Scan(ctx); err != nil {
+			return err
+		}
+		throughPipe, viaBun = append(throughPipe, viaPipe), append(viaBun, bunRead)
+		return nil
+	}
+	if err := read(hotRun, runID, new(runRow), new(runRow)); err != nil {
 		return nil, nil, err
 	}
-	if err := db.bun.NewSelect().Model(bunRun).Where("id = ?", runID).Scan(ctx); err != nil {
-		return nil, nil, err
-	}
-	throughPipe, viaBun = append(throughPipe, run), append(viaBun, bunRun)
 	var ids []string
 	if err := db.bun.NewSelect().Model((*suspensionRow)(nil)).Column("id").Where("run_id = ?", runID).Order("id").Scan(ctx, &ids); err != nil {
 		return nil, nil, err
 	}
 	for _, id := range ids {
-		s, bunS := new(suspensionRow), new(suspensionRow)
-		if err := db.send(ctx, conn, []piped{{sql: hotSuspension, args: []any{id}, hot: true, dest: s}}); err != nil {
+		if err := read(hotSuspension, id, new(suspensionRow), new(suspensionRow)); err != nil {
 			return nil, nil, err
 		}
-		if err := db.bun.NewSelect().Model(bunS).Where("id = ?", id).Scan(ctx); err != nil {
-			return nil, nil, err
-		}
-		throughPipe, viaBun = append(throughPipe, s), append(viaBun, bunS)
 	}
 	return throughPipe, viaBun, nil
 }

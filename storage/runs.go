@@ -219,15 +219,14 @@ func (db *DB) runWithSuspensions(ctx context.Context, id string) (domain.Run, []
 		row, rows, votes = new(runRow), nil, nil
 		return db.send(ctx, tx.(bun.Conn), []piped{{sql: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"},
 			{sql: hotRun, args: []any{id}, hot: true, dest: row},
-			{sql: hotRunSuspensions, args: []any{id, limit + 1}, hot: true, dest: &rows},
+			{sql: hotRunSuspensions, args: []any{id, limit}, hot: true, dest: &rows},
 			{sql: hotRunVotes, args: []any{id}, hot: true, dest: &votes},
 			{sql: "COMMIT"}})
 	})
 	if err != nil {
 		return domain.Run{}, nil, err
 	}
-	rows, _ = cutPage(rows, limit, func(r suspensionRow) string { return "" })
-	ss, err := suspensionsOf(rows)
+	ss, err := suspensionsOf(rows[:min(len(rows), limit)])
 	if err != nil {
 		return domain.Run{}, nil, err
 	}

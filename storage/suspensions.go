@@ -112,7 +112,7 @@ func (db *DB) suspensions(ctx context.Context, idb bun.IDB, f domain.SuspensionF
 
 // hotRunSuspensions is the first page of a run's suspensions, oldest
 // first, as suspensions reads it for a filter of the run alone: $1 the
-// run, $2 the page's size and one more.
+// run, $2 the page's size.
 const hotRunSuspensions = `SELECT * FROM suspensions WHERE run_id = $1 AND NOT precompleted ORDER BY suspended_at, id LIMIT $2`
 
 // suspensionsOf is rows as the domain's suspensions.
