@@ -78,6 +78,8 @@ type DB struct {
 	// on PostgreSQL.
 	hotPause    hotRow
 	hotPauseSQL string
+	// hotPauses is hotPausesSQL's text, once written.
+	hotPauses atomic.Pointer[string]
 	// hotSent counts the hot statements sent (see hotQuery).
 	hotSent atomic.Int64
 	wake    chan struct{}

@@ -1,11 +1,13 @@
 package storage
 
 import (
+	"context"
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/schema"
@@ -82,4 +84,73 @@ func newHotPause(db *bun.DB) (hotRow, string) {
 	count := countOutstanding(db.NewSelect().ColumnExpr("(SELECT count(*) FROM ins) AS inserted"), run).String()
 	return h, "WITH ins AS (INSERT INTO suspensions " + h.columns + " VALUES " + h.values +
 		" ON CONFLICT (run_id, step_key) DO NOTHING RETURNING id) " + count
+}
+
+// hotPausesSQL is the set path's insert of a batch's pauses that counts
+// each run's outstanding work (see setWriter.insertPauses), written once a
+// handle from the table's column types: each column travels as a text
+// array, $1 … $n in hotRow's order, and is cast to its column's type, as
+// PostgreSQL reads bun's literals; $n+1 and $n+2 are the runs counted and
+// the id of the pause each inserts (NULL for none). The count's snapshot
+// does not include the new rows, as on the lone path.
+func (db *DB) hotPausesSQL(ctx context.Context, tx bun.IDB) (string, error) {
+	if q := db.hotPauses.Load(); q != nil {
+		return *q, nil
+	}
+	var cols []struct {
+		Name string `bun:"attname"`
+		Type string `bun:"type"`
+	}
+	err := tx.NewRaw(`SELECT attname, format_type(atttypid, atttypmod) AS type FROM pg_attribute
+		WHERE attrelid = 'suspensions'::regclass AND attnum > 0 AND NOT attisdropped`).Scan(ctx, &cols)
+	if err != nil {
+		return "", fmt.Errorf("read the types of suspensions: %w", err)
+	}
+	types := make(map[string]string, len(cols))
+	for _, c := range cols {
+		types[c.Name] = c.Type
+	}
+	h := db.hotPause
+	arrays, casts := make([]string, len(h.fields)), make([]string, len(h.fields))
+	for i, f := range h.fields {
+		typ, ok := types[f.Name]
+		if !ok {
+			return "", fmt.Errorf("suspensions has no column %s", f.Name)
+		}
+		arrays[i], casts[i] = fmt.Sprintf("$%d::text[]", i+1), fmt.Sprintf("v.%s::%s", f.SQLName, typ)
+	}
+	n := len(h.fields)
+	count := countOutstanding(db.bun.NewSelect().ColumnExpr("r.run_id").
+		ColumnExpr("COALESCE(r.id IN (SELECT id FROM ins), false) AS inserted").
+		TableExpr(fmt.Sprintf("unnest($%d::text[], $%d::text[]) AS r (run_id, id)", n+1, n+2)), bun.Safe("r.run_id")).String()
+	q := "WITH ins AS (INSERT INTO suspensions " + h.columns + " SELECT " + strings.Join(casts, ", ") +
+		" FROM unnest(" + strings.Join(arrays, ", ") + ") AS v " + h.columns +
+		" ON CONFLICT (run_id, step_key) DO NOTHING RETURNING id) " + count
+	db.hotPauses.Store(&q)
+	return q, nil
+}
+
+// texts adds row's values, as args gives them, to cols, one text array a
+// column: each value in the text form PostgreSQL reads it from.
+func (h hotRow) texts(cols [][]*string, row any) error {
+	args, err := h.args(row)
+	if err != nil {
+		return err
+	}
+	for i, a := range args {
+		var text string
+		switch a := a.(type) {
+		case nil:
+			cols[i] = append(cols[i], nil)
+			continue
+		case time.Time:
+			text = a.Format("2006-01-02 15:04:05.999999Z07:00")
+		case []byte:
+			text = string(a)
+		default:
+			text = fmt.Sprint(a)
+		}
+		cols[i] = append(cols[i], &text)
+	}
+	return nil
 }

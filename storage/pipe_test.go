@@ -1,7 +1,9 @@
 package storage_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"log/slog"
 	"reflect"
 	"slices"
 	"testing"
@@ -106,5 +108,59 @@ func TestPipedStatementsSurviveAMigration(t *testing.T) {
 	}
 	if second != nil {
 		t.Fatalf("the read after the statement went stale: %v; want it prepared anew", second)
+	}
+}
+
+// A batch's pauses go in by one statement over arrays, each column a text
+// cast to its type: every row holds what bun would write, NULLs, JSON,
+// lists and times alike. The batch commits whole (a failed statement
+// would leave its transitions to be applied one by one, by bun).
+func TestSetPausesMatchBun(t *testing.T) {
+	t.Parallel()
+	var log bytes.Buffer
+	opts := dialectOpts(t, storage.Postgres)
+	opts.Log = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	db := openDB(t, opts)
+	ctx, at := t.Context(), time.Now().UTC()
+	for range 3 {
+		if _, _, err := db.CreateRun(ctx, domain.NewRun{ID: newID(), WorkflowID: "paused", WorkflowVersion: "1", Input: raw(nil), FirstStep: "work", Now: at.Add(-time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs, err := db.ClaimJobs(ctx, "w", at, time.Hour, 3)
+	if err != nil || len(jobs) != 3 {
+		t.Fatalf("claim = %d jobs, %v", len(jobs), err)
+	}
+	wake, deadline := at.Add(time.Hour), at.Add(48*time.Hour)
+	pauses := []*domain.NewSuspension{
+		{Kind: domain.KindApproval, Reason: "approval", Checkpoint: raw(map[string]any{"amount": 12.5, "note": "é ' ? {a,b} \"q\""}),
+			ResumeStep: "after", ResumeSchema: json.RawMessage(`{"type":"object"}`), Assignee: "cy@example.com", RunStartedBy: "u-1",
+			Approvers: []string{"ann@example.com", "bo,b@example.com"}, ApproverRole: domain.RoleReviewer,
+			Policy: domain.ApprovalPolicy{Quorum: 2, SeparationOfDuties: true}, Requesters: []string{"rita@example.com"},
+			Accept: []string{"application/pdf"}, Title: "Sign the lease", Fields: []domain.Field{{Label: "Amount", Value: json.RawMessage(`"12.50"`)}},
+			ReasonLabel: "Signature", Instructions: "Read it first\nthen sign", WakeAt: &deadline},
+		{Kind: domain.KindDelay, Reason: "delay", Checkpoint: json.RawMessage(`null`), ResumeStep: "after", WakeAt: &wake},
+		{Kind: domain.KindWebhook, Reason: "", ResumeStep: "after", StepKey: "hook"},
+	}
+	var batch []domain.Transition
+	for i, j := range jobs {
+		ns := pauses[i]
+		ns.ID, ns.WorkflowID, ns.WorkflowVersion, ns.StepName = newID(), "paused", "1", j.Step
+		batch = append(batch, domain.Transition{Step: &domain.StepCommit{Job: j.Ref(), RunID: j.RunID, Step: j.Step, Now: at, Suspension: ns}})
+	}
+	for i, a := range db.Apply(ctx, batch) {
+		if a.Err != nil || a.Commit.Status != domain.RunSuspended {
+			t.Fatalf("commit %d: %+v", i, a)
+		}
+		stored, viaBun, err := db.PauseRowsAlike(ctx, pauses[i].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(stored, viaBun) {
+			t.Errorf("pause %d as inserted\n %v\nas bun inserts it\n %v", i, stored, viaBun)
+		}
+	}
+	if log.Len() > 0 {
+		t.Errorf("the batch did not commit whole:\n%s", &log)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -300,15 +299,15 @@ func (s *setWriter) lockTargets(ctx context.Context, batch []domain.Transition, 
 }
 
 // insertPauses inserts the pauses of the step commits and counts their
-// runs' outstanding work, in one statement: the count's snapshot does not
-// include the new rows, as on the lone path. A pause whose row was not
-// inserted (its key is taken: a resume came first, or the step paused
-// before) is left to the commit, which goes on as alone.
+// runs' outstanding work, in one hot statement (hotPausesSQL): the count's
+// snapshot does not include the new rows, as on the lone path. A pause
+// whose row was not inserted (its key is taken: a resume came first, or
+// the step paused before) is left to the commit, which goes on as alone.
 func (s *setWriter) insertPauses(ctx context.Context, batch []domain.Transition, steps []int, runs map[string]*runRow) (map[string]*loadedPause, error) {
 	loaded := map[string]*loadedPause{}
-	var rows []*suspensionRow
-	var values []string
-	var args []any
+	cols := make([][]*string, len(s.db.hotPause.fields))
+	var runIDs []string
+	var ids []*string
 	for _, i := range steps {
 		c := batch[i].Step
 		run := runs[c.RunID]
@@ -325,15 +324,24 @@ func (s *setWriter) insertPauses(ctx context.Context, batch []domain.Transition,
 			}
 			w := commitWriter{run: run, now: ts(c.Now)}
 			l.row = w.suspensionRow(ns, key)
-			rows = append(rows, l.row)
+			if err := s.db.hotPause.texts(cols, l.row); err != nil {
+				return nil, err
+			}
 			id = &l.row.ID
 		}
 		loaded[c.RunID] = l
-		values = append(values, "(?::text, ?::text)")
-		args = append(args, c.RunID, id)
+		runIDs, ids = append(runIDs, c.RunID), append(ids, id)
 	}
-	if len(values) == 0 {
+	if len(runIDs) == 0 {
 		return loaded, nil
+	}
+	q, err := s.db.hotPausesSQL(ctx, s.tx)
+	if err != nil {
+		return nil, err
+	}
+	args := make([]any, 0, len(cols)+2)
+	for _, c := range cols {
+		args = append(args, c)
 	}
 	var found []struct {
 		RunID    string `bun:"run_id"`
@@ -341,16 +349,7 @@ func (s *setWriter) insertPauses(ctx context.Context, batch []domain.Transition,
 		Jobs     int    `bun:"jobs"`
 		Pending  int    `bun:"pending"`
 	}
-	q := s.tx.NewSelect().TableExpr("(VALUES "+strings.Join(values, ", ")+") AS v (run_id, id)", args...).
-		ColumnExpr("v.run_id")
-	q = countOutstanding(q, bun.Safe("v.run_id"))
-	if len(rows) > 0 {
-		q.With("ins", s.tx.NewInsert().Model(&rows).On("CONFLICT (run_id, step_key) DO NOTHING").Returning("id")).
-			ColumnExpr("COALESCE(v.id IN (SELECT id FROM ins), false) AS inserted")
-	} else {
-		q.ColumnExpr("false AS inserted")
-	}
-	if err := q.Scan(ctx, &found); err != nil {
+	if err := s.db.hotScan(ctx, s.tx, &found, q, append(args, runIDs, ids)...); err != nil {
 		return nil, err
 	}
 	for _, f := range found {
