@@ -246,3 +246,68 @@ func TestApplyStartsKeepTheirOwnRows(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A batch's commits that finish their runs cancel the runs' other waits
+// and drop their queued jobs by one statement over the runs on
+// PostgreSQL, one run's statements on SQLite; runs the batch does not
+// finish keep theirs.
+func TestApplyEndedRunsLeaveNothingBehind(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, db *storage.DB) {
+		ctx, at := t.Context(), time.Now().UTC()
+		var runs []string
+		for range 4 {
+			r, _, err := db.CreateRun(ctx, domain.NewRun{ID: newID(), WorkflowID: "ended", WorkflowVersion: "1", Input: raw(nil), FirstStep: "work", Now: at.Add(-time.Minute)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs = append(runs, r.ID)
+		}
+		apply := func(batch []domain.Transition) {
+			t.Helper()
+			for i, a := range db.Apply(ctx, batch) {
+				if a.Err != nil {
+					t.Fatalf("commit %d: %v", i, a.Err)
+				}
+			}
+		}
+		claim := func(n int) []domain.Job {
+			t.Helper()
+			jobs, err := db.ClaimJobs(ctx, "w", at, time.Hour, n+1)
+			if err != nil || len(jobs) != n {
+				t.Fatalf("claim = %d jobs, %v; want %d", len(jobs), err, n)
+			}
+			return jobs
+		}
+		// Each run waits for a webhook, with a step to run now and one
+		// queued for later.
+		var batch []domain.Transition
+		for _, j := range claim(4) {
+			batch = append(batch, domain.Transition{Step: &domain.StepCommit{Job: j.Ref(), RunID: j.RunID, Step: j.Step, Now: at,
+				Suspension: &domain.NewSuspension{ID: newID(), WorkflowID: "ended", WorkflowVersion: "1", StepName: j.Step, Kind: domain.KindWebhook, ResumeStep: "after"},
+				Jobs: []domain.NewJob{
+					{Key: "now-" + j.RunID, Kind: domain.JobStep, RunID: j.RunID, Step: "now", RunAt: at},
+					{Key: "later-" + j.RunID, Kind: domain.JobStep, RunID: j.RunID, Step: "later", RunAt: at.Add(time.Hour)}}}})
+		}
+		apply(batch)
+		// Three of the four runs end with the step due now.
+		batch = batch[:0]
+		for _, j := range claim(4) {
+			if j.RunID == runs[3] {
+				continue
+			}
+			batch = append(batch, domain.Transition{Step: &domain.StepCommit{Job: j.Ref(), RunID: j.RunID, Step: j.Step, Now: at,
+				Finish: &domain.RunFinish{Status: domain.RunSucceeded, Output: raw("done")}}})
+		}
+		apply(batch)
+		for i, id := range runs {
+			pending := count(t, db, "SELECT count(*) FROM suspensions WHERE run_id = ? AND status = 'pending'", id)
+			cancelled := count(t, db, "SELECT count(*) FROM suspensions WHERE run_id = ? AND status = 'cancelled'", id)
+			queued := count(t, db, "SELECT count(*) FROM jobs WHERE run_id = ? AND status = 'available'", id)
+			ended := i < 3
+			if ended && (pending != 0 || cancelled != 1 || queued != 0) || !ended && (pending != 1 || queued != 1) {
+				t.Errorf("run %d (ended %v): %d pending, %d cancelled, %d queued", i, ended, pending, cancelled, queued)
+			}
+		}
+	})
+}

@@ -78,6 +78,9 @@ type DB struct {
 	// on PostgreSQL.
 	hotPause    hotRow
 	hotPauseSQL string
+	// hotTargets is the set path's read of resumed suspensions and their
+	// runs (newHotTargets).
+	hotTargets string
 	// hotPauses is hotPausesSQL's text, once written.
 	hotPauses atomic.Pointer[string]
 	// hotSent counts the hot statements sent (see hotQuery).
@@ -158,6 +161,7 @@ func (db *DB) openPostgres(ctx context.Context, o Opts) error {
 	db.dialect = Postgres
 	db.hotClaim = newHotClaims(db.bun)
 	db.hotPause, db.hotPauseSQL = newHotPause(db.bun)
+	db.hotTargets = newHotTargets(db.bun)
 	db.dsn = o.URL
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	db.stop, db.done = cancel, make(chan struct{})

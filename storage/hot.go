@@ -294,6 +294,11 @@ const (
 	hotDropQueued  = `DELETE FROM jobs WHERE run_id = $1 AND status = $2`
 )
 
+// hotEndRuns is cancelWaitsOf and dropQueuedOf for the runs $1 in one
+// statement: their pending waits cancelled, their queued jobs dropped.
+const hotEndRuns = `WITH cancelled AS (UPDATE suspensions SET status = $2 WHERE run_id = ANY($1::text[]) AND status = $3 RETURNING 1)
+DELETE FROM jobs WHERE run_id = ANY($1::text[]) AND status = $4`
+
 // cancelOutstanding is db.cancelOutstanding for a run without subscribers
 // by prepared statements, on SQLite and in a pipelined transaction on
 // PostgreSQL; it reports false when it wrote nothing and the caller is to.

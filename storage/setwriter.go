@@ -269,7 +269,8 @@ type target struct {
 
 // lockTargets reads the suspensions the resumes name with their runs,
 // locking the runs in id order, as lockResumeTarget does for one; by
-// suspension id.
+// suspension id. Its statement is bun's relation query, written once
+// over an array of ids (newHotTargets).
 func (s *setWriter) lockTargets(ctx context.Context, batch []domain.Transition, resumes []int) (map[string]target, error) {
 	if len(resumes) == 0 {
 		return nil, nil
@@ -279,9 +280,7 @@ func (s *setWriter) lockTargets(ctx context.Context, batch []domain.Transition, 
 		ids[k] = batch[i].Resume.SuspensionID
 	}
 	var rows []runRow
-	err := hookedColumn(s.tx.NewSelect().Model(&rows)).Relation("Suspension").
-		Where("suspension.id IN (?)", bun.List(ids)).OrderExpr("r.id").For("UPDATE OF r").Scan(ctx)
-	if err != nil && !isNoRows(err) {
+	if err := s.db.hotScan(ctx, s.tx, &rows, s.db.hotTargets, ids); err != nil && !isNoRows(err) {
 		return nil, err
 	}
 	targets := make(map[string]target, len(rows))
@@ -442,10 +441,8 @@ func (s *setWriter) finish(ctx context.Context) error {
 		}
 	}
 	if len(s.ended) > 0 {
-		if err := s.b.add(ctx, cancelWaitsOf(s.tx, (*suspensionRow)(nil), s.ended...)); err != nil {
-			return err
-		}
-		if err := s.b.add(ctx, dropQueuedOf(s.tx, s.ended...)); err != nil {
+		err := s.b.hot(ctx, hotEndRuns, s.ended, string(domain.SuspensionCancelled), string(domain.SuspensionPending), jobAvailable)
+		if err != nil {
 			return err
 		}
 	}
@@ -484,4 +481,12 @@ func (s *setWriter) claimAll(ctx context.Context) error {
 		c.handOver()
 	}
 	return nil
+}
+
+// newHotTargets writes lockTargets' statement: the runs of the
+// suspensions whose ids are $1, each with its suspension as bun's
+// relation reads it, locked in id order.
+func newHotTargets(db *bun.DB) string {
+	return hookedColumn(db.NewSelect().Model((*runRow)(nil))).Relation("Suspension").
+		Where("suspension.id = ANY(?::text[])", bun.Safe("$1")).OrderExpr("r.id").For("UPDATE OF r").String()
 }
