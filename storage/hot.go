@@ -330,17 +330,23 @@ func (b *batch) cancelOutstanding(ctx context.Context, run *runRow) (bool, error
 	return true, err
 }
 
-const hotInsertRuns = `INSERT INTO runs (id, workflow_id, workflow_version, status, input, idempotency_key,
+// hotInsertRunRows inserts new runs' rows, as newRunRow makes them (no
+// output or error yet, created and updated at once), over the arrays
+// runArrays gives; hotInsertRuns inserts those whose idempotency key is
+// free and returns their ids.
+const (
+	hotInsertRunRows = `INSERT INTO runs (id, workflow_id, workflow_version, status, input, idempotency_key,
 	started_by, started_by_email, started_by_role, next_seq, created_at, updated_at)
 SELECT v.id, v.workflow_id, v.workflow_version, v.status, v.input::jsonb, v.key, v.by, v.email, v.role, v.next_seq, v.at, v.at
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[], $11::timestamptz[])
-	AS v (id, workflow_id, workflow_version, status, input, key, by, email, role, next_seq, at)
+	AS v (id, workflow_id, workflow_version, status, input, key, by, email, role, next_seq, at)`
+	hotInsertRuns = hotInsertRunRows + `
 ON CONFLICT DO NOTHING RETURNING id`
+)
 
-// insertRuns inserts new runs' rows, as newRunRow makes them (no output
-// or error yet, created and updated at once), and returns the ids of
-// those inserted: a run whose idempotency key is taken is not. On
-// PostgreSQL it is one hot statement, on SQLite bun's insert.
+// insertRuns inserts new runs' rows and returns the ids of those
+// inserted: a run whose idempotency key is taken is not. On PostgreSQL it
+// is one hot statement, on SQLite bun's insert.
 func (b *batch) insertRuns(ctx context.Context, rows []*runRow) ([]string, error) {
 	var ids []string
 	if b.db.dialect != Postgres {
@@ -353,6 +359,14 @@ func (b *batch) insertRuns(ctx context.Context, rows []*runRow) ([]string, error
 	if err := b.flush(ctx); err != nil {
 		return nil, err
 	}
+	if err := b.db.hotScan(ctx, b.tx, &ids, hotInsertRuns, runArrays(rows)...); err != nil && !isNoRows(err) {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// runArrays are hotInsertRunRows' arguments for rows.
+func runArrays(rows []*runRow) []any {
 	n := len(rows)
 	id, wf, version, status, input, key, by, email, role, next, at := make([]string, n), make([]string, n), make([]string, n),
 		make([]string, n), make([]string, n), make([]*string, n), make([]string, n), make([]string, n), make([]string, n),
@@ -361,11 +375,7 @@ func (b *batch) insertRuns(ctx context.Context, rows []*runRow) ([]string, error
 		id[k], wf[k], version[k], status[k], input[k], key[k] = r.ID, r.WorkflowID, r.WorkflowVersion, string(r.Status), string(domain.OrNull(r.Input)), r.IdempotencyKey
 		by[k], email[k], role[k], next[k], at[k] = r.StartedBy, r.StartedByEmail, string(r.StartedByRole), r.NextSeq, r.CreatedAt
 	}
-	err := b.db.hotScan(ctx, b.tx, &ids, hotInsertRuns, id, wf, version, status, input, key, by, email, role, next, at)
-	if err != nil && !isNoRows(err) {
-		return nil, err
-	}
-	return ids, nil
+	return []any{id, wf, version, status, input, key, by, email, role, next, at}
 }
 
 const hotInsertClaimed = `INSERT INTO jobs AS j (key, kind, run_id, step, input, suspension_id, status, run_at, attempt, locked_by, lease_until, created_at)
@@ -399,6 +409,15 @@ func (b *batch) insertClaimed(ctx context.Context, jobs []*jobRow) ([]claimedJob
 	if err := b.flush(ctx); err != nil {
 		return nil, err
 	}
+	err := b.db.hotScan(ctx, b.tx, &got, hotInsertClaimed, claimedArrays(jobs)...)
+	if err != nil && !isNoRows(err) {
+		return nil, err
+	}
+	return got, nil
+}
+
+// claimedArrays are hotInsertClaimed's arguments for jobs.
+func claimedArrays(jobs []*jobRow) []any {
 	n := len(jobs)
 	key, kind, run, step, input, susp, runAt, by, until, at := make([]string, n), make([]string, n), make([]string, n), make([]string, n),
 		make([]*string, n), make([]*string, n), make([]time.Time, n), make([]*string, n), make([]*time.Time, n), make([]time.Time, n)
@@ -410,9 +429,5 @@ func (b *batch) insertClaimed(ctx context.Context, jobs []*jobRow) ([]claimedJob
 		key[k], kind[k], run[k], step[k], susp[k], runAt[k] = j.Key, string(j.Kind), j.RunID, j.Step, j.SuspensionID, j.RunAt
 		by[k], until[k], at[k] = j.LockedBy, j.LeaseUntil, j.CreatedAt
 	}
-	err := b.db.hotScan(ctx, b.tx, &got, hotInsertClaimed, key, kind, run, step, input, susp, runAt, by, until, at, jobRunning, jobAvailable)
-	if err != nil && !isNoRows(err) {
-		return nil, err
-	}
-	return got, nil
+	return []any{key, kind, run, step, input, susp, runAt, by, until, at, jobRunning, jobAvailable}
 }

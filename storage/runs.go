@@ -19,7 +19,7 @@ func (db *DB) CreateRun(ctx context.Context, nr domain.NewRun) (domain.Run, bool
 		// The common case in one message, one implicit transaction. A
 		// unique violation (an idempotency key already used) rolls it all
 		// back and takes the path below, which finds the existing run.
-		err := db.insertRun(ctx, db.bun, row, nr, false)
+		err := db.startAlone(ctx, row, nr)
 		if err == nil {
 			db.runCreated(row.ID, nr.Handoff)
 			return row.toDomain(), true, nil
@@ -82,35 +82,15 @@ func (db *DB) createRunIn(ctx context.Context, tx bun.IDB, row *runRow, nr domai
 	if err := db.fail("create_run.after_insert"); err != nil {
 		return false, err
 	}
-	return true, db.insertRun(ctx, tx, row, nr, true)
+	return true, db.insertRun(ctx, tx, row, nr)
 }
 
-// insertRun writes a new run's first event and job, and the run itself
-// unless it is already inserted, in one batch. With a handoff the job is
-// inserted claimed by its worker and handed over. On PostgreSQL, outside
-// a transaction, the run, its event and its claimed job are one statement
-// that returns the job's id, sent in one message with the notice.
-func (db *DB) insertRun(ctx context.Context, idb bun.IDB, row *runRow, nr domain.NewRun, runInserted bool) error {
+// insertRun writes an inserted run's first event and job in one batch.
+// With a handoff the job is inserted claimed by its worker and handed
+// over.
+func (db *DB) insertRun(ctx context.Context, idb bun.IDB, row *runRow, nr domain.NewRun) error {
 	b := db.newBatch(idb)
 	ev, job := runStartRows(row, nr)
-	if h := nr.Handoff; h != nil && !runInserted && db.dialect == Postgres {
-		job.claimFor(h)
-		q := idb.NewSelect().With("r", idb.NewInsert().Model(row)).With("e", idb.NewInsert().Model(ev)).
-			With("j", idb.NewInsert().Model(job).Returning("id")).TableExpr("j").Column("id")
-		if err := db.notifyChange(ctx, b, row.ID); err != nil {
-			return err
-		}
-		if err := b.scanFirst(ctx, q, &job.ID); err != nil {
-			return err
-		}
-		handOverStart(h, job, row)
-		return nil
-	}
-	if !runInserted {
-		if err := b.add(ctx, idb.NewInsert().Model(row)); err != nil {
-			return err
-		}
-	}
 	if err := b.add(ctx, idb.NewInsert().Model(ev)); err != nil {
 		return err
 	}
@@ -129,6 +109,50 @@ func (db *DB) insertRun(ctx context.Context, idb bun.IDB, row *runRow, nr domain
 		return err
 	}
 	return b.flush(ctx)
+}
+
+// startAlone is CreateRun's common case on PostgreSQL: the run, its first
+// event and job (claimed by the handoff's worker, when there is one) and
+// the notices in one pipeline of prepared statements, which PostgreSQL
+// runs as one implicit transaction: one round trip, nothing parsed or
+// planned again. A unique violation (an idempotency key already used)
+// rolls it all back.
+func (db *DB) startAlone(ctx context.Context, row *runRow, nr domain.NewRun) error {
+	conn, err := db.bun.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	b := db.newBatch(conn)
+	ev, job := runStartRows(row, nr)
+	if err := b.hot(ctx, hotInsertRunRows, runArrays([]*runRow{row})...); err != nil {
+		return err
+	}
+	if err := b.insertEvents(ctx, []*eventRow{ev}); err != nil {
+		return err
+	}
+	var got []claimedJob
+	h := nr.Handoff
+	if h != nil {
+		job.claimFor(h)
+		b.pipe = append(b.pipe, piped{sql: hotInsertClaimed, args: claimedArrays([]*jobRow{job}), hot: true, dest: &got})
+	} else if err := db.insertJobs(ctx, b, []*jobRow{job}); err != nil {
+		return err
+	}
+	if err := db.notifyChange(ctx, b, row.ID); err != nil {
+		return err
+	}
+	if err := b.flush(ctx); err != nil {
+		return err
+	}
+	if h != nil {
+		if len(got) != 1 { // a new run's first job has a key nobody holds
+			return fmt.Errorf("first job of run %s: not claimed", row.ID)
+		}
+		job.ID = got[0].ID
+		handOverStart(h, job, row)
+	}
+	return nil
 }
 
 // runStartRows are a new run's first event and first job.
