@@ -546,7 +546,10 @@ func (w *commitWriter) insertSuspension(ctx context.Context, step string, ns *do
 					return p, err
 				}
 			}
-			res, err := ins.Exec(ctx)
+			res, done, err := sqlitePause.exec(ctx, w.db, w.tx, row)
+			if !done && err == nil {
+				res, err = ins.Exec(ctx)
+			}
 			if err != nil {
 				return p, err
 			}

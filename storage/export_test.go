@@ -3,6 +3,9 @@ package storage
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -132,4 +135,56 @@ func (db *DB) ReadRunAcrossDDL(ctx context.Context, id, ddl string) (first, seco
 		return nil, nil, err
 	}
 	return read(), read(), nil
+}
+
+// SQLiteRowsAlike reads the newest row of each table SQLite's prepared
+// inserts write (a pause, a job, an audit entry, a mail intent) whose
+// where holds, copies it through its model, inserts the copy as bun
+// writes a row, and returns both rows as SQLite holds them, but for their
+// ids and keys: for tests that a prepared insert writes what bun writes.
+func (db *DB) SQLiteRowsAlike(ctx context.Context, runID string) (stored, viaBun []map[string]any, err error) {
+	type alike struct {
+		model  any
+		where  string
+		arg    any
+		renew  func()
+		key    string
+		differ []string
+	}
+	pause, job, audit, intent := new(suspensionRow), new(jobRow), new(auditRow), new(mailOutboxRow)
+	all := []alike{
+		{pause, "run_id = ?", runID, func() { pause.ID, pause.StepKey = pause.ID+"-bun", pause.StepKey+"-bun" }, "id", []string{"id", "step_key"}},
+		{job, "run_id = ?", runID, func() { job.ID, job.Key = 0, job.Key+"-bun" }, "key", []string{"id", "key"}},
+		{audit, "subject IN (SELECT id FROM suspensions WHERE run_id = ?)", runID, func() { audit.ID = 0; audit.Action += "-bun" }, "action", []string{"id", "action"}},
+		{intent, "suspension_id IN (SELECT id FROM suspensions WHERE run_id = ?)", runID, func() { intent.Round = 99 }, "round", []string{"round"}},
+	}
+	read := func(a alike, key any) (map[string]any, error) {
+		m := map[string]any{}
+		err := db.bun.NewSelect().Model(a.model).ExcludeColumn("*").ColumnExpr("*").Where(a.where, a.arg).Where("? = ?", bun.Ident(a.key), key).Limit(1).Scan(ctx, &m)
+		for _, c := range a.differ {
+			delete(m, c)
+		}
+		return m, err
+	}
+	for _, a := range all {
+		if err := db.bun.NewSelect().Model(a.model).Where(a.where, a.arg).OrderExpr("rowid DESC").Limit(1).Scan(ctx); err != nil {
+			return nil, nil, fmt.Errorf("%T: %w", a.model, err)
+		}
+		key := reflect.ValueOf(a.model).Elem().FieldByNameFunc(func(n string) bool { return strings.EqualFold(n, strings.ReplaceAll(a.key, "_", "")) }).Interface()
+		s, err := read(a, key)
+		if err != nil {
+			return nil, nil, err
+		}
+		a.renew()
+		if _, err := db.bun.NewInsert().Model(a.model).Exec(ctx); err != nil {
+			return nil, nil, fmt.Errorf("%T: %w", a.model, err)
+		}
+		key = reflect.ValueOf(a.model).Elem().FieldByNameFunc(func(n string) bool { return strings.EqualFold(n, strings.ReplaceAll(a.key, "_", "")) }).Interface()
+		v, err := read(a, key)
+		if err != nil {
+			return nil, nil, err
+		}
+		stored, viaBun = append(stored, s), append(viaBun, v)
+	}
+	return stored, viaBun, nil
 }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
 	"github.com/uptrace/bun/schema"
 )
 
@@ -25,14 +27,20 @@ type hotRow struct {
 	columns string
 }
 
-// newHotRow writes the insert of model's table, a pointer to a struct.
+// newHotRow writes the insert of model's table, a pointer to a struct:
+// every column but an autoincrement one, which the database assigns.
 func newHotRow(db *bun.DB, model any) hotRow {
 	t := db.Table(reflect.TypeOf(model).Elem())
+	var fields []*schema.Field
 	var cols, vals []string
-	for i, f := range t.Fields {
-		cols, vals = append(cols, string(f.SQLName)), append(vals, fmt.Sprintf("$%d", i+1))
+	for _, f := range t.Fields {
+		if f.AutoIncrement {
+			continue
+		}
+		fields = append(fields, f)
+		cols, vals = append(cols, string(f.SQLName)), append(vals, fmt.Sprintf("$%d", len(fields)))
 	}
-	return hotRow{fields: t.Fields, columns: "(" + strings.Join(cols, ", ") + ")", values: "(" + strings.Join(vals, ", ") + ")"}
+	return hotRow{fields: fields, columns: "(" + strings.Join(cols, ", ") + ")", values: "(" + strings.Join(vals, ", ") + ")"}
 }
 
 // args is row's values for the insert, as bun writes them: NULL for a nil
@@ -153,4 +161,70 @@ func (h hotRow) texts(cols [][]*string, row any) error {
 		cols[i] = append(cols[i], &text)
 	}
 	return nil
+}
+
+// sqliteInsert is the insert of one row of a model's table on SQLite,
+// prepared once (see preparedIn), with what follows its VALUES (an ON
+// CONFLICT clause, a RETURNING list).
+type sqliteInsert struct {
+	row hotRow
+	sql string
+}
+
+func newSQLiteInsert(db *bun.DB, model any, table, tail string) sqliteInsert {
+	h := newHotRow(db, model)
+	marks := strings.TrimSuffix(strings.Repeat("?, ", len(h.fields)), ", ")
+	return sqliteInsert{row: h, sql: "INSERT INTO " + table + " " + h.columns + " VALUES (" + marks + ")" + tail}
+}
+
+// SQLite's hot inserts: a pause, a job (a step's, or a resume's, whose
+// timer only moves earlier and only while nobody runs it, as insertJobs
+// says), a job claimed by a handoff's worker (as insertClaimedQuery), an
+// audit entry and a mail intent.
+var (
+	sqlitePause     = newSQLiteInsert(sqliteModels, (*suspensionRow)(nil), "suspensions", " ON CONFLICT (run_id, step_key) DO NOTHING")
+	sqliteStepJob   = newSQLiteInsert(sqliteModels, (*jobRow)(nil), "jobs", " ON CONFLICT (key) DO NOTHING")
+	sqliteResumeJob = newSQLiteInsert(sqliteModels, (*jobRow)(nil), "jobs", ` ON CONFLICT (key) DO UPDATE
+	SET run_at = CASE WHEN jobs.run_at > excluded.run_at THEN excluded.run_at ELSE jobs.run_at END WHERE jobs.status = '`+jobAvailable+`'`)
+	sqliteClaimedJob = newSQLiteInsert(sqliteModels, (*jobRow)(nil), "jobs", ` ON CONFLICT (key) DO UPDATE
+	SET run_at = excluded.run_at, status = excluded.status, attempt = jobs.attempt + 1, locked_by = excluded.locked_by, lease_until = excluded.lease_until
+	WHERE jobs.status = '`+jobAvailable+`' RETURNING id, attempt`)
+	sqliteAudit = newSQLiteInsert(sqliteModels, (*auditRow)(nil), "audit_log", "")
+	sqliteMail  = newSQLiteInsert(sqliteModels, (*mailOutboxRow)(nil), "mail_outbox", "")
+)
+
+// sqliteModels reads the models' tables for SQLite's hot inserts; it
+// never connects.
+var sqliteModels = bun.NewDB(nil, sqlitedialect.New())
+
+// stmt is the prepared insert in tx, or nil when none is to be used yet
+// (see preparedIn).
+func (s sqliteInsert) stmt(ctx context.Context, db *DB, tx bun.IDB) (*sql.Stmt, error) {
+	return db.preparedIn(ctx, tx, s.sql)
+}
+
+// args is row's values as bun writes them into SQLite.
+func (s sqliteInsert) args(row any) ([]any, error) {
+	args, err := s.row.args(row)
+	for i, a := range args {
+		if t, ok := a.(time.Time); ok {
+			args[i] = sqliteTime(t)
+		}
+	}
+	return args, err
+}
+
+// exec inserts row by the prepared insert; done is false when there is
+// none yet, and the caller writes the row by bun.
+func (s sqliteInsert) exec(ctx context.Context, db *DB, tx bun.IDB, row any) (res sql.Result, done bool, err error) {
+	stmt, err := s.stmt(ctx, db, tx)
+	if err != nil || stmt == nil {
+		return nil, false, err
+	}
+	args, err := s.args(row)
+	if err != nil {
+		return nil, true, err
+	}
+	res, err = stmt.ExecContext(ctx, args...)
+	return res, true, err
 }

@@ -22,6 +22,18 @@ func (db *DB) insertJobs(ctx context.Context, b *batch, jobs []*jobRow) error {
 		return nil
 	}
 	for _, j := range jobs {
+		if db.dialect != Postgres {
+			ins := sqliteStepJob
+			if j.Kind == domain.JobResume {
+				ins = sqliteResumeJob
+			}
+			if _, done, err := ins.exec(ctx, db, b.tx, j); done {
+				if err != nil {
+					return fmt.Errorf("enqueue job %s: %w", j.Key, err)
+				}
+				continue
+			}
+		}
 		q := b.tx.NewInsert().Model(j)
 		if j.Kind == domain.JobResume {
 			q.On("CONFLICT (key) DO UPDATE").
@@ -61,7 +73,7 @@ func (db *DB) insertClaimed(ctx context.Context, b *batch, job *jobRow, h *domai
 		job.ID, job.Attempt = got[0].ID, got[0].Attempt
 		return true, nil
 	}
-	err = insertClaimedQuery(b.tx, job).Returning("id, attempt").Scan(ctx, &job.ID, &job.Attempt)
+	err = db.insertClaimedOne(ctx, b.tx, job)
 	if isNoRows(err) {
 		job.unclaim()
 		return false, nil
@@ -70,6 +82,26 @@ func (db *DB) insertClaimed(ctx context.Context, b *batch, job *jobRow, h *domai
 		return false, fmt.Errorf("enqueue job %s, claimed: %w", job.Key, err)
 	}
 	return true, nil
+}
+
+// insertClaimedOne is insertClaimedQuery for one job outside a pipeline,
+// reading back its id and attempt; sql.ErrNoRows when the job's key is
+// running already. On SQLite it is prepared once.
+func (db *DB) insertClaimedOne(ctx context.Context, tx bun.IDB, job *jobRow) error {
+	if db.dialect != Postgres {
+		stmt, err := sqliteClaimedJob.stmt(ctx, db, tx)
+		if err != nil {
+			return err
+		}
+		if stmt != nil {
+			args, err := sqliteClaimedJob.args(job)
+			if err != nil {
+				return err
+			}
+			return stmt.QueryRowContext(ctx, args...).Scan(&job.ID, &job.Attempt)
+		}
+	}
+	return insertClaimedQuery(tx, job).Returning("id, attempt").Scan(ctx, &job.ID, &job.Attempt)
 }
 
 // insertClaimedQuery inserts model's jobs (one or a slice), made claimed

@@ -87,7 +87,13 @@ func (w *commitWriter) queueMail(ctx context.Context, row *suspensionRow) error 
 	if !row.Kind.WaitsForPerson() {
 		return nil
 	}
-	return w.b.add(ctx, w.tx.NewInsert().Model(&mailOutboxRow{SuspensionID: row.ID, CreatedAt: w.now}))
+	intent := &mailOutboxRow{SuspensionID: row.ID, CreatedAt: w.now}
+	if w.db.dialect != Postgres {
+		if _, done, err := sqliteMail.exec(ctx, w.db, w.tx, intent); done {
+			return err
+		}
+	}
+	return w.b.add(ctx, w.tx.NewInsert().Model(intent))
 }
 
 // MailRound does one round of a mail dispatcher in one transaction (see

@@ -164,3 +164,44 @@ func TestSetPausesMatchBun(t *testing.T) {
 		t.Errorf("the batch did not commit whole:\n%s", &log)
 	}
 }
+
+// On SQLite a step's pause, its timer, its mail intent, the decision's
+// audit entry and the job it queues are written by statements prepared
+// once: each row holds what bun would write.
+func TestSQLitePreparedInsertsMatchBun(t *testing.T) {
+	t.Parallel()
+	db := openDB(t, dialectOpts(t, storage.SQLite))
+	ctx, at := t.Context(), time.Now().UTC()
+	run, _, err := db.CreateRun(ctx, domain.NewRun{ID: newID(), WorkflowID: "prepared", WorkflowVersion: "1", Input: raw(nil), FirstStep: "work", Now: at.Add(-time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := db.ClaimJobs(ctx, "w", at, time.Hour, 1)
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("claim = %d jobs, %v", len(jobs), err)
+	}
+	deadline := at.Add(48 * time.Hour)
+	ns := &domain.NewSuspension{ID: newID(), WorkflowID: "prepared", WorkflowVersion: "1", StepName: "work", Kind: domain.KindApproval, Reason: "approval",
+		Checkpoint: raw(map[string]any{"amount": 12.5, "note": "é ' ?"}), ResumeStep: "after", ResumeSchema: json.RawMessage(`{"type":"object"}`),
+		Assignee: "cy@example.com", RunStartedBy: "u-1", Approvers: []string{"ann@example.com"}, ApproverRole: domain.RoleReviewer,
+		Policy: domain.ApprovalPolicy{SeparationOfDuties: true}, Accept: []string{"application/pdf"}, Title: "Sign the lease",
+		Fields: []domain.Field{{Label: "Amount", Value: json.RawMessage(`"12.50"`)}}, Instructions: "Read it first", WakeAt: &deadline}
+	j := jobs[0]
+	if a := db.Apply(ctx, []domain.Transition{{Step: &domain.StepCommit{Job: j.Ref(), RunID: j.RunID, Step: j.Step, Now: at, Suspension: ns}}})[0]; a.Err != nil {
+		t.Fatal(a.Err)
+	}
+	ann := domain.User{ID: "u-ann", Email: "ann@example.com", Role: domain.RoleReviewer}
+	if a := db.Apply(ctx, []domain.Transition{{Resume: &domain.ResumeRequest{SuspensionID: ns.ID, Decision: domain.DecisionApproved, By: ann.Email, Actor: &ann, Now: at,
+		Audit: &domain.AuditEntry{At: at, ActorID: ann.ID, ActorEmail: ann.Email, Action: "suspension.decide", Data: raw(map[string]string{"decision": "approved"})}}}})[0]; a.Err != nil {
+		t.Fatal(a.Err)
+	}
+	stored, viaBun, err := db.SQLiteRowsAlike(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range stored {
+		if !reflect.DeepEqual(stored[i], viaBun[i]) {
+			t.Errorf("row %d as inserted\n %v\nas bun inserts it\n %v", i, stored[i], viaBun[i])
+		}
+	}
+}
