@@ -35,7 +35,7 @@ func (db *DB) Apply(ctx context.Context, batch []domain.Transition) []domain.App
 		clear(out)
 		rest := restAll(batch)
 		if db.dialect == Postgres {
-			if err := db.lockBatchRuns(ctx, tx, batch); err != nil {
+			if err := lockBatchRuns(ctx, tx, batch); err != nil {
 				return err
 			}
 			var err error
@@ -95,7 +95,7 @@ func (db *DB) Apply(ctx context.Context, batch []domain.Transition) []domain.App
 // deadlock_timeout (a second by default), holding up every transition of
 // both. A run is named by the transition, or by the suspension a resume
 // names or the work item a report's token names.
-func (db *DB) lockBatchRuns(ctx context.Context, tx bun.Tx, batch []domain.Transition) error {
+func lockBatchRuns(ctx context.Context, tx bun.Tx, batch []domain.Transition) error {
 	var runs, suspensions []string
 	var reports [][]byte
 	for _, t := range batch {
@@ -114,15 +114,24 @@ func (db *DB) lockBatchRuns(ctx context.Context, tx bun.Tx, batch []domain.Trans
 	if len(runs)+len(suspensions)+len(reports) < 2 {
 		return nil // one run at most: nothing to order
 	}
-	return db.hotExec(ctx, tx, hotLockBatchRuns, runs, suspensions, reports)
+	// bun's text, planned at every batch: prepared over arrays, its
+	// generic plan read four times the blocks and took six times as long
+	// in the herd (0.8 against 4.4–7.2 ms a call of 64 runs).
+	q := tx.NewSelect().Model((*runRow)(nil)).Column("id").WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+		if len(runs) > 0 {
+			q.WhereOr("id IN (?)", bun.List(runs))
+		}
+		if len(suspensions) > 0 {
+			q.WhereOr("id IN (SELECT run_id FROM suspensions WHERE id IN (?))", bun.List(suspensions))
+		}
+		if len(reports) > 0 {
+			q.WhereOr("id IN (SELECT run_id FROM work_items WHERE token_hash IN (?))", bun.List(reports))
+		}
+		return q
+	})
+	_, err := q.OrderExpr("id").For("UPDATE").Exec(ctx)
+	return err
 }
-
-// hotLockBatchRuns locks, in id order, the runs named ($1), named by the
-// suspensions ($2) and by the work items' token hashes ($3).
-const hotLockBatchRuns = `SELECT id FROM runs WHERE id IN (SELECT unnest($1::text[])
-	UNION ALL SELECT run_id FROM suspensions WHERE id = ANY($2::text[])
-	UNION ALL SELECT run_id FROM work_items WHERE token_hash = ANY($3::bytea[]))
-ORDER BY id FOR UPDATE`
 
 // applyIn applies one transition inside the batch's transaction and
 // returns what to do once it has committed.

@@ -294,10 +294,11 @@ const (
 	hotDropQueued  = `DELETE FROM jobs WHERE run_id = $1 AND status = $2`
 )
 
-// hotEndRuns is cancelWaitsOf and dropQueuedOf for the runs $1 in one
-// statement: their pending waits cancelled, their queued jobs dropped.
-const hotEndRuns = `WITH cancelled AS (UPDATE suspensions SET status = $2 WHERE run_id = ANY($1::text[]) AND status = $3 RETURNING 1)
-DELETE FROM jobs WHERE run_id = ANY($1::text[]) AND status = $4`
+// endRunsText is cancelWaitsOf and dropQueuedOf for runs in one
+// statement, bun's text with the runs as one array (?0): their pending
+// waits cancelled, their queued jobs dropped.
+const endRunsText = `WITH cancelled AS (UPDATE suspensions SET status = ?1 WHERE run_id = ANY(?0::text[]) AND status = ?2 RETURNING 1)
+DELETE FROM jobs WHERE run_id = ANY(?0::text[]) AND status = ?3`
 
 // cancelOutstanding is db.cancelOutstanding for a run without subscribers
 // by prepared statements, on SQLite and in a pipelined transaction on
