@@ -76,17 +76,6 @@ func (b *batch) fail(ctx context.Context, point string) error {
 	return b.db.fail(point)
 }
 
-// scanFirst sends q and then what has been collected as one message, and
-// scans q's rows into dest.
-func (b *batch) scanFirst(ctx context.Context, q schema.QueryAppender, dest ...any) error {
-	if b.n == 0 {
-		return b.tx.NewRaw("?", q).Scan(ctx, dest...)
-	}
-	sql := string(b.sql)
-	b.sql, b.n = b.sql[:0], 0
-	return b.tx.NewRaw("?;\n?", q, bun.Safe(sql)).Scan(ctx, dest...)
-}
-
 // flush executes what has been collected. The SQL is already complete;
 // without arguments bun passes it on untouched (a '?' inside a JSON value
 // is data, not a placeholder).

@@ -547,7 +547,7 @@ func (w *commitWriter) insertSuspension(ctx context.Context, step string, ns *do
 				}
 			}
 			res, done, err := sqlitePause.exec(ctx, w.db, w.tx, row)
-			if !done && err == nil {
+			if !done {
 				res, err = ins.Exec(ctx)
 			}
 			if err != nil {

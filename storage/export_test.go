@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
-	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -138,40 +136,44 @@ func (db *DB) ReadRunAcrossDDL(ctx context.Context, id, ddl string) (first, seco
 }
 
 // SQLiteRowsAlike reads the newest row of each table SQLite's prepared
-// inserts write (a pause, a job, an audit entry, a mail intent) whose
-// where holds, copies it through its model, inserts the copy as bun
-// writes a row, and returns both rows as SQLite holds them, but for their
-// ids and keys: for tests that a prepared insert writes what bun writes.
+// inserts write (a pause, a job, an audit entry, a mail intent) that
+// belongs to run runID, copies it through its model, inserts the copy as
+// bun writes a row, and returns both rows as SQLite holds them, but for
+// the columns the copy changes to stay unique: for tests that a prepared
+// insert writes what bun writes.
 func (db *DB) SQLiteRowsAlike(ctx context.Context, runID string) (stored, viaBun []map[string]any, err error) {
 	type alike struct {
-		model  any
-		where  string
-		arg    any
+		model any
+		where string
+		// renew changes the copy's unique columns, named by differ; key
+		// is the column that tells the two rows apart, and keyOf its
+		// value in the model.
 		renew  func()
-		key    string
 		differ []string
+		key    string
+		keyOf  func() any
 	}
 	pause, job, audit, intent := new(suspensionRow), new(jobRow), new(auditRow), new(mailOutboxRow)
 	all := []alike{
-		{pause, "run_id = ?", runID, func() { pause.ID, pause.StepKey = pause.ID+"-bun", pause.StepKey+"-bun" }, "id", []string{"id", "step_key"}},
-		{job, "run_id = ?", runID, func() { job.ID, job.Key = 0, job.Key+"-bun" }, "key", []string{"id", "key"}},
-		{audit, "subject IN (SELECT id FROM suspensions WHERE run_id = ?)", runID, func() { audit.ID = 0; audit.Action += "-bun" }, "action", []string{"id", "action"}},
-		{intent, "suspension_id IN (SELECT id FROM suspensions WHERE run_id = ?)", runID, func() { intent.Round = 99 }, "round", []string{"round"}},
+		{pause, "run_id = ?", func() { pause.ID, pause.StepKey = pause.ID+"-bun", pause.StepKey+"-bun" }, []string{"id", "step_key"}, "id", func() any { return pause.ID }},
+		{job, "run_id = ?", func() { job.ID, job.Key = 0, job.Key+"-bun" }, []string{"id", "key"}, "key", func() any { return job.Key }},
+		{audit, "subject IN (SELECT id FROM suspensions WHERE run_id = ?)", func() { audit.ID, audit.Action = 0, audit.Action+"-bun" }, []string{"id", "action"}, "action", func() any { return audit.Action }},
+		{intent, "suspension_id IN (SELECT id FROM suspensions WHERE run_id = ?)", func() { intent.Round = 99 }, []string{"round"}, "round", func() any { return intent.Round }},
 	}
-	read := func(a alike, key any) (map[string]any, error) {
+	read := func(a alike) (map[string]any, error) {
 		m := map[string]any{}
-		err := db.bun.NewSelect().Model(a.model).ExcludeColumn("*").ColumnExpr("*").Where(a.where, a.arg).Where("? = ?", bun.Ident(a.key), key).Limit(1).Scan(ctx, &m)
+		err := db.bun.NewSelect().Model(a.model).ExcludeColumn("*").ColumnExpr("*").Where(a.where, runID).
+			Where("? = ?", bun.Ident(a.key), a.keyOf()).Limit(1).Scan(ctx, &m)
 		for _, c := range a.differ {
 			delete(m, c)
 		}
 		return m, err
 	}
 	for _, a := range all {
-		if err := db.bun.NewSelect().Model(a.model).Where(a.where, a.arg).OrderExpr("rowid DESC").Limit(1).Scan(ctx); err != nil {
+		if err := db.bun.NewSelect().Model(a.model).Where(a.where, runID).OrderExpr("rowid DESC").Limit(1).Scan(ctx); err != nil {
 			return nil, nil, fmt.Errorf("%T: %w", a.model, err)
 		}
-		key := reflect.ValueOf(a.model).Elem().FieldByNameFunc(func(n string) bool { return strings.EqualFold(n, strings.ReplaceAll(a.key, "_", "")) }).Interface()
-		s, err := read(a, key)
+		s, err := read(a)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -179,8 +181,7 @@ func (db *DB) SQLiteRowsAlike(ctx context.Context, runID string) (stored, viaBun
 		if _, err := db.bun.NewInsert().Model(a.model).Exec(ctx); err != nil {
 			return nil, nil, fmt.Errorf("%T: %w", a.model, err)
 		}
-		key = reflect.ValueOf(a.model).Elem().FieldByNameFunc(func(n string) bool { return strings.EqualFold(n, strings.ReplaceAll(a.key, "_", "")) }).Interface()
-		v, err := read(a, key)
+		v, err := read(a)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -197,8 +197,8 @@ var (
 // never connects.
 var sqliteModels = bun.NewDB(nil, sqlitedialect.New())
 
-// stmt is the prepared insert in tx, or nil when none is to be used yet
-// (see preparedIn).
+// stmt is the prepared insert in tx, or nil on PostgreSQL and when none
+// is to be used yet (see preparedIn).
 func (s sqliteInsert) stmt(ctx context.Context, db *DB, tx bun.IDB) (*sql.Stmt, error) {
 	return db.preparedIn(ctx, tx, s.sql)
 }
@@ -214,12 +214,13 @@ func (s sqliteInsert) args(row any) ([]any, error) {
 	return args, err
 }
 
-// exec inserts row by the prepared insert; done is false when there is
-// none yet, and the caller writes the row by bun.
+// exec inserts row by the prepared insert; done is false only when there
+// is none (on PostgreSQL, or not yet) and the caller is to write the row
+// by bun.
 func (s sqliteInsert) exec(ctx context.Context, db *DB, tx bun.IDB, row any) (res sql.Result, done bool, err error) {
 	stmt, err := s.stmt(ctx, db, tx)
 	if err != nil || stmt == nil {
-		return nil, false, err
+		return nil, err != nil, err
 	}
 	args, err := s.args(row)
 	if err != nil {

@@ -22,17 +22,15 @@ func (db *DB) insertJobs(ctx context.Context, b *batch, jobs []*jobRow) error {
 		return nil
 	}
 	for _, j := range jobs {
-		if db.dialect != Postgres {
-			ins := sqliteStepJob
-			if j.Kind == domain.JobResume {
-				ins = sqliteResumeJob
+		ins := sqliteStepJob
+		if j.Kind == domain.JobResume {
+			ins = sqliteResumeJob
+		}
+		if _, done, err := ins.exec(ctx, db, b.tx, j); done {
+			if err != nil {
+				return fmt.Errorf("enqueue job %s: %w", j.Key, err)
 			}
-			if _, done, err := ins.exec(ctx, db, b.tx, j); done {
-				if err != nil {
-					return fmt.Errorf("enqueue job %s: %w", j.Key, err)
-				}
-				continue
-			}
+			continue
 		}
 		q := b.tx.NewInsert().Model(j)
 		if j.Kind == domain.JobResume {
@@ -88,18 +86,16 @@ func (db *DB) insertClaimed(ctx context.Context, b *batch, job *jobRow, h *domai
 // reading back its id and attempt; sql.ErrNoRows when the job's key is
 // running already. On SQLite it is prepared once.
 func (db *DB) insertClaimedOne(ctx context.Context, tx bun.IDB, job *jobRow) error {
-	if db.dialect != Postgres {
-		stmt, err := sqliteClaimedJob.stmt(ctx, db, tx)
+	stmt, err := sqliteClaimedJob.stmt(ctx, db, tx)
+	if err != nil {
+		return err
+	}
+	if stmt != nil {
+		args, err := sqliteClaimedJob.args(job)
 		if err != nil {
 			return err
 		}
-		if stmt != nil {
-			args, err := sqliteClaimedJob.args(job)
-			if err != nil {
-				return err
-			}
-			return stmt.QueryRowContext(ctx, args...).Scan(&job.ID, &job.Attempt)
-		}
+		return stmt.QueryRowContext(ctx, args...).Scan(&job.ID, &job.Attempt)
 	}
 	return insertClaimedQuery(tx, job).Returning("id, attempt").Scan(ctx, &job.ID, &job.Attempt)
 }

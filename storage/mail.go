@@ -88,10 +88,8 @@ func (w *commitWriter) queueMail(ctx context.Context, row *suspensionRow) error 
 		return nil
 	}
 	intent := &mailOutboxRow{SuspensionID: row.ID, CreatedAt: w.now}
-	if w.db.dialect != Postgres {
-		if _, done, err := sqliteMail.exec(ctx, w.db, w.tx, intent); done {
-			return err
-		}
+	if _, done, err := sqliteMail.exec(ctx, w.db, w.tx, intent); done {
+		return err
 	}
 	return w.b.add(ctx, w.tx.NewInsert().Model(intent))
 }

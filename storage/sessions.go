@@ -183,10 +183,8 @@ func (b *batch) addAudit(ctx context.Context, row *auditRow) error {
 	if row == nil {
 		return nil
 	}
-	if b.db.dialect != Postgres {
-		if _, done, err := sqliteAudit.exec(ctx, b.db, b.tx, row); done {
-			return err
-		}
+	if _, done, err := sqliteAudit.exec(ctx, b.db, b.tx, row); done {
+		return err
 	}
 	return b.add(ctx, row.insert(b.tx))
 }
