@@ -294,11 +294,14 @@ const (
 	hotDropQueued  = `DELETE FROM jobs WHERE run_id = $1 AND status = $2`
 )
 
-// endRunsText is cancelWaitsOf and dropQueuedOf for runs in one
-// statement, bun's text with the runs as one array (?0): their pending
-// waits cancelled, their queued jobs dropped.
-const endRunsText = `WITH cancelled AS (UPDATE suspensions SET status = ?1 WHERE run_id = ANY(?0::text[]) AND status = ?2 RETURNING 1)
-DELETE FROM jobs WHERE run_id = ANY(?0::text[]) AND status = ?3`
+// hotEndRuns is cancelWaitsOf and dropQueuedOf for the runs $1 in one
+// statement: their pending waits cancelled, their queued jobs dropped. It
+// costs the batch a round trip of its own, and pays: in the herd it took
+// 0.42 ms a call of 60 runs, where the same statement with the runs in
+// its text (bun's IN list, or one array literal) was planned to read
+// three times the blocks and took 5 ms.
+const hotEndRuns = `WITH cancelled AS (UPDATE suspensions SET status = $2 WHERE run_id = ANY($1::text[]) AND status = $3 RETURNING 1)
+DELETE FROM jobs WHERE run_id = ANY($1::text[]) AND status = $4`
 
 // cancelOutstanding is db.cancelOutstanding for a run without subscribers
 // by prepared statements, on SQLite and in a pipelined transaction on

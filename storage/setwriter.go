@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/tollgatehq/tollgate/domain"
 )
@@ -442,10 +441,7 @@ func (s *setWriter) finish(ctx context.Context) error {
 		}
 	}
 	if len(s.ended) > 0 {
-		// In the batch's last message, not a round trip of its own: the
-		// runs travel as one array literal, which PostgreSQL parses and
-		// plans as one constant however many runs ended.
-		err := s.b.add(ctx, s.tx.NewRaw(endRunsText, pgdialect.Array(s.ended), domain.SuspensionCancelled, domain.SuspensionPending, jobAvailable))
+		err := s.b.hot(ctx, hotEndRuns, s.ended, string(domain.SuspensionCancelled), string(domain.SuspensionPending), jobAvailable)
 		if err != nil {
 			return err
 		}
