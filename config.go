@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/flow"
 	"github.com/tollgatehq/tollgate/domain/mail"
+	"github.com/tollgatehq/tollgate/web"
 )
 
 // Config says how New builds Tollgate. The zero value of every field is
@@ -112,6 +114,12 @@ type Config struct {
 	// keeps them).
 	Retention time.Duration
 
+	// OIDC, when set, signs people in with the organisation's OpenID
+	// Connect provider, beside passwords unless NoPasswordLogin.
+	OIDC *OIDC
+	// NoPasswordLogin turns Tollgate's own passwords off; it needs OIDC.
+	NoPasswordLogin bool
+
 	// Mail sends the mail that tells people a request waits for them, and
 	// password reset and decision links. Nil, mail is written to the log
 	// and no links are mailed, since the log would hold working links.
@@ -201,6 +209,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.BasePath != "" && (!strings.HasPrefix(c.BasePath, "/") || strings.HasSuffix(c.BasePath, "/") || strings.ContainsAny(c.BasePath, "?#")) {
 		errs = append(errs, fmt.Errorf("the base path must start with / and not end with one, such as /tollgate, not %q", c.BasePath))
 	}
+	errs = append(errs, checkOIDC(c.OIDC, c.NoPasswordLogin)...)
 	for _, n := range c.RedactHeaders {
 		if !flow.ValidHeaderName(n) {
 			errs = append(errs, fmt.Errorf("redacted headers: %q is not a header name", n))
@@ -213,4 +222,31 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	return c, errors.Join(errs...)
+}
+
+// OIDC configures signing in with an OpenID Connect provider (see
+// web.OIDC).
+type OIDC = web.OIDC
+
+// checkOIDC says what is missing from a sign-in configuration.
+func checkOIDC(o *OIDC, noPasswords bool) []error {
+	if o == nil {
+		if noPasswords {
+			return []error{errors.New("password login can be turned off only with an OpenID provider to sign in with")}
+		}
+		return nil
+	}
+	var errs []error
+	if u, err := url.Parse(o.Issuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("the OpenID issuer must be a URL such as https://login.example.com, not %q", o.Issuer))
+	}
+	if o.ClientID == "" {
+		errs = append(errs, errors.New("the OpenID client id is missing"))
+	}
+	for v, r := range o.Roles {
+		if !r.Valid() {
+			errs = append(errs, fmt.Errorf("the OpenID role claim value %q maps to %q, which is not admin, reviewer or founder", v, r))
+		}
+	}
+	return errs
 }

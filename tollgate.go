@@ -104,7 +104,7 @@ func build(ctx context.Context, c Config, db *storage.DB) (*Tollgate, error) {
 		MaxWaitsPerCaller: c.MaxWaitsPerCaller, SyncTimeout: c.SyncTimeout, RedactHeaders: c.RedactHeaders, Feed: t.feed, Catalog: t.catalog, Waitpoints: waitpoints, WorkReports: t.eng, WorkItems: db,
 		DeviceKey: subKey(secret, "tollgate device cookie"), MetricsToken: c.MetricsToken, MetricsElsewhere: c.MetricsElsewhere,
 		PublicURL: c.PublicURL, BasePath: c.BasePath, Version: c.Version, Organisation: c.Organisation, Deliveries: &domain.DeliveryCounts{}, Hooks: t.hooks,
-		MailPrefs: db, Links: db}
+		MailPrefs: db, Links: db, OIDC: c.OIDC, NoPasswordLogin: c.NoPasswordLogin}
 	t.hooks.Counts = t.srv.Deliveries
 	if c.Mail != nil {
 		// Reset links and decision links go only by real mail: the log

@@ -280,6 +280,10 @@ func TestNewRefusesABadConfig(t *testing.T) {
 		"header name":               {RedactHeaders: []string{"X Bad"}},
 		"http allow":                {HTTPAllow: "http://["},
 		"database URL":              {DatabaseURL: "mysql://x"},
+		"no passwords, no provider": {NoPasswordLogin: true},
+		"provider without issuer":   {OIDC: &tollgate.OIDC{ClientID: "tollgate"}},
+		"provider without client":   {OIDC: &tollgate.OIDC{Issuer: "https://login.example.com"}},
+		"provider role":             {OIDC: &tollgate.OIDC{Issuer: "https://login.example.com", ClientID: "t", Roles: map[string]domain.Role{"ops": "owner"}}},
 	} {
 		c.DataDir = t.TempDir()
 		c.Log = slog.New(slog.DiscardHandler)

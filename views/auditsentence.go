@@ -125,8 +125,18 @@ func (t teller) account(actor Words) ([]Words, bool) {
 	e := t.e
 	switch e.Action {
 	case "login":
+		if p := t.str("provider"); p != "" {
+			return []Words{actor, text("signed in with " + p)}, true
+		}
 		return []Words{actor, text("signed in")}, true
 	case "login.failed":
+		if p := t.str("provider"); p != "" {
+			why := text("with " + p + " was refused: " + signInReason(t.str("reason")))
+			if e.ActorEmail == "" {
+				return []Words{text("A sign-in"), why}, true
+			}
+			return []Words{text("A sign-in as"), actor, why}, true
+		}
 		return []Words{text("A sign-in as"), actor, text("failed: wrong password or no such active account")}, true
 	case "login.throttled":
 		return []Words{text("A sign-in as"), actor, text("was refused: too many failed attempts")}, true
@@ -161,6 +171,8 @@ func (t teller) account(actor Words) ([]Words, bool) {
 func (t teller) people(actor Words) []Words {
 	e := t.e
 	switch e.Action {
+	case "user.create":
+		return []Words{actor, text("got an account as " + t.str("role") + " by signing in with " + t.str("provider"))}
 	case "user.invite":
 		return []Words{actor, text("invited"), t.person(e.Subject, t.str("email")), text("as " + t.str("role"))}
 	case "user.update":
@@ -281,4 +293,31 @@ func changeValue(field string, v any) string {
 		return cmp.Or(v, "none")
 	}
 	return fmt.Sprint(v)
+}
+
+// signInReason tells why a sign-in with the identity provider was refused.
+func signInReason(reason string) string {
+	switch reason {
+	case "state":
+		return "it did not start in this browser or took too long"
+	case "declined":
+		return "the provider did not sign the person in"
+	case "code":
+		return "the provider refused its code (used already or expired)"
+	case "expired":
+		return "its ID token had expired"
+	case "unverified_token":
+		return "its ID token could not be verified"
+	case "unverified_email":
+		return "the provider has not verified the email"
+	case "not_invited":
+		return "no account has that email"
+	case "no_role":
+		return "the provider gives no group with a Tollgate role"
+	case "disabled":
+		return "the account is disabled"
+	case "unreachable":
+		return "the provider could not be reached"
+	}
+	return "Tollgate could not finish it"
 }

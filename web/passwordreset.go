@@ -29,7 +29,9 @@ const maxResetToken = 64
 // mailer is set, and so is PublicURL, because a mailed link must never be
 // built on the Host header of a stranger's request (which would send the
 // person a link to the stranger's site).
-func (s *Server) mailsResets() bool { return s.ResetMailer != nil && s.PublicURL != "" }
+func (s *Server) mailsResets() bool {
+	return s.ResetMailer != nil && s.PublicURL != "" && !s.NoPasswordLogin
+}
 
 // publicBase is where people reach this server: PublicURL, or the scheme
 // and host the request came to (an admin's own request, for the links
@@ -151,7 +153,11 @@ func (s *Server) resetPassword(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) forgotPage(w http.ResponseWriter, r *http.Request) {
-	if !s.mailsResets() {
+	switch {
+	case s.NoPasswordLogin:
+		s.renderError(w, r, http.StatusNotFound, "Page not found", "Passwords are turned off here. Sign in with "+s.OIDC.DisplayName()+".", s.viewerOf(r))
+		return
+	case !s.mailsResets():
 		s.renderError(w, r, http.StatusNotFound, "Page not found", "Password-reset links are not mailed here. Ask an admin for one.", s.viewerOf(r))
 		return
 	}
@@ -206,5 +212,9 @@ func (s *Server) forgotPassword(w http.ResponseWriter, r *http.Request) {
 
 // loginView is the login page as this server shows it.
 func (s *Server) loginView(email, failure, next string) templ.Component {
-	return views.Login(views.LoginPage{Email: email, Failure: failure, Next: next, Forgot: s.mailsResets()})
+	p := views.LoginPage{Email: email, Failure: failure, Next: next, Forgot: s.mailsResets(), Passwords: !s.NoPasswordLogin}
+	if s.OIDC != nil {
+		p.Provider, p.InviteOnly = s.OIDC.DisplayName(), !s.OIDC.AutoCreate
+	}
+	return views.Login(p)
 }

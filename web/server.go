@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"github.com/gorilla/securecookie"
 	"log/slog"
 	"net"
 	"net/http"
@@ -181,6 +182,12 @@ type Server struct {
 	Links      domain.LinkStore
 	LinkMailer domain.Mailer
 
+	// OIDC, when set, signs people in with the organisation's OpenID
+	// Connect provider (/login/oidc).
+	OIDC *OIDC
+	// NoPasswordLogin turns passwords off: people sign in with OIDC only.
+	NoPasswordLogin bool
+
 	// bulkSizes, when set (by tests), replace bulkPage and
 	// bulkProgressEvery, so that a test crosses a page with few items.
 	bulkSizes *[2]int
@@ -197,6 +204,9 @@ type Server struct {
 	forgots *loginLimiter
 	// deviceOnce fills a missing DeviceKey.
 	deviceOnce sync.Once
+	// signInSeal seals the state of sign-ins with OIDC (signInCodec).
+	signInSeal *securecookie.SecureCookie
+	signInOnce sync.Once
 	live       *liveHub
 	sockets    connLimiter
 	attaches   connLimiter

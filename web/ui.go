@@ -88,6 +88,10 @@ func (s *Server) ui(mux *http.ServeMux) {
 	page("GET /login", s.loginPage)
 	page("POST /login", s.login)
 	page("POST /logout", s.logout)
+	if s.OIDC != nil {
+		page("GET /login/oidc", s.startOIDC)
+		page("GET /login/oidc/callback", s.oidcCallback)
+	}
 	page("GET /reset/{token}", s.resetPage)
 	page("POST /reset/{token}", s.resetPassword)
 	if s.Links != nil {
@@ -237,6 +241,10 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	email := strings.ToLower(strings.TrimSpace(r.PostForm.Get("email")))
 	next := safeNext(r.PostForm.Get("next"))
+	if s.NoPasswordLogin {
+		s.render(w, r, http.StatusForbidden, s.loginView(email, "Passwords are turned off here. Sign in with "+s.OIDC.DisplayName()+".", next))
+		return
+	}
 	device := s.knownDevice(r, email)
 	user, err := s.authenticate(r, email, device, r.PostForm.Get("password"))
 	var th throttled

@@ -70,7 +70,11 @@ func (f *envFlags) Duration(p *time.Duration, name, env string, def time.Duratio
 }
 
 func (f *envFlags) Bool(p *bool, name, env string, help string) {
-	def := false
+	f.BoolDefault(p, name, env, false, help)
+}
+
+// BoolDefault is Bool with the default def.
+func (f *envFlags) BoolDefault(p *bool, name, env string, def bool, help string) {
 	if v := f.getenv(env); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {

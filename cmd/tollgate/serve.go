@@ -49,6 +49,7 @@ type serveConfig struct {
 	retention       time.Duration
 	metricsAddr     string
 	metricsToken    string
+	signIn          signInConfig
 }
 
 func parseServe(args []string, getenv func(string) string, out io.Writer) (serveConfig, error) {
@@ -96,6 +97,7 @@ func parseServeWith(f *envFlags, args []string) (serveConfig, error) {
 	f.String(&c.metricsAddr, "metrics-addr", "TOLLGATE_METRICS_ADDR", "", "serve /metrics only on this address, not on --addr (such as 127.0.0.1:9090)")
 	f.String(&c.metricsToken, "metrics-token", "TOLLGATE_METRICS_TOKEN", "", "require Authorization: Bearer <token> on /metrics (at least 16 characters)")
 	f.mail(&c.mailConfig)
+	f.signIn(&c.signIn)
 	c.bootstrapKey = getenv("TOLLGATE_BOOTSTRAP_API_KEY")
 	err := f.parse(args)
 	if err != nil {
@@ -109,6 +111,9 @@ func parseServeWith(f *envFlags, args []string) (serveConfig, error) {
 	}
 	if c.redactHeaders, err = parseHeaderNames(redact); err != nil {
 		return c, fmt.Errorf("--redact-headers: %w", err)
+	}
+	if err := c.signIn.check(); err != nil {
+		return c, err
 	}
 	if c.retention < 0 {
 		return c, fmt.Errorf("--retention must be 0 (keep finished runs) or a positive duration, not %s", c.retention)
@@ -209,6 +214,7 @@ func (c serveConfig) config(log *slog.Logger, publicURL, version, secret string)
 		MaxBody: c.maxBody, KeyCacheTTL: c.keyCacheTTL, SessionIdle: c.sessionIdle, SessionMax: c.sessionMax, TrustProxy: c.trustProxy,
 		UploadLimit: c.uploadLimit, UploadRequestLimit: c.uploadRequest, UploadsPerUser: c.uploadsPerUser, UploadsInFlight: c.uploadsInFlight,
 		MaxWaitsPerCaller: c.maxWaits, MetricsToken: c.metricsToken, MetricsElsewhere: c.metricsAddr != "", Retention: retention, DigestHour: &digest,
+		OIDC: c.signIn.oidc(), NoPasswordLogin: !c.signIn.passwords,
 	}
 }
 
