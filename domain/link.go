@@ -2,6 +2,9 @@ package domain
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"time"
 )
@@ -21,7 +24,35 @@ type DecisionLink struct {
 	UsedAt       *time.Time `json:"usedAt,omitempty"`
 	RevokedAt    *time.Time `json:"revokedAt,omitempty"`
 	RevokedBy    string     `json:"revokedBy,omitempty"`
-	TokenHash    []byte     `json:"-"`
+	// Origin is where the link comes from: LinkFromStaff or LinkFromMail.
+	Origin    string `json:"origin"`
+	TokenHash []byte `json:"-"`
+}
+
+// Where a link comes from: made by a member of staff for someone's email,
+// or the buttons of a request mail to a person who may decide it, for
+// whom CreatedBy is their own email.
+const (
+	LinkFromStaff = "staff"
+	LinkFromMail  = "mail"
+)
+
+// NewDecisionLink makes a link to suspension id for email, made by by at
+// now and working for ttl, and returns it with its token: 32 random
+// bytes, base64url; the link keeps only the token's SHA-256. The caller
+// gives it its ID.
+func NewDecisionLink(suspensionID, email, by, origin string, now time.Time, ttl time.Duration) (string, DecisionLink) {
+	raw := make([]byte, 32)
+	_, _ = rand.Read(raw)
+	token := base64.RawURLEncoding.EncodeToString(raw)
+	return token, DecisionLink{SuspensionID: suspensionID, Email: email, CreatedBy: by,
+		CreatedAt: now, ExpiresAt: now.Add(ttl), Origin: origin, TokenHash: HashLinkToken(token)}
+}
+
+// HashLinkToken is the stored form of a decision link's token.
+func HashLinkToken(token string) []byte {
+	sum := sha256.Sum256([]byte(token))
+	return sum[:]
 }
 
 // Link states, as State says them.

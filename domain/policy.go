@@ -184,6 +184,7 @@ const (
 	ChannelWeb    = "web"
 	ChannelAPI    = "api"
 	ChannelLink   = "link"
+	ChannelMail   = "mail"
 	ChannelSystem = "system"
 )
 

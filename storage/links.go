@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"fmt"
@@ -24,17 +25,19 @@ type linkRow struct {
 	UsedAt       *time.Time `bun:"used_at"`
 	RevokedAt    *time.Time `bun:"revoked_at"`
 	RevokedBy    string     `bun:"revoked_by"`
+	Origin       string     `bun:"origin"`
 }
 
 func (r *linkRow) toDomain() domain.DecisionLink {
 	return domain.DecisionLink{ID: r.ID, SuspensionID: r.SuspensionID, Email: r.Email, TokenHash: r.TokenHash, CreatedBy: r.CreatedBy,
-		CreatedAt: r.CreatedAt.UTC(), ExpiresAt: r.ExpiresAt.UTC(), UsedAt: utcPtr(r.UsedAt), RevokedAt: utcPtr(r.RevokedAt), RevokedBy: r.RevokedBy}
+		CreatedAt: r.CreatedAt.UTC(), ExpiresAt: r.ExpiresAt.UTC(), UsedAt: utcPtr(r.UsedAt), RevokedAt: utcPtr(r.RevokedAt), RevokedBy: r.RevokedBy,
+		Origin: r.Origin}
 }
 
 // CreateLink implements domain.LinkStore.
 func (db *DB) CreateLink(ctx context.Context, l domain.DecisionLink, audit *domain.AuditEntry) error {
 	row := &linkRow{ID: l.ID, SuspensionID: l.SuspensionID, Email: l.Email, TokenHash: l.TokenHash, CreatedBy: l.CreatedBy,
-		CreatedAt: ts(l.CreatedAt), ExpiresAt: ts(l.ExpiresAt)}
+		CreatedAt: ts(l.CreatedAt), ExpiresAt: ts(l.ExpiresAt), Origin: cmp.Or(l.Origin, domain.LinkFromStaff)}
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		s := new(suspensionRow)
 		if err := tx.NewSelect().Model(s).Column("id", "status", "workflow_id", "precompleted").Where("id = ?", l.SuspensionID).Scan(ctx); err != nil {

@@ -249,6 +249,10 @@ func (t teller) via() string {
 		return "via the API"
 	case "waitpoint":
 		return "through its resume URL"
+	case "link":
+		return "through a decision link"
+	case "mail":
+		return "from the mail's button"
 	case "":
 		return "via the web app"
 	}

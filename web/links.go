@@ -2,13 +2,12 @@ package web
 
 import (
 	"cmp"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	netmail "net/mail"
+	"net/url"
 	"strings"
 	"time"
 
@@ -19,13 +18,9 @@ import (
 	"github.com/tollgatehq/tollgate/views"
 )
 
-// A decision link's token: 32 random bytes, base64url without padding.
-const (
-	linkTokenBytes = 32
-	maxLinkToken   = 64
-)
-
-func hashLinkToken(token string) []byte { return sha256Bytes(token) }
+// The longest decision-link token a request may carry; NewDecisionLink
+// makes 43 characters.
+const maxLinkToken = 64
 
 // linkJSON is a decision link as the API shows it; URL only in the answer
 // that made it.
@@ -83,11 +78,8 @@ func (s *Server) createLink(w http.ResponseWriter, r *http.Request) error {
 	if sp.Kind != domain.KindApproval && sp.Kind != domain.KindInput || len(sp.Accept) > 0 {
 		return &domain.ValidationError{Code: domain.CodeValidation, Message: "Only an approval, or an input that asks for no documents, can be decided through a link."}
 	}
-	raw := make([]byte, linkTokenBytes)
-	_, _ = rand.Read(raw)
-	token, now := base64.RawURLEncoding.EncodeToString(raw), s.Clock.Now()
-	l := domain.DecisionLink{ID: uuid.Must(uuid.NewV7()).String(), SuspensionID: sp.ID, Email: email, TokenHash: hashLinkToken(token),
-		CreatedBy: p.User.Email, CreatedAt: now, ExpiresAt: now.Add(ttl)}
+	token, l := domain.NewDecisionLink(sp.ID, email, p.User.Email, domain.LinkFromStaff, s.Clock.Now(), ttl)
+	l.ID = uuid.Must(uuid.NewV7()).String()
 	audit := s.apiAudit(r, "suspension.link_created", map[string]any{"runId": sp.RunID, "linkId": l.ID, "email": email, "expiresAt": l.ExpiresAt})
 	if err := s.Links.CreateLink(r.Context(), l, audit); err != nil {
 		return err
@@ -179,7 +171,7 @@ func (s *Server) openLink(w http.ResponseWriter, r *http.Request) (domain.Decisi
 	err := error(domain.ErrNotFound)
 	var l domain.DecisionLink
 	if len(token) <= maxLinkToken {
-		l, err = s.Links.LinkByToken(r.Context(), hashLinkToken(token))
+		l, err = s.Links.LinkByToken(r.Context(), domain.HashLinkToken(token))
 	}
 	if errors.Is(err, domain.ErrNotFound) {
 		if !s.linkMissed(w, r, nil) {
@@ -206,8 +198,12 @@ func (s *Server) openLink(w http.ResponseWriter, r *http.Request) (domain.Decisi
 // linkGone says why a link no longer works: 410 with which reason, or,
 // right after the person's own decision (?done=), 200 with its receipt.
 func (s *Server) linkGone(w http.ResponseWriter, r *http.Request, l domain.DecisionLink, sp domain.Suspension) {
-	p := views.LinkGonePage{Title: views.TitleOf(sp), State: l.State(s.Clock.Now()), Status: sp.Status, Decision: sp.Decision, Done: r.URL.Query().Get("done"),
-		AskedBy: views.AskedBy(s.linkCreator(r, l).Name, s.Organisation)}
+	p := views.LinkGonePage{Title: views.TitleOf(sp), State: l.State(s.Clock.Now()), Status: sp.Status, Decision: sp.Decision, Done: r.URL.Query().Get("done")}
+	if l.Origin == domain.LinkFromMail {
+		p.Request = "/suspensions/" + url.PathEscape(sp.ID)
+	} else {
+		p.AskedBy = views.AskedBy(s.linkCreator(r, l).Name, s.Organisation)
+	}
 	status := http.StatusGone
 	if p.State == domain.LinkUsed && p.Done != "" {
 		status = http.StatusOK
@@ -231,8 +227,17 @@ func (s *Server) linkPage(w http.ResponseWriter, r *http.Request) {
 // by (see linkActor, linkCreator), which a decision through it needs too.
 func (s *Server) linkView(r *http.Request, l domain.DecisionLink, sp domain.Suspension) (p views.LinkPage, actor, creator domain.User) {
 	actor, creator = s.linkActor(r, l), s.linkCreator(r, l)
-	p = views.LinkPage{S: sp, Email: l.Email, Action: r.URL.Path, Fields: s.outsiderFields(r, formatterFor(r).Fields(sp.Fields)),
-		ExpiresAt: l.ExpiresAt, Now: s.Clock.Now(), AskedBy: views.AskedBy(creator.Name, s.Organisation)}
+	p = views.LinkPage{S: sp, Email: l.Email, Action: r.URL.Path, Fields: formatterFor(r).Fields(sp.Fields),
+		ExpiresAt: l.ExpiresAt, Now: s.Clock.Now()}
+	if l.Origin == domain.LinkFromMail {
+		// The buttons of a request mail: its person may decide the request,
+		// so sees it as on its page, and chose a decision in the mail.
+		if c := r.URL.Query().Get("choice"); sp.Kind == domain.KindApproval && (c == "approve" || c == "reject") {
+			p.Choice = c
+		}
+	} else {
+		p.Fields, p.AskedBy = s.outsiderFields(r, p.Fields), views.AskedBy(creator.Name, s.Organisation)
+	}
 	p.Comment, p.FormFields = askedOf(sp)
 	if err := sp.CheckLinkActor(actor, creator); err != nil {
 		p.Barred = linkBarred(err)
@@ -317,7 +322,11 @@ func (s *Server) decideByLink(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusBadRequest, views.LinkView(p))
 		return
 	}
-	req := domain.ResumeRequest{SuspensionID: sp.ID, By: actor.Email, Actor: &actor, LinkID: l.ID, LinkCreator: &creator, Channel: domain.ChannelLink}
+	channel := domain.ChannelLink
+	if l.Origin == domain.LinkFromMail {
+		channel = domain.ChannelMail
+	}
+	req := domain.ResumeRequest{SuspensionID: sp.ID, By: actor.Email, Actor: &actor, LinkID: l.ID, LinkCreator: &creator, Channel: channel}
 	entry := domain.AuditEntry{ActorID: actor.ID, ActorEmail: actor.Email}
 	var err error
 	done := "resumed"
@@ -325,13 +334,16 @@ func (s *Server) decideByLink(w http.ResponseWriter, r *http.Request) {
 		comment := strings.TrimSpace(r.PostForm.Get("comment"))
 		p.Form = comment
 		decision := r.PostForm.Get("decision")
+		if p.Choice != "" {
+			p.Choice = decision // a refused decision is shown as chosen
+		}
 		if decision != "approve" && decision != "reject" {
 			p.Failure = "Choose Approve or Reject."
 			s.render(w, r, http.StatusUnprocessableEntity, views.LinkView(p))
 			return
 		}
 		entry.Action = decisionAction(decision == "approve")
-		entry.Data = auditData(map[string]any{"runId": sp.RunID, "comment": comment, "via": "link", "linkId": l.ID, "linkCreatedBy": l.CreatedBy})
+		entry.Data = auditData(map[string]any{"runId": sp.RunID, "comment": comment, "via": channel, "linkId": l.ID, "linkCreatedBy": l.CreatedBy})
 		req.Audit = s.auditEntry(r, entry)
 		done = map[bool]string{true: "approved", false: "rejected"}[decision == "approve"]
 		_, err = s.Engine.Decide(r.Context(), req, decision == "approve", comment)
@@ -339,7 +351,7 @@ func (s *Server) decideByLink(w http.ResponseWriter, r *http.Request) {
 		var data json.RawMessage
 		if data, err = s.linkData(r, &p); err == nil {
 			entry.Action = "suspension.resume"
-			entry.Data = auditData(map[string]any{"runId": sp.RunID, "resumeData": data, "via": "link", "linkId": l.ID, "linkCreatedBy": l.CreatedBy})
+			entry.Data = auditData(map[string]any{"runId": sp.RunID, "resumeData": data, "via": channel, "linkId": l.ID, "linkCreatedBy": l.CreatedBy})
 			req.Data, req.Audit = data, s.auditEntry(r, entry)
 			_, err = s.Engine.Resume(r.Context(), req)
 		}

@@ -41,8 +41,10 @@ type request struct {
 	Approvers []string              `json:"approvers,omitempty"`
 	Role      domain.Role           `json:"role,omitempty"`
 	Title     string                `json:"title"`
-	// Ladder is the request's deadline ladder, if any.
+	// Ladder is the request's deadline ladder, if any; Quorum the votes
+	// its approval needs (1).
 	Ladder []domain.Rung `json:"ladder,omitempty"`
+	Quorum int           `json:"quorum,omitempty"`
 }
 
 func requestWorkflow() *domain.Workflow {
@@ -62,8 +64,8 @@ func requestWorkflow() *domain.Workflow {
 			if len(in.Approvers) > 0 || in.Role != "" {
 				opts = append(opts, domain.WithApprovers(in.Role, in.Approvers...))
 			}
-			if len(in.Ladder) > 0 {
-				opts = append(opts, domain.WithPolicy(domain.ApprovalPolicy{Escalation: in.Ladder}))
+			if len(in.Ladder) > 0 || in.Quorum > 0 {
+				opts = append(opts, domain.WithPolicy(domain.ApprovalPolicy{Escalation: in.Ladder, Quorum: in.Quorum}))
 			}
 			return domain.StepResult{Commands: []domain.Command{domain.Suspend("awaiting_approval", in, "done", opts...)}}, nil
 		}).

@@ -56,7 +56,14 @@ type item struct {
 	Fields []field
 	Asked  string
 	Link   string
+	// Approve and Reject, when set, are the buttons that decide an
+	// approval from the mail (see Dispatcher.buttons).
+	Approve, Reject string
 }
+
+// buttons are the Approve and Reject links of a mail's approvals, by
+// suspension id.
+type buttons map[string][2]string
 
 type field struct{ Label, Value string }
 
@@ -70,7 +77,7 @@ type mailData struct {
 
 // compose writes the mail of job, at now; ok is false when there is
 // nothing left to tell: a request no longer pending, a digest of none.
-func (c composer) compose(job domain.MailJob, now time.Time) (Message, bool, error) {
+func (c composer) compose(job domain.MailJob, now time.Time, btn buttons) (Message, bool, error) {
 	m := Message{To: job.To.Email, Date: now, Unsubscribe: c.publicURL + "/account"}
 	data := mailData{Account: m.Unsubscribe}
 	switch job.Kind {
@@ -81,7 +88,7 @@ func (c composer) compose(job domain.MailJob, now time.Time) (Message, bool, err
 			return m, false, nil
 		}
 		for _, s := range job.Digest {
-			data.Items = append(data.Items, c.item(s))
+			data.Items = append(data.Items, c.item(s, btn))
 		}
 		m.Subject = c.prefix + plural(len(job.Digest), "request waits", "requests wait") + " for you"
 		m.MessageID = "digest." + job.Day + "." + c.tag(job.To.ID) + "@" + c.host
@@ -92,7 +99,7 @@ func (c composer) compose(job domain.MailJob, now time.Time) (Message, bool, err
 		if job.Suspension.Status != domain.SuspensionPending {
 			return m, false, nil // decided meanwhile (while the SMTP server was down, say)
 		}
-		it := c.item(*job.Suspension)
+		it := c.item(*job.Suspension, btn)
 		data.Items = []item{it}
 		m.Subject, m.Link = c.prefix+it.Title, it.Link
 		m.MessageID = "request." + job.Suspension.ID + "." + c.tag(job.To.ID) + "@" + c.host
@@ -137,8 +144,11 @@ func (c composer) tag(id string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-func (c composer) item(s domain.Suspension) item {
+func (c composer) item(s domain.Suspension, btn buttons) item {
 	it := item{Reason: s.ReasonName(), Title: s.Title, Asked: asked(s), Link: c.publicURL + "/suspensions/" + url.PathEscape(s.ID)}
+	if b, ok := btn[s.ID]; ok {
+		it.Approve, it.Reject = b[0], b[1]
+	}
 	if it.Title == "" {
 		it.Title = it.Reason
 	}
@@ -180,7 +190,10 @@ var textMail = texttemplate.Must(texttemplate.New("text").Parse(`{{.Intro}}
 {{.Title}}{{if .Reason}} ({{.Reason}}){{end}}
 {{range .Fields}}  {{.Label}}: {{.Value}}
 {{end}}  {{.Asked}}
-  Open it: {{.Link}}
+{{if .Approve}}  Approve: {{.Approve}}
+  Reject: {{.Reject}}
+  (Each asks you to confirm before anything is decided; the two work once between them, for you alone.)
+{{end}}  Open it: {{.Link}}
 {{end}}
 {{.Why}} Choose whether mail comes at once, in a daily digest or not at all on your account page: {{.Account}}
 `))
@@ -196,6 +209,12 @@ var htmlMail = htmltemplate.Must(htmltemplate.New("html").Parse(`<!DOCTYPE html>
 <tr><th style="text-align: left; font-weight: normal; color: #59636e; padding: 0 1rem 0 0">{{.Label}}</th><td>{{.Value}}</td></tr>{{end}}
 </table>{{end}}
 <p style="margin: 0 0 0.5rem">{{.Asked}}</p>
+{{if .Approve}}<table role="presentation" style="border-collapse: separate; border-spacing: 0 0; margin: 0 0 0.75rem"><tr>
+<td style="background: #1a7f37; border-radius: 6px"><a href="{{.Approve}}" style="display: inline-block; padding: 0.6rem 1.4rem; color: #ffffff; font-weight: 600; text-decoration: none">Approve</a></td>
+<td style="width: 0.75rem"></td>
+<td style="background: #ffffff; border: 1px solid #cf222e; border-radius: 6px"><a href="{{.Reject}}" style="display: inline-block; padding: 0.55rem 1.4rem; color: #cf222e; font-weight: 600; text-decoration: none">Reject</a></td>
+</tr></table>
+<p style="margin: 0 0 0.5rem; color: #59636e; font-size: 0.875rem">Each button asks you to confirm before anything is decided.</p>{{end}}
 <p style="margin: 0"><a href="{{.Link}}" style="font-weight: 600">Open the request</a></p>
 </div>
 {{end}}<p style="color: #59636e; font-size: 0.875rem">{{.Why}} Choose whether mail comes at once, in a daily digest or not at all on <a href="{{.Account}}">your account page</a>.</p>

@@ -71,6 +71,11 @@ type Opts struct {
 	// account to whoever reads the log. Without it reset requests are
 	// dropped, with a warning.
 	Resets ResetStore
+	// Links, when set, stores the decision links behind the Approve and
+	// Reject buttons that mail about an approval gives each person who
+	// may decide it. Set it only with a Sender that delivers mail, as
+	// Resets. Without it mail links to the request's page alone.
+	Links LinkStore
 }
 
 // ResetStore keeps the password-reset links the dispatcher issues

@@ -32,7 +32,11 @@ func (d *Dispatcher) compose(ctx context.Context, job domain.MailJob, now time.T
 	if job.Message != nil && job.Message.Reset {
 		return d.reset(ctx, job, now)
 	}
-	return d.c.compose(job, now)
+	btn, err := d.buttons(ctx, job, now)
+	if err != nil {
+		return Message{}, false, err
+	}
+	return d.c.compose(job, now, btn)
 }
 
 // reset issues a password-reset link for the enabled account storage found
@@ -65,7 +69,7 @@ func (d *Dispatcher) reset(ctx context.Context, job domain.MailJob, now time.Tim
 	// Each attempt carries another link, so it is another message.
 	msg.Key = "reset." + strconv.FormatInt(job.ID, 10) + "." + strconv.Itoa(job.Attempt)
 	job.Message = &msg
-	return d.c.compose(job, now)
+	return d.c.compose(job, now, nil)
 }
 
 var resetHTML = htmltemplate.Must(htmltemplate.New("reset").Parse(`<!doctype html>

@@ -1,0 +1,1 @@
+ALTER TABLE decision_links DROP COLUMN origin;
