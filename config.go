@@ -120,6 +120,10 @@ type Config struct {
 	// NoPasswordLogin turns Tollgate's own passwords off; it needs OIDC.
 	NoPasswordLogin bool
 
+	// Slack, when set, posts requests to Slack and takes decisions from
+	// their buttons (see SlackConfig).
+	Slack *SlackConfig
+
 	// Mail sends the mail that tells people a request waits for them, and
 	// password reset and decision links. Nil, mail is written to the log
 	// and no links are mailed, since the log would hold working links.
@@ -210,6 +214,9 @@ func (c Config) withDefaults() (Config, error) {
 		errs = append(errs, fmt.Errorf("the base path must start with / and not end with one, such as /tollgate, not %q", c.BasePath))
 	}
 	errs = append(errs, checkOIDC(c.OIDC, c.NoPasswordLogin)...)
+	if c.Slack != nil && (c.Slack.BotToken == "" || c.Slack.SigningSecret == "") {
+		errs = append(errs, errors.New("the Slack app needs both its bot token and its signing secret"))
+	}
 	for _, n := range c.RedactHeaders {
 		if !flow.ValidHeaderName(n) {
 			errs = append(errs, fmt.Errorf("redacted headers: %q is not a header name", n))
@@ -249,4 +256,15 @@ func checkOIDC(o *OIDC, noPasswords bool) []error {
 		}
 	}
 	return errs
+}
+
+// SlackConfig connects Tollgate to a Slack app: its bot token (xoxb-…,
+// with the scopes chat:write, users:read, users:read.email, im:write,
+// channels:read, groups:read, channels:history, groups:history and
+// im:history) and its signing secret. The app's interactivity request URL
+// is <PublicURL>/slack/interactions.
+type SlackConfig struct {
+	BotToken, SigningSecret string
+	// APIURL is Slack's Web API (https://slack.com/api/ by default).
+	APIURL string
 }

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/chat"
 	"github.com/tollgatehq/tollgate/domain/engine"
 	"github.com/tollgatehq/tollgate/domain/flow"
 	"github.com/tollgatehq/tollgate/domain/hook"
@@ -49,6 +50,8 @@ type Tollgate struct {
 	eng     *engine.Engine
 	srv     *web.Server
 	hooks   *hook.Hooks
+	// slack posts requests to Slack, when Config.Slack is set.
+	slack   *chat.Dispatcher
 	handler func() http.Handler
 	// changes tells Result's waiters that a run changed.
 	changes domain.Fanout[struct{}]
@@ -106,6 +109,12 @@ func build(ctx context.Context, c Config, db *storage.DB) (*Tollgate, error) {
 		PublicURL: c.PublicURL, BasePath: c.BasePath, Version: c.Version, Organisation: c.Organisation, Deliveries: &domain.DeliveryCounts{}, Hooks: t.hooks,
 		MailPrefs: db, Links: db, OIDC: c.OIDC, NoPasswordLogin: c.NoPasswordLogin}
 	t.hooks.Counts = t.srv.Deliveries
+	if c.Slack != nil {
+		sl := web.NewSlack(c.Slack.BotToken, c.Slack.SigningSecret, c.Slack.APIURL)
+		sl.PublicURL, sl.People = c.PublicURL, db
+		t.slack = chat.New(chat.Opts{Store: db, Poster: sl, Log: c.Log, Poll: c.PollInterval, Lease: c.JobLease})
+		sl.Refresh, t.srv.Slack = t.slack.Refresh, sl
+	}
 	if c.Mail != nil {
 		// Reset links and decision links go only by real mail: the log
 		// would otherwise hold working links.
@@ -197,11 +206,15 @@ func (t *Tollgate) Run(ctx context.Context) error {
 	if t.c.Mail != nil {
 		o.Sender, o.Resets, o.Links = t.c.Mail, t.db, t.db // reset and decision links go only by real mail
 	}
+	o.Slack = t.slack != nil
 	mails := mail.New(o)
 	var wg sync.WaitGroup
 	wg.Go(func() { t.eng.Run(ctx) })
 	wg.Go(func() { t.hooks.Run(ctx) })
 	wg.Go(func() { mails.Run(ctx) })
+	if t.slack != nil {
+		wg.Go(func() { t.slack.Run(ctx) })
+	}
 	wg.Go(func() { housekeep(ctx, t.db, t.log, housekeepingEvery, t.c.Retention) })
 	wg.Go(func() {
 		<-ctx.Done()

@@ -3,6 +3,7 @@ package domain
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -54,6 +55,8 @@ type Command struct {
 	Fields       []Field `json:"fields,omitempty"`
 	ReasonLabel  string  `json:"reasonLabel,omitempty"`
 	Instructions string  `json:"instructions,omitempty"`
+	// Slack, when set, posts the request to Slack (see SlackTarget).
+	Slack string `json:"slack,omitempty"`
 	// StepKey, when set, is the pause's key within the run instead of the
 	// step name (a waitpoint's id): resumes addressed to it before the
 	// pause commits are kept for it.
@@ -98,6 +101,11 @@ func WithAssignee(who string) SuspendOption { return func(c *Command) { c.Assign
 func WithApprovers(role Role, emails ...string) SuspendOption {
 	return func(c *Command) { c.ApproverRole, c.Approvers = role, slices.Clone(emails) }
 }
+
+// WithSlack posts the request to Slack: to a channel ("#approvals" or a
+// channel id), or SlackDM for a direct message to each person who may
+// decide it. It overrides the workflow's Slack.
+func WithSlack(target string) SuspendOption { return func(c *Command) { c.Slack = target } }
 
 // WithPolicy sets how the decision is taken: a quorum of approvals,
 // the rejections that reject, separation of duties, a comment required on
@@ -191,4 +199,23 @@ func Complete(output any) Command { return Command{Type: CmdComplete, Output: ou
 // Fail ends the run as failed with a stable code and a message.
 func Fail(code, message string) Command {
 	return Command{Type: CmdFail, Error: &RunError{Code: code, Message: message}}
+}
+
+// SlackDM as a Slack target sends the request to each person who may
+// decide it, in a direct message.
+const SlackDM = "dm"
+
+// ValidSlackTarget reports whether target names where a request can be
+// posted in Slack: SlackDM, a channel by name ("#approvals": lower-case
+// letters, digits, - and _) or by id (C or G and upper-case letters and
+// digits).
+func ValidSlackTarget(target string) bool {
+	if target == SlackDM {
+		return true
+	}
+	name, isName := strings.CutPrefix(target, "#")
+	if isName {
+		return len(name) > 0 && len(name) <= 80 && strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789-_") == ""
+	}
+	return len(target) >= 9 && len(target) <= 24 && (target[0] == 'C' || target[0] == 'G') && strings.Trim(target, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") == ""
 }

@@ -216,6 +216,9 @@ type MailRound struct {
 	Lease           time.Duration
 	Limit           int
 	Finished        []MailOutcome
+	// Slack makes the Slack messages of the requests fanned out (see
+	// SlackStore), for a server that posts to Slack.
+	Slack bool
 }
 
 // MailClaim is what a MailRound claimed, and how many intents it fanned

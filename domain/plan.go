@@ -507,8 +507,14 @@ func newSuspension(o Outcome, b Command, checkpoint json.RawMessage) (*NewSuspen
 		ID: o.NewID(), WorkflowID: o.Run.WorkflowID, WorkflowVersion: o.Run.WorkflowVersion,
 		StepName: o.Step, Kind: kind, Reason: b.Reason, Checkpoint: checkpoint,
 		ResumeStep: b.ResumeStep, ResumeSchema: b.ResumeSchema, Assignee: b.Assignee, Accept: b.Accept, RunStartedBy: o.Run.StartedBy.ID,
-		Approvers: approvers, ApproverRole: b.ApproverRole, Title: b.Title, Instructions: b.Instructions, StepKey: b.StepKey,
+		Approvers: approvers, ApproverRole: b.ApproverRole, Title: b.Title, Instructions: b.Instructions, StepKey: b.StepKey, Slack: b.Slack,
 		Fields: fields, ReasonLabel: b.ReasonLabel, Policy: policy, Requesters: policy.Requesters(o.Run.Input),
+	}
+	if s.Slack == "" && o.Workflow != nil && kind.WaitsForPerson() {
+		s.Slack = o.Workflow.Slack
+	}
+	if s.Slack != "" && !ValidSlackTarget(s.Slack) {
+		return nil, &OrchestrationError{Message: fmt.Sprintf("suspend: slack target %q is not dm, #channel-name or a channel id", s.Slack)}
 	}
 	if b.Type == CmdSuspend && s.ResumeStep == "" {
 		s.ResumeStep = o.Step

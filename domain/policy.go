@@ -185,6 +185,7 @@ const (
 	ChannelAPI    = "api"
 	ChannelLink   = "link"
 	ChannelMail   = "mail"
+	ChannelSlack  = "slack"
 	ChannelSystem = "system"
 )
 

@@ -182,6 +182,8 @@ type NewSuspension struct {
 	Fields       []Field
 	ReasonLabel  string
 	Instructions string
+	// Slack is where the request is posted in Slack, if anywhere.
+	Slack string
 	// StepKey, when set, is the pause's key; by default the step name
 	// (then name#2, name#3… for later pauses of the same step).
 	StepKey  string

@@ -123,6 +123,9 @@ type Suspension struct {
 	Fields       []Field
 	ReasonLabel  string
 	Instructions string
+	// Slack is where the request is posted in Slack: a channel, SlackDM,
+	// or "" for nowhere.
+	Slack string
 	// Deferred holds the sibling commands of a review, run on approval.
 	Deferred    []Command
 	WakeAt      *time.Time

@@ -182,9 +182,12 @@ type Workflow struct {
 	// itself (see FailEvents): replay workflows close their log with
 	// RUN_ERRORED.
 	FailEvent string
-	steps     []StepDef
-	byName    map[string]int
-	errs      []error
+	// Slack, when set, posts every request of the workflow that waits for
+	// a person to Slack, unless its step says otherwise (see WithSlack).
+	Slack  string
+	steps  []StepDef
+	byName map[string]int
+	errs   []error
 }
 
 // MayStart reports whether a person of role may start runs of w: staff
@@ -249,6 +252,9 @@ func (w *Workflow) Validate() error {
 	}
 	if len(w.steps) == 0 {
 		errs = append(errs, Invalid("workflow %s has no steps", w.ID))
+	}
+	if w.Slack != "" && !ValidSlackTarget(w.Slack) {
+		errs = append(errs, Invalid("workflow %s: slack target %q is not dm, #channel-name or a channel id", w.ID, w.Slack))
 	}
 	return errors.Join(errs...)
 }

@@ -672,7 +672,7 @@ func (w *commitWriter) suspensionRow(ns *domain.NewSuspension, key string) *susp
 		Checkpoint: ns.Checkpoint, ResumeStep: ns.ResumeStep, ResumeSchema: ns.ResumeSchema,
 		Assignee: ns.Assignee, RunStartedBy: ns.RunStartedBy, Accept: ns.Accept, Deferred: ns.Deferred, SuspendedAt: &now, CreatedAt: now,
 		Title: ns.Title, Fields: ns.Fields, ReasonLabel: ns.ReasonLabel, Instructions: ns.Instructions, Approvers: ns.Approvers, ApproverRole: ns.ApproverRole,
-		Policy: ns.Policy, Requesters: ns.Requesters, GroupMode: ns.Group, Branch: ns.Branch,
+		Slack: ns.Slack, Policy: ns.Policy, Requesters: ns.Requesters, GroupMode: ns.Group, Branch: ns.Branch,
 	}
 	if ns.Group != "" {
 		row.GroupID = &ns.GroupKey
@@ -711,7 +711,7 @@ func (w *commitWriter) attach(ctx context.Context, existing, pause *suspensionRo
 		Set("resume_schema = ?", pause.ResumeSchema).Set("assignee = ?", pause.Assignee).Set("accept = ?", pause.Accept).
 		Set("run_started_by = ?", pause.RunStartedBy).
 		Set("deferred = ?", pause.Deferred).Set("suspended_at = ?", pause.SuspendedAt).
-		Set("title = ?", pause.Title).Set("instructions = ?", pause.Instructions).
+		Set("title = ?", pause.Title).Set("instructions = ?", pause.Instructions).Set("slack = ?", pause.Slack).
 		Set("fields = ?", pause.Fields).Set("reason_label = ?", pause.ReasonLabel).
 		Set("approvers = ?", pause.Approvers).Set("approver_role = ?", pause.ApproverRole).
 		Set("policy = ?", pause.Policy).Set("requesters = ?", pause.Requesters).

@@ -151,7 +151,8 @@ func (db *DB) mailWaiting(ctx context.Context, now time.Time) (bool, error) {
 }
 
 // fanOutMail turns at most room outbox rows into deliveries, one per
-// person told (domain.MailRecipients, each by their preference), and
+// person told (domain.MailRecipients, each by their preference), and the
+// Slack messages of requests posted to Slack (fanOutSlack), and
 // returns the first room of those due now, inserted claimed for r.Worker,
 // with how many outbox rows it took: taking no more rows than the round
 // can send keeps a backlog in the outbox, where nothing has to be claimed
@@ -186,6 +187,11 @@ func (db *DB) fanOutMail(ctx context.Context, tx bun.Tx, r domain.MailRound, roo
 	f, err := mailDeliveries(rows, intents, users, now, ts(r.NextDigest))
 	if err != nil {
 		return nil, 0, err
+	}
+	if r.Slack {
+		if err := db.fanOutSlack(ctx, tx, f.requests, intents, now); err != nil {
+			return nil, 0, err
+		}
 	}
 	f.claim(r.Worker, now.Add(r.Lease), room)
 	var jobs []domain.MailJob

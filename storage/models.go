@@ -116,6 +116,7 @@ type suspensionRow struct {
 	Fields           fieldList               `bun:"fields,type:json"`
 	ReasonLabel      string                  `bun:"reason_label"`
 	Instructions     string                  `bun:"instructions"`
+	Slack            string                  `bun:"slack"`
 	Deferred         json.RawMessage         `bun:"deferred,type:jsonb,nullzero"`
 	WakeAt           *time.Time              `bun:"wake_at"`
 	DeadlineAt       *time.Time              `bun:"deadline_at"`
@@ -136,7 +137,7 @@ func (s *suspensionRow) toDomain() (domain.Suspension, error) {
 		Checkpoint: s.Checkpoint, ResumeStep: s.ResumeStep, ResumeData: s.ResumeData,
 		ResumeSchema: s.ResumeSchema, Assignee: s.Assignee, RunStartedBy: s.RunStartedBy, WakeAt: utcPtr(s.WakeAt),
 		Approvers: s.Approvers, ApproverRole: s.ApproverRole, Policy: s.Policy, Requesters: s.Requesters, Escalated: s.Escalated, Accept: s.Accept,
-		Title: s.Title, Fields: s.Fields, ReasonLabel: s.ReasonLabel, Instructions: s.Instructions,
+		Title: s.Title, Fields: s.Fields, ReasonLabel: s.ReasonLabel, Instructions: s.Instructions, Slack: s.Slack,
 		ResumedAt: utcPtr(s.ResumedAt), Precompleted: s.Precompleted,
 		Group: s.GroupMode, GroupKey: derefString(s.GroupID), Branch: s.Branch,
 	}

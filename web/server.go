@@ -182,6 +182,10 @@ type Server struct {
 	Links      domain.LinkStore
 	LinkMailer domain.Mailer
 
+	// Slack, when set, takes decisions from the buttons and modals of the
+	// requests posted to Slack (POST /slack/interactions).
+	Slack *Slack
+
 	// OIDC, when set, signs people in with the organisation's OpenID
 	// Connect provider (/login/oidc).
 	OIDC *OIDC
@@ -264,6 +268,9 @@ func (s *Server) Handler() http.Handler {
 		route("GET /metrics", s.requireMetricsToken(s.metricsHTTP()))
 	}
 	route("GET /api/v1/openapi.json", http.HandlerFunc(s.serveOpenAPI))
+	if s.Slack != nil {
+		route("POST /slack/interactions", http.HandlerFunc(s.slackInteractions))
+	}
 
 	// api registers an API route whose handler reads the query
 	// parameters named, and no others (see knownQuery).

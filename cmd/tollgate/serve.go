@@ -50,6 +50,7 @@ type serveConfig struct {
 	metricsAddr     string
 	metricsToken    string
 	signIn          signInConfig
+	slack           slackConfig
 }
 
 func parseServe(args []string, getenv func(string) string, out io.Writer) (serveConfig, error) {
@@ -98,6 +99,7 @@ func parseServeWith(f *envFlags, args []string) (serveConfig, error) {
 	f.String(&c.metricsToken, "metrics-token", "TOLLGATE_METRICS_TOKEN", "", "require Authorization: Bearer <token> on /metrics (at least 16 characters)")
 	f.mail(&c.mailConfig)
 	f.signIn(&c.signIn)
+	f.slack(&c.slack)
 	c.bootstrapKey = getenv("TOLLGATE_BOOTSTRAP_API_KEY")
 	err := f.parse(args)
 	if err != nil {
@@ -112,7 +114,7 @@ func parseServeWith(f *envFlags, args []string) (serveConfig, error) {
 	if c.redactHeaders, err = parseHeaderNames(redact); err != nil {
 		return c, fmt.Errorf("--redact-headers: %w", err)
 	}
-	if err := c.signIn.check(); err != nil {
+	if err := errors.Join(c.signIn.check(), c.slack.check()); err != nil {
 		return c, err
 	}
 	if c.retention < 0 {
@@ -214,7 +216,7 @@ func (c serveConfig) config(log *slog.Logger, publicURL, version, secret string)
 		MaxBody: c.maxBody, KeyCacheTTL: c.keyCacheTTL, SessionIdle: c.sessionIdle, SessionMax: c.sessionMax, TrustProxy: c.trustProxy,
 		UploadLimit: c.uploadLimit, UploadRequestLimit: c.uploadRequest, UploadsPerUser: c.uploadsPerUser, UploadsInFlight: c.uploadsInFlight,
 		MaxWaitsPerCaller: c.maxWaits, MetricsToken: c.metricsToken, MetricsElsewhere: c.metricsAddr != "", Retention: retention, DigestHour: &digest,
-		OIDC: c.signIn.oidc(), NoPasswordLogin: !c.signIn.passwords,
+		OIDC: c.signIn.oidc(), NoPasswordLogin: !c.signIn.passwords, Slack: c.slack.config(),
 	}
 }
 

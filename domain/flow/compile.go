@@ -138,7 +138,7 @@ func compile(doc Document, env Env) (*domain.Workflow, error) {
 		c.displays[i] = newPresenter(st.Display)
 	}
 	wf := domain.NewWorkflow(doc.ID, doc.Version)
-	wf.InputSchema, wf.WebhookTrigger, wf.AllowFounders = doc.InputSchema, doc.WebhookTrigger, doc.AllowFounders
+	wf.InputSchema, wf.WebhookTrigger, wf.AllowFounders, wf.Slack = doc.InputSchema, doc.WebhookTrigger, doc.AllowFounders, doc.Slack
 	for i, st := range doc.Steps {
 		wf.Step(st.Name, c.step(i), domain.WithRetry(retryPolicy(st)))
 	}
@@ -335,7 +335,7 @@ func (c *compiled) ask(i int, s State) domain.StepResult {
 // for, shown as d says when it is not nil, or the failure of an assignee
 // the run input does not have. It names no resume step.
 func (c *compiled) asked(st Step, s State, d *presenter) (domain.Command, *domain.StepResult) {
-	opts := []domain.SuspendOption{domain.WithTitle(st.Title, st.Instructions)}
+	opts := []domain.SuspendOption{domain.WithTitle(st.Title, st.Instructions), domain.WithSlack(st.Slack)}
 	if d != nil {
 		// After WithTitle: a display's title, when it renders, wins.
 		opts = append(opts, domain.WithPresentation(d.present(s)))

@@ -60,8 +60,12 @@ type Document struct {
 	// AllowFounders lets founders start runs through the API; by default
 	// only staff may. A founder's run may name no one but that founder as
 	// an assignee, and the founder may not decide its approvals.
-	AllowFounders bool   `json:"allowFounders,omitempty"`
-	Steps         []Step `json:"steps"`
+	AllowFounders bool `json:"allowFounders,omitempty"`
+	// Slack posts the document's approvals and inputs to Slack: a channel
+	// ("#approvals", or its id) or "dm" to each person who may decide; a
+	// step's own slack wins.
+	Slack string `json:"slack,omitempty"`
+	Steps []Step `json:"steps"`
 }
 
 // Step is one step of a document. Which fields apply depends on Type.
@@ -90,6 +94,7 @@ type Step struct {
 	Reason       string          `json:"reason,omitempty"`
 	Title        string          `json:"title,omitempty"`
 	Instructions string          `json:"instructions,omitempty"`
+	Slack        string          `json:"slack,omitempty"`
 	Assignee     string          `json:"assignee,omitempty"` // a JSON pointer into the run input
 	ResumeSchema json.RawMessage `json:"resumeSchema,omitempty"`
 	Accept       []string        `json:"accept,omitempty"`
@@ -148,9 +153,9 @@ var fieldsOf = map[string][]string{
 	TypeHTTP:    {"url", "method", "headers", "args", "async", "timeoutMs", "completionTimeoutMs", "onTimeout"},
 	TypeWait:    {"durationMs", "untilTimestamp"},
 	TypeWebhook: {"responseToSend", "display"},
-	TypeApproval: {"reason", "title", "instructions", "assignee", "resumeSchema", "onReject", "display",
+	TypeApproval: {"reason", "title", "instructions", "slack", "assignee", "resumeSchema", "onReject", "display",
 		"approvers", "quorum", "rejections", "separationOfDuties", "requesterPointer", "rejectRequiresComment", "escalation"},
-	TypeInput: {"reason", "title", "instructions", "assignee", "resumeSchema", "accept", "display",
+	TypeInput: {"reason", "title", "instructions", "slack", "assignee", "resumeSchema", "accept", "display",
 		"approvers", "separationOfDuties", "requesterPointer", "escalation"},
 	TypeAny:    {"of"},
 	TypeAll:    {"of"},
@@ -159,7 +164,7 @@ var fieldsOf = map[string][]string{
 
 var commonFields = []string{"type", "name", "next", "end", "retry"}
 
-var documentFields = []string{"id", "name", "version", "description", "inputSchema", "webhookTrigger", "allowFounders", "steps"}
+var documentFields = []string{"id", "name", "version", "description", "inputSchema", "webhookTrigger", "allowFounders", "slack", "steps"}
 
 // Problem is one thing wrong with a document, at a path people read, such
 // as steps[2].durationMs or steps[0].headers["X.Id"]; $ is the whole
@@ -297,6 +302,8 @@ func Parse(body []byte, env Env) (Document, error) {
 	v.decode("description", raw["description"], &doc.Description)
 	v.decode("webhookTrigger", raw["webhookTrigger"], &doc.WebhookTrigger)
 	v.decode("allowFounders", raw["allowFounders"], &doc.AllowFounders)
+	v.decode("slack", raw["slack"], &doc.Slack)
+	v.slack("slack", doc.Slack)
 	v.decode("inputSchema", raw["inputSchema"], &doc.InputSchema)
 	var steps []json.RawMessage
 	v.decode("steps", raw["steps"], &steps)
@@ -330,7 +337,7 @@ func (v *validator) parseStep(path string, s json.RawMessage) Step {
 		dst  any
 	}{
 		{"name", &st.Name}, {"next", &st.Next}, {"end", &st.End}, {"retry", &st.Retry}, {"handler", &st.Handler}, {"durationMs", &st.DurationMs},
-		{"untilTimestamp", &st.UntilTimestamp}, {"reason", &st.Reason}, {"title", &st.Title}, {"instructions", &st.Instructions},
+		{"untilTimestamp", &st.UntilTimestamp}, {"reason", &st.Reason}, {"title", &st.Title}, {"instructions", &st.Instructions}, {"slack", &st.Slack},
 		{"assignee", &st.Assignee}, {"accept", &st.Accept}, {"onReject", &st.OnReject}, {"responseToSend", &st.ResponseToSend},
 		{"url", &st.URL}, {"method", &st.Method}, {"async", &st.Async}, {"timeoutMs", &st.TimeoutMs},
 		{"completionTimeoutMs", &st.CompletionTimeoutMs}, {"onTimeout", &st.OnTimeout}, {"config", &st.Config},
@@ -535,6 +542,7 @@ func (v *validator) step(path string, st Step, env Env) {
 				v.add(path+".reason", "%v", err)
 			}
 		}
+		v.slack(path+".slack", st.Slack)
 		if st.Assignee != "" && !strings.HasPrefix(st.Assignee, "/") {
 			v.add(path+".assignee", "must be a JSON pointer into the run input, like /founderEmail")
 		}
@@ -795,5 +803,12 @@ func jsonKind(goKind string) string {
 		return "an array"
 	default:
 		return "an object"
+	}
+}
+
+// slack checks a Slack target, when one is set.
+func (v *validator) slack(path, target string) {
+	if target != "" && !domain.ValidSlackTarget(target) {
+		v.add(path, "%q is not \"dm\", a channel name like \"#approvals\" or a channel id like C0123456789", target)
 	}
 }

@@ -71,6 +71,9 @@ type Opts struct {
 	// account to whoever reads the log. Without it reset requests are
 	// dropped, with a warning.
 	Resets ResetStore
+	// Slack makes the fan-out queue the Slack messages of requests posted
+	// to Slack, for a server whose chat dispatcher posts them.
+	Slack bool
 	// Links, when set, stores the decision links behind the Approve and
 	// Reject buttons that mail about an approval gives each person who
 	// may decide it. Set it only with a Sender that delivers mail, as
@@ -243,7 +246,7 @@ func (d *Dispatcher) flush(ctx context.Context) {
 func (d *Dispatcher) round(ctx context.Context, limit int) (domain.MailClaim, error) {
 	now := d.o.Clock.Now()
 	c, err := d.o.Store.MailRound(ctx, domain.MailRound{Worker: d.worker, Now: now, NextDigest: NextDigest(now, d.o.DigestHour),
-		Lease: d.o.Lease, Limit: limit, Finished: d.sent})
+		Lease: d.o.Lease, Limit: limit, Finished: d.sent, Slack: d.o.Slack})
 	if err != nil {
 		return domain.MailClaim{}, err
 	}

@@ -1,0 +1,187 @@
+// Package chat tells people in Slack of the requests that wait for them.
+// The fan-out that takes a request's commit from the mail outbox makes its
+// Slack messages (domain.SlackStore) in the same transaction; a Dispatcher
+// in every server posts them through a Poster, each once: a claim is
+// leased, and a post whose outcome was lost is looked for before it is
+// made again. A posted message is written again whenever its request's
+// status or votes change, until it shows the request's end.
+package chat
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// Poster is Slack as the dispatcher uses it (tollgate's Slack client).
+type Poster interface {
+	// Find looks for the message m's earlier attempt may have posted;
+	// found is false when there is none.
+	Find(ctx context.Context, m domain.SlackMessage) (channelID, ts string, found bool, err error)
+	// Post posts m about its request and returns where it went.
+	Post(ctx context.Context, m domain.SlackMessage) (channelID, ts string, err error)
+	// Update writes posted message m again, as its request now stands.
+	Update(ctx context.Context, m domain.SlackMessage) error
+}
+
+// PermanentError is a post that cannot work however often it is tried
+// (an unknown channel, a person Slack does not know): the message is
+// given up at once.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Opts configures a Dispatcher. Store, Poster and Log are required.
+type Opts struct {
+	Store  domain.SlackStore
+	Poster Poster
+	Log    *slog.Logger
+	Clock  domain.Clock
+	// Poll is how often the messages are read (1s).
+	Poll time.Duration
+	// Lease is how long a claimed message belongs to this server (30s).
+	Lease time.Duration
+	// RetryBase is the wait after a first failure (1s: Slack's failures
+	// are short), doubling up to RetryMax (1h); a message is tried for 24
+	// hours.
+	RetryBase, RetryMax time.Duration
+	// Batch is how many messages a round claims, and updates (50).
+	Batch int
+}
+
+// Dispatcher posts and updates Slack messages. Several servers sharing a
+// database may each run one.
+type Dispatcher struct {
+	o      Opts
+	worker string
+}
+
+// New returns a dispatcher with o's defaults filled in.
+func New(o Opts) *Dispatcher {
+	if o.Clock == nil {
+		o.Clock = domain.SystemClock{}
+	}
+	if o.Poll <= 0 {
+		o.Poll = time.Second
+	}
+	if o.Lease <= 0 {
+		o.Lease = 30 * time.Second
+	}
+	if o.RetryBase <= 0 {
+		o.RetryBase = time.Second
+	}
+	if o.RetryMax <= 0 {
+		o.RetryMax = time.Hour
+	}
+	if o.Batch <= 0 {
+		o.Batch = 50
+	}
+	return &Dispatcher{o: o, worker: "slack-" + rand.Text()[:10]}
+}
+
+// Run does rounds every Poll until ctx ends.
+func (d *Dispatcher) Run(ctx context.Context) {
+	t := time.NewTicker(d.o.Poll)
+	defer t.Stop()
+	for {
+		if _, err := d.Round(ctx); err != nil && ctx.Err() == nil {
+			d.o.Log.WarnContext(ctx, "A Slack round failed; it is tried again", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Round posts the messages due and updates those whose request changed,
+// and returns how many it handled.
+func (d *Dispatcher) Round(ctx context.Context) (int, error) {
+	now := d.o.Clock.Now()
+	claimed, err := d.o.Store.ClaimSlack(ctx, d.worker, now, d.o.Lease, d.o.Batch)
+	if err != nil {
+		return 0, err
+	}
+	var out []domain.SlackOutcome
+	for _, m := range claimed {
+		out = append(out, d.post(ctx, m, now))
+	}
+	stale, err := d.o.Store.StaleSlack(ctx, d.o.Batch)
+	if err != nil {
+		return 0, errors.Join(err, d.o.Store.FinishSlack(ctx, out, now))
+	}
+	for _, m := range stale {
+		out = append(out, d.update(ctx, m))
+	}
+	return len(out), d.o.Store.FinishSlack(ctx, out, now)
+}
+
+// Refresh writes the posted messages of a request again now, as it
+// stands, for a decision whose message should not wait for the next round.
+func (d *Dispatcher) Refresh(ctx context.Context, suspensionID string) error {
+	msgs, err := d.o.Store.SlackMessagesOf(ctx, suspensionID)
+	if err != nil {
+		return err
+	}
+	out := make([]domain.SlackOutcome, 0, len(msgs))
+	for _, m := range msgs {
+		out = append(out, d.update(ctx, m))
+	}
+	return d.o.Store.FinishSlack(ctx, out, d.o.Clock.Now())
+}
+
+// post posts claimed message m, unless its last attempt did.
+func (d *Dispatcher) post(ctx context.Context, m domain.SlackMessage, now time.Time) domain.SlackOutcome {
+	o := domain.SlackOutcome{ID: m.ID, Attempt: m.Attempt, ShownStatus: m.Suspension.Status, ShownVotes: len(m.Suspension.Votes)}
+	var err error
+	found := false
+	if m.Attempt > 1 {
+		o.ChannelID, o.TS, found, err = d.o.Poster.Find(ctx, m)
+	}
+	if err == nil && !found {
+		o.ChannelID, o.TS, err = d.o.Poster.Post(ctx, m)
+	}
+	if err == nil {
+		o.Posted = true
+		if found {
+			// The earlier attempt's message shows the request as it was
+			// then: saying it shows nothing yet makes the next round
+			// write it again.
+			o.ShownStatus, o.ShownVotes = domain.SuspensionPending, -1
+		}
+		return o
+	}
+	o.Error = err.Error()
+	retry := now.Add(d.backoff(m.Attempt))
+	if _, permanent := errors.AsType[*PermanentError](err); permanent || retry.After(m.GiveUpAt) {
+		o.Failed = true
+		d.o.Log.ErrorContext(ctx, "A request's Slack message was given up", "suspension_id", m.Suspension.ID, "target", m.Target, "error", err)
+		return o
+	}
+	o.RetryAt = retry
+	d.o.Log.WarnContext(ctx, "Posting a request to Slack failed; it is tried again", "suspension_id", m.Suspension.ID, "target", m.Target, "retry_at", retry, "error", err)
+	return o
+}
+
+// update writes posted message m again.
+func (d *Dispatcher) update(ctx context.Context, m domain.SlackMessage) domain.SlackOutcome {
+	o := domain.SlackOutcome{ID: m.ID, Attempt: m.Attempt, Update: true, ShownStatus: m.Suspension.Status, ShownVotes: len(m.Suspension.Votes)}
+	if err := d.o.Poster.Update(ctx, m); err != nil {
+		o.Error = err.Error()
+		d.o.Log.WarnContext(ctx, "Updating a request's Slack message failed; it is tried again", "suspension_id", m.Suspension.ID, "error", err)
+		return o
+	}
+	o.Posted = true
+	return o
+}
+
+// backoff is the wait after the attempt-th failure, as mail's.
+func (d *Dispatcher) backoff(attempt int) time.Duration {
+	return domain.RetryPolicy{InitialBackoff: d.o.RetryBase, MaxBackoff: d.o.RetryMax, Multiplier: 2}.Backoff(attempt, 0)
+}

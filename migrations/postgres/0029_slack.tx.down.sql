@@ -1,0 +1,2 @@
+DROP TABLE slack_messages;
+ALTER TABLE suspensions DROP COLUMN slack;
