@@ -15,6 +15,7 @@ import (
 	"github.com/tollgatehq/tollgate"
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/storage/storagetest"
+	"github.com/tollgatehq/tollgate/web/slacktest"
 )
 
 const slackSecret = "8f742231b10e8888abcd99yyyzzz85a5"
@@ -58,7 +59,7 @@ func slackApproval() *domain.Workflow {
 // slackEnv is Tollgate posting to a fake Slack, served over HTTP.
 type slackEnv struct {
 	tg    *tollgate.Tollgate
-	slack *fakeSlack
+	slack *slacktest.Server
 	url   string
 	hc    *http.Client
 	users map[string]domain.User
@@ -66,14 +67,14 @@ type slackEnv struct {
 
 func newSlackEnv(t *testing.T, dialect string) *slackEnv {
 	t.Helper()
-	e := &slackEnv{slack: newFakeSlack(t, map[string]string{"URITA": "rita@example.com", "USAM": "Sam@Example.com", "UADA": "ada@example.com", "USTRANGER": "stranger@elsewhere.example"}),
+	e := &slackEnv{slack: slacktest.New(t, map[string]string{"URITA": "rita@example.com", "USAM": "Sam@Example.com", "UADA": "ada@example.com", "USTRANGER": "stranger@elsewhere.example"}),
 		hc: &http.Client{Timeout: 10 * time.Second}, users: map[string]domain.User{}}
 	var h http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
 	e.url = srv.URL
 	c := tollgate.Config{DataDir: t.TempDir(), Log: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})), PollInterval: 50 * time.Millisecond, PublicURL: srv.URL,
-		Slack: &tollgate.SlackConfig{BotToken: "xoxb-test", SigningSecret: slackSecret, APIURL: e.slack.URL + "/api/"}}
+		Slack: &tollgate.SlackConfig{BotToken: slacktest.Token, SigningSecret: slackSecret, APIURL: e.slack.URL + "/api/"}}
 	if dialect == "postgres" {
 		c.DatabaseURL = storagetest.NewDatabase(t)
 	}
@@ -103,10 +104,10 @@ func newSlackEnv(t *testing.T, dialect string) *slackEnv {
 
 // ask starts a run, as who when set, and returns its pending request once
 // its Slack messages are posted (want of them).
-func (e *slackEnv) ask(t *testing.T, in slackAsk, who string, want int) (domain.Suspension, []slackPost) {
+func (e *slackEnv) ask(t *testing.T, in slackAsk, who string, want int) (domain.Suspension, []slacktest.Post) {
 	t.Helper()
 	raw, _ := json.Marshal(in)
-	before, _, _, _ := e.slack.snapshot()
+	before, _, _, _ := e.slack.Snapshot()
 	var run domain.Run
 	var err error
 	if who == "" {
@@ -121,7 +122,7 @@ func (e *slackEnv) ask(t *testing.T, in slackAsk, who string, want int) (domain.
 	started := time.Now()
 	var s domain.Suspension
 	waitFor(t, "the request's Slack messages", func() bool {
-		posts, _, _, _ := e.slack.snapshot()
+		posts, _, _, _ := e.slack.Snapshot()
 		if len(posts) < len(before)+want {
 			return false
 		}
@@ -132,7 +133,7 @@ func (e *slackEnv) ask(t *testing.T, in slackAsk, who string, want int) (domain.
 		s = ss[0]
 		return true
 	})
-	posts, _, _, _ := e.slack.snapshot()
+	posts, _, _, _ := e.slack.Snapshot()
 	t.Logf("%d Slack message(s) at the fake API %v after the run started", want, posts[len(posts)-1].At.Sub(started).Round(time.Millisecond))
 	return s, posts[len(before):]
 }
@@ -144,7 +145,7 @@ func (e *slackEnv) interact(t *testing.T, secret string, ts time.Time, payload a
 	if ts.IsZero() {
 		ts = time.Now()
 	}
-	return e.send(t, signedInteraction(t, e.url+"/slack/interactions", secret, ts, payload))
+	return e.send(t, slacktest.Interaction(t, e.url+"/slack/interactions", secret, ts, payload))
 }
 
 func (e *slackEnv) send(t *testing.T, req *http.Request) (int, string) {
@@ -171,10 +172,10 @@ func (e *slackEnv) request(t *testing.T, id string) domain.Suspension {
 
 // updatedTo waits for the message of post to be written again saying all
 // of want.
-func (e *slackEnv) updatedTo(t *testing.T, post slackPost, want ...string) {
+func (e *slackEnv) updatedTo(t *testing.T, post slacktest.Post, want ...string) {
 	t.Helper()
 	waitFor(t, "the message to say "+strings.Join(want, ", "), func() bool {
-		_, updates, _, _ := e.slack.snapshot()
+		_, updates, _, _ := e.slack.Snapshot()
 		for i := len(updates) - 1; i >= 0; i-- {
 			if u := updates[i]; u.Channel == post.Channel && u.TS == post.TS {
 				for _, w := range want {
@@ -193,7 +194,7 @@ func (e *slackEnv) updatedTo(t *testing.T, post slackPost, want ...string) {
 func (e *slackEnv) toldEphemerally(t *testing.T, user, want string) {
 	t.Helper()
 	waitFor(t, user+" to be told "+want, func() bool {
-		_, _, eph, _ := e.slack.snapshot()
+		_, _, eph, _ := e.slack.Snapshot()
 		for _, m := range eph {
 			if m.User == user && strings.Contains(m.Text, want) {
 				return true
@@ -233,12 +234,12 @@ func TestSlackDecidesApprovals(t *testing.T) {
 			t.Errorf("posted to %s with metadata %s", post.Channel, post.Metadata)
 		}
 
-		approve := click("URITA", "CAPPROVALS", "tollgate_approve", s.ID)
+		approve := slacktest.Click("URITA", "CAPPROVALS", "tollgate_approve", s.ID)
 		for name, send := range map[string]func() (int, string){
 			"wrongly signed": func() (int, string) { return e.interact(t, "not the signing secret at all!!", time.Time{}, approve) },
 			"too old":        func() (int, string) { return e.interact(t, slackSecret, time.Now().Add(-6*time.Minute), approve) },
 			"unsigned": func() (int, string) {
-				req := signedInteraction(t, e.url+"/slack/interactions", slackSecret, time.Now(), approve)
+				req := slacktest.Interaction(t, e.url+"/slack/interactions", slackSecret, time.Now(), approve)
 				req.Header.Del("X-Slack-Signature")
 				req.Header.Del("X-Slack-Request-Timestamp")
 				return e.send(t, req)
@@ -253,13 +254,13 @@ func TestSlackDecidesApprovals(t *testing.T) {
 		}
 
 		// Someone Slack knows and Tollgate does not is told why, alone.
-		if status, _ := e.interact(t, slackSecret, time.Time{}, click("USTRANGER", "CAPPROVALS", "tollgate_approve", s.ID)); status != http.StatusOK {
+		if status, _ := e.interact(t, slackSecret, time.Time{}, slacktest.Click("USTRANGER", "CAPPROVALS", "tollgate_approve", s.ID)); status != http.StatusOK {
 			t.Fatalf("a stranger's click = %d", status)
 		}
 		e.toldEphemerally(t, "USTRANGER", "Tollgate has no account for stranger@elsewhere.example")
 
 		// Rita's click is her vote, from Slack; the message says so.
-		req := signedInteraction(t, e.url+"/slack/interactions", slackSecret, time.Now(), approve)
+		req := slacktest.Interaction(t, e.url+"/slack/interactions", slackSecret, time.Now(), approve)
 		replay := req.Clone(t.Context())
 		body, _ := req.GetBody()
 		replay.Body = body
@@ -275,14 +276,14 @@ func TestSlackDecidesApprovals(t *testing.T) {
 			t.Errorf("a replayed interaction = %d, want 401", status)
 		}
 		// A second click of hers is a second vote of the same person.
-		e.interact(t, slackSecret, time.Time{}, click("URITA", "CAPPROVALS", "tollgate_approve", s.ID))
+		e.interact(t, slackSecret, time.Time{}, slacktest.Click("URITA", "CAPPROVALS", "tollgate_approve", s.ID))
 		e.toldEphemerally(t, "URITA", "already counts")
 		if got := e.request(t, s.ID); len(got.Votes) != 1 {
 			t.Fatalf("a second click voted again: %+v", got.Votes)
 		}
 
 		// Sam's vote (his Slack email spelt otherwise) decides it.
-		e.interact(t, slackSecret, time.Time{}, click("USAM", "CAPPROVALS", "tollgate_approve", s.ID))
+		e.interact(t, slackSecret, time.Time{}, slacktest.Click("USAM", "CAPPROVALS", "tollgate_approve", s.ID))
 		got = e.request(t, s.ID)
 		if got.Status != domain.SuspensionResumed || got.Decision != domain.DecisionApproved || len(got.Votes) != 2 {
 			t.Fatalf("after Sam's click: %s %s %+v", got.Status, got.Decision, got.Votes)
@@ -302,7 +303,9 @@ func TestSlackQuorumOfTwoAtOnce(t *testing.T) {
 	s, _ := e.ask(t, slackAsk{Slack: "#approvals", Quorum: 2}, "", 1)
 	var wg sync.WaitGroup
 	for _, who := range []string{"URITA", "USAM"} {
-		wg.Go(func() { e.interact(t, slackSecret, time.Time{}, click(who, "CAPPROVALS", "tollgate_approve", s.ID)) })
+		wg.Go(func() {
+			e.interact(t, slackSecret, time.Time{}, slacktest.Click(who, "CAPPROVALS", "tollgate_approve", s.ID))
+		})
 	}
 	wg.Wait()
 	got := e.request(t, s.ID)
@@ -318,13 +321,13 @@ func TestSlackQuorumOfTwoAtOnce(t *testing.T) {
 func TestSlackModalsDutiesAndDecisionsElsewhere(t *testing.T) {
 	e := newSlackEnv(t, "sqlite")
 	s, posts := e.ask(t, slackAsk{Slack: "#approvals", CommentToReject: true}, "", 1)
-	e.interact(t, slackSecret, time.Time{}, click("USAM", "CAPPROVALS", "tollgate_reject", s.ID))
+	e.interact(t, slackSecret, time.Time{}, slacktest.Click("USAM", "CAPPROVALS", "tollgate_reject", s.ID))
 	var view struct {
 		CallbackID      string `json:"callback_id"`
 		PrivateMetadata string `json:"private_metadata"`
 	}
 	waitFor(t, "the comment modal", func() bool {
-		_, _, _, views := e.slack.snapshot()
+		_, _, _, views := e.slack.Snapshot()
 		return len(views) == 1 && json.Unmarshal(views[0], &view) == nil
 	})
 	if view.CallbackID != "tollgate_decide" || len(e.request(t, s.ID).Votes) != 0 {
@@ -333,11 +336,11 @@ func TestSlackModalsDutiesAndDecisionsElsewhere(t *testing.T) {
 	comment := func(text string) map[string]map[string]any {
 		return map[string]map[string]any{"comment": {"v": map[string]any{"type": "plain_text_input", "value": text}}}
 	}
-	status, body := e.interact(t, slackSecret, time.Time{}, submit("USAM", view.CallbackID, view.PrivateMetadata, comment("  ")))
+	status, body := e.interact(t, slackSecret, time.Time{}, slacktest.Submit("USAM", view.CallbackID, view.PrivateMetadata, comment("  ")))
 	if status != http.StatusOK || !strings.Contains(body, `"response_action":"errors"`) || !strings.Contains(body, `"comment"`) {
 		t.Fatalf("a rejection without a comment = %d %s; want the modal's comment field in error", status, body)
 	}
-	status, body = e.interact(t, slackSecret, time.Time{}, submit("USAM", view.CallbackID, view.PrivateMetadata, comment("IBAN does not match the invoice")))
+	status, body = e.interact(t, slackSecret, time.Time{}, slacktest.Submit("USAM", view.CallbackID, view.PrivateMetadata, comment("IBAN does not match the invoice")))
 	if status != http.StatusOK || strings.Contains(body, "errors") {
 		t.Fatalf("the rejection = %d %s", status, body)
 	}
@@ -349,7 +352,7 @@ func TestSlackModalsDutiesAndDecisionsElsewhere(t *testing.T) {
 
 	// Rita started this run, and it separates duties.
 	s, _ = e.ask(t, slackAsk{Slack: "#approvals", SeparateDuties: true}, "rita@example.com", 1)
-	e.interact(t, slackSecret, time.Time{}, click("URITA", "CAPPROVALS", "tollgate_approve", s.ID))
+	e.interact(t, slackSecret, time.Time{}, slacktest.Click("URITA", "CAPPROVALS", "tollgate_approve", s.ID))
 	e.toldEphemerally(t, "URITA", "You started this run")
 	if got := e.request(t, s.ID); len(got.Votes) != 0 {
 		t.Fatalf("the run's starter voted from Slack: %+v", got.Votes)
@@ -382,14 +385,14 @@ func TestSlackDirectMessagesAndInputs(t *testing.T) {
 	if !strings.Contains(string(posts[0].Blocks), `"action_id":"tollgate_answer"`) {
 		t.Fatalf("an input with a simple form has no Answer button:\n%s", posts[0].Blocks)
 	}
-	e.interact(t, slackSecret, time.Time{}, click("UADA", "CAPPROVALS", "tollgate_answer", s.ID))
+	e.interact(t, slackSecret, time.Time{}, slacktest.Click("UADA", "CAPPROVALS", "tollgate_answer", s.ID))
 	var view struct {
 		CallbackID      string          `json:"callback_id"`
 		PrivateMetadata string          `json:"private_metadata"`
 		Blocks          json.RawMessage `json:"blocks"`
 	}
 	waitFor(t, "the answer modal", func() bool {
-		_, _, _, views := e.slack.snapshot()
+		_, _, _, views := e.slack.Snapshot()
 		return len(views) == 1 && json.Unmarshal(views[0], &view) == nil
 	})
 	for _, want := range []string{`"block_id":"f/iban"`, `"type":"checkboxes"`, `"type":"static_select"`, `"type":"number_input"`} {
@@ -405,11 +408,11 @@ func TestSlackDirectMessagesAndInputs(t *testing.T) {
 			"f/limit":  {"v": map[string]any{"type": "number_input", "value": "5000"}},
 		}
 	}
-	status, body := e.interact(t, slackSecret, time.Time{}, submit("UADA", view.CallbackID, view.PrivateMetadata, values("PT50")))
+	status, body := e.interact(t, slackSecret, time.Time{}, slacktest.Submit("UADA", view.CallbackID, view.PrivateMetadata, values("PT50")))
 	if !strings.Contains(body, `"f/iban"`) {
 		t.Fatalf("a short IBAN = %d %s; want the field in error", status, body)
 	}
-	e.interact(t, slackSecret, time.Time{}, submit("UADA", view.CallbackID, view.PrivateMetadata, values("PT50000201231234567890154")))
+	e.interact(t, slackSecret, time.Time{}, slacktest.Submit("UADA", view.CallbackID, view.PrivateMetadata, values("PT50000201231234567890154")))
 	got := e.request(t, s.ID)
 	if got.Status != domain.SuspensionResumed || !strings.Contains(string(got.ResumeData), `"tier":"gold"`) || !strings.Contains(string(got.ResumeData), `"urgent":true`) || !strings.Contains(string(got.ResumeData), `"limit":5000`) {
 		t.Fatalf("after the answer: %s %s", got.Status, got.ResumeData)
@@ -420,15 +423,13 @@ func TestSlackDirectMessagesAndInputs(t *testing.T) {
 // A post whose answer was lost is found in the channel, not posted again.
 func TestSlackLostPostIsNotDoubled(t *testing.T) {
 	e := newSlackEnv(t, "sqlite")
-	e.slack.mu.Lock()
-	e.slack.failPosts = 1
-	e.slack.mu.Unlock()
+	e.slack.FailPosts(1)
 	s, posts := e.ask(t, slackAsk{Slack: "#approvals"}, "", 1)
 	// The message shows nothing of the request yet: once found it is
 	// written again.
 	e.updatedTo(t, posts[0], "tollgate_approve")
 	time.Sleep(2 * time.Second) // several rounds
-	all, _, _, _ := e.slack.snapshot()
+	all, _, _, _ := e.slack.Snapshot()
 	if len(all) != 1 {
 		t.Fatalf("%d posts of request %s, want 1", len(all), s.ID)
 	}

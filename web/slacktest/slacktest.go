@@ -1,4 +1,8 @@
-package tollgate_test
+// Package slacktest is Slack's Web API as Tollgate calls it, in the test
+// process: a fake that keeps the messages posted and updated, the
+// ephemeral messages and the modals opened, and knows a few people by
+// Slack id and email; and interactions signed as Slack signs them.
+package slacktest
 
 import (
 	"crypto/hmac"
@@ -16,40 +20,74 @@ import (
 	"time"
 )
 
-// fakeSlack is Slack's Web API as Tollgate calls it, in the test process:
-// it keeps the messages posted and updated, the ephemeral messages and the
-// modals opened, and knows a few people by Slack id and email.
-type fakeSlack struct {
+// Token is the bot token the fake accepts.
+const Token = "xoxb-test"
+
+// Server is the fake Web API; its URL + "/api/" is the API's address.
+// Its channel #approvals has the id CAPPROVALS; a direct message to user U
+// is in channel DU.
+type Server struct {
 	*httptest.Server
 	mu        sync.Mutex
 	people    map[string]string // Slack user id → email
-	posts     []slackPost
-	updates   []slackPost
-	ephemeral []slackPost
+	posts     []Post
+	updates   []Post
+	ephemeral []Post
 	views     []json.RawMessage
-	// failPosts makes the next n chat.postMessage calls fail after
-	// posting, as if the answer were lost.
 	failPosts int
-	postedAt  map[string]time.Time // ts → when
+	hold      chan struct{}
+	holding   chan struct{}
 }
 
-// slackPost is a message as the fake keeps it.
-type slackPost struct {
+// Post is a message as the fake keeps it.
+type Post struct {
 	Channel, TS, User, Text string
 	Blocks                  json.RawMessage
 	Metadata                json.RawMessage
 	At                      time.Time
 }
 
-func newFakeSlack(t *testing.T, people map[string]string) *fakeSlack {
+// New starts a fake that knows people (Slack user id → email) for the
+// test; it stops when the test ends.
+func New(t testing.TB, people map[string]string) *Server {
 	t.Helper()
-	f := &fakeSlack{people: people, postedAt: map[string]time.Time{}}
+	f := &Server{people: people, holding: make(chan struct{}, 16)}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)
 	return f
 }
 
-func (f *fakeSlack) serve(w http.ResponseWriter, r *http.Request) {
+// FailPosts makes the next n chat.postMessage calls fail after posting,
+// as if their answer were lost.
+func (f *Server) FailPosts(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failPosts = n
+}
+
+// Hold makes chat.postMessage keep each message and then wait, without
+// answering, until Release; Holding is signalled as each starts waiting.
+func (f *Server) Hold() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hold = make(chan struct{})
+}
+
+// Holding is signalled when a post starts waiting (see Hold).
+func (f *Server) Holding() <-chan struct{} { return f.holding }
+
+// Release ends Hold: the posts waiting fail, as if the connection were
+// lost.
+func (f *Server) Release() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.hold != nil {
+		close(f.hold)
+		f.hold = nil
+	}
+}
+
+func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	var jsonBody map[string]json.RawMessage
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
 		if err := json.NewDecoder(r.Body).Decode(&jsonBody); err != nil {
@@ -61,14 +99,14 @@ func (f *fakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer xoxb-test") && r.Form.Get("token") != "xoxb-test" {
+	if r.Header.Get("Authorization") != "Bearer "+Token && r.Form.Get("token") != Token {
 		reply(w, map[string]any{"ok": false, "error": "invalid_auth"})
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	method := strings.TrimPrefix(r.URL.Path, "/api/")
-	p := slackPost{Channel: r.Form.Get("channel"), TS: r.Form.Get("ts"), User: r.Form.Get("user"), Text: r.Form.Get("text"),
+	p := Post{Channel: r.Form.Get("channel"), TS: r.Form.Get("ts"), User: r.Form.Get("user"), Text: r.Form.Get("text"),
 		Blocks: json.RawMessage(r.Form.Get("blocks")), Metadata: json.RawMessage(r.Form.Get("metadata")), At: time.Now()}
 	switch method {
 	case "chat.postMessage":
@@ -81,6 +119,14 @@ func (f *fakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		p.TS = fmt.Sprintf("1700000000.%06d", len(f.posts)+1)
 		f.posts = append(f.posts, p)
+		if hold := f.hold; hold != nil {
+			f.holding <- struct{}{}
+			f.mu.Unlock()
+			<-hold
+			f.mu.Lock()
+			http.Error(w, "lost", http.StatusBadGateway)
+			return
+		}
 		if f.failPosts > 0 {
 			f.failPosts--
 			http.Error(w, "lost", http.StatusBadGateway)
@@ -133,16 +179,17 @@ func reply(w http.ResponseWriter, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// snapshot returns copies of what the fake keeps.
-func (f *fakeSlack) snapshot() (posts, updates, ephemeral []slackPost, views []json.RawMessage) {
+// Snapshot returns copies of what the fake keeps: the messages posted and
+// updated, the ephemeral ones and the modals opened.
+func (f *Server) Snapshot() (posts, updates, ephemeral []Post, views []json.RawMessage) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]slackPost(nil), f.posts...), append([]slackPost(nil), f.updates...), append([]slackPost(nil), f.ephemeral...), append([]json.RawMessage(nil), f.views...)
+	return append([]Post(nil), f.posts...), append([]Post(nil), f.updates...), append([]Post(nil), f.ephemeral...), append([]json.RawMessage(nil), f.views...)
 }
 
-// signedInteraction is an interaction as Slack sends it: the payload as a
-// form, signed with secret at ts.
-func signedInteraction(t *testing.T, target, secret string, ts time.Time, payload any) *http.Request {
+// Interaction is an interaction as Slack sends it to target: the payload
+// as a form, signed with secret at ts.
+func Interaction(t *testing.T, target, secret string, ts time.Time, payload any) *http.Request {
 	t.Helper()
 	raw, err := json.Marshal(payload)
 	if err != nil {
@@ -162,17 +209,17 @@ func signedInteraction(t *testing.T, target, secret string, ts time.Time, payloa
 	return req
 }
 
-// click is a block_actions payload: user pressed button action on the
+// Click is a block_actions payload: user pressed button action on the
 // message of suspension id in channel.
-func click(user, channel, action, id string) map[string]any {
+func Click(user, channel, action, id string) map[string]any {
 	return map[string]any{"type": "block_actions", "user": map[string]any{"id": user}, "channel": map[string]any{"id": channel},
 		"container": map[string]any{"channel_id": channel}, "trigger_id": fmt.Sprintf("trigger-%s-%d", user, time.Now().UnixNano()),
 		"actions": []any{map[string]any{"action_id": action, "block_id": "decide", "type": "button", "value": id, "action_ts": fmt.Sprint(time.Now().UnixNano())}}}
 }
 
-// submit is a view_submission payload of the modal with private metadata
+// Submit is a view_submission payload of the modal with private metadata
 // meta and the values given, by block id.
-func submit(user, callback, meta string, values map[string]map[string]any) map[string]any {
+func Submit(user, callback, meta string, values map[string]map[string]any) map[string]any {
 	return map[string]any{"type": "view_submission", "user": map[string]any{"id": user},
 		"view": map[string]any{"callback_id": callback, "private_metadata": meta, "state": map[string]any{"values": values}}}
 }
