@@ -65,7 +65,7 @@ soak: ## One server under SOAK_RATE (200) resumes/s and 1,000 open live pages fo
 # figure, so that the ratio always comes from one run.
 BENCH ?= $(TOLLGATE_BENCH)
 
-bench: ## Suspend→resume, declarative and replay workflows on both databases; the herd beside River (peers); the web app with 1M suspensions; what mail adds to creating suspensions; approval policies' memory and vote latency; one server against three on one PostgreSQL (BENCH=kernel,herd picks parts)
+bench: ## Suspend→resume, declarative and replay workflows on both databases; the herd beside River (peers); the web app with 1M suspensions; what mail and Slack add to creating suspensions; approval policies' memory and vote latency; one server against three on one PostgreSQL (BENCH=kernel,herd picks parts)
 	TOLLGATE_BENCH=$(BENCH) $(GO) test -run '^TestBench' -tags bench -count=1 -timeout 60m -v ./cmd/tollgate
 
 generate: ## Regenerate generated code (templ components) and the README's configuration reference

@@ -44,8 +44,9 @@ var benchMailPasses = benchSize("TOLLGATE_BENCH_MAIL_PASSES", 5, 1)
 const benchMailTo = "bench-mail@example.com"
 
 // registerBenchMail registers bench-mail, whose pause is an input
-// assigned to benchMailTo (so that it mails them), and bench-nomail, the
-// same pause as a webhook wait, which mails nobody.
+// assigned to benchMailTo (so that it mails them), bench-nomail, the
+// same pause as a webhook wait, which mails nobody, and bench-slack, the
+// input posted to Slack's #approvals too.
 func registerBenchMail(reg *domain.Registry) error {
 	wf := func(id string, kind domain.SuspensionKind) *domain.Workflow {
 		return domain.NewWorkflow(id, "1").
@@ -55,7 +56,13 @@ func registerBenchMail(reg *domain.Registry) error {
 						Title: "Upload your deck", Fields: []domain.Field{domain.NewField("Amount", 389, "money:EUR")}}))}}, nil
 			})
 	}
-	return errors.Join(reg.Register(wf("bench-mail", domain.KindInput)), reg.Register(wf("bench-nomail", domain.KindWebhook)))
+	slack := domain.NewWorkflow("bench-slack", "1").
+		Step("ask", func(_ context.Context, req domain.StepRequest) (domain.StepResult, error) {
+			return domain.StepResult{Commands: []domain.Command{domain.Suspend("awaiting_documentation", map[string]any{"input": req.Input}, "ask",
+				domain.WithKind(domain.KindInput), domain.WithAssignee(benchMailTo), domain.WithSlack("#approvals"), domain.WithPresentation(domain.Presentation{
+					Title: "Upload your deck", Fields: []domain.Field{domain.NewField("Amount", 389, "money:EUR")}}))}}, nil
+		})
+	return errors.Join(reg.Register(wf("bench-mail", domain.KindInput)), reg.Register(wf("bench-nomail", domain.KindWebhook)), reg.Register(slack))
 }
 
 // TestBenchMail measures what mailing adds to creating suspensions: the
