@@ -2,6 +2,7 @@ package web
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -285,14 +286,27 @@ func (s *Server) linkActor(r *http.Request, l domain.DecisionLink) domain.User {
 // accountByEmail is the account whose email is email, as it is spelt
 // (in lower case) or in its normal form (see domain.NormalEmail).
 func (s *Server) accountByEmail(r *http.Request, email string) (domain.User, bool) {
-	if s.Auth != nil {
-		for _, e := range []string{strings.ToLower(email), domain.NormalEmail(email)} {
-			if u, _, err := s.Auth.UserByEmail(r.Context(), e); err == nil {
-				return u, true
-			}
+	if s.Auth == nil {
+		return domain.User{}, false
+	}
+	u, err := accountOf(r.Context(), s.Auth, email)
+	return u, err == nil
+}
+
+// accountOf is the account whose email is email, as it is spelt (in lower
+// case) or in its normal form (see domain.NormalEmail): an account kept as
+// rita.smith@gmail.com is found for Rita.Smith@gmail.com, and one kept
+// as rita@example.com for rita+tollgate@example.com. domain.ErrNotFound
+// when there is none.
+func accountOf(ctx context.Context, auth domain.AuthStore, email string) (domain.User, error) {
+	var err error
+	for _, e := range []string{strings.ToLower(strings.TrimSpace(email)), domain.NormalEmail(email)} {
+		var u domain.User
+		if u, _, err = auth.UserByEmail(ctx, e); err == nil || !errors.Is(err, domain.ErrNotFound) {
+			return u, err
 		}
 	}
-	return domain.User{}, false
+	return domain.User{}, err
 }
 
 // linkCreator is the account of the person who made the link: the link

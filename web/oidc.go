@@ -264,7 +264,7 @@ func (s *Server) verifiedIdentity(r *http.Request, st signInState, code string) 
 		return oidcIdentity{}, errors.Join(signInUnverified, err)
 	}
 	email, _ := claims["email"].(string)
-	id := oidcIdentity{email: domain.NormalEmail(email), roles: claimStrings(claims, cmp.Or(o.RoleClaim, "groups"))}
+	id := oidcIdentity{email: strings.ToLower(strings.TrimSpace(email)), roles: claimStrings(claims, cmp.Or(o.RoleClaim, "groups"))}
 	id.name, _ = claims["name"].(string)
 	if id.email == "" || !verifiedClaim(claims["email_verified"]) {
 		return id, signInEmailUnverified
@@ -329,7 +329,7 @@ func (o *OIDC) mappedRole(id oidcIdentity) domain.Role {
 // oidcAccount is the account id signs in to: the one with its email, or,
 // with AutoCreate, a new one with the role its claims map to.
 func (s *Server) oidcAccount(r *http.Request, id oidcIdentity) (domain.User, signInRefusal) {
-	user, _, err := s.Auth.UserByEmail(r.Context(), id.email)
+	user, err := accountOf(r.Context(), s.Auth, id.email)
 	switch {
 	case err == nil && user.Disabled:
 		return user, signInDisabled

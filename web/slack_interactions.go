@@ -117,7 +117,7 @@ func (s *Server) slackPerson(ctx context.Context, cb *slack.InteractionCallback)
 	email := info.Profile.Email
 	u, ok := domain.User{}, false
 	if email != "" {
-		u, _, err = s.Auth.UserByEmail(ctx, domain.NormalEmail(email))
+		u, err = accountOf(ctx, s.Auth, email)
 		ok = err == nil
 	}
 	switch {
