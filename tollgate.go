@@ -206,7 +206,9 @@ func (t *Tollgate) Run(ctx context.Context) error {
 	if t.c.Mail != nil {
 		o.Sender, o.Resets, o.Links = t.c.Mail, t.db, t.db // reset and decision links go only by real mail
 	}
-	o.Slack = t.slack != nil
+	if t.slack != nil {
+		o.Slack, o.FannedOut = true, t.slack.Wake
+	}
 	mails := mail.New(o)
 	var wg sync.WaitGroup
 	wg.Go(func() { t.eng.Run(ctx) })

@@ -6,16 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
-	"github.com/tollgatehq/tollgate/domain/mail"
 )
 
 // benchMailRuns is how many suspensions TestBenchMail creates per pass;
@@ -122,24 +118,18 @@ func TestBenchMail(t *testing.T) {
 // returned too.
 func benchMailPass(t *testing.T, dialect string, withMail bool) (created, delivered time.Duration, mails int) {
 	var errs atomic.Int64
-	_, eng, db, stop := benchServer(t, dialect, &errs, nil)
+	// The server sends its mail as serve does: its dispatcher, to a real
+	// SMTP server in this process.
+	smtp := startSMTPServer(t)
+	_, eng, db, stop := benchServerOn(t, benchOpts(t, dialect), &errs, nil, nil, "--smtp-url", smtp.URL, "--smtp-from", "Tollgate <tollgate@example.com>")
 	defer stop()
 	ctx := context.Background()
 	if _, err := db.CreateUser(ctx, domain.User{ID: "bench-mail", Email: benchMailTo, Role: domain.RoleFounder, CreatedAt: time.Now()}, ""); err != nil {
 		t.Fatal(err)
 	}
 	workflow := "bench-nomail"
-	var smtp *smtpServer
 	if withMail {
 		workflow = "bench-mail"
-		smtp = startSMTPServer(t)
-		sender := testSender(t, smtp.URL)
-		d := mail.New(mail.Opts{Store: db, Sender: sender, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), PublicURL: "http://127.0.0.1",
-			DigestHour: mail.DefaultDigestHour, Busy: eng.Busy})
-		mctx, cancel := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		wg.Go(func() { d.Run(mctx) })
-		defer func() { cancel(); wg.Wait() }()
 	}
 	began := time.Now()
 	startSuspended(t, eng, db, workflow, 0, benchMailRuns, nil)

@@ -5,18 +5,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
-	"github.com/tollgatehq/tollgate/domain/chat"
-	"github.com/tollgatehq/tollgate/domain/mail"
-	"github.com/tollgatehq/tollgate/web"
 	"github.com/tollgatehq/tollgate/web/slacktest"
 )
 
@@ -78,7 +72,10 @@ func TestBenchSlack(t *testing.T) {
 // how many were, and the time to the first are returned too.
 func benchSlackPass(t *testing.T, dialect string, withSlack bool) (created, posted time.Duration, posts int, first time.Duration) {
 	var errs atomic.Int64
-	_, eng, db, stop := benchServer(t, dialect, &errs, nil)
+	// The server posts as serve does: its mail dispatcher fans out, its
+	// chat dispatcher posts, to a fake Slack Web API in this process.
+	fake := slacktest.New(t, nil)
+	_, eng, db, stop := benchServerOn(t, benchOpts(t, dialect), &errs, nil, nil, slackFlags(fake)...)
 	defer stop()
 	ctx := context.Background()
 	u, err := db.CreateUser(ctx, domain.User{ID: "bench-mail", Email: benchMailTo, Role: domain.RoleFounder, CreatedAt: time.Now()}, "")
@@ -89,19 +86,8 @@ func benchSlackPass(t *testing.T, dialect string, withSlack bool) (created, post
 		t.Fatal(err)
 	}
 	workflow := "bench-nomail"
-	var fake *slacktest.Server
 	if withSlack {
 		workflow = "bench-slack"
-		fake = slacktest.New(t, nil)
-		log := slog.New(slog.NewTextHandler(io.Discard, nil))
-		sl := web.NewSlack(slacktest.Token, "bench signing secret", fake.URL+"/api/")
-		d := mail.New(mail.Opts{Store: db, Sender: mail.Log{Logger: log}, Log: log, PublicURL: "http://127.0.0.1", DigestHour: mail.DefaultDigestHour, Busy: eng.Busy, Slack: true})
-		c := chat.New(chat.Opts{Store: db, Poster: sl, Log: log})
-		sctx, cancel := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		wg.Go(func() { d.Run(sctx) })
-		wg.Go(func() { c.Run(sctx) })
-		defer func() { cancel(); wg.Wait() }()
 	}
 	began := time.Now()
 	startSuspended(t, eng, db, workflow, 0, benchSlackRuns, nil)
@@ -128,4 +114,84 @@ func benchSlackPass(t *testing.T, dialect string, withSlack bool) (created, post
 	}
 	t.Logf("with Slack %v: created in %v; all posted after %v (%d)", withSlack, created.Round(time.Millisecond), posted.Round(time.Millisecond), posts)
 	return created, posted, posts, first
+}
+
+// benchNotifySamples is how many single requests TestBenchNotifyLatency
+// times on each database.
+const benchNotifySamples = 20
+
+// TestBenchNotifyLatency times how long a person waits to hear of one
+// request on a quiet server: from the commit of its suspension
+// (SuspendedAt) to its mail at a real SMTP server and to its message at a
+// fake Slack Web API, both in this process, with serve's default poll of
+// the outbox (1s). Requests come one at a time, each once the last was
+// told.
+func TestBenchNotifyLatency(t *testing.T) {
+	benchParts(t, "slack")
+	fmt.Printf("\nFrom a suspension's commit to its person being told, %d requests one at a time:\n", benchNotifySamples)
+	fmt.Printf("%-9s %12s %12s %12s %12s\n", "dialect", "mail p50", "mail max", "Slack p50", "Slack max")
+	for _, dialect := range []string{"sqlite", "postgres"} {
+		var errs atomic.Int64
+		smtp, fake := startSMTPServer(t), slacktest.New(t, nil)
+		_, eng, db, stop := benchServerOn(t, benchOpts(t, dialect), &errs, nil, nil,
+			append(slackFlags(fake), "--smtp-url", smtp.URL, "--smtp-from", "Tollgate <tollgate@example.com>")...)
+		ctx := context.Background()
+		if _, err := db.CreateUser(ctx, domain.User{ID: "bench-mail", Email: benchMailTo, Role: domain.RoleFounder, CreatedAt: time.Now()}, ""); err != nil {
+			t.Fatal(err)
+		}
+		var toMail, toSlack []time.Duration
+		for i := range benchNotifySamples {
+			run, _, err := eng.Start(ctx, "bench-slack", []byte(`{}`), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var committed time.Time
+			var mailAt, slackAt time.Time
+			deadline := time.Now().Add(30 * time.Second)
+			for (mailAt.IsZero() || slackAt.IsZero()) && time.Now().Before(deadline) {
+				if committed.IsZero() {
+					if ss, _, err := db.Suspensions(ctx, domain.SuspensionFilter{RunID: run.ID}); err == nil && len(ss) == 1 {
+						committed = ss[0].SuspendedAt
+					}
+				}
+				if posts, _, _, _ := fake.Snapshot(); slackAt.IsZero() && len(posts) > i {
+					slackAt = posts[i].At
+				}
+				if mailAt.IsZero() && len(smtp.Messages()) > i {
+					mailAt = time.Now()
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+			if committed.IsZero() || mailAt.IsZero() || slackAt.IsZero() {
+				t.Fatalf("request %d was not told within 30s (committed %v, mailed %v, posted %v)", i, committed, mailAt, slackAt)
+			}
+			toMail, toSlack = append(toMail, mailAt.Sub(committed)), append(toSlack, slackAt.Sub(committed))
+		}
+		stop()
+		slices.Sort(toMail)
+		slices.Sort(toSlack)
+		fmt.Printf("%-9s %12v %12v %12v %12v\n", dialect, toMail[len(toMail)/2].Round(time.Millisecond), toMail[len(toMail)-1].Round(time.Millisecond),
+			toSlack[len(toSlack)/2].Round(time.Millisecond), toSlack[len(toSlack)-1].Round(time.Millisecond))
+		benchLine(t, notifyLine{Name: "notify", Dialect: dialect, Requests: benchNotifySamples, MailP50Ms: msFig(toMail[len(toMail)/2]),
+			MailMaxMs: msFig(toMail[len(toMail)-1]), SlackP50Ms: msFig(toSlack[len(toSlack)/2]), SlackMaxMs: msFig(toSlack[len(toSlack)-1])})
+		if n := errs.Load(); n > 0 {
+			t.Errorf("%d errors logged", n)
+		}
+	}
+}
+
+// notifyLine is TestBenchNotifyLatency's BENCH line.
+type notifyLine struct {
+	Name       string `json:"name"`
+	Dialect    string `json:"dialect"`
+	Requests   int    `json:"requests"`
+	MailP50Ms  fig    `json:"mailP50Ms"`
+	MailMaxMs  fig    `json:"mailMaxMs"`
+	SlackP50Ms fig    `json:"slackP50Ms"`
+	SlackMaxMs fig    `json:"slackMaxMs"`
+}
+
+// slackFlags are serve's flags for posting to the fake Slack.
+func slackFlags(fake *slacktest.Server) []string {
+	return []string{"--slack-bot-token", slacktest.Token, "--slack-signing-secret", "bench signing secret", "--slack-api-url", fake.URL + "/api/"}
 }

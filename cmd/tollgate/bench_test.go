@@ -306,6 +306,11 @@ func benchServerOn(t *testing.T, o storage.Opts, errs *atomic.Int64, onCommit fu
 	base := "http://" + ln.Addr().String()
 	cfg := c.config(log, base, "bench", "bench secret, 32 bytes or more..")
 	cfg.OnCommit = onCommit
+	if c.smtpURL != "" { // as serve does
+		if cfg.Mail, err = c.sender(log); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tg, err := tollgate.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -59,6 +59,7 @@ type Opts struct {
 type Dispatcher struct {
 	o      Opts
 	worker string
+	wake   chan struct{}
 }
 
 // New returns a dispatcher with o's defaults filled in.
@@ -81,21 +82,38 @@ func New(o Opts) *Dispatcher {
 	if o.Batch <= 0 {
 		o.Batch = 50
 	}
-	return &Dispatcher{o: o, worker: "slack-" + rand.Text()[:10]}
+	return &Dispatcher{o: o, worker: "slack-" + rand.Text()[:10], wake: make(chan struct{}, 1)}
 }
 
-// Run does rounds every Poll until ctx ends.
+// Wake makes Run do a round now rather than at its next poll: the mail
+// dispatcher's fan-out has just queued messages.
+func (d *Dispatcher) Wake() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run does rounds every Poll, and when woken, until ctx ends; rounds that
+// find a whole batch to do follow one another.
 func (d *Dispatcher) Run(ctx context.Context) {
 	t := time.NewTicker(d.o.Poll)
 	defer t.Stop()
 	for {
-		if _, err := d.Round(ctx); err != nil && ctx.Err() == nil {
-			d.o.Log.WarnContext(ctx, "A Slack round failed; it is tried again", "error", err)
+		for ctx.Err() == nil {
+			n, err := d.Round(ctx)
+			if err != nil && ctx.Err() == nil {
+				d.o.Log.WarnContext(ctx, "A Slack round failed; it is tried again", "error", err)
+			}
+			if err != nil || n < d.o.Batch {
+				break
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-d.wake:
 		}
 	}
 }

@@ -72,8 +72,12 @@ type Opts struct {
 	// dropped, with a warning.
 	Resets ResetStore
 	// Slack makes the fan-out queue the Slack messages of requests posted
-	// to Slack, for a server whose chat dispatcher posts them.
-	Slack bool
+	// to Slack, for a server whose chat dispatcher posts them; FannedOut,
+	// when set, is called after a round that fanned out requests (the chat
+	// dispatcher's Wake, so that their messages need not wait for its
+	// poll).
+	Slack     bool
+	FannedOut func()
 	// Links, when set, stores the decision links behind the Approve and
 	// Reject buttons that mail about an approval gives each person who
 	// may decide it. Set it only with a Sender that delivers mail, as
@@ -219,6 +223,9 @@ func (d *Dispatcher) Round(ctx context.Context) (int, error) {
 	c, err := d.round(ctx, d.o.Batch)
 	if err != nil {
 		return 0, err
+	}
+	if c.FannedOut > 0 && d.o.FannedOut != nil {
+		d.o.FannedOut()
 	}
 	if len(c.Jobs) > 0 {
 		d.sent = d.send(ctx, c.Jobs)
