@@ -811,6 +811,10 @@ func doneSentence(done string) string {
 // goneSentence says which of a link's ends it met: used, revoked,
 // expired, or its request decided or ended another way.
 func goneSentence(p LinkGonePage) string {
+	switch {
+	case p.State == domain.LinkUsed && p.Request != "":
+		return "You already answered from this mail: its buttons work once between them."
+	}
 	switch p.State {
 	case domain.LinkUsed:
 		return "It has been used: it works once."

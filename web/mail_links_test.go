@@ -62,7 +62,7 @@ func TestMailButtonsDecideAsTheirPerson(t *testing.T) {
 			t.Fatalf("confirming Approve = %d %s:\n%s", got.Status, got.Header.Get("Location"), got.Body)
 		}
 		wantPage(t, reader.get(strings.Split(approve, "?")[0]+"?done=approved"), http.StatusOK, "Thank you", "You approved")
-		wantPage(t, reader.confirm(reject, "reject", "no after all"), http.StatusGone, "It has been used", "Open the request in Tollgate")
+		wantPage(t, reader.confirm(reject, "reject", "no after all"), http.StatusGone, "You already answered from this mail", "Open the request in Tollgate")
 		got := decode[votedSuspension](t, e.call(t, "GET", "/api/v1/suspensions/"+s.ID, e.admin, ""), http.StatusOK)
 		if got.Status != "pending" || len(got.Votes) != 1 || got.Votes[0].Voter != reviewerEmail || got.Votes[0].Channel != domain.ChannelMail || got.Votes[0].Comment != "fine by me" {
 			t.Fatalf("after both buttons: %+v; want one approving vote by %s from the mail", got.Votes, reviewerEmail)
@@ -127,4 +127,7 @@ func TestBrowserMailButtonDecidesInTwoTaps(t *testing.T) {
 	if len(got.Votes) != 1 || got.Votes[0].Voter != reviewerEmail || got.Votes[0].Channel != domain.ChannelMail {
 		t.Fatalf("votes after two taps: %+v", got.Votes)
 	}
+	// The mail's other button, once one was used, says so and leads to
+	// the request in Tollgate.
+	visit(t, newTab(), e.srv.URL, reject, "mail-button-used", `[data-link-state="used"]`)
 }

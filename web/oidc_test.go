@@ -429,6 +429,12 @@ func TestBrowserSignInWithTheProvider(t *testing.T) {
 	e.addPersonNamed(t, "rita@example.com", "Rita Reviewer", domain.RoleReviewer)
 	newTab := newBrowser(t)
 	visit(t, newTab(), e.srv.URL, "/login", "login-provider", `[data-testid="sign-in-provider"]`)
+	only := newAPIEnv(t, sqliteOpts(t), func(s *web.Server) {
+		withUI(s)
+		s.OIDC = &web.OIDC{Issuer: p.m.Issuer(), ClientID: p.m.ClientID, ClientSecret: p.m.ClientSecret, Name: "Acme SSO", AutoCreate: true}
+		s.NoPasswordLogin = true
+	})
+	visit(t, newTab(), only.srv.URL, "/login", "login-provider-only", `[data-testid="sign-in-provider"]`)
 
 	// The whole flow: the button, the provider, back to the inbox signed in.
 	tab := newTab()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/storage"
 )
 
 // benchMailRuns is how many suspensions TestBenchMail creates per pass;
@@ -123,10 +124,7 @@ func benchMailPass(t *testing.T, dialect string, withMail bool) (created, delive
 	smtp := startSMTPServer(t)
 	_, eng, db, stop := benchServerOn(t, benchOpts(t, dialect), &errs, nil, nil, "--smtp-url", smtp.URL, "--smtp-from", "Tollgate <tollgate@example.com>")
 	defer stop()
-	ctx := context.Background()
-	if _, err := db.CreateUser(ctx, domain.User{ID: "bench-mail", Email: benchMailTo, Role: domain.RoleFounder, CreatedAt: time.Now()}, ""); err != nil {
-		t.Fatal(err)
-	}
+	addBenchRecipient(t, db, domain.MailDefault)
 	workflow := "bench-nomail"
 	if withMail {
 		workflow = "bench-mail"
@@ -143,4 +141,18 @@ func benchMailPass(t *testing.T, dialect string, withMail bool) (created, delive
 	}
 	t.Logf("with mail %v: created in %v; mail delivered after %v (%d)", withMail, created.Round(time.Millisecond), delivered.Round(time.Millisecond), mails)
 	return created, delivered, mails
+}
+
+// addBenchRecipient adds benchMailTo, the person the bench's requests are
+// assigned to, with mail preference pref.
+func addBenchRecipient(t *testing.T, db *storage.DB, pref domain.MailPreference) {
+	t.Helper()
+	ctx := context.Background()
+	u, err := db.CreateUser(ctx, domain.User{ID: "bench-mail", Email: benchMailTo, Role: domain.RoleFounder, CreatedAt: time.Now()}, "")
+	if err == nil && pref != domain.MailDefault {
+		err = db.SetMailPreference(ctx, u.ID, pref, time.Now())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }

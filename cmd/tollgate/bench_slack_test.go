@@ -77,14 +77,7 @@ func benchSlackPass(t *testing.T, dialect string, withSlack bool) (created, post
 	fake := slacktest.New(t, nil)
 	_, eng, db, stop := benchServerOn(t, benchOpts(t, dialect), &errs, nil, nil, slackFlags(fake)...)
 	defer stop()
-	ctx := context.Background()
-	u, err := db.CreateUser(ctx, domain.User{ID: "bench-mail", Email: benchMailTo, Role: domain.RoleFounder, CreatedAt: time.Now()}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.SetMailPreference(ctx, u.ID, domain.MailOff, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	addBenchRecipient(t, db, domain.MailOff)
 	workflow := "bench-nomail"
 	if withSlack {
 		workflow = "bench-slack"
@@ -136,9 +129,7 @@ func TestBenchNotifyLatency(t *testing.T) {
 		_, eng, db, stop := benchServerOn(t, benchOpts(t, dialect), &errs, nil, nil,
 			append(slackFlags(fake), "--smtp-url", smtp.URL, "--smtp-from", "Tollgate <tollgate@example.com>")...)
 		ctx := context.Background()
-		if _, err := db.CreateUser(ctx, domain.User{ID: "bench-mail", Email: benchMailTo, Role: domain.RoleFounder, CreatedAt: time.Now()}, ""); err != nil {
-			t.Fatal(err)
-		}
+		addBenchRecipient(t, db, domain.MailDefault)
 		var toMail, toSlack []time.Duration
 		for i := range benchNotifySamples {
 			run, _, err := eng.Start(ctx, "bench-slack", []byte(`{}`), "")
