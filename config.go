@@ -123,6 +123,11 @@ type Config struct {
 	// Slack, when set, posts requests to Slack and takes decisions from
 	// their buttons (see SlackConfig).
 	Slack *SlackConfig
+	// MailButtons says whether mail about an approval carries Approve and
+	// Reject buttons, each a link that decides as the person without
+	// signing in: MailButtonsOn, MailButtonsOff, or "" for on unless
+	// NoPasswordLogin (where signing in must go through the provider).
+	MailButtons string
 
 	// Mail sends the mail that tells people a request waits for them, and
 	// password reset and decision links. Nil, mail is written to the log
@@ -217,6 +222,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Slack != nil && (c.Slack.BotToken == "" || c.Slack.SigningSecret == "") {
 		errs = append(errs, errors.New("the Slack app needs both its bot token and its signing secret"))
 	}
+	if c.Slack != nil && c.PublicURL == "" {
+		errs = append(errs, errors.New("posting to Slack needs the public URL: its messages link to the requests"))
+	}
+	if c.MailButtons != "" && c.MailButtons != MailButtonsOn && c.MailButtons != MailButtonsOff {
+		errs = append(errs, fmt.Errorf("mail buttons are %q or %q, not %q", MailButtonsOn, MailButtonsOff, c.MailButtons))
+	}
 	for _, n := range c.RedactHeaders {
 		if !flow.ValidHeaderName(n) {
 			errs = append(errs, fmt.Errorf("redacted headers: %q is not a header name", n))
@@ -250,6 +261,9 @@ func checkOIDC(o *OIDC, noPasswords bool) []error {
 	if o.ClientID == "" {
 		errs = append(errs, errors.New("the OpenID client id is missing"))
 	}
+	if o.AutoCreate && len(o.Roles) == 0 {
+		errs = append(errs, errors.New("creating accounts at sign-in needs the role claim's values mapped to roles: nobody gets a role by default"))
+	}
 	for v, r := range o.Roles {
 		if !r.Valid() {
 			errs = append(errs, fmt.Errorf("the OpenID role claim value %q maps to %q, which is not admin, reviewer or founder", v, r))
@@ -267,4 +281,15 @@ type SlackConfig struct {
 	BotToken, SigningSecret string
 	// APIURL is Slack's Web API (https://slack.com/api/ by default).
 	APIURL string
+}
+
+// Values of Config.MailButtons.
+const (
+	MailButtonsOn  = "on"
+	MailButtonsOff = "off"
+)
+
+// mailButtons says whether c's mail carries decision buttons.
+func (c Config) mailButtons() bool {
+	return c.MailButtons == MailButtonsOn || c.MailButtons == "" && !c.NoPasswordLogin
 }

@@ -67,7 +67,7 @@ type slackEnv struct {
 
 func newSlackEnv(t *testing.T, dialect string) *slackEnv {
 	t.Helper()
-	e := &slackEnv{slack: slacktest.New(t, map[string]string{"URITA": "rita@example.com", "USAM": "Sam@Example.com", "UADA": "ada@example.com", "USTRANGER": "stranger@elsewhere.example"}),
+	e := &slackEnv{slack: slacktest.New(t, map[string]string{"URITA": "rita@example.com", "USAM": "Sam@Example.com", "UADA": "ada@example.com", "USTRANGER": "stranger@elsewhere.example", "XRITA": "rita@example.com"}),
 		hc: &http.Client{Timeout: 10 * time.Second}, users: map[string]domain.User{}}
 	var h http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
@@ -258,6 +258,13 @@ func TestSlackDecidesApprovals(t *testing.T) {
 			t.Fatalf("a stranger's click = %d", status)
 		}
 		e.toldEphemerally(t, "USTRANGER", "Tollgate has no account for stranger@elsewhere.example")
+		// Someone of another workspace (Slack Connect) may show any email,
+		// Rita's included: only this workspace's people decide.
+		e.interact(t, slackSecret, time.Time{}, slacktest.Click("XRITA", "CAPPROVALS", "tollgate_approve", s.ID))
+		e.toldEphemerally(t, "XRITA", "only from people of its own Slack workspace")
+		if got := e.request(t, s.ID); len(got.Votes) != 0 {
+			t.Fatalf("a person of another workspace voted: %+v", got.Votes)
+		}
 
 		// Rita's click is her vote, from Slack; the message says so.
 		req := slacktest.Interaction(t, e.url+"/slack/interactions", slackSecret, time.Now(), approve)

@@ -204,7 +204,10 @@ func (t *Tollgate) Run(ctx context.Context) error {
 	o := mail.Opts{Store: t.db, Sender: mail.Log{Logger: t.log}, Log: t.log, PublicURL: t.c.PublicURL, Organisation: t.c.Organisation, Poll: t.c.PollInterval,
 		Lease: t.c.JobLease, DigestHour: *t.c.DigestHour, Busy: t.eng.Busy, Counts: t.srv.Deliveries}
 	if t.c.Mail != nil {
-		o.Sender, o.Resets, o.Links = t.c.Mail, t.db, t.db // reset and decision links go only by real mail
+		o.Sender, o.Resets = t.c.Mail, t.db // reset and decision links go only by real mail
+		if t.c.mailButtons() {
+			o.Links = t.db
+		}
 	}
 	if t.slack != nil {
 		o.Slack, o.FannedOut = true, t.slack.Wake

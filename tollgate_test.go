@@ -284,6 +284,10 @@ func TestNewRefusesABadConfig(t *testing.T) {
 		"provider without issuer":   {OIDC: &tollgate.OIDC{ClientID: "tollgate"}},
 		"provider without client":   {OIDC: &tollgate.OIDC{Issuer: "https://login.example.com"}},
 		"provider role":             {OIDC: &tollgate.OIDC{Issuer: "https://login.example.com", ClientID: "t", Roles: map[string]domain.Role{"ops": "owner"}}},
+		"auto-create, no roles":     {OIDC: &tollgate.OIDC{Issuer: "https://login.example.com", ClientID: "t", AutoCreate: true}},
+		"slack without public URL":  {Slack: &tollgate.SlackConfig{BotToken: "xoxb-1", SigningSecret: "s"}},
+		"slack without secret":      {PublicURL: "https://t.example.com", Slack: &tollgate.SlackConfig{BotToken: "xoxb-1"}},
+		"mail buttons":              {MailButtons: "maybe"},
 	} {
 		c.DataDir = t.TempDir()
 		c.Log = slog.New(slog.DiscardHandler)

@@ -28,7 +28,8 @@ type SlackMessage struct {
 // SlackOutcome is what became of a claimed message: posted (ChannelID,
 // TS and what it shows), to be tried again at RetryAt, or given up
 // (Failed) with Error; or, with Update, of a posted message written again:
-// Posted when it now shows ShownStatus and ShownVotes, else Error.
+// Posted when it now shows ShownStatus and ShownVotes, else to be written
+// again at RetryAt, or never (Failed: Slack cannot update it).
 type SlackOutcome struct {
 	ID          int64
 	Attempt     int
@@ -50,8 +51,9 @@ type SlackStore interface {
 	// their requests and votes.
 	ClaimSlack(ctx context.Context, worker string, now time.Time, lease time.Duration, limit int) ([]SlackMessage, error)
 	// StaleSlack returns up to limit posted messages whose request's
-	// status or votes differ from what they show, with the request.
-	StaleSlack(ctx context.Context, limit int) ([]SlackMessage, error)
+	// status or votes differ from what they show, with the request, those
+	// whose last update failed once their retry is due at now.
+	StaleSlack(ctx context.Context, now time.Time, limit int) ([]SlackMessage, error)
 	// FinishSlack records outcomes.
 	FinishSlack(ctx context.Context, outcomes []SlackOutcome, now time.Time) error
 	// SlackMessagesOf returns the posted messages of a request.

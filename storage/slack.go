@@ -38,6 +38,9 @@ const (
 	slackPosting = "posting"
 	slackPosted  = "posted"
 	slackFailed  = "failed"
+	// slackGone as a posted message's shown_status: Slack cannot update
+	// it any more (deleted, its channel archived), so it is left alone.
+	slackGone = "gone"
 )
 
 // slackRetention is how long a message is tried before it is given up.
@@ -132,12 +135,12 @@ func (db *DB) ClaimSlack(ctx context.Context, worker string, now time.Time, leas
 }
 
 // StaleSlack implements domain.SlackStore.
-func (db *DB) StaleSlack(ctx context.Context, limit int) ([]domain.SlackMessage, error) {
+func (db *DB) StaleSlack(ctx context.Context, now time.Time, limit int) ([]domain.SlackMessage, error) {
 	var rows []slackMessageRow
 	err := db.bun.NewSelect().Model(&rows).Join("JOIN suspensions AS s ON s.id = sm.suspension_id").
-		Where("sm.status = ? AND sm.shown_status = ?", slackPosted, domain.SuspensionPending).
+		Where("sm.status = ? AND sm.shown_status = ? AND sm.run_at <= ?", slackPosted, domain.SuspensionPending, ts(now)).
 		Where("s.status <> sm.shown_status OR (SELECT count(*) FROM votes AS v WHERE v.suspension_id = sm.suspension_id) <> sm.shown_votes").
-		OrderExpr("sm.id").Limit(int64(limit)).Scan(ctx)
+		OrderExpr("sm.run_at, sm.id").Limit(int64(limit)).Scan(ctx)
 	if err != nil || len(rows) == 0 {
 		return nil, translate(err)
 	}
@@ -199,15 +202,23 @@ func (db *DB) FinishSlack(ctx context.Context, outcomes []domain.SlackOutcome, n
 	now = ts(now)
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		for _, o := range outcomes {
+			if o.RetryAt.IsZero() {
+				o.RetryAt = now
+			}
 			// An outcome counts only while the row is still at the attempt
 			// it came from: a poster whose lease another took over records
 			// nothing.
 			q := tx.NewUpdate().Model((*slackMessageRow)(nil)).Where("id = ? AND attempt = ?", o.ID, o.Attempt)
 			switch {
 			case o.Update && o.Posted:
-				q.Set("shown_status = ?", o.ShownStatus).Set("shown_votes = ?", o.ShownVotes).Set("last_error = ''")
+				// Only ever forward: an update that read an older state and
+				// finished last records nothing.
+				q.Set("shown_status = ?", o.ShownStatus).Set("shown_votes = ?", o.ShownVotes).Set("last_error = ''").
+					Where("shown_status = ? AND (? <> ? OR shown_votes <= ?)", domain.SuspensionPending, o.ShownStatus, domain.SuspensionPending, o.ShownVotes)
+			case o.Update && o.Failed:
+				q.Set("shown_status = ?", slackGone).Set("last_error = ?", o.Error)
 			case o.Update:
-				q.Set("last_error = ?", o.Error)
+				q.Set("last_error = ?", o.Error).Set("run_at = ?", ts(o.RetryAt)).Set("attempt = attempt + 1")
 			case o.Posted:
 				q.Set("locked_by = NULL").Set("lease_until = NULL")
 				q.Set("status = ?", slackPosted).Set("channel_id = ?", o.ChannelID).Set("ts = ?", o.TS).

@@ -127,7 +127,8 @@ func (s *Server) staffSuspension(r *http.Request) (Principal, domain.Suspension,
 	return p, sp, err
 }
 
-// listLinks lists a request's decision links with their state (staff).
+// listLinks lists a request's decision links with their state (staff):
+// a link unused when its request stopped waiting was revoked with it.
 func (s *Server) listLinks(w http.ResponseWriter, r *http.Request) error {
 	_, sp, err := s.staffSuspension(r)
 	if err != nil {
@@ -141,6 +142,9 @@ func (s *Server) listLinks(w http.ResponseWriter, r *http.Request) error {
 	items := make([]linkJSON, len(links))
 	for i, l := range links {
 		items[i] = linkJSON{DecisionLink: l, State: l.State(now)}
+		if items[i].State == domain.LinkActive && sp.Status != domain.SuspensionPending {
+			items[i].State = domain.LinkRevoked
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"items": items})
 	return nil
@@ -348,8 +352,8 @@ func (s *Server) decideByLink(w http.ResponseWriter, r *http.Request) {
 		comment := strings.TrimSpace(r.PostForm.Get("comment"))
 		p.Form = comment
 		decision := r.PostForm.Get("decision")
-		if p.Choice != "" {
-			p.Choice = decision // a refused decision is shown as chosen
+		if c := r.PostForm.Get("choice"); l.Origin == domain.LinkFromMail && (c == "approve" || c == "reject") {
+			p.Choice = decision // a refused confirmation is shown again as chosen
 		}
 		if decision != "approve" && decision != "reject" {
 			p.Failure = "Choose Approve or Reject."

@@ -75,6 +75,7 @@ func TestMailButtonsDecideAsTheirPerson(t *testing.T) {
 		// A mail sent before the quorum's other vote still counts once: the
 		// second reviewer's mail, used after the first vote, decides.
 		secondApprove, _ := e.mailButtons(t, s.ID, "second.reviewer@example.com")
+		e.mailButtons(t, s.ID, adminEmail) // never used
 		if got := e.browser(t).confirm(secondApprove, "approve", ""); got.Status != http.StatusSeeOther {
 			t.Fatalf("the second reviewer's button = %d:\n%s", got.Status, got.Body)
 		}
@@ -83,6 +84,15 @@ func TestMailButtonsDecideAsTheirPerson(t *testing.T) {
 			t.Fatalf("after the second vote: %+v; want approved with two votes", done)
 		}
 		_ = second
+		// The request decided, the mail's links that were not used are
+		// revoked with it.
+		states := map[string]string{}
+		for _, l := range decode[struct{ Items []madeLink }](t, e.call(t, "GET", "/api/v1/suspensions/"+s.ID+"/links", e.admin, ""), http.StatusOK).Items {
+			states[l.Email] = l.State
+		}
+		if states[reviewerEmail] != domain.LinkUsed || states["second.reviewer@example.com"] != domain.LinkUsed || states[adminEmail] != domain.LinkRevoked {
+			t.Errorf("links after the decision: %v; want the two used and the admin's revoked", states)
+		}
 
 		// Separation of duties holds for the person a mail is for: the
 		// requester's buttons show why they may not decide, and decide

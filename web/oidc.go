@@ -44,8 +44,9 @@ type OIDC struct {
 	// created at sign-in their role (default: groups). A dotted name
 	// reaches into objects (realm_access.roles).
 	RoleClaim string
-	// Roles maps the claim's values to roles (default DefaultOIDCRoles);
-	// a person whose values map to several roles gets the strongest.
+	// Roles maps the claim's values to roles, such as tollgate-admins to
+	// admin; a person whose values map to several roles gets the
+	// strongest. AutoCreate needs it.
 	Roles map[string]domain.Role
 	// AutoCreate creates the account of a person the provider vouches for
 	// who has none yet, with the role their claim maps to. Without it only
@@ -57,11 +58,6 @@ type OIDC struct {
 
 	mu   sync.Mutex
 	conn *oidcConn
-}
-
-// DefaultOIDCRoles are the role claim's values OIDC.Roles maps by default.
-var DefaultOIDCRoles = map[string]domain.Role{
-	"tollgate-admins": domain.RoleAdmin, "tollgate-reviewers": domain.RoleReviewer, "tollgate-founders": domain.RoleFounder,
 }
 
 // oidcConn is what discovery found: where to send people and how to check
@@ -155,7 +151,7 @@ func (s *Server) startOIDC(w http.ResponseWriter, r *http.Request) {
 	conn, err := s.OIDC.connect(r.Context(), s.Clock.Now)
 	if err != nil {
 		s.Log.WarnContext(r.Context(), "Discovering the OpenID provider failed", "issuer", s.OIDC.Issuer, "error", err)
-		s.refuseSignIn(w, r, "", signInUnreachable)
+		s.showRefusal(w, r, "", signInUnreachable, safeNext(r.URL.Query().Get("next")))
 		return
 	}
 	st := signInState{State: rand.Text(), Nonce: rand.Text(), Verifier: oauth2.GenerateVerifier(), Next: safeNext(r.URL.Query().Get("next"))}
@@ -196,12 +192,18 @@ func (s *Server) takeSignInState(w http.ResponseWriter, r *http.Request) (signIn
 func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	st, ok := s.takeSignInState(w, r)
-	if !ok || subtle.ConstantTimeCompare([]byte(st.State), []byte(q.Get("state"))) != 1 {
-		s.refuseSignIn(w, r, "", signInStale)
+	if !ok {
+		// No sign-in began in this browser: nothing to audit, as anyone
+		// may call the callback.
+		s.showRefusal(w, r, "", signInStale, "/")
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(st.State), []byte(q.Get("state"))) != 1 {
+		s.refuseSignIn(w, r, st, "", signInStale)
 		return
 	}
 	if q.Get("error") != "" {
-		s.refuseSignIn(w, r, "", signInDeclined)
+		s.refuseSignIn(w, r, st, "", signInDeclined)
 		return
 	}
 	id, err := s.verifiedIdentity(r, st, q.Get("code"))
@@ -211,12 +213,12 @@ func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request) {
 			why = signInUnverified
 		}
 		s.Log.InfoContext(r.Context(), "A sign-in with the OpenID provider was refused", "reason", why.reason, "error", err)
-		s.refuseSignIn(w, r, id.email, why)
+		s.refuseSignIn(w, r, st, id.email, why)
 		return
 	}
 	user, why := s.oidcAccount(r, id)
 	if why.reason != "" {
-		s.refuseSignIn(w, r, id.email, why)
+		s.refuseSignIn(w, r, st, id.email, why)
 		return
 	}
 	if err := s.startSession(w, r, user.ID); err != nil {
@@ -313,9 +315,6 @@ func claimStrings(claims map[string]any, path string) []string {
 // mappedRole is the strongest role id's claim values map to, or "".
 func (o *OIDC) mappedRole(id oidcIdentity) domain.Role {
 	roles := o.Roles
-	if roles == nil {
-		roles = DefaultOIDCRoles
-	}
 	rank := map[domain.Role]int{domain.RoleFounder: 1, domain.RoleReviewer: 2, domain.RoleAdmin: 3}
 	var best domain.Role
 	for _, v := range id.roles {
@@ -329,7 +328,10 @@ func (o *OIDC) mappedRole(id oidcIdentity) domain.Role {
 // oidcAccount is the account id signs in to: the one with its email, or,
 // with AutoCreate, a new one with the role its claims map to.
 func (s *Server) oidcAccount(r *http.Request, id oidcIdentity) (domain.User, signInRefusal) {
-	user, err := accountOf(r.Context(), s.Auth, id.email)
+	// The email as the provider verified it, in lower case: a person
+	// proves who they are with their own address, not one that mail
+	// servers deliver to the same mailbox.
+	user, _, err := s.Auth.UserByEmail(r.Context(), id.email)
 	switch {
 	case err == nil && user.Disabled:
 		return user, signInDisabled
@@ -394,13 +396,18 @@ var (
 		"Tollgate could not sign you in right now. Try again shortly."}
 )
 
-// refuseSignIn audits a refused sign-in and shows the login page with why.
-func (s *Server) refuseSignIn(w http.ResponseWriter, r *http.Request, email string, why signInRefusal) {
-	name := s.OIDC.DisplayName()
-	s.audit(r, domain.AuditEntry{ActorEmail: email, Action: "login.failed", Data: auditData(map[string]any{"provider": name, "reason": why.reason})})
+// refuseSignIn audits a refused sign-in and shows the login page with why,
+// ready to start again towards where st was going.
+func (s *Server) refuseSignIn(w http.ResponseWriter, r *http.Request, st signInState, email string, why signInRefusal) {
+	s.audit(r, domain.AuditEntry{ActorEmail: email, Action: "login.failed", Data: auditData(map[string]any{"provider": s.OIDC.DisplayName(), "reason": why.reason})})
+	s.showRefusal(w, r, email, why, st.Next)
+}
+
+// showRefusal shows the login page with why a sign-in did not happen.
+func (s *Server) showRefusal(w http.ResponseWriter, r *http.Request, email string, why signInRefusal, next string) {
 	say := why.say
 	if strings.Contains(say, "%s") {
-		say = fmt.Sprintf(say, name)
+		say = fmt.Sprintf(say, s.OIDC.DisplayName())
 	}
-	s.render(w, r, why.status, s.loginView(email, say, "/"))
+	s.render(w, r, why.status, s.loginView(email, say, cmp.Or(next, "/")))
 }

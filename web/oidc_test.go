@@ -294,6 +294,13 @@ func TestOIDCAutoCreateMapsRoles(t *testing.T) {
 func TestOIDCRefusesWhatItCannotTrust(t *testing.T) {
 	e, p := oidcEnv(t, sqliteOpts(t), nil)
 	e.addPerson(t, "rita@example.com", domain.RoleReviewer)
+	audited := func() int {
+		entries, _, err := e.db.Audit(t.Context(), domain.AuditFilter{Action: "login.failed"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(entries)
+	}
 	refused := func(t *testing.T, b *browser, got page, status int, reason, says string) {
 		t.Helper()
 		wantPage(t, got, status, says, "Sign in with Acme SSO")
@@ -317,7 +324,13 @@ func TestOIDCRefusesWhatItCannotTrust(t *testing.T) {
 		b := e.browser(t)
 		p.queue("rita", verified("rita@example.com"))
 		other := e.browser(t)
-		refused(t, other, other.get(b.toProvider("/")), http.StatusBadRequest, "state", "did not start in this browser")
+		cb := b.toProvider("/")
+		before := audited()
+		wantPage(t, other.get(cb), http.StatusBadRequest, "did not start in this browser", "Sign in with Acme SSO")
+		// Anyone may call the callback: one no sign-in began is not audited.
+		if other.cookie() != "" || audited() != before {
+			t.Error("a callback no sign-in began signed someone in or was audited")
+		}
 	})
 	t.Run("replayed code", func(t *testing.T) {
 		b := e.browser(t)
@@ -377,7 +390,9 @@ func TestOIDCRefusesWhatItCannotTrust(t *testing.T) {
 }
 
 func TestOIDCDisabledPeopleAreSignedOut(t *testing.T) {
-	e, p := oidcEnv(t, sqliteOpts(t), func(o *web.OIDC) { o.AutoCreate = true })
+	e, p := oidcEnv(t, sqliteOpts(t), func(o *web.OIDC) {
+		o.AutoCreate, o.Roles = true, map[string]domain.Role{"tollgate-reviewers": domain.RoleReviewer}
+	})
 	id, _ := e.addPerson(t, "rita@example.com", domain.RoleReviewer)
 	b := e.browser(t)
 	p.queue("rita", verified("rita@example.com", "tollgate-reviewers"))
@@ -422,6 +437,20 @@ func TestOIDCWithPasswordsOff(t *testing.T) {
 		t.Error("a password signed someone in with passwords off")
 	}
 	wantPage(t, b.get("/forgot"), http.StatusNotFound, "Passwords are turned off here.")
+	// A reset link would sign its holder in without the provider.
+	id, _, err := e.db.UserByEmail(t.Context(), "rita@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, reset := domain.NewPasswordReset(id.ID, "admin@example.com", time.Now())
+	if err := e.db.CreatePasswordReset(t.Context(), reset); err != nil {
+		t.Fatal(err)
+	}
+	wantPage(t, b.get("/reset/"+token), http.StatusNotFound, "Passwords are turned off here.")
+	wantPage(t, b.do("POST", "/reset/"+token, url.Values{"new": {"a long new password 1"}, "confirm": {"a long new password 1"}}), http.StatusNotFound, "Passwords are turned off here.")
+	if b.cookie() != "" {
+		t.Error("a reset link signed someone in with passwords off")
+	}
 }
 
 func TestBrowserSignInWithTheProvider(t *testing.T) {
@@ -431,7 +460,8 @@ func TestBrowserSignInWithTheProvider(t *testing.T) {
 	visit(t, newTab(), e.srv.URL, "/login", "login-provider", `[data-testid="sign-in-provider"]`)
 	only := newAPIEnv(t, sqliteOpts(t), func(s *web.Server) {
 		withUI(s)
-		s.OIDC = &web.OIDC{Issuer: p.m.Issuer(), ClientID: p.m.ClientID, ClientSecret: p.m.ClientSecret, Name: "Acme SSO", AutoCreate: true}
+		s.OIDC = &web.OIDC{Issuer: p.m.Issuer(), ClientID: p.m.ClientID, ClientSecret: p.m.ClientSecret, Name: "Acme SSO",
+			AutoCreate: true, Roles: map[string]domain.Role{"tollgate-reviewers": domain.RoleReviewer}}
 		s.NoPasswordLogin = true
 	})
 	visit(t, newTab(), only.srv.URL, "/login", "login-provider-only", `[data-testid="sign-in-provider"]`)

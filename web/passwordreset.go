@@ -68,6 +68,12 @@ func (s *Server) issueReset(r *http.Request, u domain.User, by string) (string, 
 // address. Someone signed in as another person is refused, so that nobody
 // sets a password for an account they did not mean to.
 func (s *Server) openReset(w http.ResponseWriter, r *http.Request) (domain.PasswordReset, domain.User, bool) {
+	if s.NoPasswordLogin {
+		// A reset signs its holder in: with passwords off, that would be a
+		// sign-in that skips the provider.
+		s.passwordsOff(w, r)
+		return domain.PasswordReset{}, domain.User{}, false
+	}
 	now, v := s.Clock.Now(), s.viewerOf(r)
 	token := r.PathValue("token")
 	var reset domain.PasswordReset
@@ -155,7 +161,7 @@ func (s *Server) resetPassword(w http.ResponseWriter, r *http.Request) {
 func (s *Server) forgotPage(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case s.NoPasswordLogin:
-		s.renderError(w, r, http.StatusNotFound, "Page not found", "Passwords are turned off here. Sign in with "+s.OIDC.DisplayName()+".", s.viewerOf(r))
+		s.passwordsOff(w, r)
 		return
 	case !s.mailsResets():
 		s.renderError(w, r, http.StatusNotFound, "Page not found", "Password-reset links are not mailed here. Ask an admin for one.", s.viewerOf(r))
@@ -217,4 +223,10 @@ func (s *Server) loginView(email, failure, next string) templ.Component {
 		p.Provider, p.InviteOnly = s.OIDC.DisplayName(), !s.OIDC.AutoCreate
 	}
 	return views.Login(p)
+}
+
+// passwordsOff answers a password page on a server whose passwords are
+// turned off.
+func (s *Server) passwordsOff(w http.ResponseWriter, r *http.Request) {
+	s.renderError(w, r, http.StatusNotFound, "Page not found", "Passwords are turned off here. Sign in with "+s.OIDC.DisplayName()+".", s.viewerOf(r))
 }

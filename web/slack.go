@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -39,12 +40,33 @@ type Slack struct {
 	mu       sync.Mutex
 	channels map[string]string    // channel name → id
 	seen     map[string]time.Time // interaction signatures of the last five minutes
+	teamID   string               // the bot's workspace, once read
+}
+
+// team is the id of the workspace the bot token belongs to (auth.test),
+// read once.
+func (s *Slack) team(ctx context.Context) (string, error) {
+	s.mu.Lock()
+	id := s.teamID
+	s.mu.Unlock()
+	if id != "" {
+		return id, nil
+	}
+	a, err := s.Client.AuthTestContext(ctx)
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	s.teamID = a.TeamID
+	s.mu.Unlock()
+	return a.TeamID, nil
 }
 
 // NewSlack is a Slack client for the bot token; apiURL, when set, is the
 // Web API's address (https://slack.com/api/ by default), for tests.
 func NewSlack(token, signingSecret, apiURL string) *Slack {
-	var opts []slack.Option
+	// A call that hangs must not outlive the lease of the message it posts.
+	opts := []slack.Option{slack.OptionHTTPClient(&http.Client{Timeout: 10 * time.Second})}
 	if apiURL != "" {
 		opts = append(opts, slack.OptionAPIURL(strings.TrimRight(apiURL, "/")+"/"))
 	}
@@ -65,7 +87,7 @@ func (s *Slack) Post(ctx context.Context, m domain.SlackMessage) (string, string
 	}
 	text, blocks := s.message(ctx, m.Suspension)
 	meta := slack.SlackMetadata{EventType: slackEvent, EventPayload: map[string]any{"message": strconv.FormatInt(m.ID, 10), "suspension": m.Suspension.ID}}
-	ch, ts, err := s.Client.PostMessageContext(ctx, channel, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionMetadata(meta))
+	ch, ts, err := s.Client.PostMessageContext(ctx, channel, slack.MsgOptionText(text, true), slack.MsgOptionBlocks(blocks...), slack.MsgOptionMetadata(meta))
 	return ch, ts, permanent(err)
 }
 
@@ -104,8 +126,8 @@ func (s *Slack) Find(ctx context.Context, m domain.SlackMessage) (string, string
 // Update implements chat.Poster.
 func (s *Slack) Update(ctx context.Context, m domain.SlackMessage) error {
 	text, blocks := s.message(ctx, m.Suspension)
-	_, _, _, err := s.Client.UpdateMessageContext(ctx, m.ChannelID, m.TS, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
-	return err
+	_, _, _, err := s.Client.UpdateMessageContext(ctx, m.ChannelID, m.TS, slack.MsgOptionText(text, true), slack.MsgOptionBlocks(blocks...))
+	return permanent(err)
 }
 
 // channelOf is where m goes: its channel, or the DM with the person whose
@@ -165,6 +187,7 @@ func permanent(err error) error {
 	if errors.As(err, &se) {
 		switch se.Err {
 		case "channel_not_found", "not_in_channel", "is_archived", "users_not_found", "user_not_found", "invalid_auth",
+			"message_not_found", "cant_update_message", "edit_window_closed",
 			"account_inactive", "token_revoked", "missing_scope", "restricted_action", "cannot_dm_bot", "user_disabled":
 			return &chat.PermanentError{Err: fmt.Errorf("slack: %s", se.Err)}
 		}
@@ -191,22 +214,22 @@ func (s *Slack) message(ctx context.Context, sp domain.Suspension) (string, []sl
 		if len(fields) == 10 {
 			break
 		}
-		fields = append(fields, slack.NewTextBlockObject(slack.MarkdownType, "*"+slackEscape(f.Label)+"*\n"+slackEscape(mail.FormatField(f)), false, false))
+		fields = append(fields, slackText("*"+slackEscape(f.Label)+"*\n"+slackEscape(mail.FormatField(f))))
 	}
-	asked := slackAsked(sp)
+	asked := slackEscape(slackAsked(sp))
 	if sp.WakeAt != nil && sp.Status == domain.SuspensionPending {
 		asked += fmt.Sprintf("\nDecide by <!date^%d^{date_short_pretty} at {time}|%s>.", sp.WakeAt.Unix(), sp.WakeAt.UTC().Format("2 Jan 2006 15:04 MST"))
 	}
-	blocks = append(blocks, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, slackEscape(asked), false, false), fields, nil))
+	blocks = append(blocks, slack.NewSectionBlock(slackText(asked), fields, nil))
 	if said := s.votesSaid(ctx, sp); said != "" {
-		blocks = append(blocks, slack.NewContextBlock("votes", slack.NewTextBlockObject(slack.MarkdownType, said, false, false)))
+		blocks = append(blocks, slack.NewContextBlock("votes", slackText(said)))
 	}
 	link := s.PublicURL + "/suspensions/" + url.PathEscape(sp.ID)
 	open := slack.NewButtonBlockElement(slackOpen, sp.ID, slack.NewTextBlockObject(slack.PlainTextType, "Open in Tollgate", false, false)).WithURL(link)
 	if sp.Status != domain.SuspensionPending {
-		blocks = append(blocks, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, s.outcomeSaid(ctx, sp), false, false), nil, nil),
-			slack.NewActionBlock("open", open))
-		return title + ": " + s.outcomeSaid(ctx, sp), blocks
+		outcome := s.outcomeSaid(ctx, sp)
+		blocks = append(blocks, slack.NewSectionBlock(slackText(outcome), nil, nil), slack.NewActionBlock("open", open))
+		return title + ": " + outcome, blocks
 	}
 	var buttons []slack.BlockElement
 	switch {
@@ -296,6 +319,13 @@ func (s *Slack) nameOf(ctx context.Context, email string) string {
 		}
 	}
 	return cmp.Or(email, "someone")
+}
+
+// slackText is mrkdwn text of Tollgate's own, with what people wrote in it
+// escaped (slackEscape): verbatim, so that Slack turns no name or URL in
+// it into a mention or a link.
+func slackText(text string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.MarkdownType, text, false, true)
 }
 
 // slackEscape escapes the three characters Slack's mrkdwn reads as markup.

@@ -114,13 +114,25 @@ func (s *Server) slackPerson(ctx context.Context, cb *slack.InteractionCallback)
 		s.slackSay(ctx, c, "Tollgate could not read who you are in Slack just now. Try again shortly.")
 		return c, false
 	}
-	email := info.Profile.Email
+	email := strings.ToLower(strings.TrimSpace(info.Profile.Email))
 	u, ok := domain.User{}, false
 	if email != "" {
-		u, err = accountOf(ctx, s.Auth, email)
+		// The address exactly, as signing in with the provider: a person
+		// is who they are by their own address.
+		u, _, err = s.Auth.UserByEmail(ctx, email)
 		ok = err == nil
 	}
+	team, err := s.Slack.team(ctx)
 	switch {
+	case err != nil:
+		s.Log.WarnContext(ctx, "Reading the Slack workspace failed", "error", err)
+		s.slackSay(ctx, c, "Tollgate could not check your Slack workspace just now. Try again shortly.")
+		ok = false
+	case cb.Team.ID != team || info.TeamID != team:
+		// A person of another workspace (Slack Connect) may have any
+		// email: only this workspace's people decide.
+		s.slackSay(ctx, c, "Tollgate takes decisions only from people of its own Slack workspace. Decide in Tollgate instead.")
+		ok = false
 	case email == "":
 		s.slackSay(ctx, c, "Slack does not share your email with Tollgate, so it cannot tell who you are. Decide in Tollgate instead.")
 	case !ok:
@@ -148,7 +160,10 @@ func (s *Server) slackSay(ctx context.Context, c slackCaller, text string) {
 // decides at once, or opens a modal for the comment the request needs;
 // Answer opens an input's form.
 func (s *Server) slackAction(w http.ResponseWriter, r *http.Request, cb *slack.InteractionCallback) {
-	w.WriteHeader(http.StatusOK) // Slack wants an answer within three seconds; what follows is told in Slack
+	// Slack wants an answer within three seconds: it goes at once, and
+	// what follows is told in Slack.
+	w.WriteHeader(http.StatusOK)
+	_ = http.NewResponseController(w).Flush()
 	if len(cb.ActionCallback.BlockActions) == 0 {
 		return
 	}
@@ -212,9 +227,15 @@ func (s *Server) slackDecide(r *http.Request, c slackCaller, sp domain.Suspensio
 func (s *Server) slackAfter(ctx context.Context, suspensionID string, err error) string {
 	if err == nil {
 		if s.Slack.Refresh != nil {
-			if err := s.Slack.Refresh(context.WithoutCancel(ctx), suspensionID); err != nil {
-				s.Log.WarnContext(ctx, "Writing a request's Slack messages again failed; the next round does", "error", err)
-			}
+			// After the answer: a request posted to many people has as many
+			// messages to write.
+			go func() {
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+				defer cancel()
+				if err := s.Slack.Refresh(ctx, suspensionID); err != nil {
+					s.Log.WarnContext(ctx, "Writing a request's Slack messages again failed; the next round does", "error", err)
+				}
+			}()
 		}
 		return ""
 	}
@@ -248,7 +269,7 @@ func slackCommentView(sp domain.Suspension, approve bool, meta string) slack.Mod
 		Submit: slack.NewTextBlockObject(slack.PlainTextType, verb, false, false),
 		Close:  slack.NewTextBlockObject(slack.PlainTextType, "Cancel", false, false),
 		Blocks: slack.Blocks{BlockSet: []slack.Block{
-			slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, "*"+slackEscape(clip(sp.Title, 200))+"*\nThis decision needs a comment.", false, false), nil, nil),
+			slack.NewSectionBlock(slackText("*"+slackEscape(clip(sp.Title, 200))+"*\nThis decision needs a comment."), nil, nil),
 			block,
 		}},
 	}

@@ -129,9 +129,12 @@ func (s *Server) suspensionView(r *http.Request, sp domain.Suspension, v *views.
 		if err != nil {
 			s.Log.WarnContext(r.Context(), "Reading a request's decision links failed", "suspension_id", sp.ID, "error", err)
 		}
-		p.Links = links
-		for _, l := range links { // staff who made or withdrew a link, by name
-			s.addName(r, p.Names, l.CreatedBy)
+		for _, l := range links {
+			if l.Origin == domain.LinkFromMail {
+				continue // the buttons of a request's mail, not links staff handed out
+			}
+			p.Links = append(p.Links, l)
+			s.addName(r, p.Names, l.CreatedBy) // staff who made or withdrew a link, by name
 			s.addName(r, p.Names, l.RevokedBy)
 		}
 	}

@@ -128,6 +128,10 @@ func (s *Server) inviteUser(w http.ResponseWriter, r *http.Request) {
 // shows it to the admin once; the user's older unused links stop working.
 // A disabled account gets none: it could not sign in with the password.
 func (s *Server) issueResetLink(w http.ResponseWriter, r *http.Request) {
+	if s.NoPasswordLogin {
+		s.refuseUsers(w, r, http.StatusUnprocessableEntity, "Passwords are turned off here: people sign in with "+s.OIDC.DisplayName()+", so there is no password to reset.")
+		return
+	}
 	v := s.viewerOf(r)
 	u, err := s.UIStore.User(r.Context(), r.PathValue("id"))
 	switch {

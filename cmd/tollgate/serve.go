@@ -216,7 +216,7 @@ func (c serveConfig) config(log *slog.Logger, publicURL, version, secret string)
 		MaxBody: c.maxBody, KeyCacheTTL: c.keyCacheTTL, SessionIdle: c.sessionIdle, SessionMax: c.sessionMax, TrustProxy: c.trustProxy,
 		UploadLimit: c.uploadLimit, UploadRequestLimit: c.uploadRequest, UploadsPerUser: c.uploadsPerUser, UploadsInFlight: c.uploadsInFlight,
 		MaxWaitsPerCaller: c.maxWaits, MetricsToken: c.metricsToken, MetricsElsewhere: c.metricsAddr != "", Retention: retention, DigestHour: &digest,
-		OIDC: c.signIn.oidc(), NoPasswordLogin: !c.signIn.passwords, Slack: c.slack.config(),
+		OIDC: c.signIn.oidc(), NoPasswordLogin: !c.signIn.passwords, Slack: c.slack.config(), MailButtons: c.signIn.mailButtonsConfig(),
 	}
 }
 

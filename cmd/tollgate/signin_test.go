@@ -20,6 +20,9 @@ func TestServeSignInFlags(t *testing.T) {
 		{map[string]string{"TOLLGATE_OIDC_ISSUER": "https://login.example.com"}, "needs --oidc-client-id"},
 		{map[string]string{"TOLLGATE_OIDC_ISSUER": "https://login.example.com", "TOLLGATE_OIDC_CLIENT_ID": "tollgate", "TOLLGATE_OIDC_ROLES": "ops=owner"}, `"ops=owner" is not value=role`},
 		{map[string]string{"TOLLGATE_PASSWORD_LOGIN": "nope"}, "is not true or false"},
+		{map[string]string{"TOLLGATE_OIDC_ISSUER": "https://login.example.com", "TOLLGATE_OIDC_CLIENT_ID": "tollgate", "TOLLGATE_OIDC_AUTO_CREATE": "true"}, "--oidc-auto-create needs --oidc-roles"},
+		{map[string]string{"TOLLGATE_MAIL_BUTTONS": "maybe"}, "--mail-buttons is on, off or auto"},
+		{map[string]string{"TOLLGATE_SLACK_BOT_TOKEN": "xoxb-1"}, "go together"},
 	} {
 		_, err := parseServe(nil, func(k string) string { return c.env[k] }, nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -41,7 +44,11 @@ func TestServeSignInFlags(t *testing.T) {
 		!reflect.DeepEqual(o.Roles, map[string]domain.Role{"it": domain.RoleAdmin, "finance": domain.RoleReviewer}) {
 		t.Errorf("config = %+v (no passwords %v)", o, c.NoPasswordLogin)
 	}
-	if cfg, err := parseServe(nil, func(string) string { return "" }, nil); err != nil || cfg.config(nil, "", "", "").OIDC != nil || cfg.config(nil, "", "", "").NoPasswordLogin {
-		t.Errorf("by default passwords alone sign people in (%v)", err)
+	if cfg, err := parseServe(nil, func(string) string { return "" }, nil); err != nil || cfg.config(nil, "", "", "").OIDC != nil || cfg.config(nil, "", "", "").NoPasswordLogin ||
+		cfg.config(nil, "", "", "").MailButtons != "" {
+		t.Errorf("by default passwords alone sign people in, and mail buttons follow them (%v)", err)
+	}
+	if cfg, err := parseServe(nil, func(k string) string { return map[string]string{"TOLLGATE_MAIL_BUTTONS": "off"}[k] }, nil); err != nil || cfg.config(nil, "", "", "").MailButtons != "off" {
+		t.Errorf("--mail-buttons off is not passed on (%v)", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
@@ -60,6 +61,10 @@ type Dispatcher struct {
 	o      Opts
 	worker string
 	wake   chan struct{}
+	// updating makes this server write one posted message at a time, so
+	// that a Refresh and a round's update do not leave Slack showing the
+	// older of two states.
+	updating sync.Mutex
 }
 
 // New returns a dispatcher with o's defaults filled in.
@@ -119,7 +124,10 @@ func (d *Dispatcher) Run(ctx context.Context) {
 }
 
 // Round posts the messages due and updates those whose request changed,
-// and returns how many it handled.
+// and returns how many it claimed to post: a whole batch means more may
+// wait. Messages it has no time left to post within their lease (Slack
+// being slow) go back to the queue, so that no other server takes them
+// over while this one still posts.
 func (d *Dispatcher) Round(ctx context.Context) (int, error) {
 	now := d.o.Clock.Now()
 	claimed, err := d.o.Store.ClaimSlack(ctx, d.worker, now, d.o.Lease, d.o.Batch)
@@ -128,16 +136,25 @@ func (d *Dispatcher) Round(ctx context.Context) (int, error) {
 	}
 	var out []domain.SlackOutcome
 	for _, m := range claimed {
+		if d.o.Clock.Now().Sub(now) > d.o.Lease/2 {
+			out = append(out, domain.SlackOutcome{ID: m.ID, Attempt: m.Attempt, RetryAt: now})
+			continue
+		}
 		out = append(out, d.post(ctx, m, now))
 	}
-	stale, err := d.o.Store.StaleSlack(ctx, d.o.Batch)
+	// Recorded even when the server is stopping: what was posted must not
+	// be posted again.
+	finish := func(out []domain.SlackOutcome) error {
+		return d.o.Store.FinishSlack(context.WithoutCancel(ctx), out, d.o.Clock.Now())
+	}
+	if err := finish(out); err != nil {
+		return 0, err
+	}
+	stale, err := d.o.Store.StaleSlack(ctx, now, d.o.Batch)
 	if err != nil {
-		return 0, errors.Join(err, d.o.Store.FinishSlack(ctx, out, now))
+		return len(claimed), err
 	}
-	for _, m := range stale {
-		out = append(out, d.update(ctx, m))
-	}
-	return len(out), d.o.Store.FinishSlack(ctx, out, now)
+	return len(claimed), finish(d.updateAll(ctx, stale))
 }
 
 // Refresh writes the posted messages of a request again now, as it
@@ -147,11 +164,18 @@ func (d *Dispatcher) Refresh(ctx context.Context, suspensionID string) error {
 	if err != nil {
 		return err
 	}
+	return d.o.Store.FinishSlack(context.WithoutCancel(ctx), d.updateAll(ctx, msgs), d.o.Clock.Now())
+}
+
+// updateAll writes posted messages again, one at a time on this server.
+func (d *Dispatcher) updateAll(ctx context.Context, msgs []domain.SlackMessage) []domain.SlackOutcome {
+	d.updating.Lock()
+	defer d.updating.Unlock()
 	out := make([]domain.SlackOutcome, 0, len(msgs))
 	for _, m := range msgs {
 		out = append(out, d.update(ctx, m))
 	}
-	return d.o.Store.FinishSlack(ctx, out, d.o.Clock.Now())
+	return out
 }
 
 // post posts claimed message m, unless its last attempt did.
@@ -187,15 +211,24 @@ func (d *Dispatcher) post(ctx context.Context, m domain.SlackMessage, now time.T
 	return o
 }
 
-// update writes posted message m again.
+// update writes posted message m again. One that fails is tried again
+// after a backoff; one Slack cannot update at all (deleted, its channel
+// archived) is left as it is.
 func (d *Dispatcher) update(ctx context.Context, m domain.SlackMessage) domain.SlackOutcome {
 	o := domain.SlackOutcome{ID: m.ID, Attempt: m.Attempt, Update: true, ShownStatus: m.Suspension.Status, ShownVotes: len(m.Suspension.Votes)}
-	if err := d.o.Poster.Update(ctx, m); err != nil {
-		o.Error = err.Error()
-		d.o.Log.WarnContext(ctx, "Updating a request's Slack message failed; it is tried again", "suspension_id", m.Suspension.ID, "error", err)
+	err := d.o.Poster.Update(ctx, m)
+	if err == nil {
+		o.Posted = true
 		return o
 	}
-	o.Posted = true
+	o.Error = err.Error()
+	if _, permanent := errors.AsType[*PermanentError](err); permanent {
+		o.Failed = true
+		d.o.Log.WarnContext(ctx, "A request's Slack message can no longer be updated; it is left as it is", "suspension_id", m.Suspension.ID, "error", err)
+		return o
+	}
+	o.RetryAt = d.o.Clock.Now().Add(d.backoff(m.Attempt))
+	d.o.Log.WarnContext(ctx, "Updating a request's Slack message failed; it is tried again", "suspension_id", m.Suspension.ID, "retry_at", o.RetryAt, "error", err)
 	return o
 }
 

@@ -20,8 +20,19 @@ import (
 	"time"
 )
 
-// Token is the bot token the fake accepts.
-const Token = "xoxb-test"
+// Token is the bot token the fake accepts; Team is its workspace. People
+// whose Slack id begins with X are of another workspace (Slack Connect).
+const (
+	Token = "xoxb-test"
+	Team  = "TTOLLGATE"
+)
+
+func teamOf(user string) string {
+	if strings.HasPrefix(user, "X") {
+		return "TPARTNER"
+	}
+	return Team
+}
 
 // Server is the fake Web API; its URL + "/api/" is the API's address.
 // Its channel #approvals has the id CAPPROVALS; a direct message to user U
@@ -142,16 +153,18 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case "views.open":
 		f.views = append(f.views, jsonBody["view"])
 		reply(w, map[string]any{"ok": true, "view": map[string]any{"id": "V1"}})
+	case "auth.test":
+		reply(w, map[string]any{"ok": true, "team_id": Team, "user_id": "UTOLLGATE"})
 	case "users.info":
 		email, ok := f.people[r.Form.Get("user")]
 		if !ok {
 			reply(w, map[string]any{"ok": false, "error": "user_not_found"})
 			return
 		}
-		reply(w, map[string]any{"ok": true, "user": map[string]any{"id": r.Form.Get("user"), "profile": map[string]any{"email": email}}})
+		reply(w, map[string]any{"ok": true, "user": map[string]any{"id": r.Form.Get("user"), "team_id": teamOf(r.Form.Get("user")), "profile": map[string]any{"email": email}}})
 	case "users.lookupByEmail":
 		for id, email := range f.people {
-			if strings.EqualFold(email, r.Form.Get("email")) {
+			if strings.EqualFold(email, r.Form.Get("email")) && teamOf(id) == Team { // the workspace's own people
 				reply(w, map[string]any{"ok": true, "user": map[string]any{"id": id}})
 				return
 			}
@@ -212,7 +225,7 @@ func Interaction(t *testing.T, target, secret string, ts time.Time, payload any)
 // Click is a block_actions payload: user pressed button action on the
 // message of suspension id in channel.
 func Click(user, channel, action, id string) map[string]any {
-	return map[string]any{"type": "block_actions", "user": map[string]any{"id": user}, "channel": map[string]any{"id": channel},
+	return map[string]any{"type": "block_actions", "user": map[string]any{"id": user}, "team": map[string]any{"id": teamOf(user)}, "channel": map[string]any{"id": channel},
 		"container": map[string]any{"channel_id": channel}, "trigger_id": fmt.Sprintf("trigger-%s-%d", user, time.Now().UnixNano()),
 		"actions": []any{map[string]any{"action_id": action, "block_id": "decide", "type": "button", "value": id, "action_ts": fmt.Sprint(time.Now().UnixNano())}}}
 }
@@ -220,6 +233,6 @@ func Click(user, channel, action, id string) map[string]any {
 // Submit is a view_submission payload of the modal with private metadata
 // meta and the values given, by block id.
 func Submit(user, callback, meta string, values map[string]map[string]any) map[string]any {
-	return map[string]any{"type": "view_submission", "user": map[string]any{"id": user},
+	return map[string]any{"type": "view_submission", "user": map[string]any{"id": user}, "team": map[string]any{"id": teamOf(user)},
 		"view": map[string]any{"callback_id": callback, "private_metadata": meta, "state": map[string]any{"values": values}}}
 }
