@@ -167,18 +167,14 @@ func (db *DB) slackWithRequests(ctx context.Context, idb bun.IDB, rows []slackMe
 	if err := idb.NewSelect().Model(&srows).Where("id IN (?)", bun.List(ids)).Scan(ctx); err != nil {
 		return nil, err
 	}
-	byID := make(map[string]domain.Suspension, len(srows))
-	list := make([]domain.Suspension, 0, len(srows))
-	for i := range srows {
-		s, err := srows[i].toDomain()
-		if err != nil {
-			return nil, err
-		}
-		list = append(list, s)
+	list, err := suspensionsOf(srows)
+	if err != nil {
+		return nil, err
 	}
 	if err := db.withVotes(ctx, idb, list); err != nil {
 		return nil, err
 	}
+	byID := make(map[string]domain.Suspension, len(list))
 	for _, s := range list {
 		byID[s.ID] = s
 	}
