@@ -142,8 +142,9 @@ type Starter struct {
 // StarterOf is the starter u makes.
 func StarterOf(u User) Starter { return Starter{ID: u.ID, Email: u.Email, Role: u.Role} }
 
-// System reports whether the system, not a person, started the run.
-func (s Starter) System() bool { return s.ID == "" }
+// System reports whether the system, not a person, started the run: a
+// webhook, a seed, or a schedule (see Schedule).
+func (s Starter) System() bool { return s.ID == "" || strings.HasPrefix(s.ID, ScheduleStarterPrefix) }
 
 // Founder reports whether a founder started the run.
 func (s Starter) Founder() bool { return s.ID != "" && s.Role == RoleFounder }

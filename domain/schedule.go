@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -58,6 +59,10 @@ const (
 	// ScheduleStarterPrefix begins the starter id of the runs a schedule
 	// starts: "schedule:" and the schedule's id.
 	ScheduleStarterPrefix = "schedule:"
+	// ScheduleFromWorkflow is the source of the schedules a workflow
+	// document carries; ScheduleFromAPI of the others.
+	ScheduleFromWorkflow = "workflow"
+	ScheduleFromAPI      = "api"
 )
 
 // ScheduleSpec is what a person, a document or the embedding package says
@@ -124,8 +129,10 @@ type ScheduleFire struct {
 	Until      time.Time
 	// Manual is a fire someone asked for ("trigger"), not the calendar.
 	Manual bool
-	// By is the person who asked, for a manual fire.
+	// By and ByID are the email and id of the person who asked, for a
+	// manual fire.
 	By         string
+	ByID       string `json:"-"`
 	Message    string
 	RecordedAt time.Time
 	// Run is the run to start, for a started fire on its way to the store.
@@ -446,4 +453,41 @@ func ScheduleInput(input json.RawMessage, at time.Time) json.RawMessage {
 	}
 	obj["scheduledAt"] = MustJSON(stamp)
 	return MustJSON(obj)
+}
+
+// ScheduleFilter selects schedules for listing, by id.
+type ScheduleFilter struct {
+	WorkflowID string
+	Cursor     string
+	Limit      int
+}
+
+// ScheduleStore keeps schedules and their fires. The fires themselves
+// commit through the one door (Transition.Fire).
+type ScheduleStore interface {
+	// CreateSchedule inserts s; an id in use is ErrConflict.
+	CreateSchedule(ctx context.Context, s Schedule, audit *AuditEntry) (Schedule, error)
+	// UpdateSchedule replaces the spec and next fire of the schedule of
+	// s.ID whose revision is still s.Revision (else ErrConflict), and
+	// voids any claim on it, so that a fire decided under the old rule
+	// commits nothing.
+	UpdateSchedule(ctx context.Context, s Schedule, audit *AuditEntry) (Schedule, error)
+	// DeleteSchedule removes a schedule and its fire records; the runs
+	// it started stay.
+	DeleteSchedule(ctx context.Context, id string, audit *AuditEntry) error
+	Schedule(ctx context.Context, id string) (Schedule, error)
+	Schedules(ctx context.Context, f ScheduleFilter) ([]Schedule, string, error)
+	// ScheduleFires are a schedule's newest fire records, newest first.
+	ScheduleFires(ctx context.Context, id string, limit int) ([]ScheduleFire, error)
+	// ClaimSchedules claims up to limit schedules due at now for worker
+	// until now+lease, each read with whether its last run is still
+	// going.
+	ClaimSchedules(ctx context.Context, worker string, now time.Time, lease time.Duration, limit int) ([]Schedule, error)
+	// NextScheduleDue is when the earliest schedule is next due; zero
+	// when none is.
+	NextScheduleDue(ctx context.Context) (time.Time, error)
+	// ReplaceWorkflowSchedules makes the schedules a workflow document
+	// carries those given: new ones are created, changed ones updated
+	// (next fire recomputed by next), and those no longer carried deleted.
+	ReplaceWorkflowSchedules(ctx context.Context, workflowID string, want []Schedule, audit *AuditEntry) error
 }

@@ -20,10 +20,13 @@ type Transition struct {
 	Report *WorkReport
 	// Escalate is a rung of a request's deadline ladder come due.
 	Escalate *EscalateRequest
+	// Fire is a schedule's fires: the runs they start, their records and
+	// the schedule's next fire.
+	Fire *FireRequest
 }
 
 // Kind names the transition: start, step, resume, signal, cancel, retry,
-// report or escalate.
+// report, escalate or fire.
 func (t Transition) Kind() string {
 	switch {
 	case t.Start != nil:
@@ -42,12 +45,15 @@ func (t Transition) Kind() string {
 		return "report"
 	case t.Escalate != nil:
 		return "escalate"
+	case t.Fire != nil:
+		return "fire"
 	}
 	return "none"
 }
 
 // RunID is the run the transition changes; empty for a resume by
-// suspension id and for a report, whose run the store looks up.
+// suspension id and for a report, whose run the store looks up, and for a
+// schedule's fires, whose runs are new.
 func (t Transition) RunID() string {
 	switch {
 	case t.Start != nil:
@@ -70,8 +76,8 @@ func (t Transition) RunID() string {
 
 // Applied is what one transition did, or, with Err, why it did nothing.
 type Applied struct {
-	// Run is the started run (Start), the cancelled one (Cancel) or the
-	// retried one (Retry).
+	// Run is the started run (Start), the cancelled one (Cancel), the
+	// retried one (Retry) or the newest a schedule's fires started (Fire).
 	Run Run
 	// Created is false when a start's idempotency key returned an
 	// existing run.
@@ -86,7 +92,9 @@ type Applied struct {
 	// WorkItem is the reported work item as the report leaves it
 	// (Report), also when Err refuses the report.
 	WorkItem WorkItem
-	Err      error
+	// Fires are a schedule's fires as recorded, with their runs (Fire).
+	Fires []ScheduleFire
+	Err   error
 }
 
 // Batcher is a store that commits many transitions in one transaction:

@@ -172,6 +172,9 @@ func (db *DB) applyIn(ctx context.Context, tx bun.Tx, t domain.Transition) (doma
 		req := *t.Escalate
 		err := db.escalateIn(ctx, tx, req)
 		return domain.Applied{}, func() { db.changed(req.RunID); db.wakeUnlessHandedOff(nil) }, err
+	case t.Fire != nil:
+		fires, created, err := db.fireIn(ctx, tx, *t.Fire)
+		return firedApplied(fires), func() { db.fired(created) }, err
 	case t.Report != nil:
 		item, refused, done, err := db.completeWorkIn(ctx, tx, *t.Report)
 		if refused != nil {
@@ -202,6 +205,8 @@ func (db *DB) applyAlone(ctx context.Context, t domain.Transition) domain.Applie
 		a.WorkItem, a.Err = db.completeWorkItem(ctx, *t.Report)
 	case t.Escalate != nil:
 		a.Err = db.escalate(ctx, *t.Escalate)
+	case t.Fire != nil:
+		a = db.fire(ctx, *t.Fire)
 	default:
 		a.Err = fmt.Errorf("a transition with nothing to apply")
 	}
@@ -227,6 +232,8 @@ func describe(t domain.Transition, err error) error {
 		return describeReport(err)
 	case t.Escalate != nil:
 		return describeEscalation(*t.Escalate, err)
+	case t.Fire != nil:
+		return describeFire(*t.Fire, err)
 	}
 	return err
 }

@@ -161,6 +161,8 @@ func runStartRows(row *runRow, nr domain.NewRun) (*eventRow, *jobRow) {
 	created := map[string]any{"workflowId": nr.WorkflowID, "workflowVersion": nr.WorkflowVersion}
 	if by := nr.StartedBy; !by.System() {
 		created["startedBy"] = map[string]string{"id": by.ID, "email": by.Email, "role": string(by.Role)}
+	} else if id := by.Schedule(); id != "" {
+		created["schedule"] = id
 	}
 	if nr.RerunOf != "" {
 		created["rerunOf"] = nr.RerunOf

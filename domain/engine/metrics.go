@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -24,6 +25,7 @@ type Metrics struct {
 	total   uint64
 	commits uint64
 	steps   map[string]*StepStats // by workflow
+	fires   map[domain.FireOutcome]uint64
 }
 
 // StepStats are one workflow's committed steps in this process: their
@@ -39,7 +41,24 @@ type StepStats struct {
 
 // NewMetrics returns zeroed metrics.
 func NewMetrics() *Metrics {
-	return &Metrics{counts: make([]uint64, len(ResumeLatencyBuckets)+1), steps: map[string]*StepStats{}}
+	return &Metrics{counts: make([]uint64, len(ResumeLatencyBuckets)+1), steps: map[string]*StepStats{}, fires: map[domain.FireOutcome]uint64{}}
+}
+
+// fired counts committed schedule fires by outcome; a missed record
+// counts every fire it stands for.
+func (m *Metrics) fired(fires []domain.ScheduleFire) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, f := range fires {
+		m.fires[f.Outcome] += uint64(max(f.Count, 1))
+	}
+}
+
+// Fires is how many schedule fires this process committed, by outcome.
+func (m *Metrics) Fires() map[domain.FireOutcome]uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.fires)
 }
 
 // observeStep counts one committed step of workflow that took d: a

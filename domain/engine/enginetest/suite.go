@@ -36,6 +36,7 @@ type Store interface {
 	// AuthStore holds the accounts that may decide requests: a policy's
 	// request that too few of them may decide escalates at once.
 	domain.AuthStore
+	domain.ScheduleStore
 	// RunJobs lists the jobs a run has queued or claimed, by job id.
 	RunJobs(ctx context.Context, runID string) ([]JobState, error)
 	// RunSignals lists the signals recorded for a run, kept or delivered,
@@ -69,7 +70,7 @@ type test struct {
 // tests lists the suite, grouped by file.
 func tests() []test {
 	var all []test
-	for _, group := range [][]test{resumeTests, voteTests, escalationTests, groupTests, commandTests, runTests, retryTests, startTests, signalTests, queueTests, timerTests} {
+	for _, group := range [][]test{resumeTests, voteTests, escalationTests, groupTests, commandTests, runTests, retryTests, startTests, signalTests, queueTests, timerTests, scheduleTests} {
 		all = append(all, group...)
 	}
 	return all

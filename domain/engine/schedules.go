@@ -1,0 +1,256 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// Scheduler starts runs by the calendar. Schedules are rows: every server
+// runs a Scheduler, which claims the schedules due, decides what their
+// fires come to (domain.PlanFires) and commits each schedule's runs,
+// fire records and next fire as one transition through the engine's
+// writer, fenced on its claim. A server that dies holding a claim loses
+// it when its lease ends, and the fire is decided again by whoever claims
+// it next: the run of a fire time is keyed by it, so it starts once.
+type Scheduler struct {
+	e     *Engine
+	store domain.ScheduleStore
+	// Batch is how many schedules one claim takes (256); Lease how long
+	// a claim lasts (the engine's lease).
+	Batch int
+	Lease time.Duration
+	wake  chan struct{}
+}
+
+// Schedules returns the engine's scheduler over store.
+func (e *Engine) Schedules(store domain.ScheduleStore) *Scheduler {
+	return &Scheduler{e: e, store: store, Batch: 256, Lease: e.o.Lease, wake: make(chan struct{}, 1)}
+}
+
+// Store is where the scheduler keeps its schedules.
+func (s *Scheduler) Store() domain.ScheduleStore { return s.store }
+
+func (s *Scheduler) now() time.Time { return s.e.o.Clock.Now().UTC() }
+
+// poke wakes Run to look at a schedule changed here.
+func (s *Scheduler) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Check validates spec, fills its defaults and checks it against its
+// workflow: registered, and taking the input a fire gives it.
+func (s *Scheduler) Check(ctx context.Context, spec *domain.ScheduleSpec) error {
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	if _, err := s.e.reg.Find(ctx, spec.WorkflowID, ""); err != nil {
+		if errors.Is(err, domain.ErrNotFound) {
+			return &domain.ValidationError{Code: domain.CodeValidation, Message: "The schedule is not valid",
+				Fields: []domain.FieldError{{Field: "/workflowId", Message: "no workflow with this id is registered"}}}
+		}
+		return err
+	}
+	now := s.now()
+	if _, err := s.e.newRun(ctx, domain.ScheduleStarter(spec.ID), spec.WorkflowID, domain.ScheduleInput(spec.Input, now), "", ""); err != nil {
+		var ve *domain.ValidationError
+		if errors.As(err, &ve) {
+			return &domain.ValidationError{Code: domain.CodeValidation, Message: "The workflow does not take this schedule's input (with scheduledAt): " + ve.Error(),
+				Fields: []domain.FieldError{{Field: "/input", Message: ve.Error()}}}
+		}
+		return err
+	}
+	return nil
+}
+
+// Create stores a new schedule; its first fire is the rule's first time
+// after now.
+func (s *Scheduler) Create(ctx context.Context, spec domain.ScheduleSpec, by string, audit *domain.AuditEntry) (domain.Schedule, error) {
+	if err := s.Check(ctx, &spec); err != nil {
+		return domain.Schedule{}, err
+	}
+	now := s.now()
+	sc := domain.Schedule{ScheduleSpec: spec, Source: domain.ScheduleFromAPI, CreatedBy: by, CreatedAt: now, UpdatedAt: now}
+	if err := s.plan(&sc, now); err != nil {
+		return domain.Schedule{}, err
+	}
+	out, err := s.store.CreateSchedule(ctx, sc, audit)
+	if err == nil {
+		s.poke()
+	}
+	return out, err
+}
+
+// plan sets sc's next fire from now: none while paused.
+func (s *Scheduler) plan(sc *domain.Schedule, now time.Time) error {
+	sc.NextFireAt, sc.BufferedAt = time.Time{}, time.Time{}
+	if sc.Paused {
+		return nil
+	}
+	r, err := sc.Rule()
+	if err != nil {
+		return err
+	}
+	sc.NextFireAt = r.Next(now)
+	return nil
+}
+
+// Update changes the schedule id with change, which edits its spec. A
+// changed rule, time zone or a resume fires next at the rule's first time
+// after now (a resumed schedule does not replay what it skipped while
+// paused); a pause fires nothing and forgets a buffered fire. Changes
+// that meet another's are read and made again.
+func (s *Scheduler) Update(ctx context.Context, id string, change func(*domain.ScheduleSpec) error, audit *domain.AuditEntry) (domain.Schedule, error) {
+	for attempt := 0; ; attempt++ {
+		old, err := s.store.Schedule(ctx, id)
+		if err != nil {
+			return domain.Schedule{}, err
+		}
+		sc := old
+		if err := change(&sc.ScheduleSpec); err != nil {
+			return domain.Schedule{}, err
+		}
+		sc.ID = old.ID
+		if err := s.Check(ctx, &sc.ScheduleSpec); err != nil {
+			return domain.Schedule{}, err
+		}
+		now := s.now()
+		sc.UpdatedAt = now
+		if sc.Paused || old.Paused || sc.Cron != old.Cron || sc.Every != old.Every || sc.Timezone != old.Timezone {
+			if err := s.plan(&sc, now); err != nil {
+				return domain.Schedule{}, err
+			}
+		}
+		out, err := s.store.UpdateSchedule(ctx, sc, audit)
+		var ce *domain.ConflictError
+		if errors.As(err, &ce) && attempt < 3 {
+			continue
+		}
+		if err == nil {
+			s.poke()
+		}
+		return out, err
+	}
+}
+
+// Delete removes the schedule id; the runs it started stay.
+func (s *Scheduler) Delete(ctx context.Context, id string, audit *domain.AuditEntry) error {
+	return s.store.DeleteSchedule(ctx, id, audit)
+}
+
+// Trigger starts a run of the schedule id now, as a fire would, whatever
+// its overlap policy and even while it is paused: a person asked for it.
+// The calendar's fires go on as before.
+func (s *Scheduler) Trigger(ctx context.Context, id string, by domain.User) (domain.Run, error) {
+	sc, err := s.store.Schedule(ctx, id)
+	if err != nil {
+		return domain.Run{}, err
+	}
+	at := s.now().Truncate(time.Millisecond)
+	nr, err := s.newRun(ctx, sc, at)
+	if err != nil {
+		return domain.Run{}, err
+	}
+	req := domain.FireRequest{ScheduleID: id, Now: at,
+		Fires: []domain.ScheduleFire{{At: at, Outcome: domain.FireStarted, Manual: true, By: by.Email, ByID: by.ID, Run: &nr}}}
+	a := s.e.apply(ctx, domain.Transition{Fire: &req})
+	if a.Err != nil {
+		return domain.Run{}, a.Err
+	}
+	return s.e.store.Run(ctx, a.Run.ID)
+}
+
+// newRun is the run a fire of sc at at starts: the latest version of its
+// workflow, in the schedule's name, keyed by the fire time.
+func (s *Scheduler) newRun(ctx context.Context, sc domain.Schedule, at time.Time) (domain.NewRun, error) {
+	return s.e.newRun(ctx, domain.ScheduleStarter(sc.ID), sc.WorkflowID, domain.ScheduleInput(sc.Input, at), domain.ScheduleRunKey(sc.ID, at), "")
+}
+
+// FireDue claims the schedules due now and commits their fires; it
+// returns how many schedules it claimed.
+func (s *Scheduler) FireDue(ctx context.Context) (int, error) {
+	now := s.now()
+	claimed, err := s.store.ClaimSchedules(ctx, s.e.o.WorkerID, now, s.Lease, s.Batch)
+	if err != nil || len(claimed) == 0 {
+		return 0, err
+	}
+	batch := make([]domain.Transition, 0, len(claimed))
+	for _, sc := range claimed {
+		req, err := s.fires(ctx, sc, now)
+		if err != nil {
+			s.e.log.WarnContext(ctx, "A schedule could not be planned; it is looked at again when its claim ends", "schedule", sc.ID, "error", err)
+			continue
+		}
+		batch = append(batch, domain.Transition{Fire: req})
+	}
+	for len(batch) > 0 {
+		n := min(len(batch), s.e.o.BatchLimit)
+		for i, a := range s.e.store.Apply(context.WithoutCancel(ctx), batch[:n]) {
+			if a.Err != nil && !errors.Is(a.Err, domain.ErrStale) {
+				s.e.log.WarnContext(ctx, "A schedule's fires could not be committed; they are decided again when its claim ends",
+					"schedule", batch[i].Fire.ScheduleID, "error", a.Err)
+			}
+			s.e.Metrics.fired(a.Fires)
+		}
+		batch = batch[n:]
+	}
+	return len(claimed), nil
+}
+
+// fires decides what sc's due fires come to and makes the runs of those
+// that start; a run that cannot start (its workflow gone, its input no
+// longer suiting it) is a failed fire, and the schedule goes on.
+func (s *Scheduler) fires(ctx context.Context, sc domain.Schedule, now time.Time) (*domain.FireRequest, error) {
+	r, err := sc.Rule()
+	if err != nil {
+		return nil, err
+	}
+	p := domain.PlanFires(sc, r, now)
+	for i := range p.Fires {
+		f := &p.Fires[i]
+		if f.Outcome != domain.FireStarted {
+			continue
+		}
+		nr, err := s.newRun(ctx, sc, f.At)
+		if err != nil {
+			f.Outcome, f.Message = domain.FireFailed, err.Error()
+			continue
+		}
+		f.Run = &nr
+	}
+	return &domain.FireRequest{ScheduleID: sc.ID, Attempt: sc.Attempt, Worker: s.e.o.WorkerID, Fires: p.Fires,
+		NextFireAt: p.NextFireAt, DueAt: p.DueAt, BufferedAt: p.BufferedAt, Now: now}, nil
+}
+
+// Run fires due schedules until ctx ends: at once while claims come back
+// full, else when the earliest schedule is due, a schedule changes here,
+// or the poll interval passes (for schedules changed on other servers).
+func (s *Scheduler) Run(ctx context.Context) error {
+	for ctx.Err() == nil {
+		n, err := s.FireDue(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.e.log.WarnContext(ctx, "Firing schedules failed; trying again", "error", err)
+		}
+		if n >= s.Batch {
+			continue
+		}
+		wait := s.e.o.PollInterval
+		if next, err := s.store.NextScheduleDue(ctx); err == nil && !next.IsZero() {
+			wait = min(wait, max(time.Until(next), 0))
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-s.wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	return nil
+}
+

@@ -1,0 +1,54 @@
+-- Schedules: runs started by the calendar. A schedule is a row: its next
+-- fire (next_fire_at) and when a server should look at it next (due_at:
+-- the next fire, or sooner while a buffered fire waits for the last run
+-- to end; NULL while paused) live with it. A server claims a due schedule
+-- for a lease (attempt, locked_by, lease_until) and commits its fires,
+-- their runs and its next fire in one transaction fenced on the claim;
+-- every change of the rule bumps attempt, so a claim made under the old
+-- rule commits nothing. source is 'api', or 'workflow' for schedules a
+-- workflow document carries.
+CREATE TABLE schedules (
+    id           text PRIMARY KEY,
+    workflow_id  text NOT NULL,
+    cron         text NOT NULL DEFAULT '',
+    every_ms     bigint NOT NULL DEFAULT 0,
+    timezone     text NOT NULL,
+    input        text,
+    overlap      text NOT NULL CHECK (overlap IN ('skip', 'buffer_one', 'allow')),
+    catch_up_ms  bigint NOT NULL,
+    paused       boolean NOT NULL DEFAULT false,
+    note         text NOT NULL DEFAULT '',
+    source       text NOT NULL DEFAULT 'api',
+    revision     integer NOT NULL DEFAULT 1,
+    next_fire_at timestamp,
+    due_at       timestamp,
+    buffered_at  timestamp,
+    attempt      integer NOT NULL DEFAULT 0,
+    locked_by    text,
+    lease_until  timestamp,
+    last_run_id  text,
+    last_fire_at timestamp,
+    last_outcome text NOT NULL DEFAULT '',
+    created_by   text NOT NULL DEFAULT '',
+    created_at   timestamp NOT NULL,
+    updated_at   timestamp NOT NULL
+);
+CREATE INDEX schedules_due ON schedules (due_at) WHERE due_at IS NOT NULL;
+CREATE INDEX schedules_workflow ON schedules (workflow_id);
+
+-- What became of each fire time: one row a fire (primary key: a fire time
+-- is recorded once), a span of missed fires one row (count, until). A
+-- buffered fire's row becomes started when its run starts.
+CREATE TABLE schedule_fires (
+    schedule_id  text NOT NULL REFERENCES schedules (id) ON DELETE CASCADE,
+    fire_at      timestamp NOT NULL,
+    outcome      text NOT NULL CHECK (outcome IN ('started', 'skipped', 'buffered', 'missed', 'failed')),
+    run_id       text,
+    count        integer NOT NULL DEFAULT 1,
+    until        timestamp,
+    manual       boolean NOT NULL DEFAULT false,
+    requested_by text NOT NULL DEFAULT '',
+    message      text NOT NULL DEFAULT '',
+    recorded_at  timestamp NOT NULL,
+    PRIMARY KEY (schedule_id, fire_at)
+);
