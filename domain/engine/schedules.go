@@ -253,4 +253,3 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	return nil
 }
-
