@@ -48,6 +48,7 @@ type Tollgate struct {
 	links   *flow.Links
 	catalog *flow.Catalog
 	eng     *engine.Engine
+	sched   *engine.Scheduler
 	srv     *web.Server
 	hooks   *hook.Hooks
 	// slack posts requests to Slack, when Config.Slack is set.
@@ -99,6 +100,8 @@ func build(ctx context.Context, c Config, db *storage.DB) (*Tollgate, error) {
 		HTTP: steps}, t.reg)
 
 	t.eng = engine.New(db, t.reg, engineOpts(c, db))
+	t.sched = t.eng.Schedules(db)
+	t.catalog.Schedules = t.sched.ReplaceWorkflowSchedules
 	t.hooks = &hook.Hooks{Store: db, Allow: allow, Key: subKey(secret, "tollgate subscription secrets"), Log: c.Log,
 		PublicURL: func() string { return c.PublicURL }}
 	t.srv = &web.Server{Engine: t.eng, Store: db, Auth: db, Health: db, Log: c.Log, MaxBody: int64(c.MaxBody), KeyCacheTTL: c.KeyCacheTTL,
@@ -107,7 +110,7 @@ func build(ctx context.Context, c Config, db *storage.DB) (*Tollgate, error) {
 		MaxWaitsPerCaller: c.MaxWaitsPerCaller, SyncTimeout: c.SyncTimeout, RedactHeaders: c.RedactHeaders, Feed: t.feed, Catalog: t.catalog, Waitpoints: waitpoints, WorkReports: t.eng, WorkItems: db,
 		DeviceKey: subKey(secret, "tollgate device cookie"), MetricsToken: c.MetricsToken, MetricsElsewhere: c.MetricsElsewhere,
 		PublicURL: c.PublicURL, BasePath: c.BasePath, Version: c.Version, Organisation: c.Organisation, Deliveries: &domain.DeliveryCounts{}, Hooks: t.hooks,
-		MailPrefs: db, Links: db, OIDC: c.OIDC, NoPasswordLogin: c.NoPasswordLogin}
+		MailPrefs: db, Links: db, OIDC: c.OIDC, NoPasswordLogin: c.NoPasswordLogin, Schedules: t.sched}
 	t.hooks.Counts = t.srv.Deliveries
 	if c.Slack != nil {
 		sl := web.NewSlack(c.Slack.BotToken, c.Slack.SigningSecret, c.Slack.APIURL)
@@ -194,7 +197,8 @@ func (t *Tollgate) MetricsHandler() http.Handler {
 	return t.srv.MetricsHandler()
 }
 
-// Run executes runs until ctx ends: the engine's workers, the timers,
+// Run executes runs until ctx ends: the engine's workers, the timers, the
+// schedules,
 // webhook deliveries, the mail that tells people what waits for them and
 // the housekeeping of the database. Once ctx ends, no new job is claimed,
 // the handler's long-lived streams (attach, live pages) end, and steps in
@@ -215,6 +219,7 @@ func (t *Tollgate) Run(ctx context.Context) error {
 	mails := mail.New(o)
 	var wg sync.WaitGroup
 	wg.Go(func() { t.eng.Run(ctx) })
+	wg.Go(func() { t.sched.Run(ctx) })
 	wg.Go(func() { t.hooks.Run(ctx) })
 	wg.Go(func() { mails.Run(ctx) })
 	if t.slack != nil {
@@ -227,6 +232,46 @@ func (t *Tollgate) Run(ctx context.Context) error {
 	})
 	wg.Wait()
 	return nil
+}
+
+// Schedule is a schedule the program declares: runs of WorkflowID
+// started by the calendar, at the times of a five-field Cron rule (or
+// @daily, @weekly, @hourly…) in Timezone (an IANA name; UTC by default),
+// or every Every. Input (any value encoding/json marshals) is each run's
+// input; an object gets "scheduledAt", the fire time, added. Overlap says
+// what a fire does while the schedule's last run goes on (skip, the
+// default; buffer_one; allow), CatchUpWindow how late a fire may still
+// start after downtime (a minute by default).
+type Schedule struct {
+	ID            string
+	WorkflowID    string
+	Cron          string
+	Every         time.Duration
+	Timezone      string
+	Input         any
+	Overlap       domain.Overlap
+	CatchUpWindow time.Duration
+	Paused        bool
+	Note          string
+}
+
+// Schedule creates the schedule s describes, or brings the one of its id
+// to s, keeping its history: a program may declare its schedules each
+// time it starts, in every process. Each fire time starts one run, in the
+// schedule's name, however many processes run. A schedule that is not
+// valid is refused with a *domain.ValidationError.
+func (t *Tollgate) Schedule(ctx context.Context, s Schedule) (domain.Schedule, error) {
+	var input json.RawMessage
+	if s.Input != nil {
+		var err error
+		if input, err = json.Marshal(s.Input); err != nil {
+			return domain.Schedule{}, fmt.Errorf("schedule %s: input: %w", s.ID, err)
+		}
+	}
+	spec := domain.ScheduleSpec{ID: s.ID, WorkflowID: s.WorkflowID, Cron: s.Cron, Every: s.Every, Timezone: s.Timezone, Input: input,
+		Overlap: s.Overlap, CatchUpWindow: s.CatchUpWindow, Paused: s.Paused, Note: s.Note}
+	sc, _, err := t.sched.Put(ctx, spec, "program", nil)
+	return sc, err
 }
 
 // StartOpts are the options of a start.

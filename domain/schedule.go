@@ -250,6 +250,13 @@ func (s *ScheduleSpec) Validate() error {
 	return nil
 }
 
+// Same says whether s and o say the same schedule.
+func (s ScheduleSpec) Same(o ScheduleSpec) bool {
+	return s.ID == o.ID && s.WorkflowID == o.WorkflowID && s.Cron == o.Cron && s.Every == o.Every && s.Timezone == o.Timezone &&
+		SameJSON(OrNull(s.Input), OrNull(o.Input)) && s.Overlap == o.Overlap && s.CatchUpWindow == o.CatchUpWindow &&
+		s.Paused == o.Paused && s.Note == o.Note
+}
+
 func parseCron(rule string) (*cron.SpecSchedule, error) {
 	if strings.HasPrefix(rule, "@every") {
 		return nil, fmt.Errorf("@every is not a cron rule: use everyMs")

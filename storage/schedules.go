@@ -302,7 +302,7 @@ func (db *DB) ReplaceWorkflowSchedules(ctx context.Context, workflowID string, w
 				if n, _ := res.RowsAffected(); n == 0 {
 					return &domain.ConflictError{Code: domain.CodeConflict, Message: "the document's schedule " + s.ID + " has the id of a schedule made otherwise"}
 				}
-			case sameSpec(&old, row):
+			case old.toDomain().Same(s.ScheduleSpec):
 			default:
 				row.Revision = old.Revision
 				if err := db.updateSchedule(ctx, tx, row, nil); err != nil {
@@ -321,13 +321,6 @@ func (db *DB) ReplaceWorkflowSchedules(ctx context.Context, workflowID string, w
 		return fmt.Errorf("replace the schedules of workflow %s: %w", workflowID, translate(err))
 	}
 	return nil
-}
-
-// sameSpec says whether b says what a says (its next fire aside): a
-// document registered again with the same schedule leaves it as it is.
-func sameSpec(a, b *scheduleRow) bool {
-	return a.Cron == b.Cron && a.EveryMs == b.EveryMs && a.Timezone == b.Timezone && domain.SameJSON(a.Input, b.Input) &&
-		a.Overlap == b.Overlap && a.CatchUpMs == b.CatchUpMs && a.Paused == b.Paused && a.Note == b.Note
 }
 
 // fireIn commits a schedule's fires in tx: the schedule's next fire,

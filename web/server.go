@@ -192,6 +192,10 @@ type Server struct {
 	// NoPasswordLogin turns passwords off: people sign in with OIDC only.
 	NoPasswordLogin bool
 
+	// Schedules, when set, keeps the schedules that start runs by the
+	// calendar (/api/v1/schedules and the Schedules page, admins only).
+	Schedules *engine.Scheduler
+
 	// bulkSizes, when set (by tests), replace bulkPage and
 	// bulkProgressEvery, so that a test crosses a page with few items.
 	bulkSizes *[2]int
@@ -311,6 +315,14 @@ func (s *Server) Handler() http.Handler {
 		api("GET /api/v1/subscriptions/{id}", s.showSubscription)
 		api("DELETE /api/v1/subscriptions/{id}", s.deleteSubscription)
 		api("GET /api/v1/subscriptions/{id}/deliveries", s.listDeliveries, page...)
+	}
+	if s.Schedules != nil {
+		api("POST /api/v1/schedules", s.createSchedule)
+		api("GET /api/v1/schedules", s.listSchedules, append(page, "workflowId")...)
+		api("GET /api/v1/schedules/{id}", s.showSchedule)
+		api("PATCH /api/v1/schedules/{id}", s.patchSchedule)
+		api("DELETE /api/v1/schedules/{id}", s.deleteSchedule)
+		api("POST /api/v1/schedules/{id}/trigger", s.triggerSchedule)
 	}
 	if s.UIStore != nil { // the audit log is kept with the browser app
 		api("GET /api/v1/audit", s.listAudit, append(page, "actor", "action", "category", "workflowId", "from", "to")...)

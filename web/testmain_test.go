@@ -155,7 +155,7 @@ func newAPIEnvAround(t testing.TB, o storage.Opts, configure func(*web.Server), 
 		PollInterval: 20 * time.Millisecond, ShutdownGrace: 2 * time.Second,
 		ValidateResumeData: web.ValidateResumeData, Log: log,
 	})
-	srv := &web.Server{Engine: eng, Store: e.db, Auth: e.db, Health: e.db, Log: log, Feed: feed, Links: e.db}
+	srv := &web.Server{Engine: eng, Store: e.db, Auth: e.db, Health: e.db, Log: log, Feed: feed, Links: e.db, Schedules: eng.Schedules(e.db)}
 	if configure != nil {
 		configure(srv)
 	}
@@ -169,6 +169,9 @@ func newAPIEnvAround(t testing.TB, o storage.Opts, configure func(*web.Server), 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { eng.Run(ctx) })
+	if srv.Schedules != nil {
+		wg.Go(func() { srv.Schedules.Run(ctx) })
+	}
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	t.Cleanup(e.releaseEarly) // runs first: a blocked step must not hold up shutdown
 	e.admin = e.addUser(t, adminEmail, domain.RoleAdmin, false)

@@ -22,7 +22,9 @@ type runJSON struct {
 	Error           *domain.RunError `json:"error"`
 	// StartedBy is the person who started the run; absent when the system
 	// did (a webhook trigger, a seed).
-	StartedBy   *starterJSON     `json:"startedBy,omitempty"`
+	StartedBy *starterJSON `json:"startedBy,omitempty"`
+	// ScheduleID is the schedule that started the run, when one did.
+	ScheduleID  string           `json:"scheduleId,omitempty"`
 	CreatedAt   time.Time        `json:"createdAt"`
 	UpdatedAt   time.Time        `json:"updatedAt"`
 	Suspensions []suspensionJSON `json:"suspensions,omitempty"`
@@ -49,6 +51,7 @@ func runView(r domain.Run) runJSON {
 	if by := r.StartedBy; !by.System() {
 		v.StartedBy = &starterJSON{ID: by.ID, Email: by.Email, Role: by.Role}
 	}
+	v.ScheduleID = r.StartedBy.Schedule()
 	return v
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
@@ -119,6 +120,9 @@ func (s *Scheduler) Update(ctx context.Context, id string, change func(*domain.S
 		if err := s.Check(ctx, &sc.ScheduleSpec); err != nil {
 			return domain.Schedule{}, err
 		}
+		if sc.Same(old.ScheduleSpec) {
+			return old, nil
+		}
 		now := s.now()
 		sc.UpdatedAt = now
 		if sc.Paused || old.Paused || sc.Cron != old.Cron || sc.Every != old.Every || sc.Timezone != old.Timezone {
@@ -136,6 +140,43 @@ func (s *Scheduler) Update(ctx context.Context, id string, change func(*domain.S
 		}
 		return out, err
 	}
+}
+
+// Put creates the schedule spec describes, or brings the one of its id to
+// it (its history kept): for a program that declares its schedules each
+// time it starts. created says which.
+func (s *Scheduler) Put(ctx context.Context, spec domain.ScheduleSpec, by string, audit *domain.AuditEntry) (sc domain.Schedule, created bool, err error) {
+	sc, err = s.Create(ctx, spec, by, audit)
+	var ce *domain.ConflictError
+	if !errors.As(err, &ce) {
+		return sc, err == nil, err
+	}
+	sc, err = s.Update(ctx, spec.ID, func(old *domain.ScheduleSpec) error { *old = spec; return nil }, audit)
+	return sc, false, err
+}
+
+// ReplaceWorkflowSchedules makes the schedules of workflowID's document
+// those specs says, as registering a new version of it does: new ones
+// are created, changed ones changed, and those it no longer carries
+// deleted.
+func (s *Scheduler) ReplaceWorkflowSchedules(ctx context.Context, workflowID string, specs []domain.ScheduleSpec, by string) error {
+	now := s.now()
+	want := make([]domain.Schedule, len(specs))
+	for i, spec := range specs {
+		spec.WorkflowID = workflowID
+		if err := s.Check(ctx, &spec); err != nil {
+			return fmt.Errorf("schedule %s: %w", spec.ID, err)
+		}
+		want[i] = domain.Schedule{ScheduleSpec: spec, Source: domain.ScheduleFromWorkflow, CreatedBy: by, CreatedAt: now, UpdatedAt: now}
+		if err := s.plan(&want[i], now); err != nil {
+			return err
+		}
+	}
+	err := s.store.ReplaceWorkflowSchedules(ctx, workflowID, want, nil)
+	if err == nil {
+		s.poke()
+	}
+	return err
 }
 
 // Delete removes the schedule id; the runs it started stay.

@@ -51,6 +51,10 @@ type Catalog struct {
 
 	mu       sync.Mutex
 	compiled map[string]*domain.Workflow // "id@version"
+
+	// Schedules, when set, makes a workflow's schedules those its latest
+	// registered document carries (see Document.Schedules).
+	Schedules func(ctx context.Context, workflowID string, specs []domain.ScheduleSpec, by string) error
 }
 
 // NewCatalog returns a catalog on store that refuses the ids of code's
@@ -89,7 +93,27 @@ func (c *Catalog) Register(ctx context.Context, body []byte, by string) (Registe
 		return Registered{}, &domain.ConflictError{Code: domain.CodeVersionExists, Message: fmt.Sprintf("workflow %s version %s is already registered with a different document; versions are immutable: register a new version", doc.ID, doc.Version)}
 	}
 	c.keep(doc.ID+"@"+doc.Version, wf)
+	if err := c.schedules(ctx, doc, by); err != nil {
+		return Registered{}, err
+	}
 	return Registered{Document: doc, Definition: stored, Created: created}, nil
+}
+
+// schedules hands the schedules of doc to Schedules when doc is its
+// workflow's latest version: registering an older version again leaves
+// the newer one's schedules as they are.
+func (c *Catalog) schedules(ctx context.Context, doc Document, by string) error {
+	if c.Schedules == nil {
+		return nil
+	}
+	latest, err := c.store.Definition(ctx, doc.ID, "")
+	if err != nil || latest.Version != doc.Version {
+		return err
+	}
+	if err := c.Schedules(ctx, doc.ID, doc.ScheduleSpecs(), by); err != nil {
+		return fmt.Errorf("workflow %s version %s is registered, but its schedules are not: %w", doc.ID, doc.Version, err)
+	}
+	return nil
 }
 
 // Supersede puts body in the place of the document stored under its id

@@ -7,6 +7,7 @@ package flow
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,6 +67,40 @@ type Document struct {
 	// step's own slack wins.
 	Slack string `json:"slack,omitempty"`
 	Steps []Step `json:"steps"`
+	// Schedules start runs of the workflow by the calendar. They are the
+	// workflow's while its latest version carries them: registering a new
+	// version replaces them with its own.
+	Schedules []Schedule `json:"schedules,omitempty"`
+}
+
+// Schedule is a schedule a document carries; its workflow is the
+// document's. The fields are the API's (POST /api/v1/schedules).
+type Schedule struct {
+	ID              string          `json:"id"`
+	Cron            string          `json:"cron,omitempty"`
+	EveryMs         int64           `json:"everyMs,omitempty"`
+	Timezone        string          `json:"timezone,omitempty"`
+	Input           json.RawMessage `json:"input,omitempty"`
+	Overlap         domain.Overlap  `json:"overlap,omitempty"`
+	CatchUpWindowMs int64           `json:"catchUpWindowMs,omitempty"`
+	Paused          bool            `json:"paused,omitempty"`
+	Note            string          `json:"note,omitempty"`
+}
+
+// Spec is the schedule of workflowID that s describes.
+func (s Schedule) Spec(workflowID string) domain.ScheduleSpec {
+	return domain.ScheduleSpec{ID: s.ID, WorkflowID: workflowID, Cron: s.Cron, Every: time.Duration(s.EveryMs) * time.Millisecond,
+		Timezone: s.Timezone, Input: s.Input, Overlap: s.Overlap, CatchUpWindow: time.Duration(s.CatchUpWindowMs) * time.Millisecond,
+		Paused: s.Paused, Note: s.Note}
+}
+
+// ScheduleSpecs are the document's schedules.
+func (d Document) ScheduleSpecs() []domain.ScheduleSpec {
+	out := make([]domain.ScheduleSpec, len(d.Schedules))
+	for i, s := range d.Schedules {
+		out[i] = s.Spec(d.ID)
+	}
+	return out
 }
 
 // Step is one step of a document. Which fields apply depends on Type.
@@ -164,7 +199,7 @@ var fieldsOf = map[string][]string{
 
 var commonFields = []string{"type", "name", "next", "end", "retry"}
 
-var documentFields = []string{"id", "name", "version", "description", "inputSchema", "webhookTrigger", "allowFounders", "slack", "steps"}
+var documentFields = []string{"id", "name", "version", "description", "inputSchema", "webhookTrigger", "allowFounders", "slack", "steps", "schedules"}
 
 // Problem is one thing wrong with a document, at a path people read, such
 // as steps[2].durationMs or steps[0].headers["X.Id"]; $ is the whole
@@ -310,6 +345,8 @@ func Parse(body []byte, env Env) (Document, error) {
 	for i, s := range steps {
 		doc.Steps = append(doc.Steps, v.parseStep(fmt.Sprintf("steps[%d]", i), s))
 	}
+	v.decode("schedules", raw["schedules"], &doc.Schedules)
+	v.schedules(doc)
 	v.document(doc, idPath, raw["steps"] != nil, env)
 	if len(v.problems) > 0 {
 		return Document{}, &InvalidError{Problems: v.problems}
@@ -803,6 +840,26 @@ func jsonKind(goKind string) string {
 		return "an array"
 	default:
 		return "an object"
+	}
+}
+
+// schedules checks the document's schedules as the API would, each
+// problem at its place in the document; ids are unique.
+func (v *validator) schedules(doc Document) {
+	seen := map[string]bool{}
+	for i, sc := range doc.ScheduleSpecs() {
+		path := fmt.Sprintf("schedules[%d]", i)
+		sc.WorkflowID = cmp.Or(sc.WorkflowID, "-") // the document's own id is checked with it
+		var ve *domain.ValidationError
+		if err := sc.Validate(); errors.As(err, &ve) {
+			for _, f := range ve.Fields {
+				v.add(path+strings.ReplaceAll(f.Field, "/", "."), "%s", f.Message)
+			}
+		}
+		if seen[sc.ID] {
+			v.add(path+".id", "another schedule of this document has the id %s", sc.ID)
+		}
+		seen[sc.ID] = true
 	}
 }
 
