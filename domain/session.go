@@ -66,6 +66,7 @@ type AuditCategory struct {
 var AuditCategories = []AuditCategory{
 	{"decisions", "Decisions and uploads", []string{"suspension.*", "document.*"}},
 	{"runs", "Runs", []string{"run.*"}},
+	{"schedules", "Schedules", []string{"schedule.*"}},
 	{"people", "People and keys", []string{"user.*", "apikey.*", "password.reset_issue"}},
 	{"workflows", "Workflows", []string{"workflow.*", "subscription.*"}},
 	{"security", "Sign-ins and passwords", []string{"login", "login.*", "logout", "password.*", "audit.*"}},

@@ -105,6 +105,12 @@ func (t teller) decisionOrRun(actor Words) ([]Words, bool) {
 	case "document.upload":
 		return []Words{actor, text("uploaded"), {Text: t.str("filename"), Em: true}, text("to"), t.request(t.str("suspensionId"))}, true
 	case "run.start":
+		if id := t.str("schedule"); id != "" {
+			if m, _ := t.data["manual"].(bool); m {
+				return []Words{actor, text("started"), t.run(e.Subject), text("now from schedule"), t.schedule(id)}, true
+			}
+			return []Words{text("Schedule"), t.schedule(id), text("started"), t.run(e.Subject), text("for " + t.str("scheduledAt"))}, true
+		}
 		return []Words{actor, text("started"), t.run(e.Subject), text(t.via())}, true
 	case "run.cancel":
 		return []Words{actor, text("cancelled"), t.run(e.Subject), text(t.via())}, true
@@ -181,6 +187,16 @@ func (t teller) people(actor Words) []Words {
 			access = "disabled"
 		}
 		return []Words{actor, text("set"), t.person(e.Subject, t.str("email")), text("to " + t.str("role") + ", account " + access)}
+	case "schedule.create":
+		return []Words{actor, text("created schedule"), t.schedule(t.str("schedule")), text(t.via())}
+	case "schedule.update":
+		return []Words{actor, text("changed schedule"), t.schedule(t.str("schedule")), text(t.via())}
+	case "schedule.pause":
+		return []Words{actor, text("paused schedule"), t.schedule(t.str("schedule")), text(t.via())}
+	case "schedule.resume":
+		return []Words{actor, text("resumed schedule"), t.schedule(t.str("schedule")), text(t.via())}
+	case "schedule.delete":
+		return []Words{actor, text("deleted schedule"), {Text: t.str("schedule"), Em: true}, text(t.via())}
 	case "apikey.create":
 		return []Words{actor, text("created API key"), {Text: t.str("name"), Em: true}, text("for " + t.str("owner"))}
 	case "apikey.revoke":
@@ -240,6 +256,11 @@ func (t teller) request(id string) Words {
 // run names a run by its workflow, linked to its page.
 func (t teller) run(id string) Words {
 	return Words{Text: "a run of " + cmp.Or(t.e.WorkflowID, "a workflow"), URL: "/runs/" + id}
+}
+
+// schedule names a schedule, linked to its page.
+func (t teller) schedule(id string) Words {
+	return Words{Text: id, URL: ScheduleURL(id), Em: true}
 }
 
 // via says how an action came: the API, a resume URL, or the web app.

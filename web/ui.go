@@ -117,6 +117,15 @@ func (s *Server) ui(mux *http.ServeMux) {
 	page("GET /live", s.signedIn(nil, s.liveSocket))
 	page("GET /admin/audit", s.signedIn(adminOnly, s.auditPage))
 	page("GET /admin/audit/export", s.signedIn(adminOnly, s.auditExport))
+	if s.Schedules != nil {
+		page("GET /admin/schedules", s.signedIn(adminOnly, s.schedulesPage))
+		page("GET /admin/schedules/{id}", s.signedIn(adminOnly, s.schedulePage))
+		page("GET /admin/schedules/{id}/pause", s.signedIn(adminOnly, s.confirmSchedulePause(true)))
+		page("POST /admin/schedules/{id}/pause", s.signedIn(adminOnly, s.pauseFromPage(true)))
+		page("GET /admin/schedules/{id}/resume", s.signedIn(adminOnly, s.confirmSchedulePause(false)))
+		page("POST /admin/schedules/{id}/resume", s.signedIn(adminOnly, s.pauseFromPage(false)))
+		page("POST /admin/schedules/{id}/trigger", s.signedIn(adminOnly, s.triggerFromPage))
+	}
 	page("GET /admin/users", s.signedIn(adminOnly, s.usersPage))
 	page("POST /admin/users", s.signedIn(adminOnly, s.inviteUser))
 	page("POST /admin/users/{id}", s.signedIn(adminOnly, s.updateUser))
