@@ -59,6 +59,12 @@ var routeAccess = map[string]access{
 	"POST /api/v1/suspensions/{id}/links":              staff,
 	"GET /api/v1/suspensions/{id}/links":               staff,
 	"DELETE /api/v1/suspensions/{id}/links/{linkId}":   staff,
+	"POST /api/v1/schedules":                           admins,
+	"GET /api/v1/schedules":                            admins,
+	"GET /api/v1/schedules/{id}":                       admins,
+	"PATCH /api/v1/schedules/{id}":                     admins,
+	"DELETE /api/v1/schedules/{id}":                    admins,
+	"POST /api/v1/schedules/{id}/trigger":              admins,
 	"POST /api/v1/subscriptions":                       admins,
 	"GET /api/v1/subscriptions":                        admins,
 	"GET /api/v1/subscriptions/{id}":                   admins,
@@ -147,48 +153,55 @@ var (
 // pageRules is who may open each page. A page added without a line here
 // fails TestEveryPageHasARule.
 var pageRules = map[string]pageAccess{
-	"GET /login":                       pagePublic,
-	"POST /login":                      pageAny,
-	"POST /logout":                     pageAny,
-	"GET /reset/{token}":               pageNone,
-	"POST /reset/{token}":              pageNone,
-	"GET /links/{token}":               pageNone,
-	"POST /links/{token}":              pageNone,
-	"GET /forgot":                      pagePublic,
-	"POST /forgot":                     pageAny,
-	"GET /{$}":                         pageSigned,
-	"GET /inbox":                       pageStaff,
-	"GET /my":                          {toLogin, ok, ok, 403, 403},
-	"GET /suspensions/{id}":            pageOwner,
-	"POST /suspensions/{id}/resume":    pageOwner,
-	"POST /suspensions/{id}/decide":    pageOwner,
-	"POST /suspensions/{id}/documents": pageOwner,
-	"GET /documents/{id}":              {toLogin, 404, 404, 404, 404}, // none by that id
-	"GET /account":                     pageSigned,
-	"POST /account/password":           pageSigned,
-	"POST /account/mail":               pageSigned,
-	"GET /runs":                        pageStaff,
-	"GET /live":                        {toLogin, 403, 403, 403, 403}, // only a same-origin websocket handshake is taken
-	"GET /admin/audit":                 pageAdmin,
-	"GET /admin/audit/export":          pageAdmin,
-	"GET /admin/users":                 pageAdmin,
-	"POST /admin/users":                pageAdmin,
-	"POST /admin/users/{id}":           pageAdmin,
-	"GET /admin/users/{id}/disable":    pageAdmin,
-	"POST /admin/users/{id}/reset":     pageAdmin,
-	"POST /admin/keys":                 pageAdmin,
-	"GET /admin/keys/{id}/revoke":      pageAdmin,
-	"POST /admin/keys/{id}/revoke":     pageAdmin,
-	"GET /runs/{id}":                   pageStaff,
-	"GET /runs/{id}/cancel":            pageAdmin,
-	"POST /runs/{id}/cancel":           pageAdmin,
-	"POST /runs/{id}/retry":            pageAdmin,
-	"POST /runs/bulk":                  pageAdmin,
-	"POST /inbox/bulk":                 pageStaff,
-	"POST /runs/{id}/rerun":            pageStaff,
-	"GET /runs/{id}/delete":            pageAdmin,
-	"POST /runs/{id}/delete":           pageAdmin,
-	"* /":                              pageNone, // the not-found page
+	"GET /login":                         pagePublic,
+	"POST /login":                        pageAny,
+	"POST /logout":                       pageAny,
+	"GET /reset/{token}":                 pageNone,
+	"POST /reset/{token}":                pageNone,
+	"GET /links/{token}":                 pageNone,
+	"POST /links/{token}":                pageNone,
+	"GET /forgot":                        pagePublic,
+	"POST /forgot":                       pageAny,
+	"GET /{$}":                           pageSigned,
+	"GET /inbox":                         pageStaff,
+	"GET /my":                            {toLogin, ok, ok, 403, 403},
+	"GET /suspensions/{id}":              pageOwner,
+	"POST /suspensions/{id}/resume":      pageOwner,
+	"POST /suspensions/{id}/decide":      pageOwner,
+	"POST /suspensions/{id}/documents":   pageOwner,
+	"GET /documents/{id}":                {toLogin, 404, 404, 404, 404}, // none by that id
+	"GET /account":                       pageSigned,
+	"POST /account/password":             pageSigned,
+	"POST /account/mail":                 pageSigned,
+	"GET /runs":                          pageStaff,
+	"GET /live":                          {toLogin, 403, 403, 403, 403}, // only a same-origin websocket handshake is taken
+	"GET /admin/audit":                   pageAdmin,
+	"GET /admin/audit/export":            pageAdmin,
+	"GET /admin/users":                   pageAdmin,
+	"POST /admin/users":                  pageAdmin,
+	"POST /admin/users/{id}":             pageAdmin,
+	"GET /admin/users/{id}/disable":      pageAdmin,
+	"POST /admin/users/{id}/reset":       pageAdmin,
+	"POST /admin/keys":                   pageAdmin,
+	"GET /admin/schedules":               pageAdmin,
+	"GET /admin/schedules/{id}":          pageAdmin,
+	"GET /admin/schedules/{id}/pause":    pageAdmin,
+	"POST /admin/schedules/{id}/pause":   pageAdmin,
+	"GET /admin/schedules/{id}/resume":   pageAdmin,
+	"POST /admin/schedules/{id}/resume":  pageAdmin,
+	"POST /admin/schedules/{id}/trigger": pageAdmin,
+	"GET /admin/keys/{id}/revoke":        pageAdmin,
+	"POST /admin/keys/{id}/revoke":       pageAdmin,
+	"GET /runs/{id}":                     pageStaff,
+	"GET /runs/{id}/cancel":              pageAdmin,
+	"POST /runs/{id}/cancel":             pageAdmin,
+	"POST /runs/{id}/retry":              pageAdmin,
+	"POST /runs/bulk":                    pageAdmin,
+	"POST /inbox/bulk":                   pageStaff,
+	"POST /runs/{id}/rerun":              pageStaff,
+	"GET /runs/{id}/delete":              pageAdmin,
+	"POST /runs/{id}/delete":             pageAdmin,
+	"* /":                                pageNone, // the not-found page
 }
 
 // Every page, for anonymous visitors, a request's founder, another
@@ -203,9 +216,14 @@ func TestEveryPageHasARule(t *testing.T) {
 	admin := e.signedIn(t, "pages-admin@example.com", domain.RoleAdmin)
 	run, sp := e.paused(t, "paperwork", map[string]string{"assignee": "owner@founders.example"})
 	keyID, _ := e.addKey(t, e.userIDs[reviewerEmail])
+	if _, err := e.api.Schedules.Create(t.Context(), domain.ScheduleSpec{ID: "nightly", WorkflowID: "delay", Cron: "@daily", Input: []byte(`{"ms":1}`)}, adminEmail, nil); err != nil {
+		t.Fatal(err)
+	}
 	fill := func(path string) string {
 		id := sp.ID
 		switch {
+		case strings.HasPrefix(path, "/admin/schedules/"):
+			id = "nightly"
 		case strings.HasPrefix(path, "/runs/"):
 			id = run.ID
 		case strings.HasPrefix(path, "/admin/users/"):
