@@ -1,6 +1,7 @@
 // Package client is a typed Go client of Tollgate's HTTP API (/api/v1):
 // runs, their events, suspensions and the decisions on them, signals,
-// workflows, and for admins the audit log and webhook subscriptions. It
+// workflows, and for admins the audit log, webhook subscriptions and
+// schedules. It
 // needs only the standard library.
 //
 //	c := client.New("https://tollgate.example.com", os.Getenv("TOLLGATE_API_KEY"))
@@ -75,8 +76,10 @@ type Run struct {
 	Output          json.RawMessage `json:"output"`
 	Error           *RunError       `json:"error"`
 	StartedBy       *Person         `json:"startedBy,omitempty"`
-	CreatedAt       time.Time       `json:"createdAt"`
-	UpdatedAt       time.Time       `json:"updatedAt"`
+	// ScheduleID is the schedule that started the run, when one did.
+	ScheduleID string    `json:"scheduleId,omitempty"`
+	CreatedAt  time.Time `json:"createdAt"`
+	UpdatedAt  time.Time `json:"updatedAt"`
 	// Suspensions and Awaiting come with GetRun: every pause of the run,
 	// and what a suspended run waits for now.
 	Suspensions []Suspension `json:"suspensions,omitempty"`

@@ -38,6 +38,7 @@ type cli struct {
 	Signal  signalCLI      `cmd:"" help:"Send signals to runs through a server's API."`
 	Flows   workflowsCLI   `cmd:"" name:"workflows" help:"List and register workflows through a server's API."`
 	Audit   auditCLI       `cmd:"" help:"Read the audit log through a server's API (admins)."`
+	Sched   schedulesCLI   `cmd:"" name:"schedules" help:"List, create, pause, resume, trigger and delete schedules through a server's API (admins)."`
 }
 
 // passCmd is a command that parses its own flags.
@@ -464,6 +465,8 @@ func runAPI(ctx context.Context, kctx *kong.Context, c *cli, getenv func(string)
 		return c.Flows.run(ctx, path, getenv, stdout)
 	case path == "audit list":
 		return c.Audit.List.run(ctx, getenv, stdout)
+	case strings.HasPrefix(path, "schedules "):
+		return c.Sched.run(ctx, path, getenv, stdin, stdout)
 	}
 	return fmt.Errorf("unknown command %q", path)
 }
