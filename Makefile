@@ -40,8 +40,8 @@ fuzz: ## Fuzz each target for FUZZTIME (30s)
 # test for CHAOS_TIME and the crash tests whole.
 CHAOS_TIME ?= 10m
 
-chaos: ## Three servers on one PostgreSQL under SIGKILL, SIGSTOP and a database restart for CHAOS_TIME (10m), then every run checked; then the crash tests whole
-	TOLLGATE_CHAOS_DURATION=$(CHAOS_TIME) $(GO) test -race -run '^(TestChaos|TestCrashRecovery(SQLite|Postgres|ReplaySQLite|ReplayPostgres))$$' -count=1 -timeout 60m -v ./cmd/tollgate
+chaos: ## Three servers on one PostgreSQL under SIGKILL, SIGSTOP and a database restart for CHAOS_TIME (10m), then every run checked; the same for schedules fired every second; then the crash tests whole
+	TOLLGATE_CHAOS_DURATION=$(CHAOS_TIME) $(GO) test -race -run '^(TestChaos|TestChaosSchedules|TestCrashRecovery(SQLite|Postgres|ReplaySQLite|ReplayPostgres))$$' -count=1 -timeout 60m -v ./cmd/tollgate
 
 # The soak: one server on PostgreSQL under SOAK_RATE resumes a second with
 # 1,000 live pages open, for SOAK_TIME; a line of figures each minute.
