@@ -23,7 +23,7 @@ type AuditEntry struct {
 
 // AuditFilter selects audit entries; the zero value lists all, newest
 // first. Category is one of the audit page's kinds of entry: decisions,
-// runs, people, workflows or security.
+// runs, schedules, people, workflows or security.
 type AuditFilter struct {
 	ActorEmail string
 	Action     string

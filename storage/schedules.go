@@ -361,27 +361,44 @@ func (db *DB) fireIn(ctx context.Context, tx bun.IDB, req domain.FireRequest) ([
 	if err := db.fail("fire.after_schedule"); err != nil {
 		return nil, nil, err
 	}
-	fires := make([]domain.ScheduleFire, len(req.Fires))
-	rows := make([]scheduleFireRow, len(req.Fires))
 	var created []string
+	runIDs := make([]string, len(req.Fires))
 	b := db.newBatch(tx)
 	for i, f := range req.Fires {
-		if f.Run != nil {
-			row := newRunRow(*f.Run)
-			ok, err := db.createRunIn(ctx, tx, row, *f.Run)
-			var ve *domain.ValidationError
-			if err != nil && !(errors.As(err, &ve) && ve.Code == domain.CodeIdempotencyMismatch) {
+		if f.Run == nil {
+			continue
+		}
+		row := newRunRow(*f.Run)
+		ok, err := db.createRunIn(ctx, tx, row, *f.Run)
+		var ve *domain.ValidationError
+		if err != nil && !(errors.As(err, &ve) && ve.Code == domain.CodeIdempotencyMismatch) {
+			return nil, nil, err
+		}
+		runIDs[i] = row.ID // an earlier run of the same fire time, when not created
+		if ok {
+			created = append(created, row.ID)
+			f.RunID = row.ID
+			if err := b.addAudit(ctx, fireAudit(f, req.ScheduleID, row.WorkflowID, now)); err != nil {
 				return nil, nil, err
 			}
-			f.RunID = row.ID // an earlier run of the same fire time, when not created
-			if ok {
-				created = append(created, row.ID)
-				if err := b.addAudit(ctx, fireAudit(f, req.ScheduleID, row.WorkflowID, now)); err != nil {
-					return nil, nil, err
-				}
-			}
 		}
-		f.ScheduleID, f.RecordedAt, f.Run = req.ScheduleID, now, nil
+	}
+	fires, rows := fireRecords(req, runIDs, now)
+	if len(rows) > 0 {
+		if err := b.add(ctx, insertFireRows(tx, rows)); err != nil {
+			return nil, nil, err
+		}
+	}
+	return fires, created, b.flush(ctx)
+}
+
+// fireRecords are req's fires as recorded at now, each with its run (of
+// runIDs, by fire), and their rows.
+func fireRecords(req domain.FireRequest, runIDs []string, now time.Time) ([]domain.ScheduleFire, []scheduleFireRow) {
+	fires := make([]domain.ScheduleFire, len(req.Fires))
+	rows := make([]scheduleFireRow, len(req.Fires))
+	for i, f := range req.Fires {
+		f.ScheduleID, f.RecordedAt, f.Run, f.RunID = req.ScheduleID, now, nil, runIDs[i]
 		fires[i] = f
 		rows[i] = scheduleFireRow{ScheduleID: req.ScheduleID, FireAt: ts(f.At), Outcome: string(f.Outcome), Count: max(f.Count, 1),
 			Until: tsPtr(f.Until), Manual: f.Manual, RequestedBy: f.By, Message: f.Message, RecordedAt: now}
@@ -389,17 +406,16 @@ func (db *DB) fireIn(ctx context.Context, tx bun.IDB, req domain.FireRequest) ([
 			rows[i].RunID = &fires[i].RunID
 		}
 	}
-	if len(rows) > 0 {
-		// A buffered fire's record becomes started when its run starts;
-		// no other record changes once written.
-		if err := b.add(ctx, tx.NewInsert().Model(&rows).
-			On("CONFLICT (schedule_id, fire_at) DO UPDATE").
-			Set("outcome = EXCLUDED.outcome, run_id = EXCLUDED.run_id, recorded_at = EXCLUDED.recorded_at").
-			Where("sf.outcome = ?", domain.FireBuffered)); err != nil {
-			return nil, nil, err
-		}
-	}
-	return fires, created, b.flush(ctx)
+	return fires, rows
+}
+
+// insertFireRows inserts fire records. A buffered fire's record becomes
+// started when its run starts; no other record changes once written.
+func insertFireRows(tx bun.IDB, rows []scheduleFireRow) *bun.InsertQuery {
+	return tx.NewInsert().Model(&rows).
+		On("CONFLICT (schedule_id, fire_at) DO UPDATE").
+		Set("outcome = EXCLUDED.outcome, run_id = EXCLUDED.run_id, recorded_at = EXCLUDED.recorded_at").
+		Where("sf.outcome = ?", domain.FireBuffered)
 }
 
 func lastFire(fires []domain.ScheduleFire) *domain.ScheduleFire {

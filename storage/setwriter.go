@@ -101,11 +101,13 @@ func (db *DB) applySet(ctx context.Context, tx bun.Tx, batch []domain.Transition
 			}
 		}
 	}
-	var starts, steps, resumes []int
+	var starts, steps, resumes, fires []int
 	for i, t := range batch {
 		switch {
 		case t.Start != nil:
 			starts = append(starts, i)
+		case t.Fire != nil && t.Fire.Attempt > 0:
+			fires = append(fires, i)
 		case t.Step != nil && named[t.Step.RunID] == i && setStep(*t.Step):
 			steps = append(steps, i)
 		case t.Resume != nil && t.Resume.SuspensionID != "" && t.Resume.Decision == "" && t.Resume.LinkID == "":
@@ -117,11 +119,14 @@ func (db *DB) applySet(ctx context.Context, tx bun.Tx, batch []domain.Transition
 			rest = append(rest, i)
 		}
 	}
-	if len(starts)+len(steps)+len(resumes) < 2 {
+	if len(starts)+len(steps)+len(resumes)+len(fires) < 2 {
 		return restAll(batch), nil, nil // nothing to gain
 	}
 	existing, err := s.insertRuns(ctx, batch, starts, out)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.fireAll(ctx, batch, fires, out); err != nil {
 		return nil, nil, err
 	}
 	rest = append(rest, existing...)
@@ -204,25 +209,48 @@ func (s *setWriter) insertRuns(ctx context.Context, batch []domain.Transition, s
 	if len(starts) == 0 {
 		return nil, nil
 	}
-	rows := make([]*runRow, len(starts))
+	nrs := make([]domain.NewRun, len(starts))
 	for k, i := range starts {
-		rows[k] = newRunRow(*batch[i].Start)
+		nrs[k] = *batch[i].Start
 	}
-	ids, err := s.b.insertRuns(ctx, rows)
+	rows, inserted, err := s.startRuns(ctx, nrs)
 	if err != nil {
 		return nil, err
 	}
-	inserted := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		inserted[id] = true
-	}
 	var existing []int
 	for k, i := range starts {
-		row, nr := rows[k], *batch[i].Start
-		if !inserted[row.ID] {
+		if !inserted[k] {
 			existing = append(existing, i)
 			continue
 		}
+		out[i] = domain.Applied{Run: rows[k].toDomain(), Created: true}
+	}
+	return existing, nil
+}
+
+// startRuns inserts the runs nrs begin, with their first events and jobs
+// (claimed by their handoff's worker, when they have one), and says which
+// it inserted: a run whose idempotency key is taken is not.
+func (s *setWriter) startRuns(ctx context.Context, nrs []domain.NewRun) ([]*runRow, []bool, error) {
+	rows := make([]*runRow, len(nrs))
+	for k, nr := range nrs {
+		rows[k] = newRunRow(nr)
+	}
+	ids, err := s.b.insertRuns(ctx, rows)
+	if err != nil {
+		return nil, nil, err
+	}
+	made := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		made[id] = true
+	}
+	inserted := make([]bool, len(nrs))
+	for k, row := range rows {
+		if !made[row.ID] {
+			continue
+		}
+		inserted[k] = true
+		nr := nrs[k]
 		nr.Handoff.Reset()
 		ev, job := runStartRows(row, nr)
 		s.events = append(s.events, ev)
@@ -232,10 +260,9 @@ func (s *setWriter) insertRuns(ctx context.Context, batch []domain.Transition, s
 			s.jobs = append(s.jobs, job)
 		}
 		s.changed = append(s.changed, row.ID)
-		out[i] = domain.Applied{Run: row.toDomain(), Created: true}
 		s.after = append(s.after, func() { s.db.runCreated(row.ID, nr.Handoff) })
 	}
-	return existing, nil
+	return rows, inserted, nil
 }
 
 // endJobs ends the jobs of the step commits, fenced on their claims as

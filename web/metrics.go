@@ -68,6 +68,7 @@ var (
 	stepRetryDesc   = prometheus.NewDesc("tollgate_step_retries_total", "Steps committed by this process to be run again after a failure, by workflow.", []string{"workflow"}, nil)
 	workersBusyDesc = prometheus.NewDesc("tollgate_workers_busy", "Worker slots of this process running a job or reserved for one.", nil, nil)
 	workersDesc     = prometheus.NewDesc("tollgate_workers", "Worker slots of this process.", nil, nil)
+	firesDesc       = prometheus.NewDesc("tollgate_schedule_fires_total", "Schedule fires this process committed, by outcome (started, skipped, buffered, missed, failed).", []string{"outcome"}, nil)
 	resumeLatBucks  = engine.ResumeLatencyBuckets
 )
 
@@ -79,7 +80,7 @@ const statsTimeout = 5 * time.Second
 type stateCollector struct{ s *Server }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{runsDesc, pendingDesc, queuedDesc, lagDesc, commitsDesc, resumeLatDesc, stepDurDesc, stepFailDesc, stepRetryDesc, notifyDesc, workersBusyDesc, workersDesc} {
+	for _, d := range []*prometheus.Desc{runsDesc, pendingDesc, queuedDesc, lagDesc, commitsDesc, resumeLatDesc, stepDurDesc, stepFailDesc, stepRetryDesc, notifyDesc, workersBusyDesc, workersDesc, firesDesc} {
 		ch <- d
 	}
 }
@@ -106,6 +107,10 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstHistogram(stepDurDesc, st.Count, st.Sum, buckets, wf)
 			ch <- prometheus.MustNewConstMetric(stepFailDesc, prometheus.CounterValue, float64(st.Failures), wf)
 			ch <- prometheus.MustNewConstMetric(stepRetryDesc, prometheus.CounterValue, float64(st.Retries), wf)
+		}
+		fires := e.Metrics.Fires()
+		for _, o := range []domain.FireOutcome{domain.FireStarted, domain.FireSkipped, domain.FireBuffered, domain.FireMissed, domain.FireFailed} {
+			ch <- prometheus.MustNewConstMetric(firesDesc, prometheus.CounterValue, float64(fires[o]), string(o))
 		}
 	}
 	for k, n := range c.s.Deliveries.Snapshot() {

@@ -24,7 +24,7 @@ func TestBenchPartsSelection(t *testing.T) {
 		{bench: " herd , ", want: []string{"herd"}},
 		{flows: "trips,hooks", want: []string{"trips", "hooks"}},
 		{bench: "kernel", flows: "herd", want: []string{"kernel"}},
-		{bench: "kernel,kernal", err: `unknown part "kernal"; the parts are kernel, herd, peers, trips, hooks, replay, web, mail, slack, upload, policies, servers`},
+		{bench: "kernel,kernal", err: `unknown part "kernal"; the parts are kernel, herd, peers, trips, hooks, replay, web, mail, slack, schedules, upload, policies, servers`},
 	} {
 		t.Setenv("TOLLGATE_BENCH", tc.bench)
 		t.Setenv("TOLLGATE_BENCH_FLOWS", tc.flows)

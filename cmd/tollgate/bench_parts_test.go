@@ -25,7 +25,7 @@ import (
 
 // benchPartNames are the parts of make bench, in the order they run;
 // TOLLGATE_BENCH (make bench BENCH=kernel,herd) picks some, all when unset.
-var benchPartNames = []string{"kernel", "herd", "peers", "trips", "hooks", "replay", "web", "mail", "slack", "upload", "policies", "servers"}
+var benchPartNames = []string{"kernel", "herd", "peers", "trips", "hooks", "replay", "web", "mail", "slack", "schedules", "upload", "policies", "servers"}
 
 // benchSelection is the parts TOLLGATE_BENCH names, or an error naming the
 // known ones when it names another. TOLLGATE_BENCH_FLOWS, which picked the

@@ -15,7 +15,7 @@ type auditCLI struct {
 type auditListCmd struct {
 	apiFlags
 	Actor    string    `help:"Only entries of the person with this email."`
-	Category string    `help:"Only this kind of entry: decisions, runs, people, workflows or security."`
+	Category string    `help:"Only this kind of entry: decisions, runs, schedules, people, workflows or security."`
 	Action   string    `help:"Only this action, such as suspension.approve."`
 	Workflow string    `help:"Only entries about this workflow."`
 	From     time.Time `help:"Only entries at or after this time (RFC 3339)." format:"2006-01-02T15:04:05Z07:00"`

@@ -107,19 +107,21 @@ func TestREADMEShellExamples(t *testing.T) {
 	said := out.String()
 	at := 0
 	for _, want := range []string{
-		`"code":"unknown_document"`,                       // a made-up document id is refused with its code
-		`"field":"/resumeData/documentIds/0"`,             // and the field
-		`"status":"suspended"`,                            // the claim waits for its documents
-		`"type":"WORKFLOW_PAUSED"`,                        // and its log says so
-		`"decision":"approved"`,                           // the expense approved
-		`"tally":{"approvals":1,`,                         // the payout's first vote
-		`"tally":{"approvals":2,`,                         // and its second, which resolves it
-		`"status":"completed"`,                            // the bank's call on the resume URL
-		`"secret":"`,                                      // the subscription made, with its secret once
-		`Backed up data/tollgate.db to backups/tollgate-`, // the backup, its folder made
-		`"code":"not_found"`,                              // the deleted run is gone
-		`"action": "run.delete"`,                          // and the audit log says who deleted it
-		`"reason": "Erasure request #42"`,                 // and why
+		`"code":"unknown_document"`,                            // a made-up document id is refused with its code
+		`"field":"/resumeData/documentIds/0"`,                  // and the field
+		`"status":"suspended"`,                                 // the claim waits for its documents
+		`"type":"WORKFLOW_PAUSED"`,                             // and its log says so
+		`"decision":"approved"`,                                // the expense approved
+		`"tally":{"approvals":1,`,                              // the payout's first vote
+		`"tally":{"approvals":2,`,                              // and its second, which resolves it
+		`"status":"completed"`,                                 // the bank's call on the resume URL
+		`"secret":"`,                                           // the subscription made, with its secret once
+		`"description":"Every weekday at 09:00 Europe/Lisbon"`, // a schedule, its rule in words
+		`Next fires:`,                                          // and its next fires
+		`Backed up data/tollgate.db to backups/tollgate-`,      // the backup, its folder made
+		`"code":"not_found"`,                                   // the deleted run is gone
+		`"action": "run.delete"`,                               // and the audit log says who deleted it
+		`"reason": "Erasure request #42"`,                      // and why
 	} {
 		i := strings.Index(said[at:], want)
 		if i < 0 {

@@ -229,16 +229,14 @@ func (s *Scheduler) FireDue(ctx context.Context) (int, error) {
 		}
 		batch = append(batch, domain.Transition{Fire: req})
 	}
-	for len(batch) > 0 {
-		n := min(len(batch), s.e.o.BatchLimit)
-		for i, a := range s.e.store.Apply(context.WithoutCancel(ctx), batch[:n]) {
-			if a.Err != nil && !errors.Is(a.Err, domain.ErrStale) {
-				s.e.log.WarnContext(ctx, "A schedule's fires could not be committed; they are decided again when its claim ends",
-					"schedule", batch[i].Fire.ScheduleID, "error", a.Err)
-			}
-			s.e.Metrics.fired(a.Fires)
+	// One batch for the claim: on PostgreSQL its fires commit set based,
+	// a statement for each kind of row whatever their number.
+	for i, a := range s.e.store.Apply(context.WithoutCancel(ctx), batch) {
+		if a.Err != nil && !errors.Is(a.Err, domain.ErrStale) {
+			s.e.log.WarnContext(ctx, "A schedule's fires could not be committed; they are decided again when its claim ends",
+				"schedule", batch[i].Fire.ScheduleID, "error", a.Err)
 		}
-		batch = batch[n:]
+		s.e.Metrics.fired(a.Fires)
 	}
 	return len(claimed), nil
 }

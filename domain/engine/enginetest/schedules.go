@@ -223,6 +223,45 @@ func testScheduleStaleClaim(t *testing.T, open Open) {
 	if runs := scheduledRuns(t, db, "stale"); len(runs) != 1 {
 		t.Fatalf("%d runs", len(runs))
 	}
+
+	// Two fires in one batch (on PostgreSQL, the set path), one of them
+	// under a claim that no longer holds.
+	s.create(t, domain.ScheduleSpec{ID: "pair-a", Cron: "* * * * *"})
+	s.create(t, domain.ScheduleSpec{ID: "pair-b", Cron: "* * * * *"})
+	next := fire.Add(time.Minute)
+	claimed, err = db.ClaimSchedules(context.Background(), "stalled", next, time.Minute, 10)
+	if err != nil || len(claimed) != 3 {
+		t.Fatalf("claim: %v %v", claimed, err)
+	}
+	var batch []domain.Transition
+	for _, sc := range claimed {
+		if sc.ID == "stale" {
+			continue
+		}
+		worker := "stalled"
+		if sc.ID == "pair-b" {
+			worker = "another" // a claim it does not hold
+		}
+		nr := domain.NewRun{ID: newID(), WorkflowID: "pause", WorkflowVersion: "1", FirstStep: "start", Input: raw(map[string]string{"scheduledAt": next.Format(time.RFC3339)}),
+			IdempotencyKey: domain.ScheduleRunKey(sc.ID, next), StartedBy: domain.ScheduleStarter(sc.ID), Now: next}
+		batch = append(batch, domain.Transition{Fire: &domain.FireRequest{ScheduleID: sc.ID, Attempt: sc.Attempt, Worker: worker,
+			Fires: []domain.ScheduleFire{{At: next, Outcome: domain.FireStarted, Run: &nr}}, NextFireAt: next.Add(time.Minute), DueAt: next.Add(time.Minute), Now: next}})
+	}
+	for i, a := range db.Apply(context.Background(), batch) {
+		id := batch[i].Fire.ScheduleID
+		if stale := errors.Is(a.Err, domain.ErrStale); stale != (id == "pair-b") || (id == "pair-a" && (a.Err != nil || a.Run.ID == "")) {
+			t.Fatalf("%s in a batch: %+v", id, a)
+		}
+	}
+	if a, b := scheduledRuns(t, db, "pair-a"), scheduledRuns(t, db, "pair-b"); len(a) != 1 || len(b) != 0 {
+		t.Fatalf("runs of the pair: %d and %d", len(a), len(b))
+	}
+	if got, _ := s.fires(t, "pair-a"); len(got) != 1 {
+		t.Fatalf("pair-a's fires %v", got)
+	}
+	if got, _ := s.fires(t, "pair-b"); len(got) != 0 {
+		t.Fatalf("pair-b's fires %v", got)
+	}
 }
 
 // After downtime, fires within the catch-up window run once each, oldest

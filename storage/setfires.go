@@ -1,0 +1,149 @@
+package storage
+
+import (
+	"context"
+	"time"
+
+	"github.com/tollgatehq/tollgate/domain"
+)
+
+// hotFireSchedules moves claimed schedules on to their next fire, each
+// fenced on its claim, and returns those whose claim held: one statement
+// for a batch's schedules, as fireIn's update is for one.
+const hotFireSchedules = `UPDATE schedules AS s SET next_fire_at = v.next, due_at = v.due, buffered_at = v.buffered,
+	locked_by = NULL, lease_until = NULL,
+	last_fire_at = COALESCE(v.last_at, s.last_fire_at), last_outcome = COALESCE(v.last_outcome, s.last_outcome),
+	last_run_id = COALESCE(v.last_run, s.last_run_id)
+FROM unnest($1::text[], $2::int[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::text[], $9::text[])
+	AS v (id, attempt, worker, next, due, buffered, last_at, last_outcome, last_run)
+WHERE s.id = v.id AND s.attempt = v.attempt AND s.locked_by = v.worker
+RETURNING s.id`
+
+// fireAll applies the claimed fires of the batch at fires, set based on
+// PostgreSQL: one update moves every schedule whose claim held to its next
+// fire; the runs of their fires join the batch's new runs; their records
+// and audit entries go with the batch's other writes. A fire whose claim
+// was taken over is refused (ErrStale) and changes nothing.
+func (s *setWriter) fireAll(ctx context.Context, batch []domain.Transition, fires []int, out []domain.Applied) error {
+	if len(fires) == 0 {
+		return nil
+	}
+	n := len(fires)
+	id, attempt, worker, lastOutcome, lastRun := make([]string, n), make([]int, n), make([]string, n), make([]*string, n), make([]*string, n)
+	next, due, buffered, lastAt := make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
+	for k, i := range fires {
+		r := batch[i].Fire
+		id[k], attempt[k], worker[k] = r.ScheduleID, r.Attempt, r.Worker
+		next[k], due[k], buffered[k] = tsPtr(r.NextFireAt), tsPtr(r.DueAt), tsPtr(r.BufferedAt)
+		if last := lastFire(r.Fires); last != nil {
+			lastAt[k], lastOutcome[k] = tsPtr(last.At), (*string)(&last.Outcome)
+		}
+		if run := r.StartedRun(); run != "" {
+			lastRun[k] = &run
+		}
+	}
+	if err := s.b.flush(ctx); err != nil {
+		return err
+	}
+	var held []string
+	if err := s.db.hotScan(ctx, s.tx, &held, hotFireSchedules, id, attempt, worker, next, due, buffered, lastAt, lastOutcome, lastRun); err != nil && !isNoRows(err) {
+		return err
+	}
+	holds := make(map[string]bool, len(held))
+	for _, h := range held {
+		holds[h] = true
+	}
+	// The runs of the fires whose claim held, all at once.
+	var nrs []domain.NewRun
+	var of []fired
+	for _, i := range fires {
+		r := batch[i].Fire
+		if !holds[r.ScheduleID] {
+			out[i].Err = describeFire(*r, domain.ErrStale)
+			continue
+		}
+		for f, fire := range r.Fires {
+			if fire.Run != nil {
+				nrs = append(nrs, *fire.Run)
+				of = append(of, fired{i, f})
+			}
+		}
+	}
+	rows, inserted, err := s.startRuns(ctx, nrs)
+	if err != nil {
+		return err
+	}
+	runIDs := map[int][]string{}
+	var taken []fired // fires whose run exists already
+	for k, at := range of {
+		ids := runIDs[at.t]
+		if ids == nil {
+			ids = make([]string, len(batch[at.t].Fire.Fires))
+			runIDs[at.t] = ids
+		}
+		ids[at.f] = rows[k].ID
+		if !inserted[k] {
+			taken = append(taken, at)
+		}
+	}
+	if err := s.earlierRuns(ctx, batch, taken, func(at fired, run string) { runIDs[at.t][at.f] = run }); err != nil {
+		return err
+	}
+	var records []scheduleFireRow
+	for k, at := range of {
+		if inserted[k] {
+			r := batch[at.t].Fire
+			f := r.Fires[at.f]
+			f.RunID = rows[k].ID
+			if err := s.b.addAudit(ctx, fireAudit(f, r.ScheduleID, rows[k].WorkflowID, ts(r.Now))); err != nil {
+				return err
+			}
+		}
+	}
+	for _, i := range fires {
+		r := batch[i].Fire
+		if !holds[r.ScheduleID] {
+			continue
+		}
+		ids := runIDs[i]
+		if ids == nil {
+			ids = make([]string, len(r.Fires))
+		}
+		recorded, rows := fireRecords(*r, ids, ts(r.Now))
+		out[i] = firedApplied(recorded)
+		records = append(records, rows...)
+	}
+	if len(records) == 0 {
+		return nil
+	}
+	return s.b.add(ctx, insertFireRows(s.tx, records))
+}
+
+// fired is a fire of a batch's transition: its index in the batch, and
+// in the transition's fires.
+type fired struct{ t, f int }
+
+// earlierRuns finds the runs that fires at taken started before (their
+// idempotency key was taken: the fire was decided again after a commit
+// whose answer was lost), and
+// hands each to found; the schedule's last run is set to it where it was
+// the fire's.
+func (s *setWriter) earlierRuns(ctx context.Context, batch []domain.Transition, taken []fired, found func(fired, string)) error {
+	for _, at := range taken {
+		r := batch[at.t].Fire
+		nr := r.Fires[at.f].Run
+		var id string
+		err := s.tx.NewSelect().Model((*runRow)(nil)).Column("id").
+			Where("workflow_id = ? AND started_by = ? AND idempotency_key = ?", nr.WorkflowID, nr.StartedBy.ID, nr.IdempotencyKey).Scan(ctx, &id)
+		if err != nil {
+			return err
+		}
+		found(at, id)
+		if r.StartedRun() == nr.ID {
+			if _, err := s.tx.NewUpdate().Model((*scheduleRow)(nil)).Set("last_run_id = ?", id).Where("id = ?", r.ScheduleID).Exec(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
