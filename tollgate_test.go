@@ -313,3 +313,65 @@ func pendingSuspension(t *testing.T, tg *tollgate.Tollgate, runID string) domain
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A program declares its schedules each time it starts: the same schedule
+// again changes nothing, a changed one keeps its history, and one that is
+// not valid is refused with the field at fault. An object input gets
+// scheduledAt, so a workflow whose schema forbids other members is
+// refused up front rather than failing at every fire.
+func TestScheduleFromAProgram(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		tick := domain.NewWorkflow("tick", "1").Step("tick", func(context.Context, domain.StepRequest) (domain.StepResult, error) {
+			return domain.StepResult{Output: true}, nil
+		})
+		strict := domain.NewWorkflow("strict", "1").Step("s", func(context.Context, domain.StepRequest) (domain.StepResult, error) {
+			return domain.StepResult{}, nil
+		})
+		strict.InputSchema = json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {"amount": {"type": "number"}}}`)
+		tg := open(t, dialect, tick, strict)
+		ctx := t.Context()
+		s := tollgate.Schedule{ID: "month-end", WorkflowID: "tick", Cron: "0 18 28-31 * *", Timezone: "Europe/Lisbon", Input: map[string]int{"n": 1}}
+		first, err := tg.Schedule(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := tg.Schedule(ctx, s)
+		if err != nil || again.Revision != first.Revision || !again.NextFireAt.Equal(first.NextFireAt) {
+			t.Fatalf("declared again: %+v %v (first %+v)", again, err, first)
+		}
+		s.Overlap = domain.OverlapAllow
+		changed, err := tg.Schedule(ctx, s)
+		if err != nil || changed.Revision != first.Revision+1 || changed.Overlap != domain.OverlapAllow {
+			t.Fatalf("changed: %+v %v", changed, err)
+		}
+		var ve *domain.ValidationError
+		if _, err := tg.Schedule(ctx, tollgate.Schedule{ID: "bad", WorkflowID: "tick", Cron: "0 25 * * *"}); !errors.As(err, &ve) || ve.Fields[0].Field != "/cron" {
+			t.Fatalf("a bad rule: %v", err)
+		}
+		if _, err := tg.Schedule(ctx, tollgate.Schedule{ID: "strict", WorkflowID: "strict", Every: time.Hour, Input: map[string]int{"amount": 3}}); !errors.As(err, &ve) || ve.Fields[0].Field != "/input" {
+			t.Fatalf("an input the workflow's schema refuses with scheduledAt: %v", err)
+		}
+		// Every second, allowed to overlap: runs start on their own.
+		if _, err := tg.Schedule(ctx, tollgate.Schedule{ID: "fast", WorkflowID: "tick", Every: time.Second, Overlap: domain.OverlapAllow}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			runs, _, err := tg.Store().Runs(ctx, domain.RunFilter{WorkflowID: "tick"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(runs) >= 2 && runs[0].StartedBy.Schedule() == "fast" {
+				if _, err := tg.Result(ctx, runs[0].ID); err != nil {
+					t.Fatalf("a scheduled run: %v", err)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no scheduled runs: %+v", runs)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+}
