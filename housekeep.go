@@ -28,12 +28,14 @@ const (
 // deltas into their counters (so counting stays cheap), deletes expired
 // sessions, documents left staged by uploads that never finished and,
 // unless retention is 0, finished runs that ended longer than retention
-// ago and webhook events as old (at least a week). Several servers
+// ago, schedules' fire records as old and webhook events as old (at least
+// a week). Several servers
 // sharing a database may all run it.
 func housekeep(ctx context.Context, db *storage.DB, log *slog.Logger, every, retention time.Duration) {
 	staged := sweep{del: db.DeleteStagedDocuments, batch: uploadBatch, what: "unfinished uploads", count: "documents", cutoff: "staged_before"}
 	finished := sweep{del: db.DeleteFinishedRuns, batch: retentionBatch, what: "finished runs past retention", count: "runs", cutoff: "finished_before"}
 	hookEvents := sweep{del: db.DeleteHookEvents, batch: retentionBatch, what: "old webhook events", count: "events", cutoff: "recorded_before"}
+	fires := sweep{del: db.DeleteScheduleFires, batch: retentionBatch, what: "schedule fire records past retention", count: "fires", cutoff: "recorded_before"}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for round := 0; ; round++ {
@@ -49,6 +51,7 @@ func housekeep(ctx context.Context, db *storage.DB, log *slog.Logger, every, ret
 			staged.run(ctx, log, time.Now().Add(-stagedUploadMaxAge))
 			if retention > 0 {
 				finished.run(ctx, log, time.Now().Add(-retention))
+				fires.run(ctx, log, time.Now().Add(-retention))
 				hookEvents.run(ctx, log, time.Now().Add(-max(retention, hookEventMinAge)))
 			}
 		}

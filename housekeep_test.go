@@ -90,6 +90,17 @@ func TestHousekeepingRetention(t *testing.T) {
 	start("recent", now.Add(-50*time.Hour))
 	cancel("recent", now.Add(-time.Hour))
 	start("live", now.Add(-50*time.Hour))
+	// A schedule's fire records: one past retention, one within it.
+	if _, err := db.CreateSchedule(ctx, domain.Schedule{ScheduleSpec: domain.ScheduleSpec{ID: "s", WorkflowID: "w", Cron: "@hourly", Timezone: "UTC",
+		Overlap: domain.OverlapSkip, CatchUpWindow: time.Minute}, CreatedAt: now, UpdatedAt: now}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []time.Time{now.Add(-49 * time.Hour), now.Add(-time.Hour)} {
+		req := domain.FireRequest{ScheduleID: "s", Now: at, Fires: []domain.ScheduleFire{{At: at, Outcome: domain.FireSkipped}}}
+		if a := db.Apply(ctx, []domain.Transition{{Fire: &req}}); a[0].Err != nil {
+			t.Fatal(a[0].Err)
+		}
+	}
 
 	hkCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -113,6 +124,16 @@ func TestHousekeepingRetention(t *testing.T) {
 		if _, err := db.Run(ctx, id); err != nil {
 			t.Errorf("retention deleted run %q: %v", id, err)
 		}
+	}
+	for { // swept after the runs, in the same round
+		fires, err := db.ScheduleFires(ctx, "s", 10)
+		if err == nil && len(fires) == 1 && now.Sub(fires[0].At) < 2*time.Hour {
+			break
+		}
+		if err != nil || len(fires) == 0 || time.Now().After(deadline) {
+			t.Fatalf("the schedule's fire records after the sweep: %+v %v", fires, err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -473,3 +473,16 @@ func (db *DB) fired(created []string) {
 func describeFire(req domain.FireRequest, err error) error {
 	return fmt.Errorf("fire schedule %s: %w", req.ScheduleID, translate(err))
 }
+
+// DeleteScheduleFires deletes up to limit fire records written before
+// before (the runs they name are past the same retention) and says how
+// many it deleted.
+func (db *DB) DeleteScheduleFires(ctx context.Context, before time.Time, limit int) (int, error) {
+	res, err := db.bun.NewDelete().Model((*scheduleFireRow)(nil)).
+		Where("(schedule_id, fire_at) IN (SELECT schedule_id, fire_at FROM schedule_fires WHERE recorded_at < ? LIMIT ?)", ts(before), limit).Exec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("delete schedule fires: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}

@@ -52,3 +52,5 @@ CREATE TABLE schedule_fires (
     recorded_at  timestamptz NOT NULL,
     PRIMARY KEY (schedule_id, fire_at)
 );
+-- Housekeeping deletes records older than the runs' retention.
+CREATE INDEX schedule_fires_recorded ON schedule_fires (recorded_at);
