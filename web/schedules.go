@@ -182,10 +182,17 @@ func (s *Server) scheduleDetail(r *http.Request, sc domain.Schedule) (scheduleJS
 		list[i] = fireView(f)
 	}
 	v.Fires = &list
-	if rule, err := sc.Rule(); err == nil && !sc.NextFireAt.IsZero() {
-		v.NextFires = append([]time.Time{sc.NextFireAt}, rule.Fires(sc.NextFireAt, nextFires-1)...)
-	}
+	v.NextFires = comingFires(sc)
 	return v, nil
+}
+
+// comingFires are the schedule's next fire times; none while paused.
+func comingFires(sc domain.Schedule) []time.Time {
+	rule, err := sc.Rule()
+	if err != nil || sc.NextFireAt.IsZero() {
+		return nil
+	}
+	return append([]time.Time{sc.NextFireAt}, rule.Fires(sc.NextFireAt, nextFires-1)...)
 }
 
 func (s *Server) showSchedule(w http.ResponseWriter, r *http.Request) error {

@@ -47,13 +47,12 @@ func (s *Server) schedulePage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d, err := s.scheduleDetail(r, sc)
+	fires, err := s.Schedules.Store().ScheduleFires(r.Context(), sc.ID, scheduleFires)
 	if err != nil {
 		s.uiFailure(w, r, err)
 		return
 	}
-	fires, _ := s.Schedules.Store().ScheduleFires(r.Context(), sc.ID, scheduleFires)
-	p := views.SchedulePage{Viewer: s.viewerOf(r), Now: s.Clock.Now(), Schedule: sc, NextFires: d.NextFires, Fires: fires, Input: indentJSON(sc.Input)}
+	p := views.SchedulePage{Viewer: s.viewerOf(r), Now: s.Clock.Now(), Schedule: sc, NextFires: comingFires(sc), Fires: fires, Input: indentJSON(sc.Input)}
 	switch r.URL.Query().Get("done") {
 	case "paused":
 		p.Notice = "Paused. It fires nothing until it is resumed."
