@@ -490,9 +490,9 @@ type ScheduleStore interface {
 	// until now+lease, each read with whether its last run is still
 	// going.
 	ClaimSchedules(ctx context.Context, worker string, now time.Time, lease time.Duration, limit int) ([]Schedule, error)
-	// NextScheduleDue is when the earliest schedule is next due; zero
-	// when none is.
-	NextScheduleDue(ctx context.Context) (time.Time, error)
+	// NextScheduleDue is when the earliest schedule not claimed at now
+	// is next due; zero when none is.
+	NextScheduleDue(ctx context.Context, now time.Time) (time.Time, error)
 	// ReplaceWorkflowSchedules makes the schedules a workflow document
 	// carries those given: new ones are created, changed ones updated
 	// (next fire recomputed by next), and those no longer carried deleted.

@@ -264,10 +264,12 @@ func (db *DB) ClaimSchedules(ctx context.Context, worker string, now time.Time, 
 	return out, nil
 }
 
-// NextScheduleDue implements domain.ScheduleStore.
-func (db *DB) NextScheduleDue(ctx context.Context) (time.Time, error) {
+// NextScheduleDue implements domain.ScheduleStore. A schedule claimed by
+// a server until after now is not due for the others.
+func (db *DB) NextScheduleDue(ctx context.Context, now time.Time) (time.Time, error) {
 	var at []time.Time
-	err := db.bun.NewSelect().Model((*scheduleRow)(nil)).Column("due_at").Where("due_at IS NOT NULL").OrderExpr("due_at").Limit(1).Scan(ctx, &at)
+	err := db.bun.NewSelect().Model((*scheduleRow)(nil)).Column("due_at").
+		Where("due_at IS NOT NULL AND (lease_until IS NULL OR lease_until < ?)", ts(now)).OrderExpr("due_at").Limit(1).Scan(ctx, &at)
 	if err != nil && !isNoRows(err) {
 		return time.Time{}, fmt.Errorf("next schedule due: %w", err)
 	}

@@ -268,7 +268,9 @@ func (s *Scheduler) fires(ctx context.Context, sc domain.Schedule, now time.Time
 
 // Run fires due schedules until ctx ends: at once while claims come back
 // full, else when the earliest schedule is due, a schedule changes here,
-// or the poll interval passes (for schedules changed on other servers).
+// or the poll interval passes (for schedules changed on other servers,
+// and claims that ran out: a schedule another server holds is not due
+// here until its lease ends).
 func (s *Scheduler) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		n, err := s.FireDue(ctx)
@@ -279,7 +281,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			continue
 		}
 		wait := s.e.o.PollInterval
-		if next, err := s.store.NextScheduleDue(ctx); err == nil && !next.IsZero() {
+		if next, err := s.store.NextScheduleDue(ctx, s.now()); err == nil && !next.IsZero() {
 			wait = min(wait, max(time.Until(next), 0))
 		}
 		t := time.NewTimer(wait)

@@ -209,6 +209,14 @@ func testScheduleStaleClaim(t *testing.T, open Open) {
 	if n := s.fireAt(t, fire.Add(500*time.Millisecond)); n != 0 {
 		t.Fatal("a claimed schedule was claimed again within its lease")
 	}
+	// Nor is it due for the others' loops, which would otherwise spin
+	// until its lease ends.
+	if due, err := db.NextScheduleDue(context.Background(), fire.Add(500*time.Millisecond)); err != nil || !due.IsZero() {
+		t.Fatalf("a claimed schedule is due at %v (%v)", due, err)
+	}
+	if due, _ := db.NextScheduleDue(context.Background(), fire.Add(2*time.Second)); !due.Equal(fire) {
+		t.Fatalf("once its claim ran out it is due at %v", due)
+	}
 	if n := s.fireAt(t, fire.Add(2*time.Second)); n != 1 {
 		t.Fatal("a schedule whose claim ran out was not claimed again")
 	}
