@@ -321,3 +321,29 @@ func TestProblemPointer(t *testing.T) {
 		}
 	}
 }
+
+// A document's schedules are checked as the API checks them, each problem
+// at its path in the document; ids are unique within it.
+func TestParseChecksSchedules(t *testing.T) {
+	doc := `{"id": "tick", "version": "1", "steps": [{"type": "wait", "name": "w", "durationMs": 1}], "schedules": [
+		{"id": "daily", "cron": "0 9 * * *", "timezone": "Europe/Lisbon"},
+		{"id": "daily", "everyMs": 500},
+		{"id": "Bad", "cron": "0 25 * * *", "timezone": "Mars/Olympus", "overlap": "queue"}]}`
+	got := problems(t, doc)
+	for _, want := range []string{"schedules[1].id: ", "schedules[1].everyMs: ", "schedules[2].id: ", "schedules[2].cron: ", "schedules[2].timezone: ", "schedules[2].overlap: "} {
+		if !slices.ContainsFunc(got, func(p string) bool { return strings.HasPrefix(p, want) }) {
+			t.Errorf("no problem at %s: %v", want, got)
+		}
+	}
+	if slices.ContainsFunc(got, func(p string) bool { return strings.HasPrefix(p, "schedules[0]") }) {
+		t.Errorf("a good schedule is refused: %v", got)
+	}
+	d, err := flow.Parse([]byte(`{"id": "tick", "version": "1", "steps": [{"type": "wait", "name": "w", "durationMs": 1}],
+		"schedules": [{"id": "daily", "cron": "@daily", "input": {"n": 1}}]}`), testEnv(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if specs := d.ScheduleSpecs(); len(specs) != 1 || specs[0].WorkflowID != "tick" || specs[0].Cron != "@daily" || string(specs[0].Input) != `{"n": 1}` {
+		t.Fatalf("specs %+v", specs)
+	}
+}
