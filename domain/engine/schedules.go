@@ -229,6 +229,9 @@ func (s *Scheduler) FireDue(ctx context.Context) (int, error) {
 		}
 		batch = append(batch, domain.Transition{Fire: req})
 	}
+	if len(batch) == 0 {
+		return len(claimed), nil
+	}
 	// One batch for the claim: on PostgreSQL its fires commit set based,
 	// a statement for each kind of row whatever their number.
 	for i, a := range s.e.store.Apply(context.WithoutCancel(ctx), batch) {
@@ -243,7 +246,9 @@ func (s *Scheduler) FireDue(ctx context.Context) (int, error) {
 
 // fires decides what sc's due fires come to and makes the runs of those
 // that start; a run that cannot start (its workflow gone, its input no
-// longer suiting it) is a failed fire, and the schedule goes on.
+// longer suiting it) is a failed fire, and the schedule goes on. Any
+// other error leaves the schedule to be decided again once its claim
+// ends.
 func (s *Scheduler) fires(ctx context.Context, sc domain.Schedule, now time.Time) (*domain.FireRequest, error) {
 	r, err := sc.Rule()
 	if err != nil {
@@ -256,6 +261,10 @@ func (s *Scheduler) fires(ctx context.Context, sc domain.Schedule, now time.Time
 			continue
 		}
 		nr, err := s.newRun(ctx, sc, f.At)
+		var ve *domain.ValidationError
+		if err != nil && !errors.As(err, &ve) && !errors.Is(err, domain.ErrNotFound) {
+			return nil, err // the registry's store failing: decided again
+		}
 		if err != nil {
 			f.Outcome, f.Message = domain.FireFailed, err.Error()
 			continue
