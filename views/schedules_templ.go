@@ -84,7 +84,7 @@ func FireWords(f domain.ScheduleFire, zone string) string {
 	switch f.Outcome {
 	case domain.FireStarted:
 		if f.Manual {
-			return "Started now by " + f.By
+			return "Started by " + f.By + " (Run now)"
 		}
 		return "Started a run"
 	case domain.FireSkipped:
