@@ -90,14 +90,18 @@ func (s *setWriter) fireAll(ctx context.Context, batch []domain.Transition, fire
 		return err
 	}
 	var records []scheduleFireRow
+	var audit []*auditRow
 	for k, at := range of {
 		if inserted[k] {
 			r := batch[at.t].Fire
 			f := r.Fires[at.f]
 			f.RunID = rows[k].ID
-			if err := s.b.addAudit(ctx, fireAudit(f, r.ScheduleID, rows[k].WorkflowID, ts(r.Now))); err != nil {
-				return err
-			}
+			audit = append(audit, fireAudit(f, r.ScheduleID, rows[k].WorkflowID, ts(r.Now)))
+		}
+	}
+	if len(audit) > 0 { // one statement for the batch's entries
+		if err := s.b.add(ctx, s.tx.NewInsert().Model(&audit).ExcludeColumn("id")); err != nil {
+			return err
 		}
 	}
 	for _, i := range fires {

@@ -55,7 +55,7 @@ func TestBenchSchedules(t *testing.T) {
 				return g.Registry().Register(benchTick())
 			})
 			defer stop()
-			p50, p99, all := benchScheduleHerdPass(t, tg, db, benchScheduleHerd)
+			p50, p99, all := benchScheduleHerdPass(t, dialect, tg, db, benchScheduleHerd)
 			l.P50Ms, l.P99Ms, l.AllMs = msFig(p50), msFig(p99), msFig(all)
 			few, many := benchScheduleMemory(t, db, dialect)
 			l.RSSFewMB, l.RSSManyMB = fig(float64(few)/(1<<20)), fig(float64(many)/(1<<20))
@@ -88,7 +88,7 @@ func benchTick() *domain.Workflow {
 // benchScheduleHerdPass makes n schedules firing every minute and waits
 // for the first minute after they all exist; it returns how late half,
 // 99% and all of that minute's fires had committed their runs.
-func benchScheduleHerdPass(t *testing.T, tg *tollgate.Tollgate, db *storage.DB, n int) (p50, p99, all time.Duration) {
+func benchScheduleHerdPass(t *testing.T, dialect string, tg *tollgate.Tollgate, db *storage.DB, n int) (p50, p99, all time.Duration) {
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	var next atomic.Int64
@@ -104,6 +104,11 @@ func benchScheduleHerdPass(t *testing.T, tg *tollgate.Tollgate, db *storage.DB, 
 	}
 	wg.Wait()
 	fire := time.Now().Truncate(time.Minute).Add(time.Minute)
+	if dialect == "postgres" {
+		time.Sleep(time.Until(fire.Add(-2 * time.Second)))
+		pg := startPgStatsOn(t, dialect, db.Bun().DB, "schedules firing together")
+		defer func() { fmt.Print(pg.report(t, float64(n))) }()
+	}
 	t.Logf("%d schedules made; they fire together at %v, in %v", n, fire.Format(time.TimeOnly), time.Until(fire).Round(time.Second))
 	time.Sleep(time.Until(fire))
 	seen := map[int]time.Duration{} // fires committed → first seen after

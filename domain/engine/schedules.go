@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/tollgatehq/tollgate/domain"
@@ -19,7 +20,7 @@ import (
 type Scheduler struct {
 	e     *Engine
 	store domain.ScheduleStore
-	// Batch is how many schedules one claim takes (256); Lease how long
+	// Batch is how many schedules one claim takes (512); Lease how long
 	// a claim lasts (the engine's lease).
 	Batch int
 	Lease time.Duration
@@ -28,7 +29,7 @@ type Scheduler struct {
 
 // Schedules returns the engine's scheduler over store.
 func (e *Engine) Schedules(store domain.ScheduleStore) *Scheduler {
-	return &Scheduler{e: e, store: store, Batch: 256, Lease: e.o.Lease, wake: make(chan struct{}, 1)}
+	return &Scheduler{e: e, store: store, Batch: 512, Lease: e.o.Lease, wake: make(chan struct{}, 1)}
 }
 
 // Store is where the scheduler keeps its schedules.
@@ -279,14 +280,26 @@ func (s *Scheduler) fires(ctx context.Context, sc domain.Schedule, now time.Time
 // full, else when the earliest schedule is due, a schedule changes here,
 // or the poll interval passes (for schedules changed on other servers,
 // and claims that ran out: a schedule another server holds is not due
-// here until its lease ends).
+// here until its lease ends). On a database that commits in parallel it
+// runs a loop for each of the engine's commit lanes, each claiming its
+// own schedules, so that one claim is planned while another commits.
 func (s *Scheduler) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for range max(s.e.o.CommitLanes, 1) {
+		wg.Go(func() { s.loop(ctx) })
+	}
+	wg.Wait()
+	return nil
+}
+
+func (s *Scheduler) loop(ctx context.Context) {
 	for ctx.Err() == nil {
 		n, err := s.FireDue(ctx)
 		if err != nil && ctx.Err() == nil {
 			s.e.log.WarnContext(ctx, "Firing schedules failed; trying again", "error", err)
 		}
 		if n >= s.Batch {
+			s.poke() // more may be due: the other lanes help
 			continue
 		}
 		wait := s.e.o.PollInterval
@@ -301,5 +314,4 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 		t.Stop()
 	}
-	return nil
 }
