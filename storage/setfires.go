@@ -99,8 +99,8 @@ func (s *setWriter) fireAll(ctx context.Context, batch []domain.Transition, fire
 			audit = append(audit, fireAudit(f, r.ScheduleID, rows[k].WorkflowID, ts(r.Now)))
 		}
 	}
-	if len(audit) > 0 { // one statement for the batch's entries
-		if err := s.b.add(ctx, s.tx.NewInsert().Model(&audit).ExcludeColumn("id")); err != nil {
+	if len(audit) > 0 {
+		if err := s.b.hot(ctx, hotInsertAudit, auditArrays(audit)...); err != nil {
 			return err
 		}
 	}
@@ -120,7 +120,40 @@ func (s *setWriter) fireAll(ctx context.Context, batch []domain.Transition, fire
 	if len(records) == 0 {
 		return nil
 	}
-	return s.b.add(ctx, insertFireRows(s.tx, records))
+	return s.b.hot(ctx, hotInsertFires, fireArrays(records)...)
+}
+
+// hotInsertFires is insertFireRows over arrays, prepared once.
+const hotInsertFires = `INSERT INTO schedule_fires AS sf (schedule_id, fire_at, outcome, run_id, count, until, manual, requested_by, message, recorded_at)
+SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::int[], $6::timestamptz[], $7::bool[], $8::text[], $9::text[], $10::timestamptz[])
+ON CONFLICT (schedule_id, fire_at) DO UPDATE SET outcome = EXCLUDED.outcome, run_id = EXCLUDED.run_id, recorded_at = EXCLUDED.recorded_at
+WHERE sf.outcome = 'buffered'`
+
+func fireArrays(rows []scheduleFireRow) []any {
+	n := len(rows)
+	id, at, outcome, run, count, until, manual, by, msg, rec := make([]string, n), make([]time.Time, n), make([]string, n), make([]*string, n),
+		make([]int, n), make([]*time.Time, n), make([]bool, n), make([]string, n), make([]string, n), make([]time.Time, n)
+	for k, r := range rows {
+		id[k], at[k], outcome[k], run[k], count[k], until[k] = r.ScheduleID, r.FireAt, r.Outcome, r.RunID, r.Count, r.Until
+		manual[k], by[k], msg[k], rec[k] = r.Manual, r.RequestedBy, r.Message, r.RecordedAt
+	}
+	return []any{id, at, outcome, run, count, until, manual, by, msg, rec}
+}
+
+// hotInsertAudit inserts audit entries over arrays, prepared once.
+const hotInsertAudit = `INSERT INTO audit_log (at, actor_id, actor_email, action, subject, workflow_id, data, address)
+SELECT v.at, v.actor_id, v.actor_email, v.action, v.subject, v.workflow_id, v.data::jsonb, v.address
+FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+	AS v (at, actor_id, actor_email, action, subject, workflow_id, data, address)`
+
+func auditArrays(rows []*auditRow) []any {
+	n := len(rows)
+	at, actor, email, action, subject, wf, data, addr := make([]time.Time, n), make([]string, n), make([]string, n), make([]string, n),
+		make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	for k, r := range rows {
+		at[k], actor[k], email[k], action[k], subject[k], wf[k], data[k], addr[k] = r.At, r.ActorID, r.ActorEmail, r.Action, r.Subject, r.WorkflowID, string(r.Data), r.Address
+	}
+	return []any{at, actor, email, action, subject, wf, data, addr}
 }
 
 // fired is a fire of a batch's transition: its index in the batch, and

@@ -193,6 +193,15 @@ func testScheduleFiresOnceAcrossSchedulers(t *testing.T, open Open) {
 		got, _ := ss[0].fires(t, id)
 		wantFires(t, got, "10:01:00 started", "10:02:00 started", "10:03:00 started")
 	}
+	entries, _, err := db.Audit(context.Background(), domain.AuditFilter{Action: "run.start", Limit: 500})
+	if err != nil || len(entries) != 60 {
+		t.Fatalf("%d audit entries of scheduled starts, want 60 (%v)", len(entries), err)
+	}
+	for _, e := range entries {
+		if e.ActorID == "" || e.Subject == "" || e.WorkflowID != "pause" {
+			t.Fatalf("audit entry %+v", e)
+		}
+	}
 }
 
 // A server whose claim ran out (it stalled, or died) commits nothing:
