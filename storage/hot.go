@@ -382,6 +382,22 @@ func runArrays(rows []*runRow) []any {
 	return []any{id, wf, version, status, input, key, by, email, role, next, at}
 }
 
+// hotInsertJobs inserts new runs' first jobs, available, over the arrays
+// jobArrays gives; a key already queued is left as it is.
+const hotInsertJobs = `INSERT INTO jobs (key, kind, run_id, step, input, suspension_id, status, run_at, attempt, created_at)
+SELECT v.key, v.kind, v.run_id, v.step, v.input::jsonb, v.suspension_id, $9, v.run_at, 0, v.created_at
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::timestamptz[])
+	AS v (key, kind, run_id, step, input, suspension_id, run_at, created_at)
+ON CONFLICT (key) DO NOTHING`
+
+// jobArrays are hotInsertJobs' arguments for jobs.
+func jobArrays(jobs []*jobRow) []any {
+	args := claimedArrays(jobs)
+	// claimedArrays' key, kind, run, step, input, suspension, run_at and
+	// created_at, without the claim.
+	return []any{args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[9], jobAvailable}
+}
+
 const hotInsertClaimed = `INSERT INTO jobs AS j (key, kind, run_id, step, input, suspension_id, status, run_at, attempt, locked_by, lease_until, created_at)
 SELECT v.key, v.kind, v.run_id, v.step, v.input::jsonb, v.suspension_id, $11, v.run_at, 1, v.locked_by, v.lease_until, v.created_at
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::text[], $9::timestamptz[], $10::timestamptz[])

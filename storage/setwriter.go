@@ -460,7 +460,7 @@ func (s *setWriter) finish(ctx context.Context) error {
 		}
 	}
 	if len(s.jobs) > 0 {
-		if err := s.b.add(ctx, s.tx.NewInsert().Model(&s.jobs).On("CONFLICT (key) DO NOTHING")); err != nil {
+		if err := s.b.hot(ctx, hotInsertJobs, jobArrays(s.jobs)...); err != nil {
 			return err
 		}
 		if err := s.db.notifyJobs(ctx, s.b); err != nil {
