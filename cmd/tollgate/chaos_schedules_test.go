@@ -27,13 +27,13 @@ import (
 // of its own that began no earlier than its fire time, and no run may
 // lack its record.
 //
-// Each runs for TOLLGATE_CHAOS_DURATION (10s by default, in make test;
+// Each runs for TOLLGATE_CHAOS_DURATION (6s by default, in make test;
 // `make chaos` sets 10m).
 func TestChaosSchedules(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos test takes a while")
 	}
-	duration := 10 * time.Second
+	duration := 6 * time.Second
 	if v := os.Getenv("TOLLGATE_CHAOS_DURATION"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
