@@ -211,8 +211,10 @@ func (s *ScheduleSpec) Validate() error {
 	case s.Cron != "" && s.Every != 0:
 		add("/everyMs", "give a cron rule or everyMs, not both")
 	case s.Cron != "":
-		if _, err := parseCron(s.Cron); err != nil {
+		if spec, err := parseCron(s.Cron); err != nil {
 			add("/cron", err.Error())
+		} else if spec.Next(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)).IsZero() {
+			add("/cron", "never fires (no such day)") // 30 February; 29 February comes within five years
 		}
 	case s.Every < MinScheduleInterval:
 		add("/everyMs", "must be at least 1000 (one second)")
@@ -255,6 +257,12 @@ func (s ScheduleSpec) Same(o ScheduleSpec) bool {
 	return s.ID == o.ID && s.WorkflowID == o.WorkflowID && s.Cron == o.Cron && s.Every == o.Every && s.Timezone == o.Timezone &&
 		SameJSON(OrNull(s.Input), OrNull(o.Input)) && s.Overlap == o.Overlap && s.CatchUpWindow == o.CatchUpWindow &&
 		s.Paused == o.Paused && s.Note == o.Note
+}
+
+// SameTiming says whether s and o fire at the same times: the same rule
+// in the same zone, both paused or both not.
+func (s ScheduleSpec) SameTiming(o ScheduleSpec) bool {
+	return s.Cron == o.Cron && s.Every == o.Every && s.Timezone == o.Timezone && s.Paused == o.Paused
 }
 
 func parseCron(rule string) (*cron.SpecSchedule, error) {
@@ -474,11 +482,13 @@ type ScheduleFilter struct {
 type ScheduleStore interface {
 	// CreateSchedule inserts s; an id in use is ErrConflict.
 	CreateSchedule(ctx context.Context, s Schedule, audit *AuditEntry) (Schedule, error)
-	// UpdateSchedule replaces the spec and next fire of the schedule of
-	// s.ID whose revision is still s.Revision (else ErrConflict), and
-	// voids any claim on it, so that a fire decided under the old rule
-	// commits nothing.
-	UpdateSchedule(ctx context.Context, s Schedule, audit *AuditEntry) (Schedule, error)
+	// UpdateSchedule replaces the spec of the schedule of s.ID whose
+	// revision is still s.Revision (else ErrConflict), and its next fire
+	// too when replan is set (a kept fire a buffer_one schedule waited to
+	// start is then recorded skipped). It voids any claim on it, so that
+	// a fire decided under the old spec commits nothing; without replan
+	// the schedule keeps the timing its fires gave it meanwhile.
+	UpdateSchedule(ctx context.Context, s Schedule, replan bool, audit *AuditEntry) (Schedule, error)
 	// DeleteSchedule removes a schedule and its fire records; the runs
 	// it started stay.
 	DeleteSchedule(ctx context.Context, id string, audit *AuditEntry) error
@@ -495,6 +505,8 @@ type ScheduleStore interface {
 	NextScheduleDue(ctx context.Context, now time.Time) (time.Time, error)
 	// ReplaceWorkflowSchedules makes the schedules a workflow document
 	// carries those given: new ones are created, changed ones updated
-	// (next fire recomputed by next), and those no longer carried deleted.
+	// (their next fire taken from want only when their rule changed), and
+	// those no longer carried deleted. Whether an existing one is paused
+	// is its admins' to say, not the document's: it is kept.
 	ReplaceWorkflowSchedules(ctx context.Context, workflowID string, want []Schedule, audit *AuditEntry) error
 }

@@ -116,7 +116,7 @@ func TestScheduleSpecValidation(t *testing.T) {
 			t.Errorf("%s: %v", field, err)
 		}
 	}
-	for _, c := range []string{"61 * * * *", "* * * *", "@every 1m", "CRON_TZ=UTC 0 9 * * *", "0 9 * * 1-5 2026", "@fortnightly"} {
+	for _, c := range []string{"61 * * * *", "* * * *", "@every 1m", "CRON_TZ=UTC 0 9 * * *", "0 9 * * 1-5 2026", "@fortnightly", "0 0 30 2 *"} {
 		spec := domain.ScheduleSpec{ID: "a", WorkflowID: "wf", Cron: c}
 		if err := spec.Validate(); err == nil {
 			t.Errorf("%q was taken", c)

@@ -143,10 +143,10 @@ func (db *DB) CreateSchedule(ctx context.Context, s domain.Schedule, audit *doma
 }
 
 // UpdateSchedule implements domain.ScheduleStore.
-func (db *DB) UpdateSchedule(ctx context.Context, s domain.Schedule, audit *domain.AuditEntry) (domain.Schedule, error) {
+func (db *DB) UpdateSchedule(ctx context.Context, s domain.Schedule, replan bool, audit *domain.AuditEntry) (domain.Schedule, error) {
 	row := scheduleRowFrom(s)
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		return db.updateSchedule(ctx, tx, row, audit)
+		return db.updateSchedule(ctx, tx, row, replan, audit)
 	})
 	if err != nil {
 		return domain.Schedule{}, fmt.Errorf("update schedule %s: %w", s.ID, translate(err))
@@ -154,13 +154,17 @@ func (db *DB) UpdateSchedule(ctx context.Context, s domain.Schedule, audit *doma
 	return row.toDomain(), nil
 }
 
-// updateSchedule writes row's spec and next fire over the schedule of its
-// id and revision, as revision+1, with the claim on it voided.
-func (db *DB) updateSchedule(ctx context.Context, tx bun.IDB, row *scheduleRow, audit *domain.AuditEntry) error {
+// updateSchedule writes row's spec, and its next fire when replan is
+// set, over the schedule of its id and revision, as revision+1, with the
+// claim on it voided. A fire kept for the end of the last run that the
+// new timing drops is recorded skipped.
+func (db *DB) updateSchedule(ctx context.Context, tx bun.IDB, row *scheduleRow, replan bool, audit *domain.AuditEntry) error {
+	columns := []string{"workflow_id", "cron", "every_ms", "timezone", "input", "overlap", "catch_up_ms", "paused", "note", "source", "updated_at"}
+	if replan {
+		columns = append(columns, "next_fire_at", "due_at", "buffered_at")
+	}
 	var got []scheduleRow
-	err := tx.NewUpdate().Model(row).
-		Column("workflow_id", "cron", "every_ms", "timezone", "input", "overlap", "catch_up_ms", "paused", "note", "source",
-			"next_fire_at", "due_at", "buffered_at", "updated_at").
+	err := tx.NewUpdate().Model(row).Column(columns...).
 		Set("revision = revision + 1").Set("attempt = attempt + 1").Set("locked_by = NULL").Set("lease_until = NULL").
 		Where("id = ? AND revision = ?", row.ID, row.Revision).Returning("*").Scan(ctx, &got)
 	if err != nil && !isNoRows(err) {
@@ -175,6 +179,13 @@ func (db *DB) updateSchedule(ctx context.Context, tx bun.IDB, row *scheduleRow, 
 		return &domain.ConflictError{Code: domain.CodeConflict, Message: "the schedule " + row.ID + " was changed meanwhile; read it again"}
 	}
 	*row = got[0]
+	if replan && row.BufferedAt == nil {
+		if _, err := tx.NewUpdate().Model((*scheduleFireRow)(nil)).Set("outcome = ?", domain.FireSkipped).
+			Set("message = ?", "the schedule was paused or its rule changed before the last run ended").
+			Where("schedule_id = ? AND outcome = ?", row.ID, domain.FireBuffered).Exec(ctx); err != nil {
+			return err
+		}
+	}
 	return insertAudit(ctx, tx, auditFor(audit, row.ID, row.WorkflowID))
 }
 
@@ -304,10 +315,19 @@ func (db *DB) ReplaceWorkflowSchedules(ctx context.Context, workflowID string, w
 				if n, _ := res.RowsAffected(); n == 0 {
 					return &domain.ConflictError{Code: domain.CodeConflict, Message: "the document's schedule " + s.ID + " has the id of a schedule made otherwise"}
 				}
-			case old.toDomain().Same(s.ScheduleSpec):
 			default:
+				have := old.toDomain()
+				s.Paused = have.Paused // its admins' to say
+				if have.Same(s.ScheduleSpec) {
+					continue
+				}
+				replan := !have.SameTiming(s.ScheduleSpec)
+				if replan && have.Paused {
+					s.NextFireAt = time.Time{}
+				}
+				row = scheduleRowFrom(s)
 				row.Revision = old.Revision
-				if err := db.updateSchedule(ctx, tx, row, nil); err != nil {
+				if err := db.updateSchedule(ctx, tx, row, replan, nil); err != nil {
 					return err
 				}
 			}
@@ -385,6 +405,13 @@ func (db *DB) fireIn(ctx context.Context, tx bun.IDB, req domain.FireRequest) ([
 			}
 		}
 	}
+	if last := lastStarted(req, runIDs); last != "" && last != req.StartedRun() {
+		// The newest fire's run existed already (its key was taken): the
+		// schedule's last run is that one, not the id planned for it.
+		if _, err := tx.NewUpdate().Model((*scheduleRow)(nil)).Set("last_run_id = ?", last).Where("id = ?", req.ScheduleID).Exec(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
 	fires, rows := fireRecords(req, runIDs, now)
 	if len(rows) > 0 {
 		if err := b.add(ctx, insertFireRows(tx, rows)); err != nil {
@@ -416,8 +443,19 @@ func fireRecords(req domain.FireRequest, runIDs []string, now time.Time) ([]doma
 func insertFireRows(tx bun.IDB, rows []scheduleFireRow) *bun.InsertQuery {
 	return tx.NewInsert().Model(&rows).
 		On("CONFLICT (schedule_id, fire_at) DO UPDATE").
-		Set("outcome = EXCLUDED.outcome, run_id = EXCLUDED.run_id, recorded_at = EXCLUDED.recorded_at").
+		Set("outcome = EXCLUDED.outcome, run_id = EXCLUDED.run_id, message = EXCLUDED.message, recorded_at = EXCLUDED.recorded_at").
 		Where("sf.outcome = ?", domain.FireBuffered)
+}
+
+// lastStarted is the run of the newest of req's fires that started one,
+// of runIDs (by fire); "" when none did.
+func lastStarted(req domain.FireRequest, runIDs []string) string {
+	for i := len(req.Fires) - 1; i >= 0; i-- {
+		if req.Fires[i].Run != nil {
+			return runIDs[i]
+		}
+	}
+	return ""
 }
 
 func lastFire(fires []domain.ScheduleFire) *domain.ScheduleFire {
@@ -430,12 +468,12 @@ func lastFire(fires []domain.ScheduleFire) *domain.ScheduleFire {
 // fireAudit is the audit entry of a run a fire started: in the
 // schedule's name, or, for a manual fire, its person's.
 func fireAudit(f domain.ScheduleFire, scheduleID, workflowID string, now time.Time) *auditRow {
-	e := domain.AuditEntry{At: now, ActorID: domain.ScheduleStarterPrefix + scheduleID, Action: "run.start", Subject: f.RunID, WorkflowID: workflowID,
-		Data: domain.MustJSON(map[string]any{"schedule": scheduleID, "scheduledAt": f.At.UTC().Format(time.RFC3339Nano), "via": "schedule"})}
+	data := map[string]any{"schedule": scheduleID, "scheduledAt": f.At.UTC().Format(time.RFC3339Nano), "via": "schedule"}
+	e := domain.AuditEntry{At: now, ActorID: domain.ScheduleStarterPrefix + scheduleID, Action: "run.start", Subject: f.RunID, WorkflowID: workflowID}
 	if f.Manual {
-		e.ActorID, e.ActorEmail = f.ByID, f.By
-		e.Data = domain.MustJSON(map[string]any{"schedule": scheduleID, "scheduledAt": f.At.UTC().Format(time.RFC3339Nano), "via": "schedule", "manual": true})
+		e.ActorID, e.ActorEmail, data["manual"] = f.ByID, f.By, true
 	}
+	e.Data = domain.MustJSON(data)
 	return auditRowFrom(e)
 }
 

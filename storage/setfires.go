@@ -126,8 +126,9 @@ func (s *setWriter) fireAll(ctx context.Context, batch []domain.Transition, fire
 // hotInsertFires is insertFireRows over arrays, prepared once.
 const hotInsertFires = `INSERT INTO schedule_fires AS sf (schedule_id, fire_at, outcome, run_id, count, until, manual, requested_by, message, recorded_at)
 SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::int[], $6::timestamptz[], $7::bool[], $8::text[], $9::text[], $10::timestamptz[])
-ON CONFLICT (schedule_id, fire_at) DO UPDATE SET outcome = EXCLUDED.outcome, run_id = EXCLUDED.run_id, recorded_at = EXCLUDED.recorded_at
-WHERE sf.outcome = 'buffered'`
+ON CONFLICT (schedule_id, fire_at) DO UPDATE SET outcome = EXCLUDED.outcome, run_id = EXCLUDED.run_id, message = EXCLUDED.message,
+	recorded_at = EXCLUDED.recorded_at
+WHERE sf.outcome = 'buffered'` // domain.FireBuffered
 
 func fireArrays(rows []scheduleFireRow) []any {
 	n := len(rows)
@@ -161,8 +162,9 @@ func auditArrays(rows []*auditRow) []any {
 type fired struct{ t, f int }
 
 // earlierRuns finds the runs that fires at taken started before (their
-// idempotency key was taken: the fire was decided again after a commit
-// whose answer was lost), and
+// idempotency key was taken: a person's Run now in the same millisecond
+// as a fire, or a fire time planned again after its schedule was
+// changed), and
 // hands each to found; the schedule's last run is set to it where it was
 // the fire's.
 func (s *setWriter) earlierRuns(ctx context.Context, batch []domain.Transition, taken []fired, found func(fired, string)) error {

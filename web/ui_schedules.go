@@ -33,7 +33,7 @@ func (s *Server) scheduleOf(w http.ResponseWriter, r *http.Request) (domain.Sche
 	sc, err := s.Schedules.Store().Schedule(r.Context(), r.PathValue("id"))
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
-		s.renderError(w, r, http.StatusNotFound, "Schedule not found", "There is no schedule with this id. It may have been deleted.", s.viewerOf(r))
+		s.scheduleNotFound(w, r)
 		return sc, false
 	case err != nil:
 		s.uiFailure(w, r, err)
@@ -101,13 +101,17 @@ func (s *Server) pauseFromPage(pause bool) http.HandlerFunc {
 		_, err := s.Schedules.Update(r.Context(), id, func(spec *domain.ScheduleSpec) error { spec.Paused = pause; return nil }, audit)
 		switch {
 		case errors.Is(err, domain.ErrNotFound):
-			s.renderError(w, r, http.StatusNotFound, "Schedule not found", "There is no schedule with this id. It may have been deleted.", v)
+			s.scheduleNotFound(w, r)
 		case err != nil:
 			s.uiFailure(w, r, err)
 		default:
 			http.Redirect(w, r, views.ScheduleURL(id)+"?done="+done, http.StatusSeeOther)
 		}
 	}
+}
+
+func (s *Server) scheduleNotFound(w http.ResponseWriter, r *http.Request) {
+	s.renderError(w, r, http.StatusNotFound, "Schedule not found", "There is no schedule with this id. It may have been deleted.", s.viewerOf(r))
 }
 
 // triggerFromPage starts a run of the schedule now.

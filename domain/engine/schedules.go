@@ -13,23 +13,30 @@ import (
 // Scheduler starts runs by the calendar. Schedules are rows: every server
 // runs a Scheduler, which claims the schedules due, decides what their
 // fires come to (domain.PlanFires) and commits each schedule's runs,
-// fire records and next fire as one transition through the engine's
-// writer, fenced on its claim. A server that dies holding a claim loses
+// fire records and next fire as one transition (Transition.Fire) through
+// the store's writer, fenced on its claim: a claim's transitions as one
+// batch, without waiting for the committer's others, since they are many
+// already. A server that dies holding a claim loses
 // it when its lease ends, and the fire is decided again by whoever claims
 // it next: the run of a fire time is keyed by it, so it starts once.
 type Scheduler struct {
 	e     *Engine
 	store domain.ScheduleStore
 	// Batch is how many schedules one claim takes (512); Lease how long
-	// a claim lasts (the engine's lease).
+	// a claim lasts (the engine's lease, at most maxScheduleLease).
 	Batch int
 	Lease time.Duration
 	wake  chan struct{}
 }
 
+// maxScheduleLease bounds a claim on schedules, well within the default
+// catch-up window (a minute): the fires of a server that dies holding
+// them are taken over in time to start, not recorded missed.
+const maxScheduleLease = 30 * time.Second
+
 // Schedules returns the engine's scheduler over store.
 func (e *Engine) Schedules(store domain.ScheduleStore) *Scheduler {
-	return &Scheduler{e: e, store: store, Batch: 512, Lease: e.o.Lease, wake: make(chan struct{}, 1)}
+	return &Scheduler{e: e, store: store, Batch: 512, Lease: min(e.o.Lease, maxScheduleLease), wake: make(chan struct{}, 1)}
 }
 
 // Store is where the scheduler keeps its schedules.
@@ -46,11 +53,17 @@ func (s *Scheduler) poke() {
 }
 
 // Check validates spec, fills its defaults and checks it against its
-// workflow: registered, and taking the input a fire gives it.
+// workflow (see checkWorkflow).
 func (s *Scheduler) Check(ctx context.Context, spec *domain.ScheduleSpec) error {
 	if err := spec.Validate(); err != nil {
 		return err
 	}
+	return s.checkWorkflow(ctx, *spec)
+}
+
+// checkWorkflow checks that spec's workflow is registered and takes the
+// input a fire gives it.
+func (s *Scheduler) checkWorkflow(ctx context.Context, spec domain.ScheduleSpec) error {
 	if _, err := s.e.reg.Find(ctx, spec.WorkflowID, ""); err != nil {
 		if errors.Is(err, domain.ErrNotFound) {
 			return &domain.ValidationError{Code: domain.CodeValidation, Message: "The schedule is not valid",
@@ -58,8 +71,7 @@ func (s *Scheduler) Check(ctx context.Context, spec *domain.ScheduleSpec) error 
 		}
 		return err
 	}
-	now := s.now()
-	if _, err := s.e.newRun(ctx, domain.ScheduleStarter(spec.ID), spec.WorkflowID, domain.ScheduleInput(spec.Input, now), "", ""); err != nil {
+	if _, err := s.e.newRun(ctx, domain.ScheduleStarter(spec.ID), spec.WorkflowID, domain.ScheduleInput(spec.Input, s.now()), "", ""); err != nil {
 		var ve *domain.ValidationError
 		if errors.As(err, &ve) {
 			return &domain.ValidationError{Code: domain.CodeValidation, Message: "The workflow does not take this schedule's input (with scheduledAt): " + ve.Error(),
@@ -105,8 +117,11 @@ func (s *Scheduler) plan(sc *domain.Schedule, now time.Time) error {
 // Update changes the schedule id with change, which edits its spec. A
 // changed rule, time zone or a resume fires next at the rule's first time
 // after now (a resumed schedule does not replay what it skipped while
-// paused); a pause fires nothing and forgets a buffered fire. Changes
-// that meet another's are read and made again.
+// paused); a pause fires nothing and forgets a buffered fire; any other
+// change keeps the schedule's timing as its fires leave it. The workflow
+// is checked again only when the change names another, gives another
+// input or resumes it: a schedule whose workflow is gone can still be
+// paused. Changes that meet another's are read and made again.
 func (s *Scheduler) Update(ctx context.Context, id string, change func(*domain.ScheduleSpec) error, audit *domain.AuditEntry) (domain.Schedule, error) {
 	for attempt := 0; ; attempt++ {
 		old, err := s.store.Schedule(ctx, id)
@@ -118,20 +133,26 @@ func (s *Scheduler) Update(ctx context.Context, id string, change func(*domain.S
 			return domain.Schedule{}, err
 		}
 		sc.ID = old.ID
-		if err := s.Check(ctx, &sc.ScheduleSpec); err != nil {
+		if err := sc.Validate(); err != nil {
 			return domain.Schedule{}, err
+		}
+		if sc.WorkflowID != old.WorkflowID || !domain.SameJSON(domain.OrNull(sc.Input), domain.OrNull(old.Input)) || old.Paused && !sc.Paused {
+			if err := s.checkWorkflow(ctx, sc.ScheduleSpec); err != nil {
+				return domain.Schedule{}, err
+			}
 		}
 		if sc.Same(old.ScheduleSpec) {
 			return old, nil
 		}
 		now := s.now()
 		sc.UpdatedAt = now
-		if sc.Paused || old.Paused || sc.Cron != old.Cron || sc.Every != old.Every || sc.Timezone != old.Timezone {
+		replan := !sc.SameTiming(old.ScheduleSpec)
+		if replan {
 			if err := s.plan(&sc, now); err != nil {
 				return domain.Schedule{}, err
 			}
 		}
-		out, err := s.store.UpdateSchedule(ctx, sc, audit)
+		out, err := s.store.UpdateSchedule(ctx, sc, replan, audit)
 		var ce *domain.ConflictError
 		if errors.As(err, &ce) && attempt < 3 {
 			continue
@@ -145,14 +166,21 @@ func (s *Scheduler) Update(ctx context.Context, id string, change func(*domain.S
 
 // Put creates the schedule spec describes, or brings the one of its id to
 // it (its history kept): for a program that declares its schedules each
-// time it starts. created says which.
+// time it starts. created says which. An existing schedule stays paused
+// or not as its admins left it: the program declares what it does, they
+// say whether it runs.
 func (s *Scheduler) Put(ctx context.Context, spec domain.ScheduleSpec, by string, audit *domain.AuditEntry) (sc domain.Schedule, created bool, err error) {
 	sc, err = s.Create(ctx, spec, by, audit)
 	var ce *domain.ConflictError
 	if !errors.As(err, &ce) {
 		return sc, err == nil, err
 	}
-	sc, err = s.Update(ctx, spec.ID, func(old *domain.ScheduleSpec) error { *old = spec; return nil }, audit)
+	sc, err = s.Update(ctx, spec.ID, func(old *domain.ScheduleSpec) error {
+		paused := old.Paused
+		*old = spec
+		old.Paused = paused
+		return nil
+	}, audit)
 	return sc, false, err
 }
 
@@ -204,6 +232,7 @@ func (s *Scheduler) Trigger(ctx context.Context, id string, by domain.User) (dom
 	if a.Err != nil {
 		return domain.Run{}, a.Err
 	}
+	s.e.Metrics.fired(a.Fires)
 	return s.e.store.Run(ctx, a.Run.ID)
 }
 

@@ -346,6 +346,23 @@ func testScheduleOverlap(t *testing.T, open Open) {
 	s.fireAt(t, minute(4))
 	got, _ = s.fires(t, "skip")
 	wantFires(t, got, "10:01:00 started", "10:02:00 skipped", "10:03:00 skipped", "10:04:00 started")
+
+	// A buffered fire that a pause drops is recorded skipped, not left
+	// waiting for ever.
+	s.create(t, domain.ScheduleSpec{ID: "buffer-paused", Cron: "* * * * *", Overlap: domain.OverlapBufferOne})
+	s.fireAt(t, minute(5))
+	for _, r := range scheduledRuns(t, db, "buffer-paused") {
+		waitRun(t, db, r.ID, domain.RunSuspended)
+	}
+	s.fireAt(t, minute(6))
+	if _, err := s.Update(context.Background(), "buffer-paused", func(sp *domain.ScheduleSpec) error { sp.Paused = true; return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, fs := s.fires(t, "buffer-paused")
+	wantFires(t, got, "10:05:00 started", "10:06:00 skipped")
+	if fs[0].Message == "" {
+		t.Fatalf("the dropped fire says nothing of why: %+v", fs[0])
+	}
 }
 
 // A paused schedule fires nothing, and resuming it does not replay what
@@ -369,6 +386,35 @@ func testSchedulePaused(t *testing.T, open Open) {
 	s.fireAt(t, time.Date(2026, 5, 4, 10, 6, 0, 0, time.UTC))
 	got, _ := s.fires(t, "paused")
 	wantFires(t, got, "10:06:00 started")
+
+	// A program declaring the schedule again at its start leaves it as its
+	// admins left it: paused.
+	if _, err := s.Update(ctx, "paused", func(sp *domain.ScheduleSpec) error { sp.Paused = true; return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	sc, created, err := s.Put(ctx, domain.ScheduleSpec{ID: "paused", WorkflowID: "pause", Cron: "*/5 * * * *", Overlap: domain.OverlapAllow}, "program", nil)
+	if err != nil || created || !sc.Paused || sc.Cron != "*/5 * * * *" || !sc.NextFireAt.IsZero() {
+		t.Fatalf("declared again: %+v created=%v %v", sc, created, err)
+	}
+
+	// A change that is not of timing, read before a fire and written after
+	// it, keeps the timing the fire left: the fire time is not replayed.
+	s.create(t, domain.ScheduleSpec{ID: "edited", Cron: "* * * * *", Overlap: domain.OverlapAllow})
+	read, err := db.Schedule(ctx, "edited")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.fireAt(t, time.Date(2026, 5, 4, 10, 7, 0, 0, time.UTC))
+	read.Note = "written after the fire"
+	if _, err := db.UpdateSchedule(ctx, read, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := db.Schedule(ctx, "edited"); after.NextFireAt.Format("15:04") != "10:08" || after.Note != read.Note {
+		t.Fatalf("after a late edit: next fire %v", after.NextFireAt)
+	}
+	if n := s.fireAt(t, time.Date(2026, 5, 4, 10, 7, 1, 0, time.UTC)); n != 0 {
+		t.Fatal("the fire time was planned again")
+	}
 }
 
 // A trigger starts a run at once, even while paused; a fire whose
@@ -410,6 +456,27 @@ func testScheduleTrigger(t *testing.T, open Open) {
 	}
 	if sc, _ := db.Schedule(ctx, "orphan"); sc.NextFireAt.Format("15:04") != "10:02" {
 		t.Fatalf("next fire after a failed one: %v", sc.NextFireAt)
+	}
+	// Its admins can still pause it.
+	if sc, err := other.Update(ctx, "orphan", func(sp *domain.ScheduleSpec) error { sp.Paused = true; return nil }, nil); err != nil || !sc.Paused {
+		t.Fatalf("pausing a schedule whose workflow is gone: %+v %v", sc, err)
+	}
+
+	// Run now at the very instant of a fire: one run, which the fire
+	// names, and which is the schedule's last run.
+	s.clock.Set(time.Date(2026, 5, 4, 10, 1, 30, 0, time.UTC))
+	s.create(t, domain.ScheduleSpec{ID: "same-instant", Cron: "* * * * *", Overlap: domain.OverlapAllow})
+	s.clock.Set(time.Date(2026, 5, 4, 10, 2, 0, 0, time.UTC))
+	run, err = s.Trigger(ctx, "same-instant", domain.User{ID: "u1", Email: "ada@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.fireAt(t, time.Date(2026, 5, 4, 10, 2, 0, 0, time.UTC))
+	if sc, _ := db.Schedule(ctx, "same-instant"); sc.LastRunID != run.ID {
+		t.Fatalf("last run %s, not the one run of 10:02 (%s)", sc.LastRunID, run.ID)
+	}
+	if runs := scheduledRuns(t, db, "same-instant"); len(runs) != 1 {
+		t.Fatalf("%d runs for one instant", len(runs))
 	}
 }
 
