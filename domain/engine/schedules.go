@@ -305,11 +305,11 @@ func (s *Scheduler) fires(ctx context.Context, sc domain.Schedule, now time.Time
 		NextFireAt: p.NextFireAt, DueAt: p.DueAt, BufferedAt: p.BufferedAt, Now: now}, nil
 }
 
-// Run fires due schedules until ctx ends: at once while claims come back
-// full, else when the earliest schedule is due, a schedule changes here,
-// or the poll interval passes (for schedules changed on other servers,
-// and claims that ran out: a schedule another server holds is not due
-// here until its lease ends). On a database that commits in parallel it
+// Run fires due schedules until ctx ends: at once while claims take some,
+// else when the earliest schedule is due, a schedule changes here, or a
+// second passes (for schedules changed on other servers, and claims that
+// ran out: a schedule another server holds is not due here until its
+// lease ends). It claims only once a read has found something due. On a database that commits in parallel it
 // runs a loop for each of the engine's commit lanes, each claiming its
 // own schedules, so that one claim is planned while another commits.
 func (s *Scheduler) Run(ctx context.Context) error {
@@ -323,17 +323,30 @@ func (s *Scheduler) Run(ctx context.Context) error {
 
 func (s *Scheduler) loop(ctx context.Context) {
 	for ctx.Err() == nil {
-		n, err := s.FireDue(ctx)
-		if err != nil && ctx.Err() == nil {
-			s.e.log.WarnContext(ctx, "Firing schedules failed; trying again", "error", err)
-		}
-		if n >= s.Batch {
-			s.poke() // more may be due: the other lanes help
-			continue
-		}
-		wait := s.e.o.PollInterval
-		if next, err := s.store.NextScheduleDue(ctx, s.now()); err == nil && !next.IsZero() {
-			wait = min(wait, max(time.Until(next), 0))
+		// A read first: a claim writes, and on the embedded database
+		// every write waits for the engine's writer.
+		wait := max(s.e.o.PollInterval, schedulePoll)
+		next, err := s.store.NextScheduleDue(ctx, s.now())
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				s.e.log.WarnContext(ctx, "Reading when schedules are due failed; trying again", "error", err)
+			}
+		case next.IsZero():
+		case !next.After(s.now()):
+			n, err := s.FireDue(ctx)
+			if err != nil && ctx.Err() == nil {
+				s.e.log.WarnContext(ctx, "Firing schedules failed; trying again", "error", err)
+			}
+			if n >= s.Batch {
+				s.poke() // more may be due: the other lanes help
+			}
+			if n > 0 {
+				continue
+			}
+			wait = 10 * time.Millisecond // another lane's claim holds them
+		default:
+			wait = min(wait, time.Until(next))
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -344,3 +357,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 		t.Stop()
 	}
 }
+
+// schedulePoll is how often a scheduler with nothing due looks again, for
+// schedules made or changed on other servers (a change here wakes it).
+const schedulePoll = time.Second
