@@ -28,7 +28,7 @@ test: ## Every test, on SQLite and a real PostgreSQL, with the race detector; th
 # request decoder, async steps' reports, the JSON-Schema form decoder, the upload form, and the check of JSON that arrives
 # encoded. Each keeps its seed corpus in testdata/fuzz/ beside it.
 FUZZTIME ?= 30s
-FUZZ_TARGETS := ./domain/flow:FuzzParseDocument ./web:FuzzDecodeJSON ./web:FuzzReadReport ./web:FuzzSchemaForm ./web:FuzzUploadDocuments ./domain:FuzzCheckJSON
+FUZZ_TARGETS := ./domain/flow:FuzzParseDocument ./web:FuzzDecodeJSON ./web/api:FuzzReadReport ./web:FuzzSchemaForm ./web:FuzzUploadDocuments ./domain:FuzzCheckJSON
 
 fuzz: ## Fuzz each target for FUZZTIME (30s)
 	set -e; for t in $(FUZZ_TARGETS); do \

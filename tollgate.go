@@ -34,6 +34,8 @@ import (
 	"github.com/tollgatehq/tollgate/domain/replay"
 	"github.com/tollgatehq/tollgate/storage"
 	"github.com/tollgatehq/tollgate/web"
+	"github.com/tollgatehq/tollgate/web/api"
+	"github.com/tollgatehq/tollgate/web/ui"
 )
 
 // Tollgate is one process's engine, database and web server. Register
@@ -124,7 +126,7 @@ func build(ctx context.Context, c Config, db *storage.DB) (*Tollgate, error) {
 		t.srv.ResetMailer = mail.ResetLinks{Mailer: mail.Outbox{Store: db}}
 		t.srv.LinkMailer = mail.Outbox{Store: db}
 	}
-	t.handler = sync.OnceValue(t.srv.Handler)
+	t.handler = sync.OnceValue(func() http.Handler { return t.srv.Handler(api.Routes, ui.Routes) })
 	db.OnChange(func(runID string) {
 		if runID == "" { // changes may have gone unheard
 			t.changes.PublishAll(struct{}{})

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/tollgatehq/tollgate/client"
-	"github.com/tollgatehq/tollgate/web"
+	"github.com/tollgatehq/tollgate/web/api"
 )
 
 // specServer answers every request that the OpenAPI document describes
@@ -98,7 +98,7 @@ func TestClientFollowsTheOpenAPIDocument(t *testing.T) {
 			Parameters  []struct{ Name, In string }
 		} `json:"paths"`
 	}
-	if err := json.Unmarshal(web.OpenAPI(), &doc); err != nil {
+	if err := json.Unmarshal(api.OpenAPI(), &doc); err != nil {
 		t.Fatal(err)
 	}
 	s := &specServer{t: t, doc: doc.Paths, seen: map[string]bool{}}

@@ -117,6 +117,16 @@ type Schedule struct {
 	LockedBy string
 }
 
+// ComingFires are the schedule's next n fire times; none while it is
+// paused.
+func (s Schedule) ComingFires(n int) []time.Time {
+	rule, err := s.Rule()
+	if err != nil || s.NextFireAt.IsZero() || n < 1 {
+		return nil
+	}
+	return append([]time.Time{s.NextFireAt}, rule.Fires(s.NextFireAt, n-1)...)
+}
+
 // ScheduleFire is one fire time as recorded: what became of it, and the
 // run it started. A span of missed fires is one record: At is the first,
 // Until the last, Count how many.

@@ -56,23 +56,23 @@ func requestView(sp domain.Suspension, u domain.User) requestJSON {
 	return v
 }
 
-// suspensionFor is sp as an answer to u: suspensionJSON for staff,
+// suspensionFor is sp as an answer to u: SuspensionJSON for staff,
 // requestJSON for anyone else.
 func (s *Server) suspensionFor(u domain.User, sp domain.Suspension) any {
 	if !u.Role.Staff() {
 		return requestView(sp, u)
 	}
-	return s.wholeSuspension(u, sp)
+	return s.WholeSuspension(u, sp)
 }
 
-// suspensionOut is sp as an answer to the caller of r (see suspensionFor).
-func (s *Server) suspensionOut(r *http.Request, sp domain.Suspension) any {
-	return s.suspensionFor(principalFrom(r.Context()).User, sp)
+// SuspensionOut is sp as an answer to the caller of r (see suspensionFor).
+func (s *Server) SuspensionOut(r *http.Request, sp domain.Suspension) any {
+	return s.suspensionFor(PrincipalFrom(r.Context()).User, sp)
 }
 
-// wholeSuspension is sp whole, as staff member u sees it: with a webhook
+// WholeSuspension is sp whole, as staff member u sees it: with a webhook
 // suspension's resume URL while u may resume it.
-func (s *Server) wholeSuspension(u domain.User, sp domain.Suspension) suspensionJSON {
+func (s *Server) WholeSuspension(u domain.User, sp domain.Suspension) SuspensionJSON {
 	v := suspensionView(sp)
 	if sp.Kind == domain.KindWebhook && sp.Status == domain.SuspensionPending && s.Waitpoints != nil && sp.MayDecide(u) {
 		v.ResumeURL = s.Waitpoints.ResumeURL(sp.RunID, sp.StepKey)

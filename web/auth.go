@@ -17,7 +17,7 @@ type Principal struct {
 	Key  domain.APIKey
 }
 
-func principalFrom(ctx context.Context) Principal {
+func PrincipalFrom(ctx context.Context) Principal {
 	p, _ := ctx.Value(principalKey{}).(Principal)
 	return p
 }
@@ -42,7 +42,7 @@ func (s *Server) requireKey(next http.Handler) http.Handler {
 			}
 			if err != nil {
 				s.Log.ErrorContext(r.Context(), "API key lookup failed", "error", err)
-				writeProblem(w, r, newProblem(http.StatusServiceUnavailable, "unavailable", "The server cannot check credentials right now; retry later."))
+				WriteProblem(w, r, NewProblem(http.StatusServiceUnavailable, "unavailable", "The server cannot check credentials right now; retry later."))
 				return
 			}
 			p = Principal{User: user, Key: key}
@@ -55,8 +55,24 @@ func (s *Server) requireKey(next http.Handler) http.Handler {
 
 func unauthorized(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="tollgate"`)
-	writeProblem(w, r, newProblem(http.StatusUnauthorized, "unauthorized", "A valid API key is required: Authorization: Bearer <key>."))
+	WriteProblem(w, r, NewProblem(http.StatusUnauthorized, "unauthorized", "A valid API key is required: Authorization: Bearer <key>."))
 }
 
-// errForbidden is a role check that failed.
-var errForbidden = errors.New("forbidden")
+// ErrForbidden is a role check that failed.
+var ErrForbidden = errors.New("forbidden")
+
+// AccountOf is the account whose email is email, as it is spelt (in lower
+// case) or in its normal form (see domain.NormalEmail): an account kept as
+// rita.smith@gmail.com is found for Rita.Smith@gmail.com, and one kept
+// as rita@example.com for rita+tollgate@example.com. domain.ErrNotFound
+// when there is none.
+func AccountOf(ctx context.Context, auth domain.AuthStore, email string) (domain.User, error) {
+	var err error
+	for _, e := range []string{strings.ToLower(strings.TrimSpace(email)), domain.NormalEmail(email)} {
+		var u domain.User
+		if u, _, err = auth.UserByEmail(ctx, e); err == nil || !errors.Is(err, domain.ErrNotFound) {
+			return u, err
+		}
+	}
+	return domain.User{}, err
+}

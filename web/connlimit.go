@@ -58,3 +58,13 @@ func capOr(n, def int) int {
 	}
 	return n
 }
+
+// HoldAttach takes one of the attach streams a user may hold open at once
+// (MaxAttachPerUser); release gives it back. Beyond the cap it is
+// errTooManyStreams.
+func (s *Server) HoldAttach(userID string) (release func(), err error) {
+	if !s.attaches.acquire(userID, capOr(s.MaxAttachPerUser, defaultMaxAttachPerUser)) {
+		return nil, errTooManyStreams
+	}
+	return func() { s.attaches.release(userID) }, nil
+}

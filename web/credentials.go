@@ -25,13 +25,13 @@ func NewAPIKey() (secret, prefix string, hash []byte) {
 }
 
 // HashAPIKey is the stored form of an API key.
-func HashAPIKey(secret string) []byte { return sha256Bytes(secret) }
+func HashAPIKey(secret string) []byte { return SHA256Bytes(secret) }
 
-// sha256Bytes is the SHA-256 of s: the stored form of the high-entropy
+// SHA256Bytes is the SHA-256 of s: the stored form of the high-entropy
 // secrets (API keys, session IDs, work items' receipt tokens) that are
 // looked up by their hash. Reset tokens use domain.HashResetToken, the
 // same hash, since the mail dispatcher issues them too.
-func sha256Bytes(s string) []byte {
+func SHA256Bytes(s string) []byte {
 	h := sha256.Sum256([]byte(s))
 	return h[:]
 }

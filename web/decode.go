@@ -54,13 +54,13 @@ var unmarshalOpts = json.JoinOptions(
 	jsonv1.FormatDurationAsNano(true),
 )
 
-// decodeJSON reads a JSON request body of at most maxBytes into v, which must
+// DecodeJSON reads a JSON request body of at most maxBytes into v, which must
 // be a non-nil pointer. An empty body reads as {} and needs no Content-Type.
 // The document must pass ValidateJSONValue, and each name must match a field
 // of v exactly. On error v is unchanged. Errors about the request are
 // *domain.ValidationError with CodeInvalidJSON, CodeUnsupportedMediaType or
 // CodePayloadTooLarge; any other error is a programming mistake.
-func decodeJSON(w http.ResponseWriter, r *http.Request, v any, maxBytes int64) error {
+func DecodeJSON(w http.ResponseWriter, r *http.Request, v any, maxBytes int64) error {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("decode json: target must be a non-nil pointer, not %T", v)
@@ -69,7 +69,7 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any, maxBytes int64) e
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r, maxBytes)
+	body, err := ReadBody(w, r, maxBytes)
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any, maxBytes int64) e
 	if err := ValidateJSONValue(body); err != nil {
 		return err
 	}
-	return unmarshalAtomic(rv, body)
+	return UnmarshalAtomic(rv, body)
 }
 
 // checkContentType reports whether the request declares a JSON body. A
@@ -117,8 +117,8 @@ func unsupportedMediaType(msg string) *domain.ValidationError {
 	return &domain.ValidationError{Code: CodeUnsupportedMediaType, Message: msg}
 }
 
-// readBody reads the whole body, refusing more than maxBytes.
-func readBody(w http.ResponseWriter, r *http.Request, maxBytes int64) ([]byte, error) {
+// ReadBody reads the whole body, refusing more than maxBytes.
+func ReadBody(w http.ResponseWriter, r *http.Request, maxBytes int64) ([]byte, error) {
 	if r.Body == nil {
 		return nil, nil
 	}
@@ -136,9 +136,9 @@ func readBody(w http.ResponseWriter, r *http.Request, maxBytes int64) ([]byte, e
 	return nil, &domain.ValidationError{Code: domain.CodeInvalidJSON, Message: "the request body could not be read"}
 }
 
-// unmarshalAtomic decodes body into a copy of *rv and stores it only on
+// UnmarshalAtomic decodes body into a copy of *rv and stores it only on
 // success, so a caller that ignores the error cannot act on half a request.
-func unmarshalAtomic(rv reflect.Value, body []byte) error {
+func UnmarshalAtomic(rv reflect.Value, body []byte) error {
 	tmp := reflect.New(rv.Elem().Type())
 	tmp.Elem().Set(rv.Elem())
 	if err := json.Unmarshal(body, tmp.Interface(), unmarshalOpts); err != nil {

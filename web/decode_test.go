@@ -114,7 +114,7 @@ func TestDecodeJSONRejects(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var got decisionRequest
-			err := decodeJSON(httptest.NewRecorder(), newJSONRequest(t, tt.contentType, tt.body), &got, testMaxBytes)
+			err := DecodeJSON(httptest.NewRecorder(), newJSONRequest(t, tt.contentType, tt.body), &got, testMaxBytes)
 			ve := requireValidationError(t, err, tt.code, tt.msg)
 			if tt.field != "" && (len(ve.Fields) != 1 || ve.Fields[0].Field != tt.field) {
 				t.Errorf("fields = %+v, want one for %q", ve.Fields, tt.field)
@@ -158,7 +158,7 @@ func TestDecodeJSONAccepts(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var got decisionRequest
-			if err := decodeJSON(httptest.NewRecorder(), newJSONRequest(t, tt.contentType, tt.body), &got, testMaxBytes); err != nil {
+			if err := DecodeJSON(httptest.NewRecorder(), newJSONRequest(t, tt.contentType, tt.body), &got, testMaxBytes); err != nil {
 				t.Fatalf("decodeJSON: %v", err)
 			}
 			if !reflect.DeepEqual(got, tt.want) {
@@ -184,7 +184,7 @@ func TestDecodeJSONSizeLimit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var got decisionRequest
-			err := decodeJSON(httptest.NewRecorder(), newJSONRequest(t, "application/json", body), &got, tt.maxBytes)
+			err := DecodeJSON(httptest.NewRecorder(), newJSONRequest(t, "application/json", body), &got, tt.maxBytes)
 			if !tt.wantErr {
 				if err != nil {
 					t.Fatalf("decodeJSON: %v", err)
@@ -199,7 +199,7 @@ func TestDecodeJSONSizeLimit(t *testing.T) {
 func TestDecodeJSONBoundsEcho(t *testing.T) {
 	t.Parallel()
 	name := strings.Repeat("é", 5000)
-	err := decodeJSON(httptest.NewRecorder(), newJSONRequest(t, "application/json", `{"`+name+`":1}`), &decisionRequest{}, testMaxBytes)
+	err := DecodeJSON(httptest.NewRecorder(), newJSONRequest(t, "application/json", `{"`+name+`":1}`), &decisionRequest{}, testMaxBytes)
 	ve := requireValidationError(t, err, domain.CodeInvalidJSON, "unknown field")
 	if n := len(ve.Error()); n > 1000 {
 		t.Errorf("error is %d bytes long, want the name cut short", n)
@@ -213,20 +213,20 @@ func TestDecodeJSONHeaders(t *testing.T) {
 	t.Parallel()
 	r := newJSONRequest(t, "application/json", `{}`)
 	r.Header.Add("Content-Type", "text/plain")
-	err := decodeJSON(httptest.NewRecorder(), r, &decisionRequest{}, testMaxBytes)
+	err := DecodeJSON(httptest.NewRecorder(), r, &decisionRequest{}, testMaxBytes)
 	requireValidationError(t, err, CodeUnsupportedMediaType, "more than one Content-Type")
 }
 
 func TestDecodeJSONKeepsTargetOnError(t *testing.T) {
 	t.Parallel()
 	got := decisionRequest{Comment: "default"}
-	err := decodeJSON(httptest.NewRecorder(), newJSONRequest(t, "application/json", `{"approved":true,"amount":1e400}`), &got, testMaxBytes)
+	err := DecodeJSON(httptest.NewRecorder(), newJSONRequest(t, "application/json", `{"approved":true,"amount":1e400}`), &got, testMaxBytes)
 	requireValidationError(t, err, domain.CodeInvalidJSON, "out of range")
 	if want := (decisionRequest{Comment: "default"}); !reflect.DeepEqual(got, want) {
 		t.Errorf("target = %+v, want it unchanged %+v", got, want)
 	}
 	// Fields absent from the body keep their value, as with encoding/json.
-	err = decodeJSON(httptest.NewRecorder(), newJSONRequest(t, "application/json", `{"approved":true}`), &got, testMaxBytes)
+	err = DecodeJSON(httptest.NewRecorder(), newJSONRequest(t, "application/json", `{"approved":true}`), &got, testMaxBytes)
 	if err != nil {
 		t.Fatalf("decodeJSON: %v", err)
 	}
@@ -238,7 +238,7 @@ func TestDecodeJSONKeepsTargetOnError(t *testing.T) {
 func TestDecodeJSONBadTarget(t *testing.T) {
 	t.Parallel()
 	for _, v := range []any{decisionRequest{}, (*decisionRequest)(nil), nil} {
-		err := decodeJSON(httptest.NewRecorder(), newJSONRequest(t, "application/json", `{}`), v, testMaxBytes)
+		err := DecodeJSON(httptest.NewRecorder(), newJSONRequest(t, "application/json", `{}`), v, testMaxBytes)
 		if err == nil {
 			t.Fatalf("decodeJSON(%T) succeeded, want an error", v)
 		}
@@ -323,7 +323,7 @@ func FuzzDecodeJSON(f *testing.F) {
 		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
 		var got fuzzTarget
-		err := decodeJSON(httptest.NewRecorder(), r, &got, 1<<16)
+		err := DecodeJSON(httptest.NewRecorder(), r, &got, 1<<16)
 		if err != nil {
 			if _, ok := errors.AsType[*domain.ValidationError](err); !ok {
 				t.Fatalf("decodeJSON(%q) = %v, want a *domain.ValidationError", body, err)
@@ -355,31 +355,6 @@ func FuzzDecodeJSON(f *testing.F) {
 	})
 }
 
-// Any body posted as an async step's report is read as strictly as the
-// API's bodies without a panic: an outcome with exactly one of success,
-// failure or not-completed, or a validation error.
-func FuzzReadReport(f *testing.F) {
-	for _, seed := range []string{`{"success": true, "outputs": {"a": 1}}`, `{"success": false, "error": "no"}`,
-		`{"success": false, "notCompleted": true}`, `{"success":false,"success":true}`, `{"Success": true}`, `{"success": true, "x": 1}`,
-		``, `[]`, `{"success": "yes"}`, "{\"error\": \"\\u0000\"}", nestedArrays(70)} {
-		f.Add(seed)
-	}
-	s := &Server{MaxBody: 1 << 16}
-	f.Fuzz(func(t *testing.T, body string) {
-		r := httptest.NewRequest(http.MethodPost, "/webhook/f/s/t", strings.NewReader(body))
-		o, err := s.readReport(httptest.NewRecorder(), r)
-		if err != nil {
-			if _, ok := errors.AsType[*domain.ValidationError](err); !ok {
-				t.Fatalf("readReport(%q) = %T %v, want a *domain.ValidationError", body, err, err)
-			}
-			return
-		}
-		if o.Success && o.NotCompleted {
-			t.Fatalf("readReport(%q) took a success that is also not completed", body)
-		}
-	})
-}
-
 // Any schema and any form posted against it are read without a panic: a
 // schema the form generator takes gives fields, and whatever is typed in
 // them becomes JSON that encodes, or field errors at JSON Pointers.
@@ -395,7 +370,7 @@ func FuzzSchemaForm(f *testing.F) {
 		f.Add(seed[0], seed[1])
 	}
 	f.Fuzz(func(t *testing.T, schema, query string) {
-		fields, ok := formFields(json.RawMessage(schema))
+		fields, ok := FormFields(json.RawMessage(schema))
 		if !ok {
 			return
 		}
@@ -403,7 +378,7 @@ func FuzzSchemaForm(f *testing.F) {
 		if err != nil {
 			return
 		}
-		v, shown, errs := formValue(fields, form, time.UTC)
+		v, shown, errs := FormValue(fields, form, time.UTC)
 		if len(shown) != len(fields) {
 			t.Fatalf("%d fields shown for %d", len(shown), len(fields))
 		}

@@ -12,10 +12,10 @@ import (
 // browser's own (Intl.DateTimeFormat().resolvedOptions().timeZone).
 const tzCookie = "tz"
 
-// formatterFor writes presentation fields for the viewer of r: in the
+// FormatterFor writes presentation fields for the viewer of r: in the
 // locale their browser asks for, and in their time zone (UTC until the
 // browser has said which).
-func formatterFor(r *http.Request) domain.Formatter {
+func FormatterFor(r *http.Request) domain.Formatter {
 	f := domain.Formatter{Locale: domain.LocaleFor(r.Header.Get("Accept-Language")), Zone: time.UTC}
 	if c, err := r.Cookie(tzCookie); err == nil {
 		if loc, ok := zoneNamed(c.Value); ok {

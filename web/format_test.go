@@ -23,7 +23,7 @@ func TestFormatterForReadsLocaleAndZone(t *testing.T) {
 		if tt.tz != "" {
 			r.Header.Set("Cookie", tzCookie+"="+tt.tz)
 		}
-		f := formatterFor(r)
+		f := FormatterFor(r)
 		if f.Locale.Tag != tt.locale || f.Zone.String() != tt.zone {
 			t.Errorf("%q, tz %q: locale %s, zone %s; want %s, %s", tt.lang, tt.tz, f.Locale.Tag, f.Zone, tt.locale, tt.zone)
 		}

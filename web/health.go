@@ -12,7 +12,7 @@ import (
 
 // healthz answers while the process serves, with its version.
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
+	WriteJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
 }
 
 // readyz answers 200 only when the database answers and its schema is
@@ -21,15 +21,15 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.Health.Ping(ctx); err != nil {
-		writeProblem(w, r, newProblem(http.StatusServiceUnavailable, "database_unreachable", "The database does not answer."))
+		WriteProblem(w, r, NewProblem(http.StatusServiceUnavailable, "database_unreachable", "The database does not answer."))
 		return
 	}
 	ok, err := s.Health.MigrationsCurrent(ctx)
 	if err != nil || !ok {
-		writeProblem(w, r, newProblem(http.StatusServiceUnavailable, "migrations_pending", "The database schema is not current; run tollgate migrate."))
+		WriteProblem(w, r, NewProblem(http.StatusServiceUnavailable, "migrations_pending", "The database schema is not current; run tollgate migrate."))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 // MetricsHandler serves /metrics alone (with MetricsToken's check), for a
@@ -40,7 +40,7 @@ func (s *Server) MetricsHandler() http.Handler {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", s.requireMetricsToken(s.metricsHTTP()))
-	return s.recoverPanics(securityHeaders(mux))
+	return s.recoverPanics(SecurityHeaders(mux))
 }
 
 // requireMetricsToken lets a scrape through when MetricsToken is unset or
@@ -51,12 +51,12 @@ func (s *Server) requireMetricsToken(next http.Handler) http.Handler {
 	if s.MetricsToken == "" {
 		return next
 	}
-	want := sha256Bytes(s.MetricsToken)
+	want := SHA256Bytes(s.MetricsToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sha256Bytes(strings.TrimSpace(token)), want) != 1 {
+		if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(SHA256Bytes(strings.TrimSpace(token)), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="tollgate metrics"`)
-			writeProblem(w, r, newProblem(http.StatusUnauthorized, "unauthorized", "The metrics token is required: Authorization: Bearer <token>."))
+			WriteProblem(w, r, NewProblem(http.StatusUnauthorized, "unauthorized", "The metrics token is required: Authorization: Bearer <token>."))
 			return
 		}
 		next.ServeHTTP(w, r)

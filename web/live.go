@@ -26,7 +26,7 @@ import (
 // already; on a reconnect it re-reads its page, so no change is lost.
 
 const (
-	liveWriteWait  = 10 * time.Second
+	LiveWriteWait  = 10 * time.Second
 	livePongWait   = 60 * time.Second
 	livePingPeriod = 25 * time.Second
 	liveSendBuffer = 32
@@ -161,18 +161,18 @@ func (s *Server) Publish(runID string) {
 // authorised like the page it serves; the handshake must come from this
 // site (a websocket is not covered by cross-origin form protection).
 func (s *Server) liveSocket(w http.ResponseWriter, r *http.Request) {
-	v := s.viewerOf(r)
+	v := s.ViewerOf(r)
 	c := &liveClient{send: make(chan []byte, liveSendBuffer)}
 	scope := r.URL.Query().Get("scope")
 	switch {
 	case scope == "inbox" && v.Staff():
 		c.scope = "inbox"
-	case scope == "my" && founderOnly(v.Role):
+	case scope == "my" && FounderOnly(v.Role):
 		c.scope, c.email = "my", v.Email
 	case strings.HasPrefix(scope, "run:") && v.Staff():
 		c.scope, c.runID = "run", strings.TrimPrefix(scope, "run:")
 	case strings.HasPrefix(scope, "suspension:"):
-		sp, err := s.visibleSuspension(r, viewerPrincipal(v), strings.TrimPrefix(scope, "suspension:"))
+		sp, err := s.VisibleSuspension(r, ViewerPrincipal(v), strings.TrimPrefix(scope, "suspension:"))
 		if err != nil {
 			http.Error(w, "no such page", http.StatusNotFound)
 			return
@@ -233,7 +233,7 @@ func (s *Server) liveWrite(conn *websocket.Conn, c *liveClient) {
 	for {
 		select {
 		case msg, ok := <-c.send:
-			_ = conn.SetWriteDeadline(time.Now().Add(liveWriteWait))
+			_ = conn.SetWriteDeadline(time.Now().Add(LiveWriteWait))
 			if !ok {
 				_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "re-sync"))
 				return
@@ -242,12 +242,12 @@ func (s *Server) liveWrite(conn *websocket.Conn, c *liveClient) {
 				return
 			}
 		case <-ping.C:
-			_ = conn.SetWriteDeadline(time.Now().Add(liveWriteWait))
+			_ = conn.SetWriteDeadline(time.Now().Add(LiveWriteWait))
 			if err := conn.WriteMessage(websocket.PingMessage, nil); err != nil {
 				return
 			}
 		case <-s.closing: // shutting down: the page reconnects and re-syncs
-			_ = conn.SetWriteDeadline(time.Now().Add(liveWriteWait))
+			_ = conn.SetWriteDeadline(time.Now().Add(LiveWriteWait))
 			_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "server shutting down"))
 			return
 		}

@@ -22,29 +22,29 @@ type nextJSON struct {
 	RunID  string           `json:"runId,omitempty"`
 	Status domain.RunStatus `json:"status"`
 	// Request is the run's next pending request, when it paused on one
-	// (as suspensionFor shapes it, with its id in requestID); ForYou says
+	// (as suspensionFor shapes it, with its id in RequestID); ForYou says
 	// whether the caller may act on it.
-	Request   any `json:"request,omitempty"`
-	requestID string
+	Request   any              `json:"request,omitempty"`
+	RequestID string           `json:"-"`
 	ForYou    bool             `json:"forYou"`
 	Output    json.RawMessage  `json:"output,omitempty"`
 	Error     *domain.RunError `json:"error,omitempty"`
 }
 
-// withNext is a suspension as a decision or resume answers it (as
+// WithNext is a suspension as a decision or resume answers it (as
 // suspensionFor shapes it), with what its run did next when the caller
 // waited for it: the suspension's members, then next.
-type withNext struct {
-	suspension any
-	next       *nextJSON
+type WithNext struct {
+	Suspension any
+	Next       *nextJSON
 }
 
-func (wn withNext) MarshalJSON() ([]byte, error) {
-	b, err := json.Marshal(wn.suspension)
-	if err != nil || wn.next == nil {
+func (wn WithNext) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(wn.Suspension)
+	if err != nil || wn.Next == nil {
 		return b, err
 	}
-	n, err := json.Marshal(wn.next)
+	n, err := json.Marshal(wn.Next)
 	if err != nil {
 		return nil, err
 	}
@@ -52,10 +52,10 @@ func (wn withNext) MarshalJSON() ([]byte, error) {
 	return append(append(b, n...), '}'), nil
 }
 
-// decisionWait reads ?wait=, how long a decision or resume waits for what
+// DecisionWait reads ?wait=, how long a decision or resume waits for what
 // its run does next, and returns when that wait ends, counted from the
 // request's arrival: the zero time when absent or 0s.
-func decisionWait(r *http.Request) (time.Time, error) {
+func DecisionWait(r *http.Request) (time.Time, error) {
 	v := r.URL.Query().Get("wait")
 	if v == "" {
 		return time.Time{}, nil
@@ -83,25 +83,25 @@ type nextWatch struct {
 	runID    string
 	deadline time.Time
 	changed  <-chan struct{}
-	stop     func()
+	Stop     func()
 }
 
-// watchNext starts following run runID until deadline; subscribed before
+// WatchNext starts following run runID until deadline; subscribed before
 // the action, so that no change falls between.
-func (s *Server) watchNext(ctx context.Context, runID string, deadline time.Time) *nextWatch {
-	changed, stop := s.watch.subscribe(ctx, runID)
-	return &nextWatch{s: s, runID: runID, deadline: deadline, changed: changed, stop: stop}
+func (s *Server) WatchNext(ctx context.Context, runID string, deadline time.Time) *nextWatch {
+	changed, stop := s.WatchRun(ctx, runID)
+	return &nextWatch{s: s, runID: runID, deadline: deadline, changed: changed, Stop: stop}
 }
 
-// next waits, after request decided was resolved, for the run to finish
+// Next waits, after request decided was resolved, for the run to finish
 // or to pause with nothing left executing, and says where it is: its
 // next pending request (one u may act on first), its result, or that it
 // still runs. A vote that left the request pending answers at once. The
 // deadline bounds every read as well as the wait, so that the answer
 // comes by then however busy the database is: with the run as last read,
 // or, when no read finished in time, as the resolution left it.
-func (nw *nextWatch) next(ctx context.Context, decided domain.Suspension, u domain.User) (*nextJSON, error) {
-	defer nw.stop()
+func (nw *nextWatch) Next(ctx context.Context, decided domain.Suspension, u domain.User) (*nextJSON, error) {
+	defer nw.Stop()
 	ctx, cancel := context.WithDeadline(ctx, nw.deadline)
 	defer cancel()
 	assumed := domain.Run{ID: nw.runID, Status: domain.RunRunning}
@@ -173,7 +173,7 @@ func (s *Server) nextOf(run domain.Run, pending []domain.Suspension, u domain.Us
 		i = 0
 	}
 	if pending[i].MayRead(u) {
-		n.Request, n.requestID = s.suspensionFor(u, pending[i]), pending[i].ID
+		n.Request, n.RequestID = s.suspensionFor(u, pending[i]), pending[i].ID
 	}
 	return n
 }

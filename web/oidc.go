@@ -157,7 +157,7 @@ func (s *Server) startOIDC(w http.ResponseWriter, r *http.Request) {
 	st := signInState{State: rand.Text(), Nonce: rand.Text(), Verifier: oauth2.GenerateVerifier(), Next: safeNext(r.URL.Query().Get("next"))}
 	sealed, err := s.signInCodec().Encode(signInCookie, st)
 	if err != nil {
-		s.uiFailure(w, r, err)
+		s.UIFailure(w, r, err)
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: s.signInCookieName(r), Value: sealed, Path: "/", MaxAge: int(signInTTL / time.Second),
@@ -167,7 +167,7 @@ func (s *Server) startOIDC(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) oidcRedirect(r *http.Request) string {
-	return s.publicBase(r) + "/login/oidc/callback"
+	return s.PublicBase(r) + "/login/oidc/callback"
 }
 
 // takeSignInState reads the sign-in the browser started and forgets it:
@@ -221,11 +221,11 @@ func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request) {
 		s.refuseSignIn(w, r, st, id.email, why)
 		return
 	}
-	if err := s.startSession(w, r, user.ID); err != nil {
-		s.uiFailure(w, r, err)
+	if err := s.StartSession(w, r, user.ID); err != nil {
+		s.UIFailure(w, r, err)
 		return
 	}
-	s.audit(r, domain.AuditEntry{ActorID: user.ID, ActorEmail: user.Email, Action: "login", Data: auditData(map[string]any{"provider": s.OIDC.DisplayName()})})
+	s.Audit(r, domain.AuditEntry{ActorID: user.ID, ActorEmail: user.Email, Action: "login", Data: AuditData(map[string]any{"provider": s.OIDC.DisplayName()})})
 	http.Redirect(w, r, st.Next, http.StatusSeeOther)
 }
 
@@ -355,8 +355,8 @@ func (s *Server) oidcAccount(r *http.Request, id oidcIdentity) (domain.User, sig
 		s.Log.ErrorContext(r.Context(), "Creating a user at sign-in failed", "error", err)
 		return user, signInUnavailable
 	}
-	s.audit(r, domain.AuditEntry{ActorID: user.ID, ActorEmail: user.Email, Action: "user.create", Subject: user.ID,
-		Data: auditData(map[string]any{"email": user.Email, "role": user.Role, "provider": s.OIDC.DisplayName()})})
+	s.Audit(r, domain.AuditEntry{ActorID: user.ID, ActorEmail: user.Email, Action: "user.create", Subject: user.ID,
+		Data: AuditData(map[string]any{"email": user.Email, "role": user.Role, "provider": s.OIDC.DisplayName()})})
 	return user, signInRefusal{}
 }
 
@@ -399,7 +399,7 @@ var (
 // refuseSignIn audits a refused sign-in and shows the login page with why,
 // ready to start again towards where st was going.
 func (s *Server) refuseSignIn(w http.ResponseWriter, r *http.Request, st signInState, email string, why signInRefusal) {
-	s.audit(r, domain.AuditEntry{ActorEmail: email, Action: "login.failed", Data: auditData(map[string]any{"provider": s.OIDC.DisplayName(), "reason": why.reason})})
+	s.Audit(r, domain.AuditEntry{ActorEmail: email, Action: "login.failed", Data: AuditData(map[string]any{"provider": s.OIDC.DisplayName(), "reason": why.reason})})
 	s.showRefusal(w, r, email, why, st.Next)
 }
 
@@ -409,5 +409,5 @@ func (s *Server) showRefusal(w http.ResponseWriter, r *http.Request, email strin
 	if strings.Contains(say, "%s") {
 		say = fmt.Sprintf(say, s.OIDC.DisplayName())
 	}
-	s.render(w, r, why.status, s.loginView(email, say, cmp.Or(next, "/")))
+	s.Render(w, r, why.status, s.loginView(email, say, cmp.Or(next, "/")))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/tollgatehq/tollgate/domain/hook"
 	"github.com/tollgatehq/tollgate/storage"
 	"github.com/tollgatehq/tollgate/web"
+	"github.com/tollgatehq/tollgate/web/api"
 )
 
 type openAPIDoc struct {
@@ -39,7 +40,7 @@ func TestOpenAPIMatchesTheRouter(t *testing.T) {
 	})
 	served := e.call(t, "GET", "/api/v1/openapi.json", "", "")
 	want(t, served, http.StatusOK)
-	if string(served.Body) != string(web.OpenAPI()) {
+	if string(served.Body) != string(api.OpenAPI()) {
 		t.Fatal("/api/v1/openapi.json is not the document")
 	}
 	var doc openAPIDoc

@@ -12,15 +12,15 @@ import (
 // read with the same two query parameters, so that a client pages through
 // runs, suspensions and deliveries alike.
 
-type page[T any] struct {
+type Page[T any] struct {
 	Items      []T    `json:"items"`
 	NextCursor string `json:"nextCursor,omitempty"`
 }
 
-// pageQuery reads a list's paging parameters: the cursor a previous page
+// PageQuery reads a list's paging parameters: the cursor a previous page
 // handed out, and the page size, limit (1–500; 0 when absent, which leaves
 // it to the store). A bad limit is added to errs.
-func pageQuery(q url.Values, errs []domain.FieldError) (cursor string, limit int, _ []domain.FieldError) {
+func PageQuery(q url.Values, errs []domain.FieldError) (cursor string, limit int, _ []domain.FieldError) {
 	cursor = q.Get("cursor")
 	v := q.Get("limit")
 	if v == "" {
@@ -33,21 +33,21 @@ func pageQuery(q url.Values, errs []domain.FieldError) (cursor string, limit int
 	return cursor, n, errs
 }
 
-// invalidQuery is the answer to a list's query parameters that errs
+// InvalidQuery is the answer to a list's query parameters that errs
 // refuses; nil when there are none.
-func invalidQuery(errs []domain.FieldError) error {
+func InvalidQuery(errs []domain.FieldError) error {
 	if len(errs) == 0 {
 		return nil
 	}
 	return &domain.ValidationError{Code: domain.CodeValidation, Message: "invalid query parameters", Fields: errs}
 }
 
-// writePage answers with items, each as view shows it, and the cursor of
+// WritePage answers with items, each as view shows it, and the cursor of
 // the next page ("" after the last).
-func writePage[T, V any](w http.ResponseWriter, items []T, view func(T) V, next string) {
+func WritePage[T, V any](w http.ResponseWriter, items []T, view func(T) V, next string) {
 	out := make([]V, len(items))
 	for i, it := range items {
 		out[i] = view(it)
 	}
-	writeJSON(w, http.StatusOK, page[V]{Items: out, NextCursor: next})
+	WriteJSON(w, http.StatusOK, Page[V]{Items: out, NextCursor: next})
 }

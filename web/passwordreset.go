@@ -33,10 +33,10 @@ func (s *Server) mailsResets() bool {
 	return s.ResetMailer != nil && s.PublicURL != "" && !s.NoPasswordLogin
 }
 
-// publicBase is where people reach this server: PublicURL, or the scheme
+// PublicBase is where people reach this server: PublicURL, or the scheme
 // and host the request came to (an admin's own request, for the links
 // they hand out).
-func (s *Server) publicBase(r *http.Request) string {
+func (s *Server) PublicBase(r *http.Request) string {
 	if s.PublicURL != "" {
 		return strings.TrimRight(s.PublicURL, "/")
 	}
@@ -47,23 +47,23 @@ func (s *Server) publicBase(r *http.Request) string {
 	return scheme + "://" + r.Host + s.BasePath
 }
 
-// issueReset makes a password-reset link for u issued by the admin by,
+// IssueReset makes a password-reset link for u issued by the admin by,
 // valid for domain.PasswordResetTTL, replacing u's unused links. The token
 // (rand.Text: 130 bits from crypto/rand) is in the link only; the database
 // keeps its SHA-256. Links asked for by mail are issued by the mail
 // dispatcher.
-func (s *Server) issueReset(r *http.Request, u domain.User, by string) (string, error) {
+func (s *Server) IssueReset(r *http.Request, u domain.User, by string) (string, error) {
 	token, reset := domain.NewPasswordReset(u.ID, by, s.Clock.Now())
 	if err := s.UIStore.CreatePasswordReset(r.Context(), reset); err != nil {
 		return "", err
 	}
-	return s.publicBase(r) + "/reset/" + token, nil
+	return s.PublicBase(r) + "/reset/" + token, nil
 }
 
 // openReset finds the usable reset link the request names, for its page
 // and its form alike, or answers for it: a link that is unknown, used,
 // expired, replaced or for a disabled account gets one page that says it
-// is no longer valid. Such answers count per address (linkMissed), so
+// is no longer valid. Such answers count per address (LinkMissed), so
 // that nobody can try tokens at speed; a usable link is opened from any
 // address. Someone signed in as another person is refused, so that nobody
 // sets a password for an account they did not mean to.
@@ -74,7 +74,7 @@ func (s *Server) openReset(w http.ResponseWriter, r *http.Request) (domain.Passw
 		s.passwordsOff(w, r)
 		return domain.PasswordReset{}, domain.User{}, false
 	}
-	now, v := s.Clock.Now(), s.viewerOf(r)
+	now, v := s.Clock.Now(), s.ViewerOf(r)
 	token := r.PathValue("token")
 	var reset domain.PasswordReset
 	var user domain.User
@@ -83,17 +83,17 @@ func (s *Server) openReset(w http.ResponseWriter, r *http.Request) (domain.Passw
 		reset, user, err = s.UIStore.PasswordReset(r.Context(), domain.HashResetToken(token))
 	}
 	if err != nil && !errors.Is(err, domain.ErrNotFound) {
-		s.uiFailure(w, r, err)
+		s.UIFailure(w, r, err)
 		return reset, user, false
 	}
 	if err != nil || !reset.Usable(now) || user.Disabled {
-		if !s.linkMissed(w, r, v) {
-			s.render(w, r, http.StatusNotFound, views.ResetInvalid(v, s.mailsResets()))
+		if !s.LinkMissed(w, r, v) {
+			s.Render(w, r, http.StatusNotFound, views.ResetInvalid(v, s.mailsResets()))
 		}
 		return reset, user, false
 	}
 	if v != nil && v.ID != user.ID {
-		s.renderError(w, r, http.StatusConflict, "This link is for another account",
+		s.RenderError(w, r, http.StatusConflict, "This link is for another account",
 			"You are signed in as "+v.Email+", and this password-reset link is for someone else's account. Log out first if the link was meant for you, then open it again.", v)
 		return reset, user, false
 	}
@@ -102,7 +102,7 @@ func (s *Server) openReset(w http.ResponseWriter, r *http.Request) (domain.Passw
 
 func (s *Server) resetPage(w http.ResponseWriter, r *http.Request) {
 	if _, user, ok := s.openReset(w, r); ok {
-		s.render(w, r, http.StatusOK, views.Reset(views.ResetPage{Viewer: s.viewerOf(r), Email: user.Email, Action: r.URL.Path}))
+		s.Render(w, r, http.StatusOK, views.Reset(views.ResetPage{Viewer: s.ViewerOf(r), Email: user.Email, Action: r.URL.Path}))
 	}
 }
 
@@ -116,11 +116,11 @@ func (s *Server) resetPassword(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	page := views.ResetPage{Viewer: s.viewerOf(r), Email: user.Email, Action: r.URL.Path, Errors: map[string]string{}}
+	page := views.ResetPage{Viewer: s.ViewerOf(r), Email: user.Email, Action: r.URL.Path, Errors: map[string]string{}}
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if err := r.ParseForm(); err != nil {
 		page.Errors["new"] = "The form could not be read. Try again."
-		s.render(w, r, http.StatusBadRequest, views.Reset(page))
+		s.Render(w, r, http.StatusBadRequest, views.Reset(page))
 		return
 	}
 	next, confirm := r.PostForm.Get("new"), r.PostForm.Get("confirm")
@@ -130,32 +130,32 @@ func (s *Server) resetPassword(w http.ResponseWriter, r *http.Request) {
 		page.Errors["confirm"] = "This does not match the new password."
 	}
 	if len(page.Errors) > 0 {
-		s.render(w, r, http.StatusUnprocessableEntity, views.Reset(page))
+		s.Render(w, r, http.StatusUnprocessableEntity, views.Reset(page))
 		return
 	}
 	hash, err := HashPassword(next)
 	if err != nil {
-		s.uiFailure(w, r, err)
+		s.UIFailure(w, r, err)
 		return
 	}
 	reset, user, err := s.UIStore.UsePasswordReset(r.Context(), domain.HashResetToken(r.PathValue("token")), hash, s.Clock.Now())
 	if errors.Is(err, domain.ErrNotFound) { // used or expired since the form opened
-		s.render(w, r, http.StatusNotFound, views.ResetInvalid(s.viewerOf(r), s.mailsResets()))
+		s.Render(w, r, http.StatusNotFound, views.ResetInvalid(s.ViewerOf(r), s.mailsResets()))
 		return
 	}
 	if err != nil {
-		s.uiFailure(w, r, err)
+		s.UIFailure(w, r, err)
 		return
 	}
-	s.audit(r, domain.AuditEntry{ActorID: user.ID, ActorEmail: user.Email, Action: "password.reset", Subject: user.ID,
-		Data: auditData(map[string]any{"issuedBy": reset.CreatedBy})})
-	if err := s.startSession(w, r, user.ID); err != nil {
+	s.Audit(r, domain.AuditEntry{ActorID: user.ID, ActorEmail: user.Email, Action: "password.reset", Subject: user.ID,
+		Data: AuditData(map[string]any{"issuedBy": reset.CreatedBy})})
+	if err := s.StartSession(w, r, user.ID); err != nil {
 		s.Log.ErrorContext(r.Context(), "Creating a session after a password reset failed", "error", err)
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 		return
 	}
 	s.markDevice(w, r, user.Email)
-	s.render(w, r, http.StatusOK, views.ResetDone(&views.Viewer{ID: user.ID, Email: user.Email, Name: user.Name, Role: user.Role}))
+	s.Render(w, r, http.StatusOK, views.ResetDone(&views.Viewer{ID: user.ID, Email: user.Email, Name: user.Name, Role: user.Role}))
 }
 
 func (s *Server) forgotPage(w http.ResponseWriter, r *http.Request) {
@@ -164,10 +164,10 @@ func (s *Server) forgotPage(w http.ResponseWriter, r *http.Request) {
 		s.passwordsOff(w, r)
 		return
 	case !s.mailsResets():
-		s.renderError(w, r, http.StatusNotFound, "Page not found", "Password-reset links are not mailed here. Ask an admin for one.", s.viewerOf(r))
+		s.RenderError(w, r, http.StatusNotFound, "Page not found", "Password-reset links are not mailed here. Ask an admin for one.", s.ViewerOf(r))
 		return
 	}
-	s.render(w, r, http.StatusOK, views.Forgot(views.ForgotPage{}))
+	s.Render(w, r, http.StatusOK, views.Forgot(views.ForgotPage{}))
 }
 
 // forgotPassword takes a request for a password-reset link to be mailed
@@ -191,29 +191,29 @@ func (s *Server) forgotPassword(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if err := r.ParseForm(); err != nil {
-		s.render(w, r, http.StatusBadRequest, views.Forgot(views.ForgotPage{Failure: "The form could not be read. Try again."}))
+		s.Render(w, r, http.StatusBadRequest, views.Forgot(views.ForgotPage{Failure: "The form could not be read. Try again."}))
 		return
 	}
 	email := strings.ToLower(strings.TrimSpace(r.PostForm.Get("email")))
 	if !domain.IsEmailAddress(email) {
-		s.render(w, r, http.StatusUnprocessableEntity, views.Forgot(views.ForgotPage{Email: email,
+		s.Render(w, r, http.StatusUnprocessableEntity, views.Forgot(views.ForgotPage{Email: email,
 			Errors: map[string]string{"email": "Enter the email address of your account, like name@example.com."}}))
 		return
 	}
 	addr, now := s.clientAddr(r), s.Clock.Now()
 	if wait := s.forgots.blocked(email, "", addr, now); wait > 0 {
 		retryAfter(w, wait)
-		s.render(w, r, http.StatusTooManyRequests, views.Forgot(views.ForgotPage{Email: email,
+		s.Render(w, r, http.StatusTooManyRequests, views.Forgot(views.ForgotPage{Email: email,
 			Failure: "Too many links were asked for. Wait a few minutes, then try again."}))
 		return
 	}
 	s.forgots.failed(email, "", addr, now)
 	if err := s.ResetMailer.RequestPasswordReset(r.Context(), email); err != nil {
-		s.uiFailure(w, r, err)
+		s.UIFailure(w, r, err)
 		return
 	}
-	s.audit(r, domain.AuditEntry{ActorEmail: email, Action: "password.reset_request", Data: auditData(map[string]any{"mail": "queued"})})
-	s.render(w, r, http.StatusOK, views.Forgot(views.ForgotPage{Sent: true}))
+	s.Audit(r, domain.AuditEntry{ActorEmail: email, Action: "password.reset_request", Data: AuditData(map[string]any{"mail": "queued"})})
+	s.Render(w, r, http.StatusOK, views.Forgot(views.ForgotPage{Sent: true}))
 }
 
 // loginView is the login page as this server shows it.
@@ -228,5 +228,5 @@ func (s *Server) loginView(email, failure, next string) templ.Component {
 // passwordsOff answers a password page on a server whose passwords are
 // turned off.
 func (s *Server) passwordsOff(w http.ResponseWriter, r *http.Request) {
-	s.renderError(w, r, http.StatusNotFound, "Page not found", "Passwords are turned off here. Sign in with "+s.OIDC.DisplayName()+".", s.viewerOf(r))
+	s.RenderError(w, r, http.StatusNotFound, "Page not found", "Passwords are turned off here. Sign in with "+s.OIDC.DisplayName()+".", s.ViewerOf(r))
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/tollgatehq/tollgate/web"
 )
 
-// issueReset has an admin's browser issue a reset link for userID and
+// IssueReset has an admin's browser issue a reset link for userID and
 // returns the link's path.
 func issueReset(t *testing.T, admin *browser, userID, email string) string {
 	t.Helper()

@@ -99,8 +99,8 @@ func (p Problem) members() []problemMember {
 	return ms
 }
 
-// newProblem fills in the type and title that follow from status and code.
-func newProblem(status int, code, detail string) Problem {
+// NewProblem fills in the type and title that follow from status and code.
+func NewProblem(status int, code, detail string) Problem {
 	return Problem{
 		Type:   problemTypePrefix + code,
 		Title:  http.StatusText(status),
@@ -110,59 +110,59 @@ func newProblem(status int, code, detail string) Problem {
 	}
 }
 
-// notApproverMessage refuses a person a suspension does not name, in the
+// NotApproverMessage refuses a person a suspension does not name, in the
 // API and the web app alike.
-const notApproverMessage = "This suspension names who may act on it (its approvers, and admins), and you are not among them."
+const NotApproverMessage = "This suspension names who may act on it (its approvers, and admins), and you are not among them."
 
 // ownRunMessage refuses a founder a decision in a run they started, in the
 // API and the web app alike.
 const ownRunMessage = "You started this run, so someone else must approve or reject it: nobody decides their own request."
 
-// dutyMessage says why separation of duties refused a person: the
+// DutyMessage says why separation of duties refused a person: the
 // approval's own reason, or that they started the run.
-func dutyMessage(err error) string {
+func DutyMessage(err error) string {
 	if de, ok := errors.AsType[*domain.DutyError](err); ok {
 		return de.Message
 	}
 	return ownRunMessage
 }
 
-// problemFor maps an error to the problem the client sees. A refused role
+// ProblemFor maps an error to the problem the client sees. A refused role
 // or approver is a 403; only validation and conflict errors, which are
 // written for clients, show their message; anything unexpected becomes a
 // generic 500 whose error the caller logs.
-func problemFor(err error) Problem {
+func ProblemFor(err error) Problem {
 	switch {
 	case databaseUnavailable(err):
-		return newProblem(http.StatusServiceUnavailable, CodeDatabaseUnavailable, "The database cannot be reached just now; nothing was changed. Try again in a moment.")
-	case errors.Is(err, errForbidden):
-		return newProblem(http.StatusForbidden, "forbidden", "Your role does not allow this.")
-	case errors.Is(err, errMethodNotAllowed):
-		return newProblem(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "This address does not take this method; the Allow header lists those it takes.")
+		return NewProblem(http.StatusServiceUnavailable, CodeDatabaseUnavailable, "The database cannot be reached just now; nothing was changed. Try again in a moment.")
+	case errors.Is(err, ErrForbidden):
+		return NewProblem(http.StatusForbidden, "forbidden", "Your role does not allow this.")
+	case errors.Is(err, ErrMethodNotAllowed):
+		return NewProblem(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "This address does not take this method; the Allow header lists those it takes.")
 	case errors.Is(err, domain.ErrNotApprover):
-		return newProblem(http.StatusForbidden, domain.CodeNotApprover, notApproverMessage)
+		return NewProblem(http.StatusForbidden, domain.CodeNotApprover, NotApproverMessage)
 	case errors.Is(err, errTooManyInvalidTokens):
-		return newProblem(http.StatusTooManyRequests, CodeTooManyInvalidTokens, "This token matches nothing, and this address sent too many that match nothing; wait for the time Retry-After says, then try again.")
+		return NewProblem(http.StatusTooManyRequests, CodeTooManyInvalidTokens, "This token matches nothing, and this address sent too many that match nothing; wait for the time Retry-After says, then try again.")
 	case errors.Is(err, errTooManyStreams):
-		return newProblem(http.StatusTooManyRequests, CodeTooManyStreams, "You hold as many attach streams open as one user may; close one and try again.")
-	case errors.As(err, new(*tooManyWaitsError)):
-		return newProblem(http.StatusTooManyRequests, CodeTooManyWaits, "You hold as many waits for what runs do next as one caller may; wait for the time Retry-After says, or ask without ?wait=.")
+		return NewProblem(http.StatusTooManyRequests, CodeTooManyStreams, "You hold as many attach streams open as one user may; close one and try again.")
+	case errors.As(err, new(*TooManyWaitsError)):
+		return NewProblem(http.StatusTooManyRequests, CodeTooManyWaits, "You hold as many waits for what runs do next as one caller may; wait for the time Retry-After says, or ask without ?wait=.")
 	case errors.Is(err, domain.ErrSeparationOfDuties):
-		return newProblem(http.StatusForbidden, domain.CodeSeparationOfDuties, dutyMessage(err))
+		return NewProblem(http.StatusForbidden, domain.CodeSeparationOfDuties, DutyMessage(err))
 	case errors.Is(err, domain.ErrMachineWait):
-		return newProblem(http.StatusForbidden, domain.CodeMachineWait, "This request waits for a machine (a timer, a webhook, a signal or an async step), not for a person: that machine resumes it, or an admin by hand. Nothing was changed.")
+		return NewProblem(http.StatusForbidden, domain.CodeMachineWait, "This request waits for a machine (a timer, a webhook, a signal or an async step), not for a person: that machine resumes it, or an admin by hand. Nothing was changed.")
 	case errors.Is(err, domain.ErrStartForbidden):
-		return newProblem(http.StatusForbidden, domain.CodeStartForbidden, "Your role may not start runs of this workflow.")
+		return NewProblem(http.StatusForbidden, domain.CodeStartForbidden, "Your role may not start runs of this workflow.")
 	}
 	if ve, ok := errors.AsType[*domain.ValidationError](err); ok {
-		p := newProblem(validationStatus(ve.Code), cmp.Or(ve.Code, domain.CodeValidation), ve.Message)
+		p := NewProblem(ValidationStatus(ve.Code), cmp.Or(ve.Code, domain.CodeValidation), ve.Message)
 		p.Errors = ve.Fields
 		return p
 	}
 	if se, ok := errors.AsType[*domain.WorkStateError](err); ok {
 		// The seed's state-validation answer: 400, which endpoints treat as
 		// final for the report's token.
-		p := newProblem(http.StatusBadRequest, se.Code, se.Message)
+		p := NewProblem(http.StatusBadRequest, se.Code, se.Message)
 		p.Extra = map[string]any{"workItemId": se.Item.ID, "state": se.Item.State}
 		if se.RunStatus != "" {
 			p.Extra["runId"], p.Extra["runStatus"] = se.Item.RunID, se.RunStatus
@@ -174,23 +174,23 @@ func problemFor(err error) Problem {
 		if ce.Code == domain.CodeBranchNotTaken {
 			status = http.StatusGone // the wait is gone for good
 		}
-		p := newProblem(status, cmp.Or(ce.Code, domain.CodeConflict), ce.Message)
+		p := NewProblem(status, cmp.Or(ce.Code, domain.CodeConflict), ce.Message)
 		p.Extra = maps.Clone(ce.Detail)
 		return p
 	}
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return newProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "The request body is too large.")
+		return NewProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "The request body is too large.")
 	}
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
-		return newProblem(http.StatusNotFound, domain.CodeNotFound, "The requested resource does not exist.")
+		return NewProblem(http.StatusNotFound, domain.CodeNotFound, "The requested resource does not exist.")
 	case errors.Is(err, domain.ErrConflict):
-		return newProblem(http.StatusConflict, domain.CodeConflict, "The resource is not in a state that allows this change.")
+		return NewProblem(http.StatusConflict, domain.CodeConflict, "The resource is not in a state that allows this change.")
 	}
-	return newProblem(http.StatusInternalServerError, "internal", "An internal error occurred.")
+	return NewProblem(http.StatusInternalServerError, "internal", "An internal error occurred.")
 }
 
-func validationStatus(code string) int {
+func ValidationStatus(code string) int {
 	switch code {
 	case domain.CodeInvalidJSON, CodeInvalidQuery:
 		return http.StatusBadRequest
@@ -202,9 +202,9 @@ func validationStatus(code string) int {
 	return http.StatusUnprocessableEntity
 }
 
-// writeProblem writes p as application/problem+json, filling in a missing
+// WriteProblem writes p as application/problem+json, filling in a missing
 // status (500), title, type and instance (the request path; r may be nil).
-func writeProblem(w http.ResponseWriter, r *http.Request, p Problem) {
+func WriteProblem(w http.ResponseWriter, r *http.Request, p Problem) {
 	p.Status = cmp.Or(p.Status, http.StatusInternalServerError)
 	p.Title = cmp.Or(p.Title, http.StatusText(p.Status))
 	if p.Type == "" {
@@ -239,12 +239,12 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p Problem) {
 	_, _ = w.Write(append(body, '\n'))
 }
 
-// writeJSON writes v as the JSON response body with the given status. If v
+// WriteJSON writes v as the JSON response body with the given status. If v
 // cannot be encoded, the client gets a generic 500 problem instead.
-func writeJSON(w http.ResponseWriter, status int, v any) {
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
-		writeProblem(w, nil, problemFor(err))
+		WriteProblem(w, nil, ProblemFor(err))
 		return
 	}
 	h := w.Header()

@@ -93,7 +93,7 @@ func TestProblemFor(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			p := problemFor(tt.err)
+			p := ProblemFor(tt.err)
 			if p.Status != tt.wantStatus || p.Code != tt.wantCode || p.Detail != tt.wantDetail {
 				t.Errorf("problemFor = status %d code %q detail %q, want %d %q %q",
 					p.Status, p.Code, p.Detail, tt.wantStatus, tt.wantCode, tt.wantDetail)
@@ -116,12 +116,12 @@ func TestProblemFor(t *testing.T) {
 	}
 }
 
-// writtenProblem records writeProblem's response and decodes its body.
+// writtenProblem records WriteProblem's response and decodes its body.
 func writtenProblem(t *testing.T, p Problem) (*httptest.ResponseRecorder, map[string]any) {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/runs/r1/resume?token=secret", nil)
-	writeProblem(rec, r, p)
+	WriteProblem(rec, r, p)
 	if ct := rec.Header().Get("Content-Type"); ct != "application/problem+json" {
 		t.Errorf("Content-Type = %q, want application/problem+json", ct)
 	}
@@ -142,7 +142,7 @@ func TestWriteProblem(t *testing.T) {
 	}{
 		{
 			name: "conflict with extra merged at top level",
-			problem: problemFor(&domain.ConflictError{
+			problem: ProblemFor(&domain.ConflictError{
 				Code: domain.CodeAlreadyResumed, Message: "already resumed",
 				Detail: map[string]any{"resumedBy": "u1", "resumedAt": "2026-01-02T03:04:05Z"},
 			}),
@@ -155,7 +155,7 @@ func TestWriteProblem(t *testing.T) {
 		},
 		{
 			name:       "validation with field errors",
-			problem:    problemFor(&domain.ValidationError{Code: domain.CodeValidation, Message: "bad", Fields: []domain.FieldError{{Field: "/a", Message: "required"}}}),
+			problem:    ProblemFor(&domain.ValidationError{Code: domain.CodeValidation, Message: "bad", Fields: []domain.FieldError{{Field: "/a", Message: "required"}}}),
 			wantStatus: http.StatusUnprocessableEntity,
 			want: map[string]any{
 				"type": "urn:tollgate:problem:validation_failed", "title": "Unprocessable Entity", "status": float64(422),
@@ -221,7 +221,7 @@ func TestProblemMarshalOrder(t *testing.T) {
 
 func TestWriteProblemHidesInternalError(t *testing.T) {
 	t.Parallel()
-	rec, body := writtenProblem(t, problemFor(errors.New("pq: password authentication failed for user tollgate")))
+	rec, body := writtenProblem(t, ProblemFor(errors.New("pq: password authentication failed for user tollgate")))
 	if rec.Code != http.StatusInternalServerError || body["code"] != "internal" {
 		t.Fatalf("got %d %v, want 500 internal", rec.Code, body)
 	}
@@ -233,7 +233,7 @@ func TestWriteProblemHidesInternalError(t *testing.T) {
 func TestWriteJSON(t *testing.T) {
 	t.Parallel()
 	rec := httptest.NewRecorder()
-	writeJSON(rec, http.StatusCreated, map[string]any{"id": "r1", "html": "<b>"})
+	WriteJSON(rec, http.StatusCreated, map[string]any{"id": "r1", "html": "<b>"})
 	if rec.Code != http.StatusCreated {
 		t.Errorf("status = %d, want 201", rec.Code)
 	}
@@ -249,7 +249,7 @@ func TestWriteJSON(t *testing.T) {
 	}
 
 	rec = httptest.NewRecorder()
-	writeJSON(rec, http.StatusOK, map[string]any{"ch": make(chan int)})
+	WriteJSON(rec, http.StatusOK, map[string]any{"ch": make(chan int)})
 	if rec.Code != http.StatusInternalServerError {
 		t.Errorf("unencodable value: status = %d, want 500", rec.Code)
 	}
@@ -258,17 +258,17 @@ func TestWriteJSON(t *testing.T) {
 	}
 }
 
-// TestDecodeJSONStatuses checks decodeJSON and the problem mapping together,
+// TestDecodeJSONStatuses checks DecodeJSON and the problem mapping together,
 // the way a handler uses them.
 func TestDecodeJSONStatuses(t *testing.T) {
 	t.Parallel()
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req decisionRequest
-		if err := decodeJSON(w, r, &req, 64); err != nil {
-			writeProblem(w, r, problemFor(err))
+		if err := DecodeJSON(w, r, &req, 64); err != nil {
+			WriteProblem(w, r, ProblemFor(err))
 			return
 		}
-		writeJSON(w, http.StatusOK, req)
+		WriteJSON(w, http.StatusOK, req)
 	})
 	tests := []struct {
 		name        string
@@ -321,7 +321,7 @@ func TestProblemForAnUnavailableDatabase(t *testing.T) {
 		"a broken statement": {&pgconn.PgError{Code: "42601"}, http.StatusInternalServerError},
 		"anything else":      {errors.New("boom"), http.StatusInternalServerError},
 	} {
-		p := problemFor(c.err)
+		p := ProblemFor(c.err)
 		if p.Status != c.want || (c.want == http.StatusServiceUnavailable) != (p.Code == CodeDatabaseUnavailable) {
 			t.Errorf("%s: %d %s; want %d", name, p.Status, p.Code, c.want)
 		}

@@ -111,17 +111,17 @@ func knownQuery(params []string, h func(http.ResponseWriter, *http.Request) erro
 func (s *Server) boundPageQuery(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := checkQuery(r); err != nil {
-			s.renderError(w, r, http.StatusBadRequest, "That address is too long",
-				err.(*domain.ValidationError).Message+" Shorten the search or filter and try again.", s.viewerOf(r))
+			s.RenderError(w, r, http.StatusBadRequest, "That address is too long",
+				err.(*domain.ValidationError).Message+" Shorten the search or filter and try again.", s.ViewerOf(r))
 			return
 		}
 		h(w, r)
 	}
 }
 
-// timeQuery reads query parameter name, when given, as a date and time
+// TimeQuery reads query parameter name, when given, as a date and time
 // with a zone (RFC 3339) into at, and adds to errs when it is not one.
-func timeQuery(q url.Values, errs []domain.FieldError, name string, at *time.Time) []domain.FieldError {
+func TimeQuery(q url.Values, errs []domain.FieldError, name string, at *time.Time) []domain.FieldError {
 	v := strings.TrimSpace(q.Get(name))
 	if v == "" {
 		return errs

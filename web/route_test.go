@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/tollgatehq/tollgate/storage"
+	"github.com/tollgatehq/tollgate/web/api"
+	"github.com/tollgatehq/tollgate/web/ui"
 )
 
 // A program that embeds the handler and traces it with stock otelhttp,
@@ -23,7 +25,7 @@ func TestSpansCarryTheRouteNotThePath(t *testing.T) {
 	e := newAPIEnv(t, storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")}, nil)
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
-	srv := httptest.NewServer(otelhttp.NewHandler(e.api.Handler(), "embedder", otelhttp.WithTracerProvider(tp)))
+	srv := httptest.NewServer(otelhttp.NewHandler(e.api.Handler(api.Routes, ui.Routes), "embedder", otelhttp.WithTracerProvider(tp)))
 	t.Cleanup(srv.Close)
 	for _, c := range []struct{ method, path, name, urlPath string }{
 		{"POST", "/webhook/flow/step/receipt-secret-0123", "POST /webhook/{flowId}/{stepId}/{token}", "/webhook/{flowId}/{stepId}/{token}"},

@@ -57,9 +57,9 @@ func (n *schemaNode) typeName() string {
 	return s
 }
 
-// formFields turns a resume schema into form fields; ok is false when the
+// FormFields turns a resume schema into form fields; ok is false when the
 // schema needs the JSON editor.
-func formFields(schema json.RawMessage) ([]views.FormField, bool) {
+func FormFields(schema json.RawMessage) ([]views.FormField, bool) {
 	if len(schema) == 0 {
 		return nil, false
 	}
@@ -241,12 +241,12 @@ func escapePointer(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
-// formValue assembles the resume data from posted form values, keeping
+// FormValue assembles the resume data from posted form values, keeping
 // what was typed in the fields so that a refused form can be shown again.
 // Values that cannot be read as their type or format are field errors, in
 // plain words. A date and time typed without a zone (a datetime-local
 // input) is read in the viewer's zone.
-func formValue(fields []views.FormField, form url.Values, zone *time.Location) (map[string]any, []views.FormField, []domain.FieldError) {
+func FormValue(fields []views.FormField, form url.Values, zone *time.Location) (map[string]any, []views.FormField, []domain.FieldError) {
 	out := map[string]any{}
 	var errs []domain.FieldError
 	shown := slices.Clone(fields)
@@ -258,7 +258,7 @@ func formValue(fields []views.FormField, form url.Values, zone *time.Location) (
 		f.Value = raw
 		switch f.Type {
 		case "object":
-			v, sub, e := formValue(f.Fields, form, zone)
+			v, sub, e := FormValue(f.Fields, form, zone)
 			f.Fields, errs = sub, append(errs, e...)
 			if len(v) > 0 || f.Required {
 				out[key] = v
@@ -297,12 +297,12 @@ func formValue(fields []views.FormField, form url.Values, zone *time.Location) (
 	return out, shown, errs
 }
 
-// allFormErrors adds to a form's own errors (values that do not read as
+// AllFormErrors adds to a form's own errors (values that do not read as
 // their type or format) what the schema finds wrong with the rest, so a
 // person sees every error of the form at once. A field the form refused
 // is absent from value: the schema's word that it is missing is dropped
 // for it, as its own error says more.
-func allFormErrors(schema json.RawMessage, value map[string]any, errs []domain.FieldError) []domain.FieldError {
+func AllFormErrors(schema json.RawMessage, value map[string]any, errs []domain.FieldError) []domain.FieldError {
 	data, err := json.Marshal(value)
 	if err != nil {
 		return errs
@@ -410,10 +410,10 @@ func formatted(format, s string, zone *time.Location) (v any, ok bool) {
 
 var missingProperty = regexp.MustCompile(`'([^']+)'`)
 
-// attachErrors puts each field error on the field it names, in plain
+// AttachErrors puts each field error on the field it names, in plain
 // words. The schema reports a missing property on its parent object; it
 // goes to the property. Errors no field claims are returned.
-func attachErrors(fields []views.FormField, errs []domain.FieldError) []domain.FieldError {
+func AttachErrors(fields []views.FormField, errs []domain.FieldError) []domain.FieldError {
 	var left []domain.FieldError
 	for _, e := range errs {
 		ptr := strings.TrimPrefix(e.Field, "/resumeData")

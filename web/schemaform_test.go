@@ -27,7 +27,7 @@ const formSchema = `{
 }`
 
 func TestFormFieldsFromSchema(t *testing.T) {
-	fields, ok := formFields(json.RawMessage(formSchema))
+	fields, ok := FormFields(json.RawMessage(formSchema))
 	if !ok {
 		t.Fatal("a schema of simple properties gave no form")
 	}
@@ -56,19 +56,19 @@ func TestFormFieldsFromSchema(t *testing.T) {
 		`{"type":"object","properties":{"x":{"enum":[1,2],"type":"integer"}}}`,
 		`not json`,
 	} {
-		if _, ok := formFields(json.RawMessage(s)); ok {
+		if _, ok := FormFields(json.RawMessage(s)); ok {
 			t.Errorf("schema %s gave a form; want the JSON editor", s)
 		}
 	}
 }
 
 func TestFormValueAssemblesTypedData(t *testing.T) {
-	fields, _ := formFields(json.RawMessage(formSchema))
+	fields, _ := FormFields(json.RawMessage(formSchema))
 	form := url.Values{
 		"f/verdict": {"unclear"}, "f/amount": {"12"}, "f/ratio": {"0.5"}, "f/due": {"2026-12-01"},
 		"f/contact/email": {"a@example.com"}, "f/contact/a~1b": {"slash"}, "f/tags": {"x\n\n y \n"}, "f/scores": {"1\n2"},
 	}
-	v, _, errs := formValue(fields, form, time.UTC)
+	v, _, errs := FormValue(fields, form, time.UTC)
 	if len(errs) > 0 {
 		t.Fatalf("errors %v", errs)
 	}
@@ -81,7 +81,7 @@ func TestFormValueAssemblesTypedData(t *testing.T) {
 		t.Fatalf("assembled data fails its own schema: %v", err)
 	}
 
-	_, shown, errs := formValue(fields, url.Values{"f/amount": {"twelve"}, "f/scores": {"1\nlots"}}, time.UTC)
+	_, shown, errs := FormValue(fields, url.Values{"f/amount": {"twelve"}, "f/scores": {"1\nlots"}}, time.UTC)
 	if len(errs) != 2 || errs[0].Field != "/amount" || errs[1].Field != "/scores" {
 		t.Fatalf("errors %+v; want amount and scores", errs)
 	}
@@ -93,7 +93,7 @@ func TestFormValueAssemblesTypedData(t *testing.T) {
 	}
 
 	// A schema error lands on its field; a missing property on the property.
-	left := attachErrors(shown, []domain.FieldError{
+	left := AttachErrors(shown, []domain.FieldError{
 		{Field: "/resumeData", Message: "missing property 'verdict'"},
 		{Field: "/resumeData/contact", Message: "missing property 'email'"},
 		{Field: "/resumeData/nowhere", Message: "odd"},
@@ -122,7 +122,7 @@ const choiceSchema = `{
 
 func TestFormFieldsLabelsChoicesAndFormats(t *testing.T) {
 	t.Parallel()
-	fields, ok := formFields(json.RawMessage(choiceSchema))
+	fields, ok := FormFields(json.RawMessage(choiceSchema))
 	if !ok {
 		t.Fatal("a schema of enums with names and oneOf consts gave no form")
 	}
@@ -135,19 +135,19 @@ func TestFormFieldsLabelsChoicesAndFormats(t *testing.T) {
 	if f := fields[2]; f.Label != "Contact email" || f.Description != "Where we write back" || f.Format != "email" {
 		t.Errorf("contact = %+v", f)
 	}
-	if _, ok := formFields(json.RawMessage(`{"type":"object","properties":{"x":{"oneOf":[{"const":"a"},{"type":"string"}]}}}`)); ok {
+	if _, ok := FormFields(json.RawMessage(`{"type":"object","properties":{"x":{"oneOf":[{"const":"a"},{"type":"string"}]}}}`)); ok {
 		t.Error("a oneOf that is not a list of consts gave a form")
 	}
 }
 
 func TestFormValueEnforcesFormats(t *testing.T) {
 	t.Parallel()
-	fields, _ := formFields(json.RawMessage(choiceSchema))
+	fields, _ := FormFields(json.RawMessage(choiceSchema))
 	lisbon, err := time.LoadLocation("Europe/Lisbon")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, errs := formValue(fields, url.Values{"f/contact": {"not-an-email"}, "f/site": {"example.com"}, "f/due": {"25/11/2026"}, "f/when": {"tomorrow"}}, lisbon)
+	_, _, errs := FormValue(fields, url.Values{"f/contact": {"not-an-email"}, "f/site": {"example.com"}, "f/due": {"25/11/2026"}, "f/when": {"tomorrow"}}, lisbon)
 	want := map[string]string{
 		"/contact": "Enter an email address like name@example.com",
 		"/site":    "Enter a full web address like https://example.com/page",
@@ -161,7 +161,7 @@ func TestFormValueEnforcesFormats(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("format errors = %v; want %v", got, want)
 	}
-	v, _, errs := formValue(fields, url.Values{"f/verdict": {"ok"}, "f/contact": {"ada@example.com"}, "f/site": {"https://example.com"},
+	v, _, errs := FormValue(fields, url.Values{"f/verdict": {"ok"}, "f/contact": {"ada@example.com"}, "f/site": {"https://example.com"},
 		"f/due": {"2026-11-25"}, "f/when": {"2026-07-01T14:30"}}, lisbon)
 	if len(errs) > 0 {
 		t.Fatalf("good values refused: %+v", errs)

@@ -1,5 +1,5 @@
 // Package web is Tollgate's HTTP surface: the JSON API under /api/v1,
-// health and metrics endpoints. Handlers return errors; problemFor turns
+// health and metrics endpoints. Handlers return errors; ProblemFor turns
 // them into RFC 9457 problem details in one place.
 package web
 
@@ -7,15 +7,15 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"github.com/gorilla/securecookie"
 	"log/slog"
 	"net"
 	"net/http"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gorilla/securecookie"
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/engine"
@@ -57,8 +57,6 @@ type Server struct {
 	Deliveries *domain.DeliveryCounts
 	// routes are the routes Handler registered.
 	routes []Route
-	// openAPI is the OpenAPI document as this server serves it.
-	openAPI func() []byte
 	// closing is closed by CloseStreams: attach streams and live pages end.
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -197,7 +195,7 @@ type Server struct {
 	Schedules *engine.Scheduler
 
 	// bulkSizes, when set (by tests), replace bulkPage and
-	// bulkProgressEvery, so that a test crosses a page with few items.
+	// BulkProgressEvery, so that a test crosses a page with few items.
 	bulkSizes *[2]int
 
 	watch    runWatch
@@ -239,13 +237,11 @@ func (s *Server) keyCache() *keyCache {
 	return s.keys
 }
 
-// Handler returns the routed, middleware-wrapped handler.
-func (s *Server) Handler() http.Handler {
-	s.openAPI = openAPIJSON
-	if s.BasePath != "" {
-		base := s.BasePath
-		s.openAPI = sync.OnceValue(func() []byte { return openAPIUnder(base) })
-	}
+// Handler returns the routed, middleware-wrapped handler: the server's
+// own routes (health, metrics, sign-in, Slack's interactions) and those
+// of the rooms given, in order (the JSON API and the pages; see
+// ARCHITECTURE.md).
+func (s *Server) Handler(rooms ...Room) http.Handler {
 	if s.MaxBody <= 0 {
 		s.MaxBody = 1 << 20
 	}
@@ -258,88 +254,22 @@ func (s *Server) Handler() http.Handler {
 	if _, ok := s.Log.Handler().(requestIDs); !ok {
 		s.Log = slog.New(requestIDs{s.Log.Handler()})
 	}
-	mux := http.NewServeMux()
 	s.routes = nil
 	s.closing = make(chan struct{})
-	// route registers a route that is not a page, and keeps it for Routes.
-	route := func(pattern string, h http.Handler, params ...string) {
-		mux.Handle(pattern, h)
-		s.routes = append(s.routes, newRoute(pattern, params))
-	}
-	route("GET /healthz", http.HandlerFunc(s.healthz))
-	route("GET /readyz", http.HandlerFunc(s.readyz))
+	m := s.newMux()
+	m.Handle("GET /healthz", http.HandlerFunc(s.healthz))
+	m.Handle("GET /readyz", http.HandlerFunc(s.readyz))
 	if !s.MetricsElsewhere {
-		route("GET /metrics", s.requireMetricsToken(s.metricsHTTP()))
+		m.Handle("GET /metrics", s.requireMetricsToken(s.metricsHTTP()))
 	}
-	route("GET /api/v1/openapi.json", http.HandlerFunc(s.serveOpenAPI))
 	if s.Slack != nil {
-		route("POST /slack/interactions", http.HandlerFunc(s.slackInteractions))
+		m.Handle("POST /slack/interactions", http.HandlerFunc(s.slackInteractions))
 	}
-
-	// api registers an API route whose handler reads the query
-	// parameters named, and no others (see knownQuery).
-	api := func(pattern string, h func(http.ResponseWriter, *http.Request) error, params ...string) {
-		route(pattern, s.requireKey(s.handle(boundQuery(knownQuery(params, h)))), params...)
-	}
-	page := []string{"cursor", "limit"}
-	wait := "wait"
-	api("GET /api/v1/workflows", s.listWorkflows)
-	api("POST /api/v1/workflows", s.createWorkflow)
-	api("PUT /api/v1/workflows/{workflowId}/versions/{version}", s.registerWorkflow)
-	api("POST /api/v1/workflows/{workflowId}/runs", s.startRun)
-	api("GET /api/v1/runs", s.listRuns, append(page, "workflowId", "status", "q", "createdAfter", "createdBefore")...)
-	api("GET /api/v1/runs/{runId}", s.showRun)
-	api("GET /api/v1/runs/{runId}/events", s.listEvents, page...)
-	api("POST /api/v1/runs/{runId}/cancel", s.runAction("cancel"))
-	api("POST /api/v1/runs/{runId}/retry", s.runAction("retry"))
-	api("POST /api/v1/runs/{runId}/rerun", s.rerunRun)
-	api("DELETE /api/v1/runs/{runId}", s.deleteRun)
-	api("POST /api/v1/runs/{runId}/steps/{stepKey}/resume", s.resumeStep)
-	api("POST /api/v1/runs/{runId}/signals", s.sendSignal)
-	api("GET /api/v1/runs/{runId}/attach", s.attachRun)
-	api("POST /api/v1/runs/bulk", s.bulkRuns)
-	api("POST /api/v1/suspensions/bulk", s.bulkSuspensions)
-	api("GET /api/v1/suspensions", s.listSuspensions, append(page, "status", "reason", "kind", "workflowId", "runId", "order")...)
-	api("GET /api/v1/suspensions/{id}", s.showSuspension)
-	api("POST /api/v1/suspensions/{id}/resume", s.resumeSuspension, wait)
-	api("POST /api/v1/suspensions/{id}/approve", s.approveSuspension, wait)
-	api("POST /api/v1/suspensions/{id}/reject", s.rejectSuspension, wait)
-	if s.Links != nil {
-		api("POST /api/v1/suspensions/{id}/links", s.createLink)
-		api("GET /api/v1/suspensions/{id}/links", s.listLinks)
-		api("DELETE /api/v1/suspensions/{id}/links/{linkId}", s.revokeLink)
-	}
-	if s.Hooks != nil {
-		api("POST /api/v1/subscriptions", s.createSubscription)
-		api("GET /api/v1/subscriptions", s.listSubscriptions, page...)
-		api("GET /api/v1/subscriptions/{id}", s.showSubscription)
-		api("DELETE /api/v1/subscriptions/{id}", s.deleteSubscription)
-		api("GET /api/v1/subscriptions/{id}/deliveries", s.listDeliveries, page...)
-	}
-	if s.Schedules != nil {
-		api("POST /api/v1/schedules", s.createSchedule)
-		api("GET /api/v1/schedules", s.listSchedules, append(page, "workflowId")...)
-		api("GET /api/v1/schedules/{id}", s.showSchedule)
-		api("PATCH /api/v1/schedules/{id}", s.patchSchedule)
-		api("DELETE /api/v1/schedules/{id}", s.deleteSchedule)
-		api("POST /api/v1/schedules/{id}/trigger", s.triggerSchedule)
-	}
-	if s.UIStore != nil { // the audit log is kept with the browser app
-		api("GET /api/v1/audit", s.listAudit, append(page, "actor", "action", "category", "workflowId", "from", "to")...)
-	}
-	mux.Handle("/api/", s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		if allow := allowed(mux, r, "/api/"); len(allow) > 0 {
-			w.Header().Set("Allow", strings.Join(allow, ", "))
-			return errMethodNotAllowed
-		}
-		return domain.ErrNotFound
-	}))
-	route("/v1/flow-runs/{runId}/waitpoints/{waitpointId}", s.handle(s.guardToken(s.knownWaitpoint, s.resumeWaitpoint(false))))
-	route("/v1/flow-runs/{runId}/waitpoints/{waitpointId}/sync", s.handle(s.guardToken(s.knownWaitpoint, s.resumeWaitpoint(true))))
-	route("/v1/webhooks/{workflowId}", s.handle(s.webhookTrigger))
-	route("POST /webhook/{flowId}/{stepId}/{token}", s.handle(s.guardToken(s.knownReceipt, s.reportWork)))
 	if s.UIStore != nil {
-		s.ui(mux)
+		s.signIn(m)
+	}
+	for _, room := range rooms {
+		room(s, m)
 	}
 	if w, ok := s.Store.(changeWatcher); ok {
 		s.watch.store = w
@@ -352,7 +282,7 @@ func (s *Server) Handler() http.Handler {
 			}
 		})
 	}
-	h := withRequestID(s.recoverPanics(s.logRequests(securityHeaders(mux))))
+	h := withRequestID(s.recoverPanics(s.logRequests(SecurityHeaders(m.mux))))
 	if s.BasePath != "" {
 		h = underBase(s.BasePath, h)
 	}
@@ -410,12 +340,12 @@ func (w *baseWriter) Write(b []byte) (int, error) {
 
 func (w *baseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// handle adapts an error-returning handler; errors become problem details
+// Handle adapts an error-returning handler; errors become problem details
 // here and only here.
-func (s *Server) handle(h func(http.ResponseWriter, *http.Request) error) http.Handler {
+func (s *Server) Handle(h func(http.ResponseWriter, *http.Request) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
-			p := problemAs(problemFor(err), principalFrom(r.Context()).User)
+			p := problemAs(ProblemFor(err), PrincipalFrom(r.Context()).User)
 			switch {
 			case p.Code == CodeDatabaseUnavailable:
 				// Expected while the database restarts: the caller tries again.
@@ -424,7 +354,7 @@ func (s *Server) handle(h func(http.ResponseWriter, *http.Request) error) http.H
 			case p.Status >= 500:
 				s.Log.ErrorContext(r.Context(), "Request failed", "method", r.Method, "route", routeOf(r), "error", err)
 			}
-			writeProblem(w, r, p)
+			WriteProblem(w, r, p)
 		}
 	})
 }
@@ -437,7 +367,7 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 					panic(p)
 				}
 				s.Log.ErrorContext(r.Context(), "Handler panicked", "method", r.Method, "route", routeOf(r), "panic", p, "stack", string(debug.Stack()))
-				writeProblem(w, r, newProblem(http.StatusInternalServerError, "internal", "The server failed to handle this request."))
+				WriteProblem(w, r, NewProblem(http.StatusInternalServerError, "internal", "The server failed to handle this request."))
 			}
 		}()
 		next.ServeHTTP(w, r)
@@ -476,7 +406,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 	})
 }
 
-func securityHeaders(next http.Handler) http.Handler {
+func SecurityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("X-Content-Type-Options", "nosniff")
@@ -487,13 +417,17 @@ func securityHeaders(next http.Handler) http.Handler {
 	})
 }
 
-// errMethodNotAllowed is a request whose path the API has, for other
+// ErrMethodNotAllowed is a request whose path the API has, for other
 // methods (see allowed).
-var errMethodNotAllowed = errors.New("method not allowed")
+var ErrMethodNotAllowed = errors.New("method not allowed")
 
 // CodeMethodNotAllowed is the problem code of a method a path does not
 // take: 405, with the methods it does take in Allow.
 const CodeMethodNotAllowed = "method_not_allowed"
+
+// Closing is closed once the server begins to shut down (CloseStreams):
+// a long-lived answer ends then, and its client reconnects.
+func (s *Server) Closing() <-chan struct{} { return s.closing }
 
 // CloseStreams ends the long-lived answers the server holds open: attach
 // streams and live pages' websockets. A shutting-down http.Server waits for
@@ -506,41 +440,4 @@ func (s *Server) CloseStreams() {
 			close(s.closing)
 		}
 	})
-}
-
-// Route is one route of the server: Method is empty for a route that
-// takes any method (resume URLs and webhook triggers, whose callers choose
-// it), Query lists the query parameters an API route reads (it refuses
-// others), and Page marks the web app's pages, which the OpenAPI document
-// leaves out.
-type Route struct {
-	Method, Path string
-	Query        []string
-	Page         bool
-}
-
-func newRoute(pattern string, params []string) Route {
-	method, path, ok := strings.Cut(pattern, " ")
-	if !ok {
-		method, path = "", pattern
-	}
-	return Route{Method: method, Path: path, Query: slices.Clone(params)}
-}
-
-// Routes lists the routes the last Handler registered, pages included.
-func (s *Server) Routes() []Route { return slices.Clone(s.routes) }
-
-// allowed lists the methods, in a fixed order, that mux routes r's path
-// to a handler other than the catch-all pattern fallback: those a 405
-// names in its Allow header. None means the path does not exist.
-func allowed(mux *http.ServeMux, r *http.Request, fallback string) []string {
-	var out []string
-	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
-		probe := r.Clone(r.Context())
-		probe.Method = m
-		if _, pattern := mux.Handler(probe); pattern != "" && pattern != fallback {
-			out = append(out, m)
-		}
-	}
-	return out
 }

@@ -155,7 +155,7 @@ func (s *sessionStore) expiry(created, now time.Time) time.Time {
 }
 
 // hashSessionID is the stored form of a session ID.
-func hashSessionID(id string) []byte { return sha256Bytes(id) }
+func hashSessionID(id string) []byte { return SHA256Bytes(id) }
 
 func valueOf(sess *sessions.Session, key string) string {
 	v, _ := sess.Values[key].(string)

@@ -314,7 +314,7 @@ func whereSaid(channel string) string {
 // nameOf is the name of the person with this email, or the email.
 func (s *Slack) nameOf(ctx context.Context, email string) string {
 	if s.People != nil && strings.Contains(email, "@") {
-		if u, err := accountOf(ctx, s.People, email); err == nil && u.Name != "" {
+		if u, err := AccountOf(ctx, s.People, email); err == nil && u.Name != "" {
 			return u.Name
 		}
 	}

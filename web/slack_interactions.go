@@ -187,7 +187,7 @@ func (s *Server) slackAction(w http.ResponseWriter, r *http.Request, cb *slack.I
 		return
 	}
 	approve := a.ActionID == slackApprove
-	rule, _ := askedOf(sp)
+	rule, _ := AskedOf(sp)
 	if rule == views.CommentRequired || !approve && rule == views.CommentRequiredToReject {
 		s.slackOpen(ctx, c, cb.TriggerID, slackCommentView(sp, approve, string(meta)))
 		return
@@ -216,8 +216,8 @@ type slackModalMeta struct {
 func (s *Server) slackDecide(r *http.Request, c slackCaller, sp domain.Suspension, approve bool, comment string) string {
 	u := c.user
 	req := domain.ResumeRequest{SuspensionID: sp.ID, By: u.Email, Actor: &u, Channel: domain.ChannelSlack}
-	req.Audit = s.auditEntry(r, domain.AuditEntry{ActorID: u.ID, ActorEmail: u.Email, Action: decisionAction(approve),
-		Data: auditData(map[string]any{"runId": sp.RunID, "comment": comment, "via": domain.ChannelSlack})})
+	req.Audit = s.AuditEntry(r, domain.AuditEntry{ActorID: u.ID, ActorEmail: u.Email, Action: DecisionAction(approve),
+		Data: AuditData(map[string]any{"runId": sp.RunID, "comment": comment, "via": domain.ChannelSlack})})
 	_, err := s.Engine.Decide(r.Context(), req, approve, comment)
 	return s.slackAfter(r.Context(), sp.ID, err)
 }
@@ -243,7 +243,7 @@ func (s *Server) slackAfter(ctx context.Context, suspensionID string, err error)
 	var ve *domain.ValidationError
 	switch {
 	case errors.Is(err, domain.ErrSeparationOfDuties):
-		return dutyMessage(err)
+		return DutyMessage(err)
 	case errors.Is(err, domain.ErrNotApprover), errors.Is(err, domain.ErrMachineWait):
 		return "You may not decide this request. Ask an admin if you should."
 	case errors.As(err, &ce) && ce.Code == domain.CodeAlreadyVoted:
@@ -278,7 +278,7 @@ func slackCommentView(sp domain.Suspension, approve bool, meta string) slack.Mod
 // slackForm is an input's form when Slack can show it: every field a
 // string, number, integer, boolean or choice; nil otherwise.
 func slackForm(sp domain.Suspension) []views.FormField {
-	fields, ok := formFields(sp.ResumeSchema)
+	fields, ok := FormFields(sp.ResumeSchema)
 	if !ok || len(fields) > 20 {
 		return nil
 	}
@@ -340,12 +340,12 @@ func (s *Server) slackSubmission(w http.ResponseWriter, r *http.Request, cb *sla
 	cb.Channel.ID = meta.Channel
 	c, ok := s.slackPerson(ctx, cb)
 	if !ok {
-		writeJSON(w, http.StatusOK, slack.NewClearViewSubmissionResponse())
+		WriteJSON(w, http.StatusOK, slack.NewClearViewSubmissionResponse())
 		return
 	}
 	sp, err := s.Store.Suspension(ctx, meta.Suspension)
 	if err != nil {
-		writeJSON(w, http.StatusOK, slack.NewErrorsViewSubmissionResponse(map[string]string{slackCommentID: "This request is no longer in Tollgate."}))
+		WriteJSON(w, http.StatusOK, slack.NewErrorsViewSubmissionResponse(map[string]string{slackCommentID: "This request is no longer in Tollgate."}))
 		return
 	}
 	values := map[string]map[string]slack.BlockAction{}
@@ -361,10 +361,10 @@ func (s *Server) slackSubmission(w http.ResponseWriter, r *http.Request, cb *sla
 		why = s.slackDecide(r, c, sp, meta.Decision == slackApprove, comment)
 	}
 	if why != "" {
-		writeJSON(w, http.StatusOK, slack.NewErrorsViewSubmissionResponse(map[string]string{field: why}))
+		WriteJSON(w, http.StatusOK, slack.NewErrorsViewSubmissionResponse(map[string]string{field: why}))
 		return
 	}
-	writeJSON(w, http.StatusOK, slack.NewClearViewSubmissionResponse())
+	WriteJSON(w, http.StatusOK, slack.NewClearViewSubmissionResponse())
 }
 
 // slackAnswer resumes input sp with the answer of its modal, as c's
@@ -386,9 +386,9 @@ func (s *Server) slackAnswer(r *http.Request, c slackCaller, sp domain.Suspensio
 			form.Set(f.Name(), a.Value)
 		}
 	}
-	value, _, errs := formValue(fields, form, time.UTC)
+	value, _, errs := FormValue(fields, form, time.UTC)
 	if len(errs) > 0 {
-		errs = allFormErrors(sp.ResumeSchema, value, errs)
+		errs = AllFormErrors(sp.ResumeSchema, value, errs)
 	} else {
 		data, _ := json.Marshal(value)
 		if ve, ok := errors.AsType[*domain.ValidationError](ValidateResumeData(sp.ResumeSchema, data)); ok {
@@ -397,8 +397,8 @@ func (s *Server) slackAnswer(r *http.Request, c slackCaller, sp domain.Suspensio
 		if len(errs) == 0 {
 			u := c.user
 			req := domain.ResumeRequest{SuspensionID: sp.ID, By: u.Email, Actor: &u, Channel: domain.ChannelSlack, Data: data}
-			req.Audit = s.auditEntry(r, domain.AuditEntry{ActorID: u.ID, ActorEmail: u.Email, Action: "suspension.resume",
-				Data: auditData(map[string]any{"runId": sp.RunID, "resumeData": json.RawMessage(data), "via": domain.ChannelSlack})})
+			req.Audit = s.AuditEntry(r, domain.AuditEntry{ActorID: u.ID, ActorEmail: u.Email, Action: "suspension.resume",
+				Data: AuditData(map[string]any{"runId": sp.RunID, "resumeData": json.RawMessage(data), "via": domain.ChannelSlack})})
 			_, err := s.Engine.Resume(r.Context(), req)
 			return s.slackAfter(r.Context(), sp.ID, err), fields[0].Name()
 		}

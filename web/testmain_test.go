@@ -25,6 +25,8 @@ import (
 	"github.com/tollgatehq/tollgate/storage"
 	"github.com/tollgatehq/tollgate/storage/storagetest"
 	"github.com/tollgatehq/tollgate/web"
+	"github.com/tollgatehq/tollgate/web/api"
+	"github.com/tollgatehq/tollgate/web/ui"
 )
 
 func TestMain(m *testing.M) { storagetest.Main(m) }
@@ -163,7 +165,7 @@ func newAPIEnvAround(t testing.TB, o storage.Opts, configure func(*web.Server), 
 	if around == nil {
 		e.srv = newServer(t, srv)
 	} else {
-		e.srv = httptest.NewServer(around(srv.Handler()))
+		e.srv = httptest.NewServer(around(srv.Handler(api.Routes, ui.Routes)))
 		t.Cleanup(e.srv.Close)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -207,7 +209,7 @@ func (e *apiEnv) addKey(t testing.TB, userID string) (id, secret string) {
 }
 
 func newServer(t testing.TB, srv *web.Server) *httptest.Server {
-	hs := httptest.NewServer(srv.Handler())
+	hs := httptest.NewServer(srv.Handler(api.Routes, ui.Routes))
 	t.Cleanup(hs.Close)
 	return hs
 }

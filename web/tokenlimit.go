@@ -93,12 +93,12 @@ func retryAfter(w http.ResponseWriter, wait time.Duration) {
 	w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
 }
 
-// guardToken answers a capability URL's call with h, whose not-found
+// GuardToken answers a capability URL's call with h, whose not-found
 // answer is a miss against the caller's address (tokenMissed). For an
 // address that has used up its misses, known (a cheap hashed lookup of
 // the URL's token) runs first: an unknown token is refused there, before
 // h reads a body or opens a transaction, and a known one is served.
-func (s *Server) guardToken(known func(*http.Request) error, h func(http.ResponseWriter, *http.Request) error) func(http.ResponseWriter, *http.Request) error {
+func (s *Server) GuardToken(known func(*http.Request) error, h func(http.ResponseWriter, *http.Request) error) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		l, addr := s.tokenLimiter(), s.clientAddr(r)
 		if l.blocked(addr, s.Clock.Now()) > 0 {
@@ -124,9 +124,9 @@ func (s *Server) tokenMissed(w http.ResponseWriter, l *addressLimiter, addr stri
 	return err
 }
 
-// knownWaitpoint checks a resume URL's token: ErrNotFound unless it names
+// KnownWaitpoint checks a resume URL's token: ErrNotFound unless it names
 // a webhook waitpoint.
-func (s *Server) knownWaitpoint(r *http.Request) error {
+func (s *Server) KnownWaitpoint(r *http.Request) error {
 	if s.Waitpoints == nil {
 		return domain.ErrNotFound
 	}
@@ -134,27 +134,27 @@ func (s *Server) knownWaitpoint(r *http.Request) error {
 	return err
 }
 
-// knownReceipt checks a report URL's receipt token: ErrNotFound unless it
+// KnownReceipt checks a report URL's receipt token: ErrNotFound unless it
 // names a work item of the URL's step.
-func (s *Server) knownReceipt(r *http.Request) error {
+func (s *Server) KnownReceipt(r *http.Request) error {
 	if s.WorkReports == nil || s.WorkItems == nil {
 		return domain.ErrNotFound
 	}
-	_, err := s.WorkItems.WorkItemByToken(r.Context(), r.PathValue("flowId"), r.PathValue("stepId"), sha256Bytes(r.PathValue("token")))
+	_, err := s.WorkItems.WorkItemByToken(r.Context(), r.PathValue("flowId"), r.PathValue("stepId"), SHA256Bytes(r.PathValue("token")))
 	return err
 }
 
-// linkMissed counts a decision or password-reset link that does not work
+// LinkMissed counts a decision or password-reset link that does not work
 // against the request's address and reports whether it answered: 429
 // with a Retry-After, when the address has opened too many such links.
 // Otherwise the caller says why the link does not work.
-func (s *Server) linkMissed(w http.ResponseWriter, r *http.Request, v *views.Viewer) bool {
+func (s *Server) LinkMissed(w http.ResponseWriter, r *http.Request, v *views.Viewer) bool {
 	wait := s.resets.missed(s.clientAddr(r), s.Clock.Now())
 	if wait == 0 {
 		return false
 	}
 	retryAfter(w, wait)
-	s.renderError(w, r, http.StatusTooManyRequests, "Too many invalid links",
+	s.RenderError(w, r, http.StatusTooManyRequests, "Too many invalid links",
 		"This address opened too many links that do not work. Check that the whole link was copied, wait a few minutes, then try again.", v)
 	return true
 }

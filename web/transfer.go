@@ -46,10 +46,10 @@ func (p *progressDeadline) extend() {
 	}
 }
 
-// uploadDeadlines gives an upload request until uploadMaxDuration to
+// UploadDeadlines gives an upload request until uploadMaxDuration to
 // arrive (read deadlines moving with its progress, through the returned
 // reader) and to be answered.
-func uploadDeadlines(w http.ResponseWriter, body io.ReadCloser) io.ReadCloser {
+func UploadDeadlines(w http.ResponseWriter, body io.ReadCloser) io.ReadCloser {
 	rc := http.NewResponseController(w)
 	end := time.Now().Add(uploadMaxDuration)
 	_ = rc.SetWriteDeadline(end.Add(transferIdle))
@@ -77,7 +77,7 @@ type progressWriter struct {
 	p *progressDeadline
 }
 
-func newProgressWriter(w http.ResponseWriter) *progressWriter {
+func NewProgressWriter(w http.ResponseWriter) *progressWriter {
 	return &progressWriter{w: w, p: &progressDeadline{rc: http.NewResponseController(w), write: true}}
 }
 

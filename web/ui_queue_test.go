@@ -79,7 +79,7 @@ var claimFormSchema = json.RawMessage(`{
   }
 }`)
 
-// addNamedPerson is signedIn for someone with a display name.
+// addNamedPerson is SignedIn for someone with a display name.
 func (e *apiEnv) addNamedPerson(t *testing.T, email, name string, role domain.Role) *browser {
 	t.Helper()
 	_, password := e.addPersonNamed(t, email, name, role)

@@ -111,7 +111,7 @@ func (e *apiEnv) addPersonNamed(t testing.TB, email, name string, role domain.Ro
 	return u.ID, password
 }
 
-// signedIn adds a person and returns a browser signed in as them.
+// SignedIn adds a person and returns a browser signed in as them.
 func (e *apiEnv) signedIn(t testing.TB, email string, role domain.Role) *browser {
 	t.Helper()
 	_, password := e.addPerson(t, email, role)

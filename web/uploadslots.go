@@ -5,11 +5,11 @@ import (
 	"sync"
 )
 
-// uploadRetryAfter is the Retry-After, in seconds, of an upload refused
+// UploadRetryAfter is the Retry-After, in seconds, of an upload refused
 // because too many are in flight.
-const uploadRetryAfter = 30
+const UploadRetryAfter = 30
 
-// uploadSlots bounds the uploads this process reads at once, in all and
+// UploadSlots bounds the uploads this process reads at once, in all and
 // per person: each one holds a connection, a chunk buffer and database
 // writes for as long as the file takes to arrive.
 type uploadSlots struct {
@@ -20,9 +20,9 @@ type uploadSlots struct {
 	users   map[string]int
 }
 
-// acquire takes a slot for userID. It returns the function that gives it
+// Acquire takes a slot for userID. It returns the function that gives it
 // back, or, when none is free, why (a sentence for the person).
-func (u *uploadSlots) acquire(userID string) (release func(), busy string) {
+func (u *uploadSlots) Acquire(userID string) (release func(), busy string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	switch {
@@ -48,9 +48,9 @@ func (u *uploadSlots) release(userID string) {
 	}
 }
 
-// uploadSlots returns the server's upload limiter, made on first use with
+// UploadSlots returns the server's upload limiter, made on first use with
 // UploadsPerUser (2) and UploadsInFlight (8).
-func (s *Server) uploadSlots() *uploadSlots {
+func (s *Server) UploadSlots() *uploadSlots {
 	s.slotsOnce.Do(func() {
 		s.slots = &uploadSlots{perUser: s.UploadsPerUser, total: s.UploadsInFlight, users: map[string]int{}}
 		if s.slots.perUser <= 0 {

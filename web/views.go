@@ -27,14 +27,14 @@ type runJSON struct {
 	ScheduleID  string           `json:"scheduleId,omitempty"`
 	CreatedAt   time.Time        `json:"createdAt"`
 	UpdatedAt   time.Time        `json:"updatedAt"`
-	Suspensions []suspensionJSON `json:"suspensions,omitempty"`
+	Suspensions []SuspensionJSON `json:"suspensions,omitempty"`
 	// Awaiting lists the waits a suspended run is paused on. WaitingFor
 	// and PendingApproval project it as the seeds' run state does: the
 	// oldest pending wait for something other than a decision, and the
 	// oldest pending approval.
-	Awaiting        []awaitJSON          `json:"awaiting,omitempty"`
-	WaitingFor      *waitingForJSON      `json:"waitingFor,omitempty"`
-	PendingApproval *pendingApprovalJSON `json:"pendingApproval,omitempty"`
+	Awaiting        []AwaitJSON          `json:"awaiting,omitempty"`
+	WaitingFor      *WaitingForJSON      `json:"waitingFor,omitempty"`
+	PendingApproval *PendingApprovalJSON `json:"pendingApproval,omitempty"`
 }
 
 type starterJSON struct {
@@ -43,7 +43,7 @@ type starterJSON struct {
 	Role  domain.Role `json:"role"`
 }
 
-func runView(r domain.Run) runJSON {
+func RunView(r domain.Run) runJSON {
 	v := runJSON{
 		ID: r.ID, WorkflowID: r.WorkflowID, WorkflowVersion: r.WorkflowVersion, Status: r.Status,
 		Input: domain.OrNull(r.Input), Output: domain.OrNull(r.Output), Error: r.Error, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
@@ -55,8 +55,8 @@ func runView(r domain.Run) runJSON {
 	return v
 }
 
-// awaitJSON is one wait a suspended run is paused on.
-type awaitJSON struct {
+// AwaitJSON is one wait a suspended run is paused on.
+type AwaitJSON struct {
 	StepID       string                `json:"stepId"`
 	Kind         domain.SuspensionKind `json:"kind"`
 	Name         string                `json:"name"`
@@ -68,10 +68,10 @@ type awaitJSON struct {
 	Branch string `json:"branch,omitempty"`
 }
 
-// waitingForJSON is what a suspended run waits for besides a decision: a
+// WaitingForJSON is what a suspended run waits for besides a decision: a
 // signal (by its name), a timer, a callback, a webhook or a person's input
 // (by its reason), as awaiting names them.
-type waitingForJSON struct {
+type WaitingForJSON struct {
 	SignalName   string                `json:"signalName"`
 	StepID       string                `json:"stepId"`
 	Kind         domain.SuspensionKind `json:"kind"`
@@ -79,10 +79,10 @@ type waitingForJSON struct {
 	Deadline     *time.Time            `json:"deadline,omitempty"`
 }
 
-// pendingApprovalJSON is the decision a suspended run waits for.
+// PendingApprovalJSON is the decision a suspended run waits for.
 // ApprovalID is the wait's step key, which a replay run's log and its
 // approval deliveries name it by; SuspensionID is what the API approves.
-type pendingApprovalJSON struct {
+type PendingApprovalJSON struct {
 	ApprovalID   string `json:"approvalId"`
 	SuspensionID string `json:"suspensionId"`
 	StepID       string `json:"stepId"`
@@ -91,30 +91,30 @@ type pendingApprovalJSON struct {
 	Description string `json:"description,omitempty"`
 }
 
-// pendingWaits reads the suspensions run runID is paused on. They are read
+// PendingWaits reads the suspensions run runID is paused on. They are read
 // by status, so a run with more earlier waits than a page holds still
 // shows them.
-func (s *Server) pendingWaits(ctx context.Context, runID string) ([]domain.Suspension, error) {
+func (s *Server) PendingWaits(ctx context.Context, runID string) ([]domain.Suspension, error) {
 	ss, _, err := s.Store.Suspensions(ctx, domain.SuspensionFilter{RunID: runID, Status: domain.SuspensionPending, Limit: domain.RunSuspensionsLimit})
 	return ss, err
 }
 
-// showWaits fills in what the run v waits for, from its suspensions ss
+// ShowWaits fills in what the run v waits for, from its suspensions ss
 // (those that are pending count).
-func (v *runJSON) showWaits(ss []domain.Suspension) {
-	v.Awaiting, v.WaitingFor, v.PendingApproval = waitsOf(ss)
+func (v *runJSON) ShowWaits(ss []domain.Suspension) {
+	v.Awaiting, v.WaitingFor, v.PendingApproval = WaitsOf(ss)
 }
 
-// waitsOf lists the pending waits among ss, and projects them: the oldest
+// WaitsOf lists the pending waits among ss, and projects them: the oldest
 // that waits for something other than a decision, and the oldest approval.
-func waitsOf(ss []domain.Suspension) ([]awaitJSON, *waitingForJSON, *pendingApprovalJSON) {
-	awaiting := []awaitJSON{}
+func WaitsOf(ss []domain.Suspension) ([]AwaitJSON, *WaitingForJSON, *PendingApprovalJSON) {
+	awaiting := []AwaitJSON{}
 	var waiting, approval *domain.Suspension
 	for i, sp := range ss {
 		if sp.Status != domain.SuspensionPending {
 			continue
 		}
-		awaiting = append(awaiting, awaitJSON{StepID: sp.StepKey, Kind: sp.Kind, Name: sp.Reason, SuspensionID: sp.ID, Deadline: sp.WakeAt,
+		awaiting = append(awaiting, AwaitJSON{StepID: sp.StepKey, Kind: sp.Kind, Name: sp.Reason, SuspensionID: sp.ID, Deadline: sp.WakeAt,
 			Group: sp.GroupKey, Branch: sp.Branch})
 		if sp.Kind == domain.KindApproval {
 			approval = older(approval, &ss[i])
@@ -122,13 +122,13 @@ func waitsOf(ss []domain.Suspension) ([]awaitJSON, *waitingForJSON, *pendingAppr
 			waiting = older(waiting, &ss[i])
 		}
 	}
-	var w *waitingForJSON
+	var w *WaitingForJSON
 	if waiting != nil {
-		w = &waitingForJSON{SignalName: waiting.Reason, StepID: waiting.StepKey, Kind: waiting.Kind, SuspensionID: waiting.ID, Deadline: waiting.WakeAt}
+		w = &WaitingForJSON{SignalName: waiting.Reason, StepID: waiting.StepKey, Kind: waiting.Kind, SuspensionID: waiting.ID, Deadline: waiting.WakeAt}
 	}
-	var a *pendingApprovalJSON
+	var a *PendingApprovalJSON
 	if approval != nil {
-		a = &pendingApprovalJSON{ApprovalID: approval.StepKey, SuspensionID: approval.ID, StepID: approval.StepKey,
+		a = &PendingApprovalJSON{ApprovalID: approval.StepKey, SuspensionID: approval.ID, StepID: approval.StepKey,
 			Title: cmp.Or(approval.Title, approval.ReasonName()), Description: approval.Instructions}
 	}
 	return awaiting, w, a
@@ -142,7 +142,7 @@ func older(a, b *domain.Suspension) *domain.Suspension {
 	return a
 }
 
-type suspensionJSON struct {
+type SuspensionJSON struct {
 	ID              string                  `json:"id"`
 	RunID           string                  `json:"runId"`
 	WorkflowID      string                  `json:"workflowId"`
@@ -194,8 +194,8 @@ type suspensionJSON struct {
 	Branch   string           `json:"branch,omitempty"`
 }
 
-func suspensionView(s domain.Suspension) suspensionJSON {
-	v := suspensionJSON{
+func suspensionView(s domain.Suspension) SuspensionJSON {
+	v := SuspensionJSON{
 		ID: s.ID, RunID: s.RunID, WorkflowID: s.WorkflowID, WorkflowVersion: s.WorkflowVersion,
 		StepName: s.StepName, StepKey: s.StepKey, Kind: s.Kind, Reason: s.Reason, Status: s.Status,
 		Checkpoint: domain.OrNull(s.Checkpoint), ResumeStep: s.ResumeStep, ResumeSchema: s.ResumeSchema,
@@ -254,7 +254,7 @@ type signalJSON struct {
 	DeliveredAt *time.Time      `json:"deliveredAt,omitempty"`
 }
 
-func signalView(sig domain.Signal) signalJSON {
+func SignalView(sig domain.Signal) signalJSON {
 	v := signalJSON{RunID: sig.RunID, Name: sig.Name, SignalID: sig.SignalID, StepID: sig.StepKey, Payload: sig.Payload,
 		Status: "delivered", Duplicate: sig.Duplicate, SentBy: sig.SentBy, SentAt: sig.SentAt, DeliveredAt: sig.DeliveredAt}
 	if sig.DeliveredAt == nil {
@@ -271,6 +271,6 @@ type eventJSON struct {
 	CreatedAt time.Time       `json:"createdAt"`
 }
 
-func eventView(e domain.Event) eventJSON {
+func EventView(e domain.Event) eventJSON {
 	return eventJSON{Seq: e.Seq, Type: e.Type, Step: e.Step, Payload: domain.OrNull(e.Payload), CreatedAt: e.CreatedAt}
 }

@@ -16,17 +16,17 @@ const defaultMaxWaitsPerCaller = 100
 // runs do next as one caller may (HTTP 429, with a Retry-After).
 const CodeTooManyWaits = "too_many_waits"
 
-// tooManyWaitsError refuses a wait over its caller's cap; RetryAfter is
+// TooManyWaitsError refuses a wait over its caller's cap; RetryAfter is
 // how long until the first of the caller's waits ends.
-type tooManyWaitsError struct{ RetryAfter time.Duration }
+type TooManyWaitsError struct{ RetryAfter time.Duration }
 
-func (e *tooManyWaitsError) Error() string {
+func (e *TooManyWaitsError) Error() string {
 	return fmt.Sprintf("too many waits for this caller; one ends within %s", e.RetryAfter)
 }
 
-// retryAfterSeconds is the Retry-After of the refusal: whole seconds,
+// RetryAfterSeconds is the Retry-After of the refusal: whole seconds,
 // rounded up, at least one.
-func (e *tooManyWaitsError) retryAfterSeconds() int {
+func (e *TooManyWaitsError) RetryAfterSeconds() int {
 	return max(1, int((e.RetryAfter+time.Second-1)/time.Second))
 }
 
@@ -38,14 +38,14 @@ type waitSlots struct {
 
 // acquire takes one of caller's limit slots for a wait that ends by
 // deadline; a limit of zero or less means no cap. It returns the function
-// that gives the slot back, or, when all are taken, a *tooManyWaitsError
+// that gives the slot back, or, when all are taken, a *TooManyWaitsError
 // saying when the first of them ends.
 func (ws *waitSlots) acquire(caller string, limit int, now, deadline time.Time) (func(), error) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	held := ws.held[caller]
 	if limit > 0 && len(held) >= limit {
-		return nil, &tooManyWaitsError{RetryAfter: slices.MinFunc(held, time.Time.Compare).Sub(now)}
+		return nil, &TooManyWaitsError{RetryAfter: slices.MinFunc(held, time.Time.Compare).Sub(now)}
 	}
 	if ws.held == nil {
 		ws.held = map[string][]time.Time{}
@@ -78,8 +78,8 @@ func (p Principal) caller() string {
 	return "user:" + p.User.ID
 }
 
-// holdWait takes a slot of p's for a wait until deadline (see
+// HoldWait takes a slot of p's for a wait until deadline (see
 // MaxWaitsPerCaller).
-func (s *Server) holdWait(p Principal, deadline time.Time) (func(), error) {
+func (s *Server) HoldWait(p Principal, deadline time.Time) (func(), error) {
 	return s.waits.acquire(p.caller(), capOr(s.MaxWaitsPerCaller, defaultMaxWaitsPerCaller), time.Now(), deadline)
 }
