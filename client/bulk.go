@@ -54,19 +54,29 @@ type SuspensionSelection struct {
 // RunBulk cancels or retries many runs: those IDs names, or those Filter
 // matches.
 type RunBulk struct {
-	Action string        `json:"action"` // cancel or retry
-	Reason string        `json:"reason,omitempty"`
-	IDs    []string      `json:"ids,omitempty"`
-	Filter *RunSelection `json:"filter,omitempty"`
+	Action string   `json:"action"` // cancel or retry
+	Reason string   `json:"reason,omitempty"`
+	IDs    []string `json:"ids,omitempty"`
+	// Filter selects runs as ListRuns does; its Cursor and Limit are a
+	// page's and are not sent.
+	Filter *RunFilter `json:"filter,omitempty"`
 }
 
-// RunSelection selects runs for a bulk action, as ListRuns' filter does.
-type RunSelection struct {
-	Status        []string   `json:"status,omitempty"`
-	WorkflowID    string     `json:"workflowId,omitempty"`
-	Query         string     `json:"q,omitempty"`
-	CreatedAfter  *time.Time `json:"createdAfter,omitempty"`
-	CreatedBefore *time.Time `json:"createdBefore,omitempty"`
+// MarshalJSON writes f as a bulk action's filter.
+func (f RunFilter) MarshalJSON() ([]byte, error) {
+	orNil := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		return &t
+	}
+	return json.Marshal(struct {
+		Status        []string   `json:"status,omitempty"`
+		WorkflowID    string     `json:"workflowId,omitempty"`
+		Query         string     `json:"q,omitempty"`
+		CreatedAfter  *time.Time `json:"createdAfter,omitempty"`
+		CreatedBefore *time.Time `json:"createdBefore,omitempty"`
+	}{f.Statuses, f.WorkflowID, f.Query, orNil(f.CreatedAfter), orNil(f.CreatedBefore)})
 }
 
 // BulkSuspensions acts on many suspensions, calling each (if not nil) with

@@ -613,13 +613,8 @@ func (r *runsCLI) run(ctx context.Context, path string, getenv func(string) stri
 		}
 		b := apiclient.RunBulk{Action: f.Action, Reason: f.Reason, IDs: splitList(f.IDs)}
 		if len(b.IDs) == 0 {
-			b.Filter = &apiclient.RunSelection{Status: splitList(f.Status), WorkflowID: f.Workflow, Query: f.Query}
-			if !f.CreatedAfter.IsZero() {
-				b.Filter.CreatedAfter = &f.CreatedAfter
-			}
-			if !f.CreatedBefore.IsZero() {
-				b.Filter.CreatedBefore = &f.CreatedBefore
-			}
+			b.Filter = &apiclient.RunFilter{Statuses: splitList(f.Status), WorkflowID: f.Workflow, Query: f.Query,
+				CreatedAfter: f.CreatedAfter, CreatedBefore: f.CreatedBefore}
 		}
 		p := printer{stdout, f.JSON}
 		return p.bulk(api.BulkRuns(ctx, b, p.bulkLine))
