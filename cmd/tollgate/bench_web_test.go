@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"runtime"
@@ -173,18 +172,7 @@ func signIn(t *testing.T, base string, db *storage.DB, email string) *browserSes
 	if _, err := db.CreateUser(t.Context(), domain.User{ID: uuid.NewString(), Email: email, Role: domain.RoleReviewer, CreatedAt: time.Now()}, hash); err != nil {
 		t.Fatal(err)
 	}
-	jar, _ := cookiejar.New(nil)
-	s := &browserSession{base: base, hc: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
-	resp, err := s.hc.PostForm(base+"/login", url.Values{"email": {email}, "password": {password}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/inbox" {
-		t.Fatalf("signing in ended at %s with %d", resp.Request.URL, resp.StatusCode)
-	}
-	return s
+	return &browserSession{base: base, hc: signInAs(t, base, email, password)}
 }
 
 // page GETs path and checks that it is a full inbox page, holding each of

@@ -8,11 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/cookiejar"
-	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -45,28 +42,11 @@ func signInFounder(ctx context.Context, t *testing.T, env map[string]string, tra
 	if err := run(ctx, []string{"user", "add", "--email", email, "--role", "founder"}, envFunc(env), &out, &out); err != nil {
 		return nil, fmt.Errorf("user add: %v\n%s", err, out.String())
 	}
-	jar, _ := cookiejar.New(nil)
-	f := &chaosFounder{email: email, hc: &http.Client{Jar: jar, Transport: transport, Timeout: 10 * time.Second,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
-	form := url.Values{"email": {email}, "password": {env["TOLLGATE_PASSWORD"]}, "next": {"/"}}.Encode()
-	for ctx.Err() == nil {
-		req, _ := http.NewRequestWithContext(ctx, "POST", "http://tollgate/login", strings.NewReader(form))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		resp, err := f.hc.Do(req)
-		if err != nil {
-			time.Sleep(20 * time.Millisecond)
-			continue
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		switch {
-		case resp.StatusCode == http.StatusSeeOther:
-			return f, nil
-		case resp.StatusCode < 500:
-			return nil, fmt.Errorf("sign in: %d", resp.StatusCode)
-		}
+	hc, err := signInRetrying(ctx, transport, "http://tollgate", email, env["TOLLGATE_PASSWORD"])
+	if err != nil {
+		return nil, err
 	}
-	return nil, ctx.Err()
+	return &chaosFounder{email: email, hc: hc}, nil
 }
 
 // pngStatement is a small PNG: what the server sniffs decides its type.

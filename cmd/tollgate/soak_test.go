@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"slices"
@@ -291,26 +290,6 @@ type soakRow struct {
 	p99                           time.Duration
 	msgs                          int64
 	tabs                          int
-}
-
-// signInAs signs in through the login form and returns a client that
-// holds the session's cookie.
-func signInAs(t *testing.T, base, email, password string) *http.Client {
-	t.Helper()
-	jar, _ := cookiejar.New(nil)
-	hc := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	req, _ := http.NewRequest("POST", base+"/login", strings.NewReader(url.Values{"email": {email}, "password": {password}, "next": {"/"}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", base)
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther {
-		t.Fatalf("sign in as %s: %d", email, resp.StatusCode)
-	}
-	return hc
 }
 
 // liveTabs are open live-update websockets, as pages hold them.

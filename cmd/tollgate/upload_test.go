@@ -6,10 +6,7 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
-	"net/http/cookiejar"
-	"net/url"
 	"testing"
-	"time"
 )
 
 // person is someone signed in to a test server's web app.
@@ -31,20 +28,7 @@ func (s *testServer) signIn(t *testing.T, email, role string) *person {
 	if err := run(t.Context(), []string{"user", "add", "--email", email, "--role", role}, envFunc(env), &out, &out); err != nil {
 		t.Fatalf("user add %s: %v\n%s", email, err, out.String())
 	}
-	jar, _ := cookiejar.New(nil)
-	p := &person{base: s.URL, hc: &http.Client{Jar: jar, Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error {
-		return http.ErrUseLastResponse
-	}}}
-	resp, err := p.hc.PostForm(s.URL+"/login", url.Values{"email": {email}, "password": {env["TOLLGATE_PASSWORD"]}, "next": {"/"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther {
-		t.Fatalf("sign in %s: %d", email, resp.StatusCode)
-	}
-	return p
+	return &person{base: s.URL, hc: signInAs(t, s.URL, email, env["TOLLGATE_PASSWORD"])}
 }
 
 // upload posts one file as the upload form does and returns the status
