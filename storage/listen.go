@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/tollgatehq/tollgate/domain"
 )
 
 // listen holds one dedicated PostgreSQL connection LISTENing on the jobs
@@ -17,14 +18,15 @@ import (
 // anything watched, in case it missed something.
 func (db *DB) listen(ctx context.Context) {
 	defer close(db.done)
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
+	retry := domain.RetryPolicy{InitialBackoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second, Multiplier: 2}
+	for attempt := 1; ctx.Err() == nil; attempt++ {
 		db.changes.connecting()
 		err := db.listenOnce(ctx)
 		db.changes.lost()
 		if ctx.Err() != nil {
 			return
 		}
+		backoff := retry.Backoff(attempt, 0)
 		db.log.WarnContext(ctx, "Job notifications interrupted", "error", err, "retry_in", backoff)
 		db.signal()
 		select {
@@ -32,7 +34,6 @@ func (db *DB) listen(ctx context.Context) {
 			return
 		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 10*time.Second)
 	}
 }
 

@@ -145,8 +145,9 @@ func (w *worker) do(ctx context.Context, c call) {
 // anything else is tried again after a growing wait.
 func (w *worker) send(ctx context.Context, c call, rep domain.StepOutcome) {
 	body, _ := json.Marshal(rep)
-	wait := w.retryBase
+	retry := domain.RetryPolicy{InitialBackoff: w.retryBase, Multiplier: 2}
 	for attempt := 1; ; attempt++ {
+		wait := retry.Backoff(attempt, 0)
 		resp, err := w.client.Post(c.Metadata.WebhookURL, "application/json", bytes.NewReader(body))
 		if err == nil {
 			answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
@@ -169,7 +170,6 @@ func (w *worker) send(ctx context.Context, c call, rep domain.StepOutcome) {
 			w.log.Error("Report not delivered: shutting down", "receipt_token", c.Metadata.ReceiptToken, "error", err)
 			return
 		}
-		wait *= 2
 	}
 }
 
