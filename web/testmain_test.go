@@ -165,7 +165,7 @@ func newAPIEnvAround(t testing.TB, o storage.Opts, configure func(*web.Server), 
 	if around == nil {
 		e.srv = newServer(t, srv)
 	} else {
-		e.srv = httptest.NewServer(around(srv.Handler(api.Routes, ui.Routes)))
+		e.srv = httptest.NewServer(checkContract(t, around(srv.Handler(api.Routes, ui.Routes))))
 		t.Cleanup(e.srv.Close)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -209,7 +209,11 @@ func (e *apiEnv) addKey(t testing.TB, userID string) (id, secret string) {
 }
 
 func newServer(t testing.TB, srv *web.Server) *httptest.Server {
-	hs := httptest.NewServer(srv.Handler(api.Routes, ui.Routes))
+	h := srv.Handler(api.Routes, ui.Routes)
+	if srv.BasePath == "" { // under a base path, the document's server URL says so, and its paths are relative
+		h = checkContract(t, h)
+	}
+	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	return hs
 }

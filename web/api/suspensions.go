@@ -161,12 +161,30 @@ func (s *api) resumeStep(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	status := http.StatusOK
 	if out.Precompleted {
-		status = http.StatusAccepted // kept until the pause commits
+		web.WriteJSON(w, http.StatusAccepted, keptResumeOf(out))
+		return nil
 	}
-	web.WriteJSON(w, status, s.SuspensionOut(r, out))
+	web.WriteJSON(w, http.StatusOK, s.SuspensionOut(r, out))
 	return nil
+}
+
+// keptResumeJSON is a resume kept for a pause that has not committed yet:
+// the run takes it as soon as the pause commits. Of the pause itself,
+// nothing is known yet.
+type keptResumeJSON struct {
+	ID         string                  `json:"id"`
+	RunID      string                  `json:"runId"`
+	StepKey    string                  `json:"stepKey"`
+	Status     domain.SuspensionStatus `json:"status"`
+	ResumeData json.RawMessage         `json:"resumeData"`
+	ResumedAt  *time.Time              `json:"resumedAt"`
+	ResumedBy  string                  `json:"resumedBy"`
+}
+
+func keptResumeOf(sp domain.Suspension) keptResumeJSON {
+	return keptResumeJSON{ID: sp.ID, RunID: sp.RunID, StepKey: sp.StepKey, Status: sp.Status,
+		ResumeData: domain.OrNull(sp.ResumeData), ResumedAt: sp.ResumedAt, ResumedBy: sp.ResumedBy}
 }
 
 // resumeAt resumes the pause of req's step key. A pause that has committed
