@@ -3,6 +3,9 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"iter"
 	"net/url"
 	"time"
 )
@@ -37,6 +40,44 @@ type AuditFilter struct {
 
 // ListAudit lists one page of the audit log (admins' keys only).
 func (c *Client) ListAudit(ctx context.Context, f AuditFilter) (Page[AuditEntry], error) {
+	q := f.query()
+	paging(q, f.Cursor, f.Limit)
+	var p Page[AuditEntry]
+	_, err := c.do(ctx, "GET", "/api/v1/audit", q, nil, &p)
+	return p, err
+}
+
+// ExportAudit yields every audit entry f matches (its Cursor and Limit
+// aside), newest first, as the server streams them (admins' keys only);
+// an error ends them. The export is itself in the audit log.
+func (c *Client) ExportAudit(ctx context.Context, f AuditFilter) iter.Seq2[AuditEntry, error] {
+	return func(yield func(AuditEntry, error) bool) {
+		resp, err := c.stream(ctx, "GET", "/api/v1/audit/export", f.query(), nil)
+		if err != nil {
+			yield(AuditEntry{}, err)
+			return
+		}
+		defer resp.Body.Close()
+		dec := json.NewDecoder(resp.Body)
+		for {
+			var e AuditEntry
+			err := dec.Decode(&e)
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				yield(AuditEntry{}, fmt.Errorf("read the audit export: %w", err))
+				return
+			}
+			if !yield(e, nil) {
+				return
+			}
+		}
+	}
+}
+
+// query is f's filters as query parameters.
+func (f AuditFilter) query() url.Values {
 	q := url.Values{}
 	set(q, "actor", f.ActorEmail)
 	set(q, "action", f.Action)
@@ -44,10 +85,7 @@ func (c *Client) ListAudit(ctx context.Context, f AuditFilter) (Page[AuditEntry]
 	set(q, "workflowId", f.WorkflowID)
 	setTime(q, "from", f.From)
 	setTime(q, "to", f.To)
-	paging(q, f.Cursor, f.Limit)
-	var p Page[AuditEntry]
-	_, err := c.do(ctx, "GET", "/api/v1/audit", q, nil, &p)
-	return p, err
+	return q
 }
 
 // Subscription is a webhook subscription: a URL and the event types it

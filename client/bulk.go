@@ -2,13 +2,10 @@ package client
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"time"
 )
 
@@ -92,30 +89,11 @@ func (c *Client) BulkRuns(ctx context.Context, b RunBulk, each func(BulkResult))
 }
 
 func (c *Client) bulk(ctx context.Context, path string, body any, each func(BulkResult)) (BulkSummary, error) {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return BulkSummary{}, err
-	}
-	req, err := http.NewRequestWithContext(ctx, "POST", c.base+path, bytes.NewReader(b))
-	if err != nil {
-		return BulkSummary{}, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.hc.Do(req)
+	resp, err := c.stream(ctx, "POST", path, nil, body)
 	if err != nil {
 		return BulkSummary{}, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		p := &Problem{}
-		if json.Unmarshal(raw, p) != nil || p.Status == 0 {
-			p.Detail = string(raw)
-		}
-		p.Status = resp.StatusCode
-		return BulkSummary{}, p
-	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {

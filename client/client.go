@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -244,13 +245,21 @@ func IdempotencyKey(key string) RequestOption {
 // answer into out (unless nil); anything else is a *Problem.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, body, out any, opts ...RequestOption) (int, error) {
 	var rd io.Reader
+	contentType := ""
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return 0, fmt.Errorf("encode the request: %w", err)
 		}
-		rd = bytes.NewReader(b)
+		rd, contentType = bytes.NewReader(b), "application/json"
 	}
+	return c.send(ctx, method, path, query, rd, contentType, out, opts...)
+}
+
+// send sends a request with the body rd of contentType (none when rd is
+// nil) and decodes a 2xx answer into out (unless nil); anything else is a
+// *Problem.
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, rd io.Reader, contentType string, out any, opts ...RequestOption) (int, error) {
 	u := c.base + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()
@@ -261,8 +270,8 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 	req.Header.Set("Authorization", "Bearer "+c.key)
 	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if rd != nil {
+		req.Header.Set("Content-Type", contentType)
 	}
 	for _, o := range opts {
 		o(req)
@@ -277,11 +286,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		return resp.StatusCode, fmt.Errorf("read the answer to %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode >= 300 {
-		p := &Problem{Status: resp.StatusCode, Title: http.StatusText(resp.StatusCode)}
-		if json.Unmarshal(raw, p) != nil || p.Status == 0 {
-			p.Status, p.Detail = resp.StatusCode, strings.TrimSpace(string(raw))
-		}
-		return resp.StatusCode, p
+		return resp.StatusCode, problemOf(resp, raw)
 	}
 	if out != nil && len(raw) > 0 {
 		if err := json.Unmarshal(raw, out); err != nil {
@@ -289,6 +294,58 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		}
 	}
 	return resp.StatusCode, nil
+}
+
+// problemOf is a refusal's answer as a *Problem. An answer that is not
+// problem details is its detail; one that is not JSON at all (a web page,
+// a proxy's error) does not come from Tollgate's API, and says so.
+func problemOf(resp *http.Response, raw []byte) *Problem {
+	p := &Problem{Status: resp.StatusCode, Title: http.StatusText(resp.StatusCode)}
+	if json.Unmarshal(raw, p) == nil && p.Status != 0 {
+		return p
+	}
+	p.Status, p.Detail = resp.StatusCode, strings.TrimSpace(string(raw))
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct != "" && !strings.HasSuffix(ct, "json") {
+		p.Detail = fmt.Sprintf("%s answered %d with %s, not Tollgate's API: is %s the address of a Tollgate server?",
+			resp.Request.URL.Redacted(), resp.StatusCode, ct, resp.Request.URL.Scheme+"://"+resp.Request.URL.Host)
+	}
+	return p
+}
+
+// stream sends a request with body (JSON, unless nil) and hands back the
+// answer for its caller to read as it comes, and to close; an answer that
+// is not 2xx is a *Problem.
+func (c *Client) stream(ctx context.Context, method, path string, query url.Values, body any) (*http.Response, error) {
+	u := c.base + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("encode the request: %w", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return nil, problemOf(resp, raw)
+	}
+	return resp, nil
 }
 
 // StartRun starts a run of the latest version of workflowID with input

@@ -62,6 +62,9 @@ func (s *specServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case strings.HasSuffix(path, "/bulk"):
 			w.Header().Set("Content-Type", "application/x-ndjson")
 			_, _ = w.Write([]byte("{\"id\": \"x\", \"ok\": true}\n{\"done\": 1, \"succeeded\": 1, \"failed\": 0}\n"))
+		case strings.HasSuffix(path, "/export"):
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			_, _ = w.Write([]byte("{\"id\": 2, \"action\": \"login\"}\n{\"id\": 1, \"action\": \"login\"}\n"))
 		case r.Method == "DELETE":
 			w.WriteHeader(http.StatusNoContent)
 		case r.Method == "GET" && (strings.HasSuffix(path, "s") || strings.HasSuffix(path, "/events")):
@@ -134,11 +137,23 @@ func TestClientFollowsTheOpenAPIDocument(t *testing.T) {
 		func() error { _, err := c.Resume(ctx, "s", map[string]int{"a": 1}); return err },
 		func() error { _, err := c.Approve(ctx, "s", "ok"); return err },
 		func() error { _, err := c.Reject(ctx, "s", "no"); return err },
+		func() error {
+			_, err := c.UploadDocuments(ctx, "s", client.File{Name: "a.pdf", Content: strings.NewReader("%PDF-1.7")})
+			return err
+		},
 		func() error { _, err := c.ListWorkflows(ctx); return err },
 		func() error {
 			_, err := c.ListAudit(ctx, client.AuditFilter{ActorEmail: "a@example.com", Action: "login", Category: "security", WorkflowID: "wf",
 				From: time.Now(), To: time.Now(), Cursor: "c", Limit: 5})
 			return err
+		},
+		func() error {
+			for _, err := range c.ExportAudit(ctx, client.AuditFilter{Category: "decisions", From: time.Now()}) {
+				if err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 		func() error { _, err := c.ListSubscriptions(ctx, "c", 5); return err },
 		func() error {
@@ -172,7 +187,7 @@ func TestClientFollowsTheOpenAPIDocument(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"startRun", "getRun", "listRuns", "listEvents", "cancelRun", "retryRun", "rerunRun", "deleteRun", "sendSignal",
-		"getSuspension", "listSuspensions", "resumeSuspension", "approveSuspension", "rejectSuspension", "listWorkflows", "createWorkflow", "listAudit", "listSubscriptions", "attachRun", "bulkSuspensions", "bulkRuns"} {
+		"getSuspension", "listSuspensions", "resumeSuspension", "approveSuspension", "rejectSuspension", "uploadDocuments", "listWorkflows", "createWorkflow", "listAudit", "exportAudit", "listSubscriptions", "attachRun", "bulkSuspensions", "bulkRuns"} {
 		if !s.seen[id] {
 			t.Errorf("no call reached operation %s", id)
 		}

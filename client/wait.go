@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -87,10 +88,8 @@ func (c *Client) Attach(ctx context.Context, runID, lastID string, fn func(Strea
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		p := &Problem{Status: resp.StatusCode}
-		_ = json.NewDecoder(resp.Body).Decode(p)
-		p.Status = resp.StatusCode
-		return lastID, p
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return lastID, problemOf(resp, raw)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -159,4 +160,32 @@ func TestAPIAuditLog(t *testing.T) {
 		}
 	}
 	problem(t, e.call(t, "GET", "/api/v1/audit?cursor=not-a-cursor", e.admin, ""), http.StatusUnprocessableEntity, "validation_failed")
+
+	// The export: every entry the filters match, one a line, newest first;
+	// the export is itself in the log.
+	export := func(query string) []auditEntryBody {
+		t.Helper()
+		r := e.call(t, "GET", "/api/v1/audit/export?"+query, e.admin, "")
+		want(t, r, http.StatusOK)
+		if ct := r.Header.Get("Content-Type"); ct != "application/x-ndjson" {
+			t.Fatalf("export Content-Type = %q", ct)
+		}
+		var out []auditEntryBody
+		for line := range strings.Lines(string(r.Body)) {
+			var en auditEntryBody
+			if err := json.Unmarshal([]byte(line), &en); err != nil {
+				t.Fatalf("export line %q: %v", line, err)
+			}
+			out = append(out, en)
+		}
+		return out
+	}
+	if got := describe(export("category=decisions")); !slices.Equal(got, []string{reject, resume}) {
+		t.Errorf("export of decisions = %q; want the rejection and the resume", got)
+	}
+	if got := export("action=audit.export"); len(got) != 2 || got[0].ActorEmail != adminEmail {
+		t.Errorf("the exports in the log = %+v; want this test's two, by the admin", got)
+	}
+	problem(t, e.call(t, "GET", "/api/v1/audit/export", e.reviewer, ""), http.StatusForbidden, "forbidden")
+	problem(t, e.call(t, "GET", "/api/v1/audit/export?limit=5", e.admin, ""), http.StatusBadRequest, "invalid_query")
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"iter"
 	"net/http"
 
 	"github.com/tollgatehq/tollgate/domain"
@@ -37,4 +38,28 @@ func AuditData(v map[string]any) json.RawMessage {
 		return json.RawMessage("{}")
 	}
 	return b
+}
+
+// AuditEntries yields every entry f matches (its cursor and limit aside),
+// newest first, reading a page of 500 at a time; an error ends them.
+func (s *Server) AuditEntries(ctx context.Context, f domain.AuditFilter) iter.Seq2[domain.AuditEntry, error] {
+	return func(yield func(domain.AuditEntry, error) bool) {
+		f.Limit, f.Cursor = 500, ""
+		for {
+			entries, next, err := s.UIStore.Audit(ctx, f)
+			if err != nil {
+				yield(domain.AuditEntry{}, err)
+				return
+			}
+			for _, e := range entries {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if next == "" {
+				return
+			}
+			f.Cursor = next
+		}
+	}
 }

@@ -56,6 +56,7 @@ var routeAccess = map[string]access{
 	"POST /api/v1/suspensions/{id}/resume":             staffSeen,
 	"POST /api/v1/suspensions/{id}/approve":            staffSeen,
 	"POST /api/v1/suspensions/{id}/reject":             staffSeen,
+	"POST /api/v1/suspensions/{id}/documents":          staffSeen, // and the founder it is for
 	"POST /api/v1/suspensions/{id}/links":              staff,
 	"GET /api/v1/suspensions/{id}/links":               staff,
 	"DELETE /api/v1/suspensions/{id}/links/{linkId}":   staff,
@@ -71,6 +72,7 @@ var routeAccess = map[string]access{
 	"DELETE /api/v1/subscriptions/{id}":                admins,
 	"GET /api/v1/subscriptions/{id}/deliveries":        admins,
 	"GET /api/v1/audit":                                admins,
+	"GET /api/v1/audit/export":                         admins,
 	// Capability URLs: the token in the address is the credential, and a
 	// wrong one is 404 for everyone.
 	"* /v1/flow-runs/{runId}/waitpoints/{waitpointId}":      public,

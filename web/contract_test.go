@@ -31,11 +31,15 @@ import (
 // the tests send many that both refuse on purpose.
 
 // validators check exchanges against the document: v the requests and
-// answers, line the lines of the bulk actions' NDJSON answers.
+// answers, lines the lines of NDJSON answers, by the path that gives them.
 type validators struct {
-	v    validator.Validator
-	line *base.Schema
+	v     validator.Validator
+	lines map[string]*base.Schema
 }
+
+// ndjsonLines are the schemas of the lines of each NDJSON answer, by the
+// end of the path that gives it.
+var ndjsonLines = map[string]string{"/bulk": "BulkLine", "/audit/export": "AuditEntry"}
 
 // contract is the document's validators, made once.
 var contract = sync.OnceValues(func() (validators, error) {
@@ -54,11 +58,15 @@ var contract = sync.OnceValues(func() (validators, error) {
 	if err != nil {
 		return validators{}, err
 	}
-	line := model.Model.Components.Schemas.GetOrZero("BulkLine")
-	if line == nil {
-		return validators{}, fmt.Errorf("the OpenAPI document has no BulkLine schema")
+	lines := map[string]*base.Schema{}
+	for suffix, name := range ndjsonLines {
+		sch := model.Model.Components.Schemas.GetOrZero(name)
+		if sch == nil {
+			return validators{}, fmt.Errorf("the OpenAPI document has no %s schema", name)
+		}
+		lines[suffix] = sch.Schema()
 	}
-	return validators{v: v, line: line.Schema()}, nil
+	return validators{v: v, lines: lines}, nil
 })
 
 // contractMu serialises the validator's use: its caches are not all safe
@@ -111,8 +119,18 @@ func checkContract(t testing.TB, next http.Handler) http.Handler {
 		switch {
 		case strings.HasPrefix(ct, "application/x-ndjson"):
 			_, errs = c.v.ValidateHttpRequest(req)
+			var schema *base.Schema
+			for suffix, sch := range c.lines {
+				if strings.HasSuffix(r.URL.Path, suffix) {
+					schema = sch
+				}
+			}
+			if schema == nil {
+				t.Errorf("%s %s answered NDJSON, whose lines the test does not know", r.Method, r.URL.Path)
+				break
+			}
 			for line := range strings.Lines(rec.body.String()) {
-				_, lineErrs := lines.ValidateSchemaString(c.line, line)
+				_, lineErrs := lines.ValidateSchemaString(schema, line)
 				errs = append(errs, lineErrs...)
 			}
 		case rec.status >= 200 && rec.status < 300:

@@ -145,6 +145,12 @@ func ProblemFor(err error) Problem {
 		return NewProblem(http.StatusTooManyRequests, CodeTooManyInvalidTokens, "This token matches nothing, and this address sent too many that match nothing; wait for the time Retry-After says, then try again.")
 	case errors.Is(err, errTooManyStreams):
 		return NewProblem(http.StatusTooManyRequests, CodeTooManyStreams, "You hold as many attach streams open as one user may; close one and try again.")
+	case errors.As(err, new(*TooManyUploadsError)):
+		var busy *TooManyUploadsError
+		errors.As(err, &busy)
+		return NewProblem(http.StatusTooManyRequests, CodeTooManyUploads, busy.Message)
+	case IsReadError(err):
+		return NewProblem(http.StatusBadRequest, CodeUploadUnreadable, "The upload could not be read: the connection broke, or the body is not a multipart form. Send it again.")
 	case errors.As(err, new(*TooManyWaitsError)):
 		return NewProblem(http.StatusTooManyRequests, CodeTooManyWaits, "You hold as many waits for what runs do next as one caller may; wait for the time Retry-After says, or ask without ?wait=.")
 	case errors.Is(err, domain.ErrSeparationOfDuties):

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -354,9 +355,18 @@ func (s *Server) Handle(h func(http.ResponseWriter, *http.Request) error) http.H
 			case p.Status >= 500:
 				s.Log.ErrorContext(r.Context(), "Request failed", "method", r.Method, "route", routeOf(r), "error", err)
 			}
+			if ra, ok := errors.AsType[retryLater](err); ok && p.Status == http.StatusTooManyRequests {
+				w.Header().Set("Retry-After", strconv.Itoa(ra.RetryAfterSeconds()))
+			}
 			WriteProblem(w, r, p)
 		}
 	})
+}
+
+// retryLater is a refusal that says when to try again (Retry-After).
+type retryLater interface {
+	error
+	RetryAfterSeconds() int
 }
 
 func (s *Server) recoverPanics(next http.Handler) http.Handler {

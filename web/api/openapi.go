@@ -174,6 +174,9 @@ func operations() []operation {
 		{method: "post", path: "/api/v1/suspensions/{id}/resume", id: "resumeSuspension", idempotent: true, summary: "Supply a pending suspension's resume data; a machine's wait (delay, webhook, callback, signal) only by an admin who sets confirmMachineWait (else 403 machine_wait, or 422 confirmation_required)", query: []string{"wait"}, body: obj("resumeData?", anyJSON, "confirmMachineWait?", boolean), ok: ref("Decided"), problems: []string{"403", "404", "409", "410", "422", "429"}},
 		{method: "post", path: "/api/v1/suspensions/{id}/approve", id: "approveSuspension", idempotent: true, summary: "Approve: a vote under the approval's policy", query: []string{"wait"}, body: decision, ok: ref("Decided"), problems: []string{"403", "404", "409", "410", "422", "429"}},
 		{method: "post", path: "/api/v1/suspensions/{id}/reject", id: "rejectSuspension", idempotent: true, summary: "Reject: a vote under the approval's policy", query: []string{"wait"}, body: decision, ok: ref("Decided"), problems: []string{"403", "404", "409", "410", "422", "429"}},
+		{method: "post", path: "/api/v1/suspensions/{id}/documents", id: "uploadDocuments", summary: "Upload documents to a request that asks for them and resume it with their ids, as its page does: each file's type sniffed and checked against what the request accepts, each within the per-file limit; a founder's key reaches only the founder's own requests",
+			body: obj("files", withDescription(arrayOf(schema{"type": "string", "contentMediaType": "application/octet-stream"}), "one part per file, each with its file name")), bodyType: "multipart/form-data",
+			ok: obj("suspension", ref("Suspension"), "documents", arrayOf(ref("Document"))), problems: []string{"403", "404", "409", "410", "413", "422", "429"}},
 		{method: "post", path: "/api/v1/suspensions/{id}/links", id: "createLink", summary: "Make a decision link for one person's email (staff)", body: obj("email", str(""), "expiresInMs?", schema{"type": "integer", "description": "how long it works, in milliseconds"}), okStatus: "201", ok: ref("Link"), problems: []string{"403", "404", "409", "422"}},
 		{method: "get", path: "/api/v1/suspensions/{id}/links", id: "listLinks", summary: "A suspension's decision links (staff)", ok: pageOf("Link"), problems: []string{"403", "404"}},
 		{method: "delete", path: "/api/v1/suspensions/{id}/links/{linkId}", id: "revokeLink", summary: "Revoke a decision link (staff); 409 once it has been used", okStatus: "204", problems: []string{"403", "404", "409"}},
@@ -190,6 +193,8 @@ func operations() []operation {
 		{method: "delete", path: "/api/v1/schedules/{id}", id: "deleteSchedule", summary: "Delete a schedule and its fire records; the runs it started stay (admins)", okStatus: "204", problems: []string{"403", "404"}},
 		{method: "post", path: "/api/v1/schedules/{id}/trigger", id: "triggerSchedule", location: true, summary: "Start a run of the schedule now, whatever its overlap policy, even while paused (admins)", okStatus: "201", ok: run, problems: []string{"403", "404", "422"}},
 		{method: "get", path: "/api/v1/audit", id: "listAudit", summary: "The audit log, newest first, filtered as on the audit page (admins)", query: []string{"cursor", "limit", "actor", "action", "category", "workflowId", "from", "to"}, ok: pageOf("AuditEntry"), problems: []string{"403", "422"}},
+
+		{method: "get", path: "/api/v1/audit/export", id: "exportAudit", summary: "Every entry the filters match, newest first, one JSON object a line (admins); the export is itself audited", query: []string{"actor", "action", "category", "workflowId", "from", "to"}, ok: ref("AuditEntry"), okType: "application/x-ndjson", problems: []string{"403", "422"}},
 
 		{method: "*", path: "/v1/flow-runs/{runId}/waitpoints/{waitpointId}", id: "resumeWaitpoint", also: map[string]schema{"202": nil}, summary: "A waitpoint's resume URL: any call resumes it with the call (method, headers, query, body); its token is in the query (an address that sends too many unknown tokens is refused 429)", public: true, body: anyJSON, bodyType: "*/*", okStatus: "200", ok: anyJSON, okType: "*/*", problems: []string{"404", "409", "410", "429"}},
 		{method: "*", path: "/v1/flow-runs/{runId}/waitpoints/{waitpointId}/sync", id: "resumeWaitpointSync", also: map[string]schema{"202": nil}, summary: "The same, answering with the waitpoint's responseToSend once the run has gone on (202 after the sync timeout)", public: true, body: anyJSON, bodyType: "*/*", okStatus: "200", ok: anyJSON, okType: "*/*", problems: []string{"404", "409", "410", "429"}},
@@ -228,6 +233,8 @@ func components() schema {
 		"KeptResume": withDescription(obj("id", str(""), "runId", str(""), "stepKey", str(""), "status", enum("resumed"),
 			"resumeData", anyJSON, "resumedAt", dateTime, "resumedBy", str("")),
 			"a resume kept for a pause that has not committed yet (202): the run takes it as soon as the pause commits"),
+		"Document": obj("id", str(""), "filename", str(""), "contentType", str("as sniffed from the content"), "size", integer,
+			"sha256", str("hex"), "uploadedBy", str("email"), "createdAt", dateTime),
 		"Event": obj("seq", integer, "type", str("SCREAMING_SNAKE, like WORKFLOW_PAUSED"), "step", str(""), "payload", anyJSON, "createdAt", dateTime),
 		"Signal": obj("runId", str(""), "name", str(""), "signalId", str(""), "stepId?", str(""), "payload?", anyJSON,
 			"status", enum("delivered", "kept"), "duplicate?", boolean, "sentBy?", str(""), "sentAt?", dateTime, "deliveredAt?", dateTime),

@@ -70,8 +70,10 @@ func Routes(srv *web.Server, m *web.Mux) {
 		api("DELETE /api/v1/schedules/{id}", s.deleteSchedule)
 		api("POST /api/v1/schedules/{id}/trigger", s.triggerSchedule)
 	}
-	if s.UIStore != nil { // the audit log is kept with the browser app
+	if s.UIStore != nil { // documents and the audit log are kept with the browser app
+		api("POST /api/v1/suspensions/{id}/documents", s.uploadDocuments)
 		api("GET /api/v1/audit", s.listAudit, append(page, "actor", "action", "category", "workflowId", "from", "to")...)
+		api("GET /api/v1/audit/export", s.exportAudit, "actor", "action", "category", "workflowId", "from", "to")
 	}
 	m.Fallback("/api/", s.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		if allow := m.Allowed(r, "/api/"); len(allow) > 0 {

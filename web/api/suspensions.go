@@ -111,10 +111,7 @@ func (s *api) answerAction(w http.ResponseWriter, r *http.Request, sp domain.Sus
 	p := web.PrincipalFrom(r.Context())
 	release, err := s.HoldWait(p, until)
 	if err != nil {
-		if tw, ok := errors.AsType[*web.TooManyWaitsError](err); ok {
-			w.Header().Set("Retry-After", strconv.Itoa(tw.RetryAfterSeconds()))
-		}
-		return err
+		return err // Retry-After: see web.Server.Handle
 	}
 	defer release()
 	nw := s.WatchNext(r.Context(), sp.RunID, until)

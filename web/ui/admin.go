@@ -148,30 +148,22 @@ func (s *pages) auditExport(w http.ResponseWriter, r *http.Request) {
 		h.Set("Content-Disposition", `attachment; filename="`+name+`.jsonl"`)
 	}
 	s.Audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "audit.export", Data: web.AuditData(map[string]any{"format": format, "query": r.URL.RawQuery})})
-	f.Limit, f.Cursor = 500, ""
-	for {
-		entries, next, err := s.UIStore.Audit(r.Context(), f)
+	for e, err := range s.AuditEntries(r.Context(), f) {
 		if err != nil {
 			// Headers are gone: the truncated file is all that can be said.
 			s.Log.ErrorContext(r.Context(), "Audit export failed", "error", err)
-			return
-		}
-		for _, e := range entries {
-			if cw != nil {
-				_ = cw.Write([]string{strconv.FormatInt(e.ID, 10), e.At.UTC().Format(time.RFC3339Nano), e.ActorID, csvSafe(e.ActorEmail), csvSafe(e.Action),
-					csvSafe(e.Subject), csvSafe(e.WorkflowID), e.Address, csvSafe(string(e.Data))})
-			} else {
-				_ = enc.Encode(map[string]any{"id": e.ID, "at": e.At.UTC(), "actorId": e.ActorID, "actorEmail": e.ActorEmail, "action": e.Action,
-					"subject": e.Subject, "workflowId": e.WorkflowID, "address": e.Address, "data": e.Data})
-			}
+			break
 		}
 		if cw != nil {
-			cw.Flush()
+			_ = cw.Write([]string{strconv.FormatInt(e.ID, 10), e.At.UTC().Format(time.RFC3339Nano), e.ActorID, csvSafe(e.ActorEmail), csvSafe(e.Action),
+				csvSafe(e.Subject), csvSafe(e.WorkflowID), e.Address, csvSafe(string(e.Data))})
+		} else {
+			_ = enc.Encode(map[string]any{"id": e.ID, "at": e.At.UTC(), "actorId": e.ActorID, "actorEmail": e.ActorEmail, "action": e.Action,
+				"subject": e.Subject, "workflowId": e.WorkflowID, "address": e.Address, "data": e.Data})
 		}
-		if next == "" {
-			return
-		}
-		f.Cursor = next
+	}
+	if cw != nil {
+		cw.Flush()
 	}
 }
 

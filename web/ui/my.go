@@ -30,7 +30,7 @@ func (s *pages) my(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	slices.SortStableFunc(pending, byDeadline)
-	s.Render(w, r, http.StatusOK, views.My(views.MyPage{Viewer: v, Pending: pending, Done: done, UploadLimit: s.uploadLimit(), Now: s.Clock.Now()}))
+	s.Render(w, r, http.StatusOK, views.My(views.MyPage{Viewer: v, Pending: pending, Done: done, UploadLimit: s.FileLimit(), Now: s.Clock.Now()}))
 }
 
 // finishedRequests are the founder's most recently finished requests,

@@ -102,7 +102,7 @@ func (s *pages) suspensionView(r *http.Request, sp domain.Suspension, v *views.V
 	p.Approving = views.ApprovingDoes(sp.Deferred)
 	p.Names = s.namesIn(r, nil, []domain.Suspension{sp})
 	p.Comment, p.FormFields = web.AskedOf(sp)
-	p.Documents, p.UploadLimit = s.documentViews(r, sp), s.uploadLimit()
+	p.Documents, p.UploadLimit = s.documentViews(r, sp), s.FileLimit()
 	if s.Links != nil && v.Staff() {
 		links, err := s.Links.Links(r.Context(), sp.ID)
 		if err != nil {
