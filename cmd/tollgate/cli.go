@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,13 +9,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/willabides/kongplete"
 
 	apiclient "github.com/tollgatehq/tollgate/client"
 )
@@ -26,12 +26,14 @@ import (
 // their own flags, each with an environment variable (see envFlags); the
 // others talk to a server through its API, with the client package.
 type cli struct {
-	Serve   passCmd        `cmd:"" passthrough:"" help:"Start the server and the engine (tollgate serve --help lists every flag)."`
-	Migrate passCmd        `cmd:"" passthrough:"" help:"Apply (up, the default), list (status) or undo the last (down) database migration."`
+	VersionFlag versionFlag `name:"version" help:"Print the version and exit."`
+
+	Serve   serveCLI       `cmd:"" passthrough:"" help:"Start the server and the engine (tollgate serve --help lists every flag)."`
+	Migrate migrateCLI     `cmd:"" passthrough:"" help:"Apply (up, the default), list (status) or undo the last (down) database migration."`
 	User    userCLI        `cmd:"" help:"Create users."`
 	Apikey  apikeyCLI      `cmd:"" name:"apikey" help:"Create API keys."`
-	Seed    passCmd        `cmd:"" passthrough:"" help:"Fill a database with suspended example runs (--suspensions N)."`
-	Backup  passCmd        `cmd:"" passthrough:"" help:"Copy the embedded database to a new file while it serves (--to FILE)."`
+	Seed    seedCLI        `cmd:"" passthrough:"" help:"Fill a database with suspended example runs (--suspensions N)."`
+	Backup  backupCLI      `cmd:"" passthrough:"" help:"Copy the embedded database to a new file while it serves (--to FILE)."`
 	Version versionCLI     `cmd:"" help:"Print the version."`
 	Runs    runsCLI        `cmd:"" help:"List, follow and act on runs through a server's API."`
 	Susp    suspensionsCLI `cmd:"" name:"suspensions" help:"List requests and decide or resume them through a server's API."`
@@ -39,41 +41,127 @@ type cli struct {
 	Flows   workflowsCLI   `cmd:"" name:"workflows" help:"List and register workflows through a server's API."`
 	Audit   auditCLI       `cmd:"" help:"Read the audit log through a server's API (admins)."`
 	Sched   schedulesCLI   `cmd:"" name:"schedules" help:"List, create, pause, resume, trigger and delete schedules through a server's API (admins)."`
+
+	Completion completionCLI `cmd:"" help:"Print what a shell needs to complete tollgate's commands and flags: eval \"$(tollgate completion bash)\"."`
 }
+
+// completionCLI prints a shell's completion set-up: the shell calls
+// tollgate back with the line being typed in COMP_LINE, and parseCLI
+// answers with the commands and flags that fit (kongplete).
+type completionCLI struct {
+	Shell string `arg:"" enum:"bash,zsh,fish" help:"bash, zsh or fish."`
+}
+
+// completionScripts are the set-ups, with the binary's path for BIN.
+var completionScripts = map[string]string{
+	"bash": "complete -o default -C BIN tollgate\n",
+	"zsh":  "autoload -U +X bashcompinit && bashcompinit\ncomplete -o default -C BIN tollgate\n",
+	"fish": "function __tollgate_complete\n    set -lx COMP_LINE (commandline -cp)\n    BIN\nend\ncomplete -c tollgate -f -a '(__tollgate_complete)'\n",
+}
+
+func (c *completionCLI) Run(e *cmdEnv) error {
+	bin, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find this program's path: %w", err)
+	}
+	_, err = io.WriteString(e.stdout, strings.ReplaceAll(completionScripts[c.Shell], "BIN", shellQuote(bin)))
+	return err
+}
+
+// shellQuote quotes s for a POSIX shell and fish alike.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // passCmd is a command that parses its own flags.
 type passCmd struct {
 	Args []string `arg:"" optional:""`
 }
 
+type (
+	serveCLI        struct{ passCmd }
+	migrateCLI      struct{ passCmd }
+	userAddCLI      struct{ passCmd }
+	apikeyCreateCLI struct{ passCmd }
+	seedCLI         struct{ passCmd }
+	backupCLI       struct{ passCmd }
+)
+
+func (c *serveCLI) Run(e *cmdEnv) error { return serve(e.ctx, c.Args, e.getenv, e.stdout, e.stderr) }
+func (c *migrateCLI) Run(e *cmdEnv) error {
+	return migrateCmd(e.ctx, c.Args, e.getenv, e.stdout, e.stderr)
+}
+func (c *userAddCLI) Run(e *cmdEnv) error {
+	return userCmd(e.ctx, append([]string{"add"}, c.Args...), e.getenv, e.stdout, e.stderr)
+}
+func (c *apikeyCreateCLI) Run(e *cmdEnv) error {
+	return apikeyCmd(e.ctx, append([]string{"create"}, c.Args...), e.getenv, e.stdout, e.stderr)
+}
+func (c *seedCLI) Run(e *cmdEnv) error { return seedCmd(e.ctx, c.Args, e.getenv, e.stdout, e.stderr) }
+func (c *backupCLI) Run(e *cmdEnv) error {
+	return backupCmd(e.ctx, c.Args, e.getenv, e.stdout, e.stderr)
+}
+
 type userCLI struct {
-	Add passCmd `cmd:"" passthrough:"" help:"Create a user: --email E --role admin|reviewer|founder [--name N] (password from TOLLGATE_PASSWORD or generated)."`
+	Add userAddCLI `cmd:"" passthrough:"" help:"Create a user: --email E --role admin|reviewer|founder [--name N] (password from TOLLGATE_PASSWORD or generated)."`
 }
 
 type apikeyCLI struct {
-	Create passCmd `cmd:"" passthrough:"" help:"Create an API key for a user: --email E [--name N]."`
+	Create apikeyCreateCLI `cmd:"" passthrough:"" help:"Create an API key for a user: --email E [--name N]."`
 }
 
 type versionCLI struct {
 	JSON bool `name:"json" help:"Print the version as JSON."`
 }
 
+func (c *versionCLI) Run(e *cmdEnv) error { return printVersion(c.JSON, e.stdout) }
+
+// versionFlag is --version: it prints the version, as the version command
+// does, and ends the program.
+type versionFlag bool
+
+func (versionFlag) BeforeApply(app *kong.Kong) error {
+	if err := printVersion(false, app.Stdout); err != nil {
+		return err
+	}
+	app.Exit(0)
+	return nil
+}
+
 // apiFlags are what every command that talks to a server takes.
 type apiFlags struct {
-	URL    string `name:"url" placeholder:"URL" help:"The server (default $TOLLGATE_URL, else http://127.0.0.1:8080)."`
-	APIKey string `name:"api-key" placeholder:"KEY" help:"An API key (default $TOLLGATE_API_KEY)."`
-	JSON   bool   `name:"json" help:"Print JSON for programs instead of a table."`
+	URL    string `name:"url" placeholder:"URL" env:"TOLLGATE_URL" default:"http://127.0.0.1:8080" help:"The server (http://127.0.0.1:8080 by default)."`
+	APIKey string `name:"api-key" placeholder:"KEY" env:"TOLLGATE_API_KEY" help:"An API key (tollgate apikey create makes one)."`
+	Output string `short:"o" name:"output" enum:"table,json" default:"table" help:"table for people, or json for programs."`
+	JSON   bool   `name:"json" help:"The same as -o json."`
+}
+
+// cmdEnv is what a command runs with: the process's context, its
+// environment and its standard streams.
+type cmdEnv struct {
+	ctx            context.Context
+	getenv         func(string) string
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// connect is the client of the server the flags name, and the printer of
+// the output they ask for.
+func (f apiFlags) connect(e *cmdEnv) (*apiclient.Client, printer, error) {
+	p := printer{e.stdout, f.JSON || f.Output == "json"}
+	if f.APIKey == "" {
+		return nil, p, errors.New("no API key: set TOLLGATE_API_KEY or pass --api-key (tollgate apikey create makes one)")
+	}
+	return apiclient.New(f.URL, f.APIKey), p, nil
 }
 
 type runsCLI struct {
 	List   runsListCmd   `cmd:"" help:"List runs, newest first."`
-	Get    runIDCmd      `cmd:"" help:"Show a run and what it waits for."`
+	Get    runsGetCmd    `cmd:"" help:"Show a run and what it waits for."`
 	Start  runsStartCmd  `cmd:"" help:"Start a run of a workflow."`
-	Events runIDCmd      `cmd:"" help:"Print a run's log."`
-	Attach runIDCmd      `cmd:"" help:"Follow a run's events as they happen, until it ends."`
+	Events runsEventsCmd `cmd:"" help:"Print a run's log."`
+	Attach runsAttachCmd `cmd:"" help:"Follow a run's events as they happen, until it ends."`
 	Wait   runsWaitCmd   `cmd:"" help:"Wait until a run is in one of the statuses given (default: finished)."`
-	Cancel runReasonCmd  `cmd:"" help:"Cancel a run that has not finished."`
-	Retry  runReasonCmd  `cmd:"" help:"Retry a failed run from the step that failed it."`
+	Cancel runsCancelCmd `cmd:"" help:"Cancel a run that has not finished."`
+	Retry  runsRetryCmd  `cmd:"" help:"Retry a failed run from the step that failed it."`
 	Rerun  runsRerunCmd  `cmd:"" help:"Start a new run with a run's input (or --input)."`
 	Delete runsDeleteCmd `cmd:"" help:"Delete a run and everything it holds."`
 	Bulk   runsBulkCmd   `cmd:"" help:"Cancel or retry many runs: --ids, or those the filter flags match."`
@@ -97,6 +185,16 @@ type runReasonCmd struct {
 	Reason string `help:"Why (kept in the run's log and the audit log)."`
 }
 
+// Commands that take the same arguments are types of their own, each
+// with its Run.
+type (
+	runsGetCmd    struct{ runIDCmd }
+	runsEventsCmd struct{ runIDCmd }
+	runsAttachCmd struct{ runIDCmd }
+	runsCancelCmd struct{ runReasonCmd }
+	runsRetryCmd  struct{ runReasonCmd }
+)
+
 // runFilterFlags select runs, for runs list and runs bulk.
 type runFilterFlags struct {
 	Status        []string  `help:"Only runs in these statuses (comma-separated)."`
@@ -112,7 +210,7 @@ type suspFilterFlags struct {
 	Reason   string `help:"Only this reason, such as awaiting_approval (a filter; a decision's comment is --comment)."`
 	Kind     string `help:"delay, webhook, callback, signal, approval or input."`
 	Workflow string `help:"Only this workflow's."`
-	Run      string `help:"Only this run's."`
+	RunID    string `name:"run" help:"Only this run's."`
 }
 
 type runsListCmd struct {
@@ -147,12 +245,13 @@ type runsDeleteCmd struct {
 }
 
 type suspensionsCLI struct {
-	List    suspListCmd   `cmd:"" help:"List suspensions (requests and other waits), oldest first."`
-	Get     suspIDCmd     `cmd:"" help:"Show a suspension."`
-	Resume  suspResumeCmd `cmd:"" help:"Resume a pending suspension with data."`
-	Approve suspDecideCmd `cmd:"" help:"Approve a pending approval."`
-	Reject  suspDecideCmd `cmd:"" help:"Reject a pending approval."`
-	Bulk    suspBulkCmd   `cmd:"" help:"Approve or reject many: --ids, or those the filter flags match (pending ones by default); --reason alone, or no filter, needs --all or a yes at the terminal."`
+	List    suspListCmd    `cmd:"" help:"List suspensions (requests and other waits), oldest first."`
+	Get     suspGetCmd     `cmd:"" help:"Show a suspension."`
+	Resume  suspResumeCmd  `cmd:"" help:"Resume a pending suspension with data."`
+	Approve suspApproveCmd `cmd:"" help:"Approve a pending approval."`
+	Reject  suspRejectCmd  `cmd:"" help:"Reject a pending approval."`
+	Upload  suspUploadCmd  `cmd:"" help:"Upload documents to a request that asks for them, which resumes it."`
+	Bulk    suspBulkCmd    `cmd:"" help:"Approve or reject many: --ids, or those the filter flags match (pending ones by default); --reason alone, or no filter, needs --all or a yes at the terminal."`
 }
 
 type suspBulkCmd struct {
@@ -186,10 +285,21 @@ type suspResumeCmd struct {
 	ConfirmMachineWait bool `name:"confirm-machine-wait" help:"Resume a wait for a machine (a timer, webhook, signal or async step) by hand, in its place (admins only)."`
 }
 
+type suspUploadCmd struct {
+	suspIDCmd
+	Files []string `arg:"" type:"existingfile" help:"The files (their type is read from their content)."`
+}
+
 type suspDecideCmd struct {
 	suspIDCmd
 	Comment string `help:"A comment, kept with the decision."`
 }
+
+type (
+	suspGetCmd     struct{ suspIDCmd }
+	suspApproveCmd struct{ suspDecideCmd }
+	suspRejectCmd  struct{ suspDecideCmd }
+)
 
 type signalCLI struct {
 	Send signalSendCmd `cmd:"" help:"Send a signal to a run."`
@@ -197,7 +307,7 @@ type signalCLI struct {
 
 type signalSendCmd struct {
 	apiFlags
-	Run     string `arg:"" help:"The run's id."`
+	RunID   string `arg:"" name:"run" help:"The run's id."`
 	Name    string `required:"" help:"The signal's name."`
 	ID      string `name:"id" required:"" help:"The delivery's id: sending it again is recognised."`
 	Step    string `help:"The wait it is for (its step id)."`
@@ -205,16 +315,18 @@ type signalSendCmd struct {
 }
 
 type workflowsCLI struct {
-	List  apiFlags       `cmd:"" help:"List workflows and their versions."`
-	Get   workflowGetCmd `cmd:"" help:"Print a workflow's document (the latest version, or --version)."`
-	Put   workflowPutCmd `cmd:"" help:"Register a workflow document from a file."`
-	Apply workflowDirCmd `cmd:"" help:"Register every workflow document (*.json) in a folder."`
+	List  workflowsListCmd `cmd:"" help:"List workflows and their versions."`
+	Get   workflowGetCmd   `cmd:"" help:"Print a workflow's document: the latest version, or the one named."`
+	Put   workflowPutCmd   `cmd:"" help:"Register a workflow document from a file."`
+	Apply workflowDirCmd   `cmd:"" help:"Register every workflow document (*.json) in a folder."`
 }
+
+type workflowsListCmd struct{ apiFlags }
 
 type workflowGetCmd struct {
 	apiFlags
 	ID      string `arg:"" name:"workflow" help:"The workflow's id."`
-	Version string `help:"This version, not the latest."`
+	Version string `arg:"" optional:"" help:"This version, not the latest."`
 }
 
 type workflowPutCmd struct {
@@ -231,8 +343,9 @@ type workflowDirCmd struct {
 var errHelp = errors.New("help printed")
 
 // parseCLI parses args into a command, printing help and usage errors the
-// way a person reads them.
-func parseCLI(args []string, stdout, stderr io.Writer) (*kong.Context, *cli, error) {
+// way a person reads them. Flags that name environment variables read
+// them through getenv.
+func parseCLI(args []string, getenv func(string) string, stdout, stderr io.Writer) (*kong.Context, *cli, error) {
 	var c cli
 	exited := false
 	parser, err := kong.New(&c, kong.Name("tollgate"),
@@ -240,6 +353,7 @@ func parseCLI(args []string, stdout, stderr io.Writer) (*kong.Context, *cli, err
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(int) { exited = true; panic(errHelp) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		kong.Resolvers(envResolver(getenv)),
 	)
 	if err != nil {
 		return nil, nil, err
@@ -251,6 +365,9 @@ func parseCLI(args []string, stdout, stderr io.Writer) (*kong.Context, *cli, err
 				panic(r)
 			}
 		}()
+		// A shell completing a command line (COMP_LINE, see completionCLI)
+		// is answered here, and the program ends.
+		kongplete.Complete(parser)
 		kctx, err = parser.Parse(args)
 	}()
 	if exited {
@@ -261,28 +378,33 @@ func parseCLI(args []string, stdout, stderr io.Writer) (*kong.Context, *cli, err
 		if errors.As(err, &pe) && pe.Context != nil {
 			_ = pe.Context.PrintUsage(true)
 		}
-		return nil, nil, err
+		return nil, nil, usageError{err}
 	}
 	return kctx, &c, nil
 }
 
-// api is the client the flags name, with the environment's defaults.
-func (f apiFlags) api(getenv func(string) string) (*apiclient.Client, error) {
-	url := f.URL
-	if url == "" {
-		url = getenv("TOLLGATE_URL")
+// envResolver gives each flag that names environment variables the first
+// of them getenv has (os.Getenv in the binary, a test's own environment
+// in tests). A flag none of them is set for takes its default, whatever
+// the process's own environment says, so that getenv alone decides.
+func envResolver(getenv func(string) string) kong.ResolverFunc {
+	return func(_ *kong.Context, _ *kong.Path, flag *kong.Flag) (any, error) {
+		if len(flag.Envs) == 0 {
+			return nil, nil
+		}
+		for _, name := range flag.Envs {
+			if v := getenv(name); v != "" {
+				return v, nil
+			}
+		}
+		if flag.HasDefault {
+			return flag.Default, nil
+		}
+		if flag.Target.Kind() == reflect.String {
+			return "", nil
+		}
+		return nil, nil
 	}
-	if url == "" {
-		url = "http://127.0.0.1:8080"
-	}
-	key := f.APIKey
-	if key == "" {
-		key = getenv("TOLLGATE_API_KEY")
-	}
-	if key == "" {
-		return nil, errors.New("no API key: set TOLLGATE_API_KEY or pass --api-key (tollgate apikey create makes one)")
-	}
-	return apiclient.New(url, key), nil
 }
 
 // jsonArg reads a JSON value given on the command line: the text itself,
@@ -451,361 +573,71 @@ func compact(raw json.RawMessage) string {
 	return b.String()
 }
 
-// runAPI runs the command kctx selected that talks to a server.
-func runAPI(ctx context.Context, kctx *kong.Context, c *cli, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
-	path := kctx.Command()
-	switch {
-	case strings.HasPrefix(path, "runs "):
-		return c.Runs.run(ctx, path, getenv, stdin, stdout)
-	case strings.HasPrefix(path, "suspensions "):
-		return c.Susp.run(ctx, path, getenv, stdin, stdout)
-	case strings.HasPrefix(path, "signal "):
-		return c.Signal.Send.run(ctx, getenv, stdin, stdout)
-	case strings.HasPrefix(path, "workflows "):
-		return c.Flows.run(ctx, path, getenv, stdout)
-	case path == "audit list":
-		return c.Audit.List.run(ctx, getenv, stdout)
-	case strings.HasPrefix(path, "schedules "):
-		return c.Sched.run(ctx, path, getenv, stdin, stdout)
-	}
-	return fmt.Errorf("unknown command %q", path)
-}
-
-func (r *runsCLI) run(ctx context.Context, path string, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
-	switch strings.Fields(path)[1] {
-	case "list":
-		f := r.List
-		api, err := f.api(getenv)
-		if err != nil {
-			return err
-		}
-		filter := apiclient.RunFilter{Statuses: splitList(f.Status), WorkflowID: f.Workflow, Query: f.Query, CreatedAfter: f.CreatedAfter,
-			CreatedBefore: f.CreatedBefore, Limit: f.Limit}
-		return listPages(printer{stdout, f.JSON}, f.Cursor, f.All, func(cursor string) (apiclient.Page[apiclient.Run], error) {
-			filter.Cursor = cursor
-			return api.ListRuns(ctx, filter)
-		}, runHeader, runRows)
-	case "get":
-		api, err := r.Get.api(getenv)
-		if err != nil {
-			return err
-		}
-		run, err := api.GetRun(ctx, r.Get.ID)
-		if err != nil {
-			return err
-		}
-		return printer{stdout, r.Get.JSON}.run(run)
-	case "start":
-		f := r.Start
-		api, err := f.api(getenv)
-		if err != nil {
-			return err
-		}
-		input, err := jsonArg("--input", f.Input, stdin)
-		if err != nil {
-			return err
-		}
-		var opts []apiclient.RequestOption
-		if f.IdempotencyKey != "" {
-			opts = append(opts, apiclient.IdempotencyKey(f.IdempotencyKey))
-		}
-		run, err := api.StartRun(ctx, f.Workflow, input, opts...)
-		if err != nil {
-			return err
-		}
-		if f.Wait {
-			if run, err = api.Wait(ctx, run.ID, apiclient.RunSuspended, apiclient.RunSucceeded, apiclient.RunFailed, apiclient.RunCancelled); err != nil {
-				return err
-			}
-		}
-		return printer{stdout, f.JSON}.run(run)
-	case "events":
-		f := r.Events
-		api, err := f.api(getenv)
-		if err != nil {
-			return err
-		}
-		var all []apiclient.Event
-		cursor := ""
-		for {
-			page, err := api.Events(ctx, f.ID, cursor, 500)
-			if err != nil {
-				return err
-			}
-			all = append(all, page.Items...)
-			if cursor = page.NextCursor; cursor == "" {
-				break
-			}
-		}
-		p := printer{stdout, f.JSON}
-		if p.json {
-			return p.value(orEmpty(all))
-		}
-		rows := make([][]string, len(all))
-		for i, e := range all {
-			rows[i] = []string{strconv.FormatInt(e.Seq, 10), when(e.CreatedAt), e.Type, e.Step, compact(e.Payload)}
-		}
-		return p.table([]string{"SEQ", "AT", "TYPE", "STEP", "PAYLOAD"}, rows)
-	case "attach":
-		f := r.Attach
-		api, err := f.api(getenv)
-		if err != nil {
-			return err
-		}
-		p := printer{stdout, f.JSON}
-		_, err = api.Attach(ctx, f.ID, "", func(ev apiclient.StreamEvent) bool {
-			if p.json {
-				_ = json.NewEncoder(stdout).Encode(map[string]any{"type": ev.Type, "id": ev.ID, "data": ev.Data})
-				return true
-			}
-			fmt.Fprintf(stdout, "%-4s %-22s %s\n", ev.ID, ev.Type, compact(ev.Data))
-			return true
-		})
-		return err
-	case "wait":
-		f := r.Wait
-		api, err := f.api(getenv)
-		if err != nil {
-			return err
-		}
-		run, err := api.Wait(ctx, f.ID, splitList(f.Status)...)
-		if err != nil {
-			return err
-		}
-		return printer{stdout, f.JSON}.run(run)
-	case "cancel", "retry":
-		f := r.Cancel
-		act := (*apiclient.Client).CancelRun
-		if strings.Fields(path)[1] == "retry" {
-			f, act = r.Retry, (*apiclient.Client).RetryRun
-		}
-		api, err := f.api(getenv)
-		if err != nil {
-			return err
-		}
-		run, err := act(api, ctx, f.ID, f.Reason)
-		if err != nil {
-			return err
-		}
-		return printer{stdout, f.JSON}.run(run)
-	case "rerun":
-		f := r.Rerun
-		api, err := f.api(getenv)
-		if err != nil {
-			return err
-		}
-		var input any
-		if f.Input != "" {
-			if input, err = jsonArg("--input", f.Input, stdin); err != nil {
-				return err
-			}
-		}
-		run, err := api.RerunRun(ctx, f.ID, input)
-		if err != nil {
-			return err
-		}
-		return printer{stdout, f.JSON}.run(run)
-	case "bulk":
-		f := r.Bulk
-		api, err := f.api(getenv)
-		if err != nil {
-			return err
-		}
-		b := apiclient.RunBulk{Action: f.Action, Reason: f.Reason, IDs: splitList(f.IDs)}
-		if len(b.IDs) == 0 {
-			b.Filter = &apiclient.RunFilter{Statuses: splitList(f.Status), WorkflowID: f.Workflow, Query: f.Query,
-				CreatedAfter: f.CreatedAfter, CreatedBefore: f.CreatedBefore}
-		}
-		p := printer{stdout, f.JSON}
-		return p.bulk(api.BulkRuns(ctx, b, p.bulkLine))
-	case "delete":
-		f := r.Delete
-		api, err := f.api(getenv)
-		if err != nil {
-			return err
-		}
-		if err := api.DeleteRun(ctx, f.ID, f.Reason); err != nil {
-			return err
-		}
-		if f.JSON {
-			return printer{stdout, true}.value(map[string]any{"id": f.ID, "deleted": true})
-		}
-		_, err = fmt.Fprintf(stdout, "Deleted run %s.\n", f.ID)
-		return err
-	}
-	return fmt.Errorf("unknown command %q", path)
-}
-
-func (s *suspensionsCLI) run(ctx context.Context, path string, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
-	switch strings.Fields(path)[1] {
-	case "list":
-		f := s.List
-		api, err := f.api(getenv)
-		if err != nil {
-			return err
-		}
-		filter := apiclient.SuspensionFilter{Status: f.Status, Reason: f.Reason, Kind: f.Kind, WorkflowID: f.Workflow, RunID: f.Run,
-			Newest: f.Newest, Limit: f.Limit}
-		return listPages(printer{stdout, f.JSON}, f.Cursor, f.All, func(cursor string) (apiclient.Page[apiclient.Suspension], error) {
-			filter.Cursor = cursor
-			return api.ListSuspensions(ctx, filter)
-		}, []string{"ID", "RUN", "WORKFLOW", "KIND", "STATUS", "WHAT", "SINCE"}, func(all []apiclient.Suspension) [][]string {
-			rows := make([][]string, len(all))
-			for i, sp := range all {
-				rows[i] = []string{sp.ID, sp.RunID, sp.WorkflowID, sp.Kind, sp.Status, cmp.Or(sp.Title, sp.ReasonLabel, sp.Reason), when(sp.SuspendedAt)}
-			}
-			return rows
-		})
-	case "get":
-		api, err := s.Get.api(getenv)
-		if err != nil {
-			return err
-		}
-		sp, err := api.GetSuspension(ctx, s.Get.ID)
-		if err != nil {
-			return err
-		}
-		return printer{stdout, s.Get.JSON}.suspension(sp)
-	case "resume":
-		f := s.Resume
-		api, err := f.api(getenv)
-		if err != nil {
-			return err
-		}
-		data, err := jsonArg("--data", f.Data, stdin)
-		if err != nil {
-			return err
-		}
-		resume := api.Resume
-		if f.ConfirmMachineWait {
-			resume = api.ResumeMachineWait
-		}
-		sp, err := resume(ctx, f.ID, data)
-		if err != nil {
-			return err
-		}
-		return printer{stdout, f.JSON}.suspension(sp)
-	case "bulk":
-		f := s.Bulk
-		api, err := f.api(getenv)
-		if err != nil {
-			return err
-		}
-		if err := f.checkBroad(ctx, api, stdin); err != nil {
-			return err
-		}
-		b := apiclient.SuspensionBulk{Action: f.Action, Comment: f.Comment, IDs: splitList(f.IDs)}
-		if len(b.IDs) == 0 {
-			b.Filter = &apiclient.SuspensionSelection{Status: f.Status, Reason: f.Reason, Kind: f.Kind, WorkflowID: f.Workflow, RunID: f.Run}
-		}
-		p := printer{stdout, f.JSON}
-		return p.bulk(api.BulkSuspensions(ctx, b, p.bulkLine))
-	case "approve", "reject":
-		f, act := s.Approve, (*apiclient.Client).Approve
-		if strings.Fields(path)[1] == "reject" {
-			f, act = s.Reject, (*apiclient.Client).Reject
-		}
-		api, err := f.api(getenv)
-		if err != nil {
-			return err
-		}
-		sp, err := act(api, ctx, f.ID, f.Comment)
-		if err != nil {
-			return err
-		}
-		return printer{stdout, f.JSON}.suspension(sp)
-	}
-	return fmt.Errorf("unknown command %q", path)
-}
-
-func (f *signalSendCmd) run(ctx context.Context, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
-	api, err := f.api(getenv)
+func (f *workflowsListCmd) Run(e *cmdEnv) error {
+	api, p, err := f.connect(e)
 	if err != nil {
 		return err
 	}
-	req := apiclient.SignalRequest{Name: f.Name, SignalID: f.ID, StepID: f.Step}
-	if f.Payload != "" {
-		if req.Payload, err = jsonArg("--payload", f.Payload, stdin); err != nil {
-			return err
-		}
-	}
-	sig, err := api.Signal(ctx, f.Run, req)
+	flows, err := api.ListWorkflows(e.ctx)
 	if err != nil {
 		return err
 	}
-	p := printer{stdout, f.JSON}
 	if p.json {
-		return p.value(sig)
+		for i := range flows {
+			flows[i].Document = nil
+		}
+		return p.value(orEmpty(flows))
 	}
-	return p.fields("Signal", sig.Name, "Id", sig.SignalID, "Run", sig.RunID, "Status", sig.Status, "Duplicate", strconv.FormatBool(sig.Duplicate))
+	rows := make([][]string, len(flows))
+	for i, f := range flows {
+		rows[i] = []string{f.ID, f.Version, f.Source, f.Name, strings.Join(f.Steps, " → ")}
+	}
+	return p.table([]string{"ID", "VERSION", "SOURCE", "NAME", "STEPS"}, rows)
 }
 
-func (w *workflowsCLI) run(ctx context.Context, path string, getenv func(string) string, stdout io.Writer) error {
-	switch strings.Fields(path)[1] {
-	case "list":
-		api, err := w.List.api(getenv)
-		if err != nil {
-			return err
-		}
-		flows, err := api.ListWorkflows(ctx)
-		if err != nil {
-			return err
-		}
-		p := printer{stdout, w.List.JSON}
-		if p.json {
-			for i := range flows {
-				flows[i].Document = nil
-			}
-			return p.value(orEmpty(flows))
-		}
-		rows := make([][]string, len(flows))
-		for i, f := range flows {
-			rows[i] = []string{f.ID, f.Version, f.Source, f.Name, strings.Join(f.Steps, " → ")}
-		}
-		return p.table([]string{"ID", "VERSION", "SOURCE", "NAME", "STEPS"}, rows)
-	case "get":
-		f := w.Get
-		api, err := f.api(getenv)
-		if err != nil {
-			return err
-		}
-		flows, err := api.ListWorkflows(ctx)
-		if err != nil {
-			return err
-		}
-		var found *apiclient.Workflow
-		for i := range flows { // versions are listed oldest first
-			if flows[i].ID == f.ID && (f.Version == "" || flows[i].Version == f.Version) {
-				found = &flows[i]
-			}
-		}
-		if found == nil {
-			return fmt.Errorf("no workflow %s%s", f.ID, versionWords(f.Version))
-		}
-		if len(found.Document) == 0 {
-			return printer{stdout, true}.value(found)
-		}
-		return printer{stdout, true}.value(found.Document)
-	case "put":
-		return putWorkflows(ctx, w.Put.apiFlags, getenv, stdout, []string{w.Put.File})
-	case "apply":
-		files, err := filepath.Glob(filepath.Join(w.Apply.Dir, "*.json"))
-		if err != nil {
-			return err
-		}
-		if len(files) == 0 {
-			return fmt.Errorf("no workflow documents (*.json) in %s", w.Apply.Dir)
-		}
-		slices.Sort(files)
-		return putWorkflows(ctx, w.Apply.apiFlags, getenv, stdout, files)
+func (f *workflowGetCmd) Run(e *cmdEnv) error {
+	api, p, err := f.connect(e)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("unknown command %q", path)
+	flows, err := api.ListWorkflows(e.ctx)
+	if err != nil {
+		return err
+	}
+	var found *apiclient.Workflow
+	for i := range flows { // versions are listed oldest first
+		if flows[i].ID == f.ID && (f.Version == "" || flows[i].Version == f.Version) {
+			found = &flows[i]
+		}
+	}
+	if found == nil {
+		return fmt.Errorf("no workflow %s%s: %w", f.ID, versionWords(f.Version), errNotFound)
+	}
+	p.json = true // a document is JSON whichever the output
+	if len(found.Document) == 0 {
+		return p.value(found)
+	}
+	return p.value(found.Document)
+}
+
+func (f *workflowPutCmd) Run(e *cmdEnv) error { return putWorkflows(e, f.apiFlags, []string{f.File}) }
+
+func (f *workflowDirCmd) Run(e *cmdEnv) error {
+	files, err := filepath.Glob(filepath.Join(f.Dir, "*.json"))
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("no workflow documents (*.json) in %s", f.Dir)
+	}
+	slices.Sort(files)
+	return putWorkflows(e, f.apiFlags, files)
 }
 
 // putWorkflows registers documents, saying of each whether it was new; the
 // first refused one stops the rest.
-func putWorkflows(ctx context.Context, f apiFlags, getenv func(string) string, stdout io.Writer, files []string) error {
-	api, err := f.api(getenv)
+func putWorkflows(e *cmdEnv, f apiFlags, files []string) error {
+	api, p, err := f.connect(e)
 	if err != nil {
 		return err
 	}
@@ -821,13 +653,12 @@ func putWorkflows(ctx context.Context, f apiFlags, getenv func(string) string, s
 		if err != nil {
 			return err
 		}
-		wf, created, err := api.PutWorkflow(ctx, doc)
+		wf, created, err := api.PutWorkflow(e.ctx, doc)
 		if err != nil {
 			return fmt.Errorf("%s: %w", file, err)
 		}
 		out = append(out, result{File: file, ID: wf.ID, Version: wf.Version, Created: created})
 	}
-	p := printer{stdout, f.JSON}
 	if p.json {
 		return p.value(out)
 	}

@@ -50,7 +50,7 @@ const maxCounted = 500
 // decides; otherwise it is refused, with a sentence that says what
 // --reason does and what to use instead, and nothing is decided.
 func (f *suspBulkCmd) checkBroad(ctx context.Context, api *apiclient.Client, stdin io.Reader) error {
-	if f.All || len(splitList(f.IDs)) > 0 || f.Kind != "" || f.Workflow != "" || f.Run != "" {
+	if f.All || len(splitList(f.IDs)) > 0 || f.Kind != "" || f.Workflow != "" || f.RunID != "" {
 		return nil
 	}
 	page, err := api.ListSuspensions(ctx, apiclient.SuspensionFilter{Status: cmp.Or(f.Status, "pending"), Reason: f.Reason, Limit: maxCounted})

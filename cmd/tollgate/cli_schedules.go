@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -12,13 +11,13 @@ import (
 )
 
 type schedulesCLI struct {
-	List    schedulesListCmd   `cmd:"" help:"List schedules, by id (admins' keys)."`
-	Show    scheduleIDCmd      `cmd:"" help:"Show a schedule, its next fires and its last fires."`
-	Create  schedulesCreateCmd `cmd:"" help:"Create a schedule: --workflow W and --cron RULE or --every DURATION."`
-	Pause   scheduleIDCmd      `cmd:"" help:"Pause a schedule: it fires nothing until resumed."`
-	Resume  scheduleIDCmd      `cmd:"" help:"Resume a paused schedule; the fires it passed over are not replayed."`
-	Trigger scheduleIDCmd      `cmd:"" help:"Start a run of a schedule now."`
-	Delete  scheduleIDCmd      `cmd:"" help:"Delete a schedule and its fire records (the runs it started stay)."`
+	List    schedulesListCmd    `cmd:"" help:"List schedules, by id (admins' keys)."`
+	Show    schedulesShowCmd    `cmd:"" help:"Show a schedule, its next fires and its last fires."`
+	Create  schedulesCreateCmd  `cmd:"" help:"Create a schedule: --workflow W and --cron RULE or --every DURATION."`
+	Pause   schedulesPauseCmd   `cmd:"" help:"Pause a schedule: it fires nothing until resumed."`
+	Resume  schedulesResumeCmd  `cmd:"" help:"Resume a paused schedule; the fires it passed over are not replayed."`
+	Trigger schedulesTriggerCmd `cmd:"" help:"Start a run of a schedule now."`
+	Delete  schedulesDeleteCmd  `cmd:"" help:"Delete a schedule and its fire records (the runs it started stay)."`
 }
 
 type schedulesListCmd struct {
@@ -34,6 +33,14 @@ type scheduleIDCmd struct {
 	ID string `arg:"" name:"schedule" help:"The schedule's id."`
 }
 
+type (
+	schedulesShowCmd    struct{ scheduleIDCmd }
+	schedulesPauseCmd   struct{ scheduleIDCmd }
+	schedulesResumeCmd  struct{ scheduleIDCmd }
+	schedulesTriggerCmd struct{ scheduleIDCmd }
+	schedulesDeleteCmd  struct{ scheduleIDCmd }
+)
+
 type schedulesCreateCmd struct {
 	apiFlags
 	ID       string `arg:"" name:"schedule" help:"The new schedule's id: 1 to 100 of a-z, 0-9, '.', '_' and '-'."`
@@ -48,87 +55,78 @@ type schedulesCreateCmd struct {
 	Note     string `help:"A note for the people who read the Schedules page."`
 }
 
-func (s *schedulesCLI) run(ctx context.Context, path string, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
-	switch strings.Fields(path)[1] {
-	case "list":
-		f := s.List
-		api, err := f.api(getenv)
-		if err != nil {
-			return err
-		}
-		return listPages(printer{stdout, f.JSON}, f.Cursor, f.All, func(cursor string) (apiclient.Page[apiclient.Schedule], error) {
-			return api.ListSchedules(ctx, f.Workflow, cursor, f.Limit)
-		}, []string{"ID", "WORKFLOW", "WHEN", "NEXT FIRE", "LAST FIRE"}, func(all []apiclient.Schedule) [][]string {
-			rows := make([][]string, len(all))
-			for i, sc := range all {
-				next := "paused"
-				if sc.NextFireAt != nil {
-					next = when(*sc.NextFireAt)
-				}
-				last := ""
-				if sc.LastFire != nil {
-					last = sc.LastFire.Outcome + " " + when(sc.LastFire.At)
-				}
-				rows[i] = []string{sc.ID, sc.WorkflowID, sc.Description, next, last}
-			}
-			return rows
-		})
-	case "create":
-		return s.Create.run(ctx, getenv, stdin, stdout)
-	}
-	f := s.idCmd(path)
-	api, err := f.api(getenv)
+func (f *schedulesListCmd) Run(e *cmdEnv) error {
+	api, p, err := f.connect(e)
 	if err != nil {
 		return err
 	}
-	p := printer{stdout, f.JSON}
-	var sc apiclient.Schedule
-	switch strings.Fields(path)[1] {
-	case "show":
-		sc, err = api.GetSchedule(ctx, f.ID)
-	case "pause":
-		sc, err = api.PauseSchedule(ctx, f.ID)
-	case "resume":
-		sc, err = api.ResumeSchedule(ctx, f.ID)
-	case "trigger":
-		run, err := api.TriggerSchedule(ctx, f.ID)
-		if err != nil {
-			return err
+	return listPages(p, f.Cursor, f.All, func(cursor string) (apiclient.Page[apiclient.Schedule], error) {
+		return api.ListSchedules(e.ctx, f.Workflow, cursor, f.Limit)
+	}, []string{"ID", "WORKFLOW", "WHEN", "NEXT FIRE", "LAST FIRE"}, func(all []apiclient.Schedule) [][]string {
+		rows := make([][]string, len(all))
+		for i, sc := range all {
+			next := "paused"
+			if sc.NextFireAt != nil {
+				next = when(*sc.NextFireAt)
+			}
+			last := ""
+			if sc.LastFire != nil {
+				last = sc.LastFire.Outcome + " " + when(sc.LastFire.At)
+			}
+			rows[i] = []string{sc.ID, sc.WorkflowID, sc.Description, next, last}
 		}
-		return p.run(run)
-	case "delete":
-		if err := api.DeleteSchedule(ctx, f.ID); err != nil {
-			return err
-		}
-		if f.JSON {
-			return p.value(map[string]any{"id": f.ID, "deleted": true})
-		}
-		_, err = fmt.Fprintf(stdout, "Deleted schedule %s.\n", f.ID)
+		return rows
+	})
+}
+
+func (f *schedulesShowCmd) Run(e *cmdEnv) error  { return f.show(e, (*apiclient.Client).GetSchedule) }
+func (f *schedulesPauseCmd) Run(e *cmdEnv) error { return f.show(e, (*apiclient.Client).PauseSchedule) }
+func (f *schedulesResumeCmd) Run(e *cmdEnv) error {
+	return f.show(e, (*apiclient.Client).ResumeSchedule)
+}
+
+// show prints the schedule act answers with.
+func (f *scheduleIDCmd) show(e *cmdEnv, act func(*apiclient.Client, context.Context, string) (apiclient.Schedule, error)) error {
+	api, p, err := f.connect(e)
+	if err != nil {
 		return err
 	}
+	sc, err := act(api, e.ctx, f.ID)
 	if err != nil {
 		return err
 	}
 	return p.schedule(sc)
 }
 
-// idCmd is the flags of the schedule command path names.
-func (s *schedulesCLI) idCmd(path string) scheduleIDCmd {
-	switch strings.Fields(path)[1] {
-	case "pause":
-		return s.Pause
-	case "resume":
-		return s.Resume
-	case "trigger":
-		return s.Trigger
-	case "delete":
-		return s.Delete
+func (f *schedulesTriggerCmd) Run(e *cmdEnv) error {
+	api, p, err := f.connect(e)
+	if err != nil {
+		return err
 	}
-	return s.Show
+	run, err := api.TriggerSchedule(e.ctx, f.ID)
+	if err != nil {
+		return err
+	}
+	return p.run(run)
 }
 
-func (f *schedulesCreateCmd) run(ctx context.Context, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
-	api, err := f.api(getenv)
+func (f *schedulesDeleteCmd) Run(e *cmdEnv) error {
+	api, p, err := f.connect(e)
+	if err != nil {
+		return err
+	}
+	if err := api.DeleteSchedule(e.ctx, f.ID); err != nil {
+		return err
+	}
+	if p.json {
+		return p.value(map[string]any{"id": f.ID, "deleted": true})
+	}
+	_, err = fmt.Fprintf(p.out, "Deleted schedule %s.\n", f.ID)
+	return err
+}
+
+func (f *schedulesCreateCmd) Run(e *cmdEnv) error {
+	api, p, err := f.connect(e)
 	if err != nil {
 		return err
 	}
@@ -163,15 +161,15 @@ func (f *schedulesCreateCmd) run(ctx context.Context, getenv func(string) string
 		spec.Paused = apiclient.Ptr(true)
 	}
 	if f.Input != "" {
-		if spec.Input, err = jsonArg("--input", f.Input, stdin); err != nil {
+		if spec.Input, err = jsonArg("--input", f.Input, e.stdin); err != nil {
 			return err
 		}
 	}
-	sc, err := api.CreateSchedule(ctx, spec)
+	sc, err := api.CreateSchedule(e.ctx, spec)
 	if err != nil {
 		return err
 	}
-	return printer{stdout, f.JSON}.schedule(sc)
+	return p.schedule(sc)
 }
 
 // durationMs reads a Go duration ("15m", "1h30m") as milliseconds.

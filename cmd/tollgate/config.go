@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -103,13 +104,16 @@ func printFlags(fs *flag.FlagSet, out io.Writer) {
 
 func (f *envFlags) parse(args []string) error {
 	if err := f.fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
 	}
 	if len(f.errs) > 0 {
-		return f.errs[0]
+		return usageError{f.errs[0]}
 	}
 	if f.fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", f.fs.Arg(0))
+		return usageError{fmt.Errorf("unexpected argument %q", f.fs.Arg(0))}
 	}
 	return nil
 }

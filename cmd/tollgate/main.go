@@ -20,23 +20,76 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"slices"
 	"syscall"
+
+	apiclient "github.com/tollgatehq/tollgate/client"
+
+	"github.com/tollgatehq/tollgate/domain"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
-	if errors.Is(err, flag.ErrHelp) {
-		return
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "tollgate:", explain(err))
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "tollgate:", err)
-		os.Exit(1)
+	os.Exit(exitCode(err))
+}
+
+// The exit statuses, as the README's CLI section lists them.
+const (
+	exitDone     = 0 // done
+	exitFailed   = 1 // refused or failed
+	exitUsage    = 2 // the command line is wrong
+	exitNotFound = 3 // what it names does not exist
+	exitConflict = 4 // what it names is not in a state that allows it
+)
+
+// usageError is a command line the program cannot take.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// errNotFound is something a command names that does not exist, found
+// out without a server's answer (a workflow version not listed).
+var errNotFound = errors.New("not found")
+
+// exitCode is the exit status err calls for.
+func exitCode(err error) int {
+	var p *apiclient.Problem
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitDone
+	case errors.As(err, new(usageError)), errors.Is(err, flag.ErrHelp):
+		return exitUsage
+	case errors.As(err, &p) && p.Status == http.StatusNotFound, errors.Is(err, errNotFound), errors.Is(err, domain.ErrNotFound):
+		return exitNotFound
+	case errors.As(err, &p) && p.Status == http.StatusConflict, errors.Is(err, domain.ErrConflict), errors.As(err, new(*domain.ConflictError)):
+		return exitConflict
 	}
+	return exitFailed
+}
+
+// explain is err as a sentence: a server that cannot be reached says
+// which address was tried, and what to check.
+func explain(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) && !errors.As(err, new(*apiclient.Problem)) {
+		u, _ := url.Parse(ue.URL)
+		where := ue.URL
+		if u != nil {
+			where = u.Scheme + "://" + u.Host
+		}
+		return fmt.Sprintf("cannot reach a server at %s (%v): is it running, and is --url (or TOLLGATE_URL) its address?", where, errors.Unwrap(ue))
+	}
+	return err.Error()
 }
 
 // run is the whole program, callable from tests with their own arguments,
@@ -47,34 +100,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 func runWithInput(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		_, _, _ = parseCLI([]string{"--help"}, stderr, stderr)
-		return errors.New("no command given")
+		_, _, _ = parseCLI([]string{"--help"}, getenv, stderr, stderr)
+		return usageError{errors.New("no command given")}
 	}
 	if args[0] == "help" { // tollgate help [command…]
 		args = append(slices.Clone(args[1:]), "--help")
 	}
-	kctx, c, err := parseCLI(args, stdout, stderr)
+	kctx, _, err := parseCLI(args, getenv, stdout, stderr)
 	if errors.Is(err, errHelp) {
 		return nil // help was asked for, and printed
 	}
 	if err != nil {
 		return err
 	}
-	switch kctx.Command() {
-	case "serve", "serve <args>":
-		return serve(ctx, c.Serve.Args, getenv, stdout, stderr)
-	case "migrate", "migrate <args>":
-		return migrateCmd(ctx, c.Migrate.Args, getenv, stdout, stderr)
-	case "user add", "user add <args>":
-		return userCmd(ctx, append([]string{"add"}, c.User.Add.Args...), getenv, stdout, stderr)
-	case "apikey create", "apikey create <args>":
-		return apikeyCmd(ctx, append([]string{"create"}, c.Apikey.Create.Args...), getenv, stdout, stderr)
-	case "seed", "seed <args>":
-		return seedCmd(ctx, c.Seed.Args, getenv, stdout, stderr)
-	case "backup", "backup <args>":
-		return backupCmd(ctx, c.Backup.Args, getenv, stdout, stderr)
-	case "version":
-		return printVersion(c.Version.JSON, stdout)
-	}
-	return runAPI(ctx, kctx, c, getenv, stdin, stdout)
+	return kctx.Run(&cmdEnv{ctx: ctx, getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr})
 }

@@ -4,7 +4,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
+
+	apiclient "github.com/tollgatehq/tollgate/client"
 
 	"github.com/tollgatehq/tollgate/domain"
 )
@@ -56,8 +60,15 @@ func TestSeed(t *testing.T) {
 			t.Fatalf("pending suspensions by reason %v, by assignee %v", reasons, assignees)
 		}
 
-		if status, body := srv.signIn(t, "rev@example.com", "reviewer").upload(t, "/suspensions/"+claim.ID+"/documents", "statement.pdf", []byte("%PDF-1.7\n")); status != http.StatusSeeOther {
-			t.Fatalf("upload to the seeded claim = %d: %s", status, body)
+		// The claim's statement, uploaded with the CLI (the API's upload).
+		statement := filepath.Join(t.TempDir(), "statement.pdf")
+		if err := os.WriteFile(statement, []byte("%PDF-1.7\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var up apiclient.Uploaded
+		cliJSON(t, srv, &up, "suspensions", "upload", claim.ID, statement)
+		if up.Suspension.Status != "resumed" || len(up.Documents) != 1 || up.Documents[0].Filename != "statement.pdf" || up.Documents[0].ContentType != "application/pdf" {
+			t.Fatalf("upload to the seeded claim = %+v", up)
 		}
 		c.call(t, http.StatusOK, "POST", "/api/v1/suspensions/"+expense.ID+"/approve", map[string]any{"comment": "ok"})
 		c.waitStatus(t, claim.RunID, "succeeded")
