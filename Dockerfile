@@ -1,7 +1,7 @@
 # Tollgate in a container: a static binary on a distroless base, running as
 # a non-root user, its embedded database on the /data volume.
 #
-#   docker build --build-arg VERSION=$(git describe --tags --always) -t tollgate .
+#   docker build --build-arg VERSION=v$(cat VERSION) -t tollgate .
 #   docker run -p 8080:8080 -v tollgate-data:/data tollgate
 #
 # The first start prints the first admin's email, password and API key to

@@ -108,27 +108,57 @@ check: generate lint test ## What CI runs, plus drift checks
 	$(GO) -C bench/river mod tidy -diff
 	diff <(ls migrations/postgres) <(ls migrations/sqlite)
 
-# The release's version: the tag of the commit (v1.2.3), else what git
-# describe makes of it (v1.2.3-4-gabc1234, -dirty with local changes).
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+# The release's version is the VERSION file's: a release is cut by setting
+# it (and the CHANGELOG's heading) to the new version. make release stamps
+# it into the binaries and tags the commit v<VERSION> (a local tag, pushed
+# with the release), so that the tag a binary names exists; a tag of that
+# name on another commit stops it. TAG=no builds without tagging, as
+# release-check does with its own version.
+VERSION ?= v$(shell cat VERSION)
+TAG ?= yes
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+# The SBOM of each binary is written by syft, built from the Go module
+# proxy on the first release (a few minutes; the go command keeps it).
+SYFT ?= $(GO) run github.com/anchore/syft/cmd/syft@v1.57.1
 
-release: ## Static binaries (CGO_ENABLED=0) for linux and darwin on amd64 and arm64, with SHA256SUMS, in dist/
+release: ## The release of VERSION: for linux and darwin on amd64 and arm64, an archive of the static binary, its SPDX SBOM, LICENSE, README and CHANGELOG, with SHA256SUMS of the archives, in dist/; tags the commit v<VERSION>
+	@if [ "$(TAG)" = yes ]; then \
+		tagged=$$(git rev-parse -q --verify "refs/tags/$(VERSION)^{commit}" || true); \
+		if [ -n "$$tagged" ] && [ "$$tagged" != "$(COMMIT)" ]; then \
+			echo "The tag $(VERSION) is on $$tagged, not on this commit: set VERSION (the file) to the new release's version." >&2; exit 1; \
+		fi; \
+		if [ -n "$$(git status --porcelain)" ]; then \
+			echo "The working tree has changes a release would not contain: commit them first." >&2; exit 1; \
+		fi; \
+	fi
 	rm -rf dist && mkdir -p dist
 	set -e; for p in $(PLATFORMS); do \
-		os=$${p%/*}; arch=$${p#*/}; \
-		echo "dist/tollgate-$$os-$$arch ($(VERSION))"; \
+		os=$${p%/*}; arch=$${p#*/}; name=tollgate-$(VERSION)-$$os-$$arch; \
+		echo "dist/$$name.tar.gz"; \
+		mkdir -p dist/$$name; \
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath \
-			-ldflags "-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o dist/tollgate-$$os-$$arch ./cmd/tollgate; \
+			-ldflags "-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o dist/$$name/tollgate ./cmd/tollgate; \
+		$(SYFT) scan -q file:dist/$$name/tollgate --source-name tollgate --source-version $(VERSION) -o spdx-json=dist/$$name/tollgate.spdx.json; \
+		cp LICENSE README.md CHANGELOG.md dist/$$name/; \
+		tar -C dist -czf dist/$$name.tar.gz $$name; \
+		rm -r dist/$$name; \
 	done
-	cd dist && sha256sum tollgate-* > SHA256SUMS
+	cd dist && sha256sum *.tar.gz > SHA256SUMS
+	@if [ "$(TAG)" = yes ] && ! git rev-parse -q --verify "refs/tags/$(VERSION)" >/dev/null; then \
+		git tag $(VERSION) $(COMMIT) && echo "Tagged $(COMMIT) $(VERSION); push it with the release: git push origin $(VERSION)"; \
+	fi
 
-# What CI checks of a release, on linux/amd64: the binary is static, runs,
-# and says the version it was given; the checksums match.
-release-check: ## Build the linux/amd64 release binary and check it
-	$(MAKE) release PLATFORMS=linux/amd64 VERSION=v0.0.0-check
+# What CI checks of a release, on linux/amd64: the archive's checksum
+# matches, its binary is static, runs and says the version it was given,
+# and its SBOM lists the modules built into it.
+release-check: ## Build the linux/amd64 release archive and check it
+	$(MAKE) release PLATFORMS=linux/amd64 VERSION=v0.0.0-check TAG=no
 	cd dist && sha256sum -c SHA256SUMS
-	$(GO) version -m dist/tollgate-linux-amd64 | grep -q 'CGO_ENABLED=0'
-	dist/tollgate-linux-amd64 version | grep -q '^tollgate v0.0.0-check '
-	dist/tollgate-linux-amd64 version --json | grep -q '"version":"v0.0.0-check"'
+	tar -C dist -xzf dist/tollgate-v0.0.0-check-linux-amd64.tar.gz
+	cd dist/tollgate-v0.0.0-check-linux-amd64 && test -s LICENSE && test -s README.md && test -s CHANGELOG.md
+	$(GO) version -m dist/tollgate-v0.0.0-check-linux-amd64/tollgate | grep -q 'CGO_ENABLED=0'
+	dist/tollgate-v0.0.0-check-linux-amd64/tollgate version | grep -q '^tollgate v0.0.0-check '
+	dist/tollgate-v0.0.0-check-linux-amd64/tollgate version --json | grep -q '"version":"v0.0.0-check"'
+	grep -q '"spdxVersion"' dist/tollgate-v0.0.0-check-linux-amd64/tollgate.spdx.json
+	grep -q 'pkg:golang/github.com/jackc/pgx/v5@' dist/tollgate-v0.0.0-check-linux-amd64/tollgate.spdx.json

@@ -13,6 +13,7 @@ import (
 	"github.com/tollgatehq/tollgate/domain/flow"
 	"github.com/tollgatehq/tollgate/domain/mail"
 	"github.com/tollgatehq/tollgate/web"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config says how New builds Tollgate. The zero value of every field is
@@ -64,7 +65,15 @@ type Config struct {
 	// ShutdownTimeout is how long Run lets steps in flight finish once its
 	// context ends (default 15s).
 	ShutdownTimeout time.Duration
-	// Trace, when set, opens a span around each step (see engine.Opts).
+	// TracerProvider, when set, traces the engine with OpenTelemetry: a
+	// span per step a worker runs and per transition it commits, each in
+	// its run's own trace (whose id is the run's id), the span that starts
+	// or resumes a run linked from the request's. Refusals (conflicts,
+	// validation errors) are not error spans. Requests are traced by
+	// wrapping Handler (otelhttp).
+	TracerProvider trace.TracerProvider
+	// Trace, when set, opens a span around each step and transition
+	// instead (see engine.Opts); TracerProvider is the usual way.
 	Trace func(ctx context.Context, name string, attrs map[string]string) (context.Context, func(error))
 	// OnCommit, when set, is called after every committed step outcome.
 	OnCommit func(runID string, res domain.CommitResult)

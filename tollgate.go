@@ -146,7 +146,7 @@ func engineOpts(c Config, db *storage.DB) engine.Opts {
 	o := engine.Opts{
 		Workers: c.Workers, Lease: c.JobLease, PollInterval: c.PollInterval, CheckpointLimit: c.CheckpointLimit,
 		ShutdownGrace: c.ShutdownTimeout, ValidateResumeData: web.ValidateResumeData, ValidateInput: web.ValidateRunInput, Log: c.Log,
-		Trace: c.Trace, OnCommit: c.OnCommit,
+		Trace: c.engineTrace(), OnCommit: c.OnCommit,
 	}
 	if db.Dialect() == storage.Postgres {
 		o.CommitLanes = commitLanesPG
@@ -395,3 +395,15 @@ func (t *Tollgate) Engine() *engine.Engine     { return t.eng }
 func (t *Tollgate) Store() *storage.DB         { return t.db }
 func (t *Tollgate) Catalog() *flow.Catalog     { return t.catalog }
 func (t *Tollgate) Registry() *domain.Registry { return t.reg }
+
+// engineTrace is the engine's Trace option: Trace, else spans of
+// TracerProvider (see runTracer), else none.
+func (c Config) engineTrace() func(ctx context.Context, name string, attrs map[string]string) (context.Context, func(error)) {
+	switch {
+	case c.Trace != nil:
+		return c.Trace
+	case c.TracerProvider != nil:
+		return newRunTracer(c.TracerProvider).span
+	}
+	return nil
+}

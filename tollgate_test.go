@@ -6,9 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/tollgatehq/tollgate"
 	"github.com/tollgatehq/tollgate/domain"
@@ -374,4 +378,54 @@ func TestScheduleFromAProgram(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	})
+}
+
+// A program that embeds Tollgate traces it with its own TracerProvider:
+// each step and transition of a run is a span in the run's trace, whose
+// id is the run's.
+func TestTracerProviderTracesARun(t *testing.T) {
+	t.Parallel()
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	c := tollgate.Config{DataDir: t.TempDir(), Log: slog.New(slog.DiscardHandler), PollInterval: 50 * time.Millisecond, TracerProvider: tp}
+	tg, err := tollgate.New(t.Context(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf := domain.NewWorkflow("traced", "1").
+		Step("one", func(context.Context, domain.StepRequest) (domain.StepResult, error) { return domain.StepResult{}, nil }).
+		Step("two", func(context.Context, domain.StepRequest) (domain.StepResult, error) {
+			return domain.StepResult{Output: "done"}, nil
+		})
+	if err := tg.RegisterWorkflow(wf); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = tg.Run(ctx) }()
+	defer func() { stop(); <-done; tg.Close() }()
+	run, err := tg.Start(t.Context(), "traced", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tg.Result(t.Context(), run.ID); err != nil {
+		t.Fatal(err)
+	}
+	// A step's span ends after its commit, which Result may see first.
+	names := map[string]bool{}
+	for deadline := time.Now().Add(5 * time.Second); !names["step one"] && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for _, s := range spans.Ended() {
+			names[s.Name()] = true
+		}
+	}
+	for _, s := range spans.Ended() {
+		if s.SpanContext().TraceID().String() != strings.ReplaceAll(run.ID, "-", "") {
+			t.Errorf("span %q is in trace %s, not the run's %s", s.Name(), s.SpanContext().TraceID(), run.ID)
+		}
+	}
+	for _, want := range []string{"transition start", "step one", "transition step"} {
+		if !names[want] {
+			t.Errorf("no span %q among %v", want, names)
+		}
+	}
 }

@@ -165,7 +165,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		cfg.Mail = sender
 	}
 	if tr != nil {
-		cfg.Trace = tr.span
+		cfg.TracerProvider = tr.provider
 	}
 	tg, err := tollgate.New(ctx, cfg)
 	if err != nil {

@@ -1,33 +1,35 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // tracing exports OpenTelemetry traces over OTLP/HTTP when the standard
 // variables name a collector (OTEL_EXPORTER_OTLP_ENDPOINT or
-// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; the exporter reads the rest of its
-// configuration, headers and all, from them too): a span per HTTP request,
-// per step a worker runs and per transition the engine commits, with the
-// run and workflow. Without them nothing is traced and nothing is added
-// to a request's path.
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) and OTEL_SDK_DISABLED is not true:
+// a span per HTTP request, per step a worker runs and per transition the
+// engine commits, each of a run's in the run's trace (see
+// tollgate.Config.TracerProvider). The service is OTEL_SERVICE_NAME
+// (tollgate by default), with OTEL_RESOURCE_ATTRIBUTES; the exporter
+// reads its headers, timeout and the rest from its OTEL_EXPORTER_OTLP_*
+// variables, and the provider its sampler from OTEL_TRACES_SAMPLER.
+// Without a collector nothing is traced and nothing is added to a
+// request's path.
 type tracing struct {
 	provider *sdktrace.TracerProvider
-	tracer   trace.Tracer
 }
 
 // newTracing starts the exporter, or returns nil when tracing is off.
@@ -36,17 +38,21 @@ func newTracing(ctx context.Context, getenv func(string) string, version string)
 	if base := getenv("OTEL_EXPORTER_OTLP_ENDPOINT"); endpoint == "" && base != "" {
 		endpoint = strings.TrimRight(base, "/") + "/v1/traces"
 	}
-	if endpoint == "" {
+	if endpoint == "" || strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") {
 		return nil, nil
 	}
 	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(endpoint))
 	if err != nil {
 		return nil, err
 	}
-	res := resource.NewSchemaless(semconv.ServiceName("tollgate"), semconv.ServiceVersion(version))
+	res, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK(),
+		resource.WithAttributes(semconv.ServiceName(cmp.Or(getenv("OTEL_SERVICE_NAME"), "tollgate")), semconv.ServiceVersion(version)))
+	if err != nil {
+		return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err)
+	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
-	return &tracing{provider: tp, tracer: tp.Tracer("github.com/tollgatehq/tollgate")}, nil
+	return &tracing{provider: tp}, nil
 }
 
 // handler wraps h with a span per request, named by method until the web
@@ -76,23 +82,6 @@ func (t *tracing) handler(h http.Handler) http.Handler {
 
 // requestKey carries the request otelhttp is not shown (see handler).
 type requestKey struct{}
-
-// span is the engine's Trace option: a span with the attributes given,
-// marked as an error when the work failed.
-func (t *tracing) span(ctx context.Context, name string, attrs map[string]string) (context.Context, func(error)) {
-	kv := make([]attribute.KeyValue, 0, len(attrs))
-	for k, v := range attrs {
-		kv = append(kv, attribute.String(k, v))
-	}
-	ctx, s := t.tracer.Start(ctx, name, trace.WithAttributes(kv...))
-	return ctx, func(err error) {
-		if err != nil {
-			s.RecordError(err)
-			s.SetStatus(codes.Error, err.Error())
-		}
-		s.End()
-	}
-}
 
 // shutdown flushes the spans not yet exported.
 func (t *tracing) shutdown(ctx context.Context) error {

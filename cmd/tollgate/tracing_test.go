@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,7 @@ import (
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -94,6 +97,11 @@ type exportedSpan struct {
 	name  string
 	attrs map[string]string
 	texts []string
+	// trace is the span's trace id in hex, links the trace ids of the
+	// spans it links to, failed whether its status is an error.
+	trace  string
+	links  []string
+	failed bool
 }
 
 func (c *otlpCollector) spans() []exportedSpan {
@@ -106,7 +114,8 @@ func (c *otlpCollector) spans() []exportedSpan {
 			for _, ss := range rs.ScopeSpans {
 				scope := append([]string{ss.GetScope().GetName(), ss.GetScope().GetVersion()}, attrTexts(ss.GetScope().GetAttributes())...)
 				for _, sp := range ss.Spans {
-					e := exportedSpan{name: sp.Name, attrs: map[string]string{}}
+					e := exportedSpan{name: sp.Name, attrs: map[string]string{}, trace: hex.EncodeToString(sp.TraceId),
+						failed: sp.GetStatus().GetCode() == tracepb.Status_STATUS_CODE_ERROR}
 					e.texts = append(append(e.texts, res...), scope...)
 					e.texts = append(e.texts, sp.Name, sp.TraceState, sp.GetStatus().GetMessage())
 					e.texts = append(e.texts, attrTexts(sp.Attributes)...)
@@ -118,6 +127,7 @@ func (c *otlpCollector) spans() []exportedSpan {
 					}
 					for _, l := range sp.Links {
 						e.texts = append(append(e.texts, l.TraceState), attrTexts(l.Attributes)...)
+						e.links = append(e.links, hex.EncodeToString(l.TraceId))
 					}
 					out = append(out, e)
 				}
@@ -125,6 +135,66 @@ func (c *otlpCollector) spans() []exportedSpan {
 		}
 	}
 	return out
+}
+
+// A run's spans are one trace, whatever worker ran them, whose id is the
+// run's; the request that started the run links to it. A refusal (409) is
+// an answer, not an error span. The service is named by OTEL_SERVICE_NAME,
+// and no span is nameless.
+func TestTracesFollowARun(t *testing.T) {
+	t.Parallel()
+	collector := startCollector(t)
+	s := startServer(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL, "OTEL_SERVICE_NAME": "claims-tollgate"})
+	c := s.client()
+	c.register(t, `{"id": "traced", "version": "1", "steps": [{"type": "task", "name": "first", "handler": "napFor", "config": {"ms": 1}}, {"type": "input", "name": "note", "reason": "awaiting_note"}]}`)
+	run := c.startRun(t, "traced", map[string]string{"claim": "c-1"})
+	c.waitStatus(t, run.ID, "suspended")
+	sp := c.suspensions(t, "status=pending&runId="+run.ID)[0]
+	c.call(t, http.StatusOK, "POST", "/api/v1/suspensions/"+sp.ID+"/resume", map[string]any{"resumeData": map[string]string{"note": "ok"}})
+	c.call(t, http.StatusConflict, "POST", "/api/v1/suspensions/"+sp.ID+"/resume", map[string]any{"resumeData": map[string]string{"note": "again"}})
+	c.waitStatus(t, run.ID, "succeeded")
+	if err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	runTrace := strings.ReplaceAll(run.ID, "-", "")
+	var start, refused, steps int
+	var requestTrace string
+	for _, sp := range collector.spans() {
+		if strings.TrimSpace(sp.name) == "" {
+			t.Errorf("a span without a name: %+v", sp)
+		}
+		if !slices.Contains(sp.texts, "claims-tollgate") {
+			t.Errorf("span %q does not name the service OTEL_SERVICE_NAME names", sp.name)
+		}
+		if sp.name == "POST /api/v1/workflows/{workflowId}/runs" {
+			requestTrace = sp.trace
+		}
+		if sp.attrs["tollgate.refused"] != "" && sp.name == "transition resume" {
+			refused++ // a resume names its suspension, not its run
+		}
+		if sp.failed {
+			t.Errorf("span %q failed: %+v", sp.name, sp.attrs)
+		}
+		if sp.attrs["run_id"] != run.ID {
+			continue
+		}
+		if sp.trace != runTrace {
+			t.Errorf("span %q of the run is in trace %s, not the run's %s", sp.name, sp.trace, runTrace)
+		}
+		switch {
+		case sp.name == "transition start":
+			start++
+			if len(sp.links) != 1 || sp.links[0] != requestTrace || requestTrace == "" {
+				t.Errorf("the run's start links to %v, not to the request's trace %s", sp.links, requestTrace)
+			}
+		case strings.HasPrefix(sp.name, "step "):
+			steps++
+		}
+	}
+	if start != 1 || steps < 2 || refused != 1 {
+		t.Errorf("the run's trace has %d starts, %d steps, %d refusals; want 1, 2 or more, 1", start, steps, refused)
+	}
 }
 
 // attrTexts lists the keys and values of attrs, nested ones included.
