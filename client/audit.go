@@ -87,23 +87,3 @@ func (f AuditFilter) query() url.Values {
 	setTime(q, "to", f.To)
 	return q
 }
-
-// Subscription is a webhook subscription: a URL and the event types it
-// hears. Its signing secret is shown only when it is made.
-type Subscription struct {
-	ID        string    `json:"id"`
-	URL       string    `json:"url"`
-	Events    []string  `json:"events"`
-	CreatedBy string    `json:"createdBy,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
-}
-
-// ListSubscriptions lists one page of webhook subscriptions, oldest first
-// (admins' keys only).
-func (c *Client) ListSubscriptions(ctx context.Context, cursor string, limit int) (Page[Subscription], error) {
-	q := url.Values{}
-	paging(q, cursor, limit)
-	var p Page[Subscription]
-	_, err := c.do(ctx, "GET", "/api/v1/subscriptions", q, nil, &p)
-	return p, err
-}

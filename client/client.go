@@ -30,9 +30,10 @@ import (
 // Client calls one Tollgate server with one API key. Its zero value is not
 // usable; make one with New.
 type Client struct {
-	base string
-	key  string
-	hc   *http.Client
+	base    string
+	key     string
+	hc      *http.Client
+	retries int
 }
 
 // Option configures a Client.
@@ -41,6 +42,14 @@ type Option func(*Client)
 // WithHTTPClient makes the client send its requests with hc. A timeout on
 // hc also ends Wait's stream; give Wait a context instead.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithRetries makes the client send a request again, up to n more times,
+// when the server answers 429 (too many requests) or 503 (the database is
+// unavailable): both mean nothing was done. It waits as the answer's
+// Retry-After says (a second when it says nothing, at most a minute), or
+// until the request's context ends. Uploads and streamed answers (bulk
+// actions, the audit export, Wait) are not sent again.
+func WithRetries(n int) Option { return func(c *Client) { c.retries = max(n, 0) } }
 
 // New returns a client of the server at baseURL (such as
 // http://127.0.0.1:8080) that authenticates with apiKey.
@@ -135,6 +144,57 @@ type Suspension struct {
 	ResumedBy   *string         `json:"resumedBy"`
 	Group       string          `json:"group,omitempty"`
 	Branch      string          `json:"branch,omitempty"`
+	// Fields, Instructions and Accept are what a person is shown: the
+	// request's fields, what to do, and the document types it takes.
+	Fields       []Field         `json:"fields,omitempty"`
+	Instructions string          `json:"instructions,omitempty"`
+	Accept       []string        `json:"accept,omitempty"`
+	ResumeSchema json.RawMessage `json:"resumeSchema,omitempty"`
+	// Policy is how an approval is decided when it takes more than one
+	// person's decision; Votes and Tally are its votes so far.
+	Policy *ApprovalPolicy `json:"policy,omitempty"`
+	Votes  []Vote          `json:"votes,omitempty"`
+	Tally  *Tally          `json:"tally,omitempty"`
+	// Escalated counts the rungs of its escalation ladder passed;
+	// NextEscalationAt is when the next one is due.
+	Escalated        int        `json:"escalated,omitempty"`
+	NextEscalationAt *time.Time `json:"nextEscalationAt,omitempty"`
+}
+
+// Field is one of a request's fields as people see it: Format is text,
+// money (money:EUR), date, datetime, email, url or number.
+type Field struct {
+	Label  string          `json:"label"`
+	Value  json.RawMessage `json:"value"`
+	Format string          `json:"format"`
+}
+
+// ApprovalPolicy is how an approval is decided.
+type ApprovalPolicy struct {
+	Quorum                int    `json:"quorum,omitempty"`
+	Rejections            int    `json:"rejections,omitempty"`
+	SeparationOfDuties    bool   `json:"separationOfDuties,omitempty"`
+	RequesterPointer      string `json:"requesterPointer,omitempty"`
+	RejectRequiresComment bool   `json:"rejectRequiresComment,omitempty"`
+}
+
+// Vote is one person's decision of an approval.
+type Vote struct {
+	Voter    string `json:"voter"`
+	Decision string `json:"decision"`
+	Comment  string `json:"comment,omitempty"`
+	// Channel is where it was cast: web, api, link, mail, slack or system.
+	Channel     string    `json:"channel"`
+	At          time.Time `json:"at"`
+	LinkCreator string    `json:"linkCreator,omitempty"`
+}
+
+// Tally is an approval's votes against what it needs.
+type Tally struct {
+	Approvals        int `json:"approvals"`
+	Rejections       int `json:"rejections"`
+	ApprovalsNeeded  int `json:"approvalsNeeded"`
+	RejectionsNeeded int `json:"rejectionsNeeded"`
 }
 
 // Event is one entry of a run's log.
@@ -186,6 +246,9 @@ type Problem struct {
 	Code     string       `json:"code"`
 	Instance string       `json:"instance"`
 	Errors   []FieldError `json:"errors,omitempty"`
+	// retryAfter is how long the answer asked to wait before trying again
+	// (Retry-After), for WithRetries.
+	retryAfter time.Duration
 }
 
 // FieldError says where a request went wrong: a JSON Pointer into its
@@ -242,18 +305,34 @@ func IdempotencyKey(key string) RequestOption {
 }
 
 // do sends a request with body (JSON, unless nil) and decodes a 2xx
-// answer into out (unless nil); anything else is a *Problem.
+// answer into out (unless nil); anything else is a *Problem. A 429 or 503
+// is sent again as WithRetries says.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, body, out any, opts ...RequestOption) (int, error) {
-	var rd io.Reader
+	var b []byte
 	contentType := ""
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
 			return 0, fmt.Errorf("encode the request: %w", err)
 		}
-		rd, contentType = bytes.NewReader(b), "application/json"
+		contentType = "application/json"
 	}
-	return c.send(ctx, method, path, query, rd, contentType, out, opts...)
+	for attempt := 0; ; attempt++ {
+		var rd io.Reader
+		if b != nil {
+			rd = bytes.NewReader(b)
+		}
+		status, err := c.send(ctx, method, path, query, rd, contentType, out, opts...)
+		var p *Problem
+		if attempt >= c.retries || !errors.As(err, &p) || (p.Status != http.StatusTooManyRequests && p.Status != http.StatusServiceUnavailable) {
+			return status, err
+		}
+		select {
+		case <-ctx.Done():
+			return status, err
+		case <-time.After(p.retryAfter):
+		}
+	}
 }
 
 // send sends a request with the body rd of contentType (none when rd is
@@ -300,7 +379,10 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 // problem details is its detail; one that is not JSON at all (a web page,
 // a proxy's error) does not come from Tollgate's API, and says so.
 func problemOf(resp *http.Response, raw []byte) *Problem {
-	p := &Problem{Status: resp.StatusCode, Title: http.StatusText(resp.StatusCode)}
+	p := &Problem{Status: resp.StatusCode, Title: http.StatusText(resp.StatusCode), retryAfter: time.Second}
+	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs >= 0 {
+		p.retryAfter = min(time.Duration(secs)*time.Second, time.Minute)
+	}
 	if json.Unmarshal(raw, p) == nil && p.Status != 0 {
 		return p
 	}
@@ -503,6 +585,17 @@ func (c *Client) ResumeMachineWait(ctx context.Context, suspensionID string, dat
 	var s Suspension
 	_, err := c.do(ctx, "POST", "/api/v1/suspensions/"+url.PathEscape(suspensionID)+"/resume", nil, map[string]any{"resumeData": data, "confirmMachineWait": true}, &s)
 	return s, err
+}
+
+// ResumeStep resumes the pause of a run's step by the step's key, even
+// before the pause has committed: then the resume is kept, and the run
+// takes it as soon as it pauses there (kept is true, and the suspension
+// says only its id, run, step, data and who resumed it). With the same
+// IdempotencyKey, data and caller, a call sent again answers what the
+// first did (staff keys).
+func (c *Client) ResumeStep(ctx context.Context, runID, stepKey string, data any, opts ...RequestOption) (s Suspension, kept bool, err error) {
+	status, err := c.do(ctx, "POST", "/api/v1/runs/"+url.PathEscape(runID)+"/steps/"+url.PathEscape(stepKey)+"/resume", nil, map[string]any{"resumeData": data}, &s, opts...)
+	return s, status == http.StatusAccepted, err
 }
 
 // Approve approves a pending approval (a vote, under its policy).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -157,6 +158,26 @@ func TestClientFollowsTheOpenAPIDocument(t *testing.T) {
 		},
 		func() error { _, err := c.ListSubscriptions(ctx, "c", 5); return err },
 		func() error {
+			_, err := c.CreateSubscription(ctx, "https://example.com/hook", []string{"run.succeeded"})
+			return err
+		},
+		func() error { _, err := c.GetSubscription(ctx, "s"); return err },
+		func() error { return c.DeleteSubscription(ctx, "s") },
+		func() error { _, err := c.ListDeliveries(ctx, "s", "c", 5); return err },
+		func() error { _, err := c.CreateLink(ctx, "s", "ext@example.com", time.Hour); return err },
+		func() error { _, err := c.ListLinks(ctx, "s"); return err },
+		func() error { return c.RevokeLink(ctx, "s", "l") },
+		func() error {
+			_, _, err := c.ResumeStep(ctx, "r", "review", map[string]int{"a": 1}, client.IdempotencyKey("k"))
+			return err
+		},
+		func() error {
+			for _, err := range c.AllRuns(ctx, client.RunFilter{Statuses: []string{"failed"}}) {
+				return err
+			}
+			return nil
+		},
+		func() error {
 			_, _, err := c.PutWorkflow(ctx, []byte(`{"id": "wf", "version": "1", "steps": []}`))
 			return err
 		},
@@ -187,7 +208,8 @@ func TestClientFollowsTheOpenAPIDocument(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"startRun", "getRun", "listRuns", "listEvents", "cancelRun", "retryRun", "rerunRun", "deleteRun", "sendSignal",
-		"getSuspension", "listSuspensions", "resumeSuspension", "approveSuspension", "rejectSuspension", "uploadDocuments", "listWorkflows", "createWorkflow", "listAudit", "exportAudit", "listSubscriptions", "attachRun", "bulkSuspensions", "bulkRuns"} {
+		"getSuspension", "listSuspensions", "resumeSuspension", "approveSuspension", "rejectSuspension", "uploadDocuments", "listWorkflows", "createWorkflow", "listAudit", "exportAudit", "listSubscriptions", "createSubscription", "getSubscription", "deleteSubscription", "listDeliveries",
+		"createLink", "listLinks", "revokeLink", "resumeStep", "attachRun", "bulkSuspensions", "bulkRuns"} {
 		if !s.seen[id] {
 			t.Errorf("no call reached operation %s", id)
 		}
@@ -206,5 +228,78 @@ func TestProblems(t *testing.T) {
 	_, err := client.New(hs.URL, "key").ListRuns(t.Context(), client.RunFilter{Statuses: []string{"x"}})
 	if !client.IsProblem(err, "validation_failed") || err.Error() != `invalid query parameters (422 validation_failed): parameter status: "x" is not a run status` {
 		t.Errorf("error = %v", err)
+	}
+}
+
+// WithRetries sends a request again, body and all, after a 429 or 503,
+// waiting as Retry-After says; without it the refusal is the answer.
+func TestRetries(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []string
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		n := len(bodies)
+		mu.Unlock()
+		if n <= 2 {
+			w.Header().Set("Retry-After", "0")
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"status": 503, "code": "database_unavailable"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"id": "r-1", "status": "running"}`))
+	}))
+	defer hs.Close()
+	reset := func() { mu.Lock(); bodies = nil; mu.Unlock() }
+
+	if _, err := client.New(hs.URL, "key").StartRun(t.Context(), "wf", map[string]int{"a": 1}); !client.IsProblem(err, "database_unavailable") {
+		t.Errorf("without retries: %v; want the 503", err)
+	}
+	reset()
+	if _, err := client.New(hs.URL, "key", client.WithRetries(1)).StartRun(t.Context(), "wf", nil); !client.IsProblem(err, "database_unavailable") || len(bodies) != 2 {
+		t.Errorf("one retry: %v after %d requests; want the 503 after 2", err, len(bodies))
+	}
+	reset()
+	run, err := client.New(hs.URL, "key", client.WithRetries(3)).StartRun(t.Context(), "wf", map[string]int{"a": 1})
+	if err != nil || run.ID != "r-1" || len(bodies) != 3 || bodies[0] != bodies[2] || !strings.Contains(bodies[2], `"a":1`) {
+		t.Errorf("three retries: %+v %v after %q; want the run on the third, each with the body", run, err, bodies)
+	}
+}
+
+// Each reads pages as the loop goes, and stops reading when the loop
+// stops.
+func TestEachReadsPagesAsTheLoopGoes(t *testing.T) {
+	var mu sync.Mutex
+	var asked []string
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cursor := r.URL.Query().Get("cursor")
+		mu.Lock()
+		asked = append(asked, cursor)
+		mu.Unlock()
+		next := map[string]string{"": "p2", "p2": "p3", "p3": ""}[cursor]
+		_, _ = fmt.Fprintf(w, `{"items": [{"id": "%s-a"}, {"id": "%s-b"}], "nextCursor": %q}`, cursor, cursor, next)
+	}))
+	defer hs.Close()
+	c := client.New(hs.URL, "key")
+	var ids []string
+	for run, err := range c.AllRuns(t.Context(), client.RunFilter{Limit: 2}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, run.ID)
+	}
+	if len(ids) != 6 || ids[5] != "p3-b" || len(asked) != 3 {
+		t.Errorf("all runs: %v from pages %q", ids, asked)
+	}
+	asked = nil
+	for run := range c.AllRuns(t.Context(), client.RunFilter{Limit: 2}) {
+		if run.ID == "-b" {
+			break
+		}
+	}
+	if len(asked) != 1 {
+		t.Errorf("a loop that stopped on the first page read pages %q", asked)
 	}
 }
