@@ -88,22 +88,8 @@ func createKey(ctx context.Context, db *storage.DB, userID, name, secret string)
 	return secret, db.CreateAPIKey(ctx, k, hash)
 }
 
-// openForAdmin parses a command's flags (its own, from extra, and the
-// database's), runs check on them, and only then opens the database: a
-// command given wrong arguments touches nothing.
-func openForAdmin(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, extra func(*envFlags), check func(dbConfig) error) (*storage.DB, error) {
-	var c dbConfig
-	f := newFlags("tollgate", getenv, stderr)
-	f.db(&c)
-	extra(f)
-	if err := f.parse(args); err != nil {
-		return nil, err
-	}
-	if check != nil {
-		if err := check(c); err != nil {
-			return nil, err
-		}
-	}
+// openFor opens the database c names, logging to stderr as c says.
+func (c dbConfig) openFor(ctx context.Context, stderr io.Writer) (*storage.DB, error) {
 	log, err := c.logger(stderr)
 	if err != nil {
 		return nil, err
@@ -111,23 +97,21 @@ func openForAdmin(ctx context.Context, args []string, getenv func(string) string
 	return c.open(ctx, log)
 }
 
-// migrateCmd applies the migrations (up, the default), lists them with
-// their state (status, --json for programs) or undoes the newest applied
-// one (down).
-func migrateCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	action := "up"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		action, args = args[0], args[1:]
-	}
+// migrateCLI is tollgate migrate: it applies the migrations (up, the
+// default), lists them with their state (status, --json for programs) or
+// undoes the newest applied one (down).
+type migrateCLI struct {
+	dbConfig
+	Action string `arg:"" optional:"" default:"up" help:"up (the default), status or down."`
+	JSON   bool   `name:"json" help:"With status: print JSON for programs."`
+}
+
+func (c *migrateCLI) Run(e *cmdEnv) error {
+	ctx, stdout, action, asJSON := e.ctx, e.stdout, c.Action, c.JSON
 	if action != "up" && action != "status" && action != "down" {
-		return fmt.Errorf("unknown migrate action %q: use up (the default), status or down", action)
+		return usageError{fmt.Errorf("unknown migrate action %q: use up (the default), status or down", action)}
 	}
-	var asJSON bool
-	db, err := openForAdmin(ctx, args, getenv, stderr, func(f *envFlags) {
-		if action == "status" {
-			f.fs.BoolVar(&asJSON, "json", false, "print JSON for programs")
-		}
-	}, nil)
+	db, err := c.openFor(ctx, e.stderr)
 	if err != nil {
 		return err
 	}
@@ -166,30 +150,31 @@ func migrateCmd(ctx context.Context, args []string, getenv func(string) string, 
 	return nil
 }
 
-func userCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "add" {
-		return errors.New("usage: tollgate user add --email E --role admin|reviewer|founder [--name N] (password from $TOLLGATE_PASSWORD or generated)")
-	}
-	var email, role, name string
-	password, generated := getenv("TOLLGATE_PASSWORD"), false
+// userAddCLI is tollgate user add. The password comes from
+// TOLLGATE_PASSWORD, never the command line (where other users of the
+// machine see it), or is generated and shown once.
+type userAddCLI struct {
+	dbConfig
+	Email string `required:"" help:"Email address (their login)."`
+	Role  string `default:"reviewer" help:"admin, reviewer or founder."`
+	Name  string `help:"Display name."`
+}
+
+func (c *userAddCLI) Run(e *cmdEnv) error {
+	ctx, stdout, email, role, name := e.ctx, e.stdout, c.Email, c.Role, c.Name
+	password, generated := e.getenv("TOLLGATE_PASSWORD"), false
 	if password == "" {
 		password, generated = rand.Text(), true
 	}
-	db, err := openForAdmin(ctx, args[1:], getenv, stderr, func(f *envFlags) {
-		f.fs.StringVar(&email, "email", "", "email address (login)")
-		f.fs.StringVar(&role, "role", "reviewer", "admin, reviewer or founder")
-		f.fs.StringVar(&name, "name", "", "display name")
-	}, func(dbConfig) error {
-		if !strings.Contains(email, "@") || !domain.Role(role).Valid() {
-			return errors.New("--email must be an address and --role one of admin, reviewer, founder")
-		}
-		// Only a password from the environment can break the password
-		// rule: a generated one has 26 random characters.
-		if err := domain.ValidatePassword(password, email); err != nil {
-			return fmt.Errorf("TOLLGATE_PASSWORD: %w", err)
-		}
-		return nil
-	})
+	if !strings.Contains(email, "@") || !domain.Role(role).Valid() {
+		return usageError{errors.New("--email must be an address and --role one of admin, reviewer, founder")}
+	}
+	// Only a password from the environment can break the password rule: a
+	// generated one has 26 random characters.
+	if err := domain.ValidatePassword(password, email); err != nil {
+		return fmt.Errorf("TOLLGATE_PASSWORD: %w", err)
+	}
+	db, err := c.openFor(ctx, e.stderr)
 	if err != nil {
 		return err
 	}
@@ -212,20 +197,19 @@ func userCmd(ctx context.Context, args []string, getenv func(string) string, std
 	return nil
 }
 
-func apikeyCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "create" {
-		return errors.New("usage: tollgate apikey create --email E [--name N]")
+// apikeyCreateCLI is tollgate apikey create.
+type apikeyCreateCLI struct {
+	dbConfig
+	Email string `required:"" help:"The key's owner: a user's email."`
+	Name  string `default:"cli" help:"A name to tell keys apart."`
+}
+
+func (c *apikeyCreateCLI) Run(e *cmdEnv) error {
+	ctx, stdout, email, name := e.ctx, e.stdout, c.Email, c.Name
+	if !strings.Contains(email, "@") {
+		return usageError{errors.New("--email must name the key's owner, a user's address")}
 	}
-	var email, name string
-	db, err := openForAdmin(ctx, args[1:], getenv, stderr, func(f *envFlags) {
-		f.fs.StringVar(&email, "email", "", "owner of the key")
-		f.fs.StringVar(&name, "name", "cli", "a name to tell keys apart")
-	}, func(dbConfig) error {
-		if !strings.Contains(email, "@") {
-			return errors.New("--email must name the key's owner, a user's address")
-		}
-		return nil
-	})
+	db, err := c.openFor(ctx, e.stderr)
 	if err != nil {
 		return err
 	}
@@ -245,29 +229,27 @@ func apikeyCmd(ctx context.Context, args []string, getenv func(string) string, s
 	return nil
 }
 
-// backupCmd copies the embedded database to a new file while servers use
-// it (storage.Backup). It opens an existing database only: a wrong --data
-// must not back up a new, empty one.
-func backupCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var to, src string
-	db, err := openForAdmin(ctx, args, getenv, stderr, func(f *envFlags) {
-		f.fs.StringVar(&to, "to", "", "file to write the backup to (must not exist; its folder is made if missing)")
-	}, func(c dbConfig) error {
-		switch {
-		case to == "":
-			return errors.New("usage: tollgate backup --to FILE [--data DIR]")
-		case c.databaseURL != "":
-			return errors.New("backup copies the embedded database; back up PostgreSQL with pg_dump (see the README's Backup and restore)")
-		}
-		if _, err := os.Lstat(to); err == nil {
-			return fmt.Errorf("%s exists; name a new file", to)
-		}
-		src = filepath.Join(c.dataDir, "tollgate.db")
-		if _, err := os.Stat(src); err != nil {
-			return fmt.Errorf("no database to back up: %w", err)
-		}
-		return nil
-	})
+// backupCLI is tollgate backup: it copies the embedded database to a new
+// file while servers use it (storage.Backup). It opens an existing
+// database only: a wrong --data must not back up a new, empty one.
+type backupCLI struct {
+	dbConfig
+	To string `required:"" placeholder:"FILE" help:"File to write the backup to (must not exist; its folder is made if missing)."`
+}
+
+func (c *backupCLI) Run(e *cmdEnv) error {
+	ctx, stdout, to := e.ctx, e.stdout, c.To
+	if c.DatabaseURL != "" {
+		return usageError{errors.New("backup copies the embedded database; back up PostgreSQL with pg_dump (see the README's Backup and restore)")}
+	}
+	if _, err := os.Lstat(to); err == nil {
+		return fmt.Errorf("%s exists; name a new file", to)
+	}
+	src := filepath.Join(c.DataDir, "tollgate.db")
+	if _, err := os.Stat(src); err != nil {
+		return fmt.Errorf("no database to back up: %w", err)
+	}
+	db, err := c.openFor(ctx, e.stderr)
 	if err != nil {
 		return err
 	}

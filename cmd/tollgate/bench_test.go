@@ -299,14 +299,14 @@ func benchServerOn(t *testing.T, o storage.Opts, errs *atomic.Int64, onCommit fu
 		t.Fatal(err)
 	}
 	log := slog.New(errorCounter{errs})
-	ln, err := net.Listen("tcp", c.addr)
+	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	base := "http://" + ln.Addr().String()
 	cfg := c.config(log, base, "bench", "bench secret, 32 bytes or more..")
 	cfg.OnCommit = onCommit
-	if c.smtpURL != "" { // as serve does
+	if c.SMTPURL != "" { // as serve does
 		if cfg.Mail, err = c.sender(log); err != nil {
 			t.Fatal(err)
 		}

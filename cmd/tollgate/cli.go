@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,19 +22,20 @@ import (
 	apiclient "github.com/tollgatehq/tollgate/client"
 )
 
-// cli is every command of the binary. The commands that open the database
-// or serve (serve, migrate, user add, apikey create, seed, backup) take
-// their own flags, each with an environment variable (see envFlags); the
-// others talk to a server through its API, with the client package.
+// cli is every command of the binary, each a type with its Run. The
+// commands that open the database or serve (serve, migrate, user add,
+// apikey create, seed, backup) read its flags (dbConfig), each with an
+// environment variable; the others talk to a server through its API, with
+// the client package.
 type cli struct {
 	VersionFlag versionFlag `name:"version" help:"Print the version and exit."`
 
-	Serve   serveCLI       `cmd:"" passthrough:"" help:"Start the server and the engine (tollgate serve --help lists every flag)."`
-	Migrate migrateCLI     `cmd:"" passthrough:"" help:"Apply (up, the default), list (status) or undo the last (down) database migration."`
+	Serve   serveCLI       `cmd:"" help:"Start the server and the engine (tollgate serve --help lists every flag, each with its environment variable)."`
+	Migrate migrateCLI     `cmd:"" help:"Apply (up, the default), list (status) or undo the last (down) database migration."`
 	User    userCLI        `cmd:"" help:"Create users."`
 	Apikey  apikeyCLI      `cmd:"" name:"apikey" help:"Create API keys."`
-	Seed    seedCLI        `cmd:"" passthrough:"" help:"Fill a database with suspended example runs (--suspensions N)."`
-	Backup  backupCLI      `cmd:"" passthrough:"" help:"Copy the embedded database to a new file while it serves (--to FILE)."`
+	Seed    seedCLI        `cmd:"" help:"Fill a database with suspended example runs (--suspensions N)."`
+	Backup  backupCLI      `cmd:"" help:"Copy the embedded database to a new file while it serves (--to FILE)."`
 	Version versionCLI     `cmd:"" help:"Print the version."`
 	Runs    runsCLI        `cmd:"" help:"List, follow and act on runs through a server's API."`
 	Susp    suspensionsCLI `cmd:"" name:"suspensions" help:"List requests and decide or resume them through a server's API."`
@@ -71,41 +73,12 @@ func (c *completionCLI) Run(e *cmdEnv) error {
 // shellQuote quotes s for a POSIX shell and fish alike.
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// passCmd is a command that parses its own flags.
-type passCmd struct {
-	Args []string `arg:"" optional:""`
-}
-
-type (
-	serveCLI        struct{ passCmd }
-	migrateCLI      struct{ passCmd }
-	userAddCLI      struct{ passCmd }
-	apikeyCreateCLI struct{ passCmd }
-	seedCLI         struct{ passCmd }
-	backupCLI       struct{ passCmd }
-)
-
-func (c *serveCLI) Run(e *cmdEnv) error { return serve(e.ctx, c.Args, e.getenv, e.stdout, e.stderr) }
-func (c *migrateCLI) Run(e *cmdEnv) error {
-	return migrateCmd(e.ctx, c.Args, e.getenv, e.stdout, e.stderr)
-}
-func (c *userAddCLI) Run(e *cmdEnv) error {
-	return userCmd(e.ctx, append([]string{"add"}, c.Args...), e.getenv, e.stdout, e.stderr)
-}
-func (c *apikeyCreateCLI) Run(e *cmdEnv) error {
-	return apikeyCmd(e.ctx, append([]string{"create"}, c.Args...), e.getenv, e.stdout, e.stderr)
-}
-func (c *seedCLI) Run(e *cmdEnv) error { return seedCmd(e.ctx, c.Args, e.getenv, e.stdout, e.stderr) }
-func (c *backupCLI) Run(e *cmdEnv) error {
-	return backupCmd(e.ctx, c.Args, e.getenv, e.stdout, e.stderr)
-}
-
 type userCLI struct {
-	Add userAddCLI `cmd:"" passthrough:"" help:"Create a user: --email E --role admin|reviewer|founder [--name N] (password from TOLLGATE_PASSWORD or generated)."`
+	Add userAddCLI `cmd:"" help:"Create a user: --email E --role admin|reviewer|founder [--name N] (password from TOLLGATE_PASSWORD or generated)."`
 }
 
 type apikeyCLI struct {
-	Create apikeyCreateCLI `cmd:"" passthrough:"" help:"Create an API key for a user: --email E [--name N]."`
+	Create apikeyCreateCLI `cmd:"" help:"Create an API key for a user: --email E [--name N]."`
 }
 
 type versionCLI struct {
@@ -354,6 +327,7 @@ func parseCLI(args []string, getenv func(string) string, stdout, stderr io.Write
 		kong.Exit(func(int) { exited = true; panic(errHelp) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 		kong.Resolvers(envResolver(getenv)),
+		flagDefaults(),
 	)
 	if err != nil {
 		return nil, nil, err
@@ -383,6 +357,28 @@ func parseCLI(args []string, getenv func(string) string, stdout, stderr io.Write
 	return kctx, &c, nil
 }
 
+// envValueError says, naming the variable, when v is not a value of the
+// flag's type.
+func envValueError(flag *kong.Flag, name, v string) error {
+	var err error
+	switch t := flag.Target; {
+	case t.Type() == reflect.TypeFor[time.Duration]():
+		_, err = time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("$%s: %q is not a duration like 30s", name, v)
+		}
+	case t.Kind() == reflect.Int:
+		if _, err = strconv.Atoi(v); err != nil {
+			return fmt.Errorf("$%s: %q is not an integer", name, v)
+		}
+	case t.Kind() == reflect.Bool:
+		if _, err = strconv.ParseBool(v); err != nil {
+			return fmt.Errorf("$%s: %q is not true or false", name, v)
+		}
+	}
+	return nil
+}
+
 // envResolver gives each flag that names environment variables the first
 // of them getenv has (os.Getenv in the binary, a test's own environment
 // in tests). A flag none of them is set for takes its default, whatever
@@ -394,7 +390,7 @@ func envResolver(getenv func(string) string) kong.ResolverFunc {
 		}
 		for _, name := range flag.Envs {
 			if v := getenv(name); v != "" {
-				return v, nil
+				return v, envValueError(flag, name, v)
 			}
 		}
 		if flag.HasDefault {

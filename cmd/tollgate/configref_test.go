@@ -2,11 +2,12 @@ package main
 
 import (
 	"flag"
-	"io"
 	"os"
-	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/alecthomas/kong"
 )
 
 var updateReadme = flag.Bool("update-readme", false, "rewrite the README's configuration reference from the flags")
@@ -42,27 +43,39 @@ func TestConfigurationReference(t *testing.T) {
 var markdownText = strings.NewReplacer("|", `\|`, "<", "&lt;", ">", "&gt;", "*", `\*`)
 
 // configReference is the table of serve's flags: each with its variable,
-// default and meaning, in the order of their names.
+// default and meaning, in the order of their names, as kong has them.
 func configReference(t *testing.T) string {
-	var fs *flag.FlagSet
-	f := newFlags("tollgate serve", func(string) string { return "" }, io.Discard)
-	fs = f.fs
-	if _, err := parseServeWith(f, nil); err != nil {
+	var c cli
+	parser, err := kong.New(&c, kong.Name("tollgate"), flagDefaults())
+	if err != nil {
 		t.Fatal(err)
 	}
-	env := regexp.MustCompile(` \(\$([A-Z_]+)\)$`)
+	var serve *kong.Node
+	for _, n := range parser.Model.Children {
+		if n.Name == "serve" {
+			serve = n
+		}
+	}
+	if serve == nil {
+		t.Fatal("no serve command")
+	}
+	flags := slices.Clone(serve.Flags)
+	slices.SortFunc(flags, func(a, b *kong.Flag) int { return strings.Compare(a.Name, b.Name) })
 	var b strings.Builder
 	b.WriteString("| flag | variable | default | what it sets |\n|---|---|---|---|\n")
-	fs.VisitAll(func(fl *flag.Flag) {
-		usage, variable := fl.Usage, ""
-		if m := env.FindStringSubmatchIndex(usage); m != nil {
-			usage, variable = usage[:m[0]], "`"+usage[m[2]:m[3]]+"`"
+	for _, fl := range flags {
+		variable := ""
+		if len(fl.Envs) > 0 {
+			variable = "`" + fl.Envs[0] + "`"
 		}
-		def := "`" + fl.DefValue + "`"
-		if fl.DefValue == "" {
+		def := "`" + fl.Default + "`"
+		switch {
+		case fl.Default == "" && fl.IsBool():
+			def = "`false`"
+		case fl.Default == "":
 			def = "unset"
 		}
-		b.WriteString("| `--" + fl.Name + "` | " + variable + " | " + def + " | " + markdownText.Replace(usage) + " |\n")
-	})
+		b.WriteString("| `--" + fl.Name + "` | " + variable + " | " + def + " | " + markdownText.Replace(fl.Help) + " |\n")
+	}
 	return b.String()
 }

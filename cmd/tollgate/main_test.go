@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -532,9 +531,8 @@ func TestNoCommand(t *testing.T) {
 func TestServeHelp(t *testing.T) {
 	var out, errb bytes.Buffer
 	err := run(t.Context(), []string{"serve", "--help"}, envFunc(nil), &out, &errb)
-	// main treats flag.ErrHelp as a clean exit (status 0).
-	if !errors.Is(err, flag.ErrHelp) {
-		t.Fatalf("serve --help returned %v, want flag.ErrHelp", err)
+	if err != nil || exitCode(err) != exitDone {
+		t.Fatalf("serve --help returned %v, want nothing (exit 0)", err)
 	}
 	help := out.String() + errb.String()
 	for _, want := range []string{"Usage: tollgate serve", "--addr", "TOLLGATE_ADDR", "--data", "TOLLGATE_DATA", "--database-url", "DATABASE_URL", "--job-lease", "--shutdown-timeout", "--workers", "--retention", "TOLLGATE_RETENTION", "--redact-headers", "TOLLGATE_REDACT_HEADERS"} {

@@ -14,24 +14,27 @@ import (
 	"github.com/tollgatehq/tollgate/storage"
 )
 
+// seedCLI is tollgate seed.
+type seedCLI struct {
+	dbConfig
+	Suspensions int           `default:"1000" help:"How many suspended runs to create."`
+	Founders    int           `default:"20" help:"Documentation requests are assigned to founder-1@example.com … founder-N@example.com."`
+	Spread      time.Duration `default:"720h" help:"The oldest suspension has waited this long."`
+}
+
+func (c *seedCLI) Run(e *cmdEnv) error { return seedCmd(e.ctx, c, e.stdout, e.stderr) }
+
 // seedCmd fills a database with suspended runs of the example workflows:
 // founders' documentation requests and expense approvals, waiting from a
 // few seconds to --spread. A few template runs go through the engine, so
 // their rows are exactly what the engine writes; the rest are copies of
 // them made in SQL, which is what makes a million runs affordable.
-func seedCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var n, founders int
-	var spread time.Duration
-	db, err := openForAdmin(ctx, args, getenv, stderr, func(f *envFlags) {
-		f.fs.IntVar(&n, "suspensions", 1000, "how many suspended runs to create")
-		f.fs.IntVar(&founders, "founders", 20, "documentation requests are assigned to founder-1@example.com … founder-N@example.com")
-		f.fs.DurationVar(&spread, "spread", 30*24*time.Hour, "the oldest suspension has waited this long")
-	}, func(dbConfig) error {
-		if n < 1 || founders < 1 || spread < 0 {
-			return errors.New("--suspensions and --founders must be positive, --spread not negative")
-		}
-		return nil
-	})
+func seedCmd(ctx context.Context, c *seedCLI, stdout, stderr io.Writer) error {
+	n, founders, spread := c.Suspensions, c.Founders, c.Spread
+	if n < 1 || founders < 1 || spread < 0 {
+		return usageError{errors.New("--suspensions and --founders must be positive, --spread not negative")}
+	}
+	db, err := c.openFor(ctx, stderr)
 	if err != nil {
 		return err
 	}

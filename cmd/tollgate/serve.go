@@ -13,121 +13,96 @@ import (
 	"time"
 
 	"github.com/tollgatehq/tollgate"
-	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/domain/flow"
 )
 
-type serveConfig struct {
+type serveCLI struct {
 	dbConfig
 	mailConfig
-	addr            string
-	noMigrate       bool
-	workers         int
-	lease           time.Duration
-	poll            time.Duration
-	checkpointLimit int
-	maxBody         int
-	shutdownTimeout time.Duration
-	keyCacheTTL     time.Duration
-	sessionIdle     time.Duration
-	sessionMax      time.Duration
-	trustProxy      bool
-	uploadLimit     int
-	uploadRequest   int
-	uploadsPerUser  int
-	uploadsInFlight int
-	maxWaits        int
-	workflowsDir    string
-	maxWait         time.Duration
-	publicURL       string
-	organisation    string
-	syncTimeout     time.Duration
-	httpAllow       string
-	redactHeaders   []string
-	adminEmail      string
-	bootstrapKey    string
-	retention       time.Duration
-	metricsAddr     string
-	metricsToken    string
-	signIn          signInConfig
-	slack           slackConfig
+	Addr               string        `name:"addr" env:"TOLLGATE_ADDR" default:"127.0.0.1:8080" help:"Address to listen on."`
+	Workers            int           `name:"workers" env:"TOLLGATE_WORKERS" default:"${defaultWorkers}" help:"Steps executed at once by this process."`
+	JobLease           time.Duration `name:"job-lease" env:"TOLLGATE_JOB_LEASE" default:"${defaultJobLease}" help:"How long a claimed job belongs to this process before another may take it over."`
+	PollInterval       time.Duration `name:"poll-interval" env:"TOLLGATE_POLL_INTERVAL" default:"${defaultPollInterval}" help:"Fallback queue poll when no notification arrives."`
+	CheckpointLimit    int           `name:"checkpoint-limit" env:"TOLLGATE_CHECKPOINT_LIMIT" default:"${defaultCheckpointLimit}" help:"Largest checkpoint in bytes."`
+	MaxBody            int           `name:"max-body" env:"TOLLGATE_MAX_BODY" default:"${defaultMaxBody}" help:"Largest JSON request body in bytes."`
+	KeyCacheTTL        time.Duration `name:"key-cache-ttl" env:"TOLLGATE_KEY_CACHE_TTL" default:"${defaultKeyCacheTTL}" help:"How long a checked API key is trusted without asking the database again; a key revoked by another process stops working within it (negative: ask every time)."`
+	SessionIdle        time.Duration `name:"session-idle" env:"TOLLGATE_SESSION_IDLE" default:"${defaultSessionIdle}" help:"A browser session ends after this long without use."`
+	SessionMax         time.Duration `name:"session-max" env:"TOLLGATE_SESSION_MAX" default:"${defaultSessionMax}" help:"A browser session ends this long after login, used or not."`
+	UploadLimit        int           `name:"upload-limit" env:"TOLLGATE_UPLOAD_LIMIT" default:"${defaultUploadLimit}" help:"Largest document a person may upload, in bytes."`
+	UploadRequestLimit int           `name:"upload-request-limit" env:"TOLLGATE_UPLOAD_REQUEST_LIMIT" default:"${defaultUploadRequestLimit}" help:"Largest upload request (all its files together), in bytes."`
+	UploadsPerUser     int           `name:"uploads-per-user" env:"TOLLGATE_UPLOADS_PER_USER" default:"${defaultUploadsPerUser}" help:"Uploads one person may have in progress at once on this server; more are refused with 429."`
+	UploadsInFlight    int           `name:"uploads-in-flight" env:"TOLLGATE_UPLOADS_IN_FLIGHT" default:"${defaultUploadsInFlight}" help:"Uploads this server reads at once, from everyone; more are refused with 429."`
+	MaxWaitsPerCaller  int           `name:"max-waits-per-caller" env:"TOLLGATE_MAX_WAITS_PER_CALLER" default:"${defaultMaxWaitsPerCaller}" help:"Waits for what a run does next (?wait=) one API key or signed-in person may hold at once; more are refused with 429 (negative: no cap)."`
+	Workflows          string        `name:"workflows" env:"TOLLGATE_WORKFLOWS" help:"Folder of declarative workflow documents (*.json) to register at start."`
+	MaxWait            time.Duration `name:"max-wait" env:"TOLLGATE_MAX_WAIT" default:"${defaultMaxWait}" help:"Longest wait a declarative wait step may ask for."`
+	PublicURL          string        `name:"public-url" env:"TOLLGATE_PUBLIC_URL" help:"URL where callers reach this server, for the resume URLs it hands out (default: http:// and the listen address; set it when listening on every address, such as :8080)."`
+	Organisation       string        `name:"organisation" env:"TOLLGATE_ORGANISATION" help:"Name of the organisation this Tollgate works for (Acme Ltd): mail says it in its subject, and decision links tell the people outside it who is asking on its behalf."`
+	SyncTimeout        time.Duration `name:"sync-timeout" env:"TOLLGATE_SYNC_TIMEOUT" default:"${defaultSyncTimeout}" help:"How long a sync waitpoint resume or a webhook trigger waits for the run before answering 202."`
+	HTTPAllow          string        `name:"http-allow" env:"TOLLGATE_HTTP_ALLOW" help:"Hosts http steps may call: comma-separated host, host:port or *.domain patterns, * for any (default: public addresses only, never this server's own network)."`
+	Retention          time.Duration `name:"retention" env:"TOLLGATE_RETENTION" default:"${defaultRetention}" help:"How long a finished run (succeeded, failed or cancelled) is kept after it ended, with its events, suspensions and documents; 0 keeps finished runs forever."`
+	ShutdownTimeout    time.Duration `name:"shutdown-timeout" env:"TOLLGATE_SHUTDOWN_TIMEOUT" default:"${defaultShutdownTimeout}" help:"How long to finish requests and steps after SIGTERM."`
+	AdminEmail         string        `name:"admin-email" env:"TOLLGATE_ADMIN_EMAIL" help:"Email of the admin created on a fresh database (default: admin-<random>@tollgate.local, printed with its password)."`
+	MetricsAddr        string        `name:"metrics-addr" env:"TOLLGATE_METRICS_ADDR" help:"Serve /metrics only on this address, not on --addr (such as 127.0.0.1:9090)."`
+	MetricsToken       string        `name:"metrics-token" env:"TOLLGATE_METRICS_TOKEN" help:"Require Authorization: Bearer <token> on /metrics (at least 16 characters)."`
+	NoMigrate          bool          `name:"no-migrate" env:"TOLLGATE_NO_MIGRATE" help:"Do not apply migrations at start (they must be current)."`
+	TrustProxy         bool          `name:"trust-proxy" env:"TOLLGATE_TRUST_PROXY" help:"Believe X-Forwarded-Proto and X-Forwarded-For from a reverse proxy in front of the server (Secure cookies behind TLS, client addresses for login limits)."`
+	RedactHeaders      string        `name:"redact-headers" env:"TOLLGATE_REDACT_HEADERS" help:"Comma-separated request headers a resume URL or webhook trigger does not keep, beyond Authorization, Proxy-Authorization, Cookie and X-Api-Key, which it never keeps."`
+	SignIn             signInConfig  `embed:""`
+	Slack              slackConfig   `embed:""`
+
+	// redacted is RedactHeaders read, and bootstrapKey
+	// TOLLGATE_BOOTSTRAP_API_KEY (check fills both).
+	redacted     []string
+	bootstrapKey string
 }
 
-func parseServe(args []string, getenv func(string) string, out io.Writer) (serveConfig, error) {
-	f := newFlags("tollgate serve", getenv, out)
-	f.fs.Usage = func() {
-		fmt.Fprint(out, "Usage: tollgate serve [flags]\n\nStarts the API server and the engine. Every flag can also be set by the\nenvironment variable named after it.\n\nFlags:\n")
-		printFlags(f.fs, out)
+// parseServe reads serve's flags and environment as the command line does,
+// for tests and benches that build a server's configuration.
+func parseServe(args []string, getenv func(string) string, out io.Writer) (serveCLI, error) {
+	if out == nil {
+		out = io.Discard
 	}
-	return parseServeWith(f, args)
+	_, c, err := parseCLI(append([]string{"serve"}, args...), getenv, out, out)
+	if err != nil {
+		return serveCLI{}, err
+	}
+	return c.Serve, c.Serve.check(getenv)
 }
 
-// parseServeWith defines serve's flags on f and parses args with them. The
-// README's configuration reference is generated from these definitions.
-func parseServeWith(f *envFlags, args []string) (serveConfig, error) {
-	var c serveConfig
-	getenv := f.getenv
-	f.String(&c.addr, "addr", "TOLLGATE_ADDR", "127.0.0.1:8080", "address to listen on")
-	f.db(&c.dbConfig)
-	f.Bool(&c.noMigrate, "no-migrate", "TOLLGATE_NO_MIGRATE", "do not apply migrations at start (they must be current)")
-	f.Int(&c.workers, "workers", "TOLLGATE_WORKERS", tollgate.DefaultWorkers, "steps executed at once by this process")
-	f.Duration(&c.lease, "job-lease", "TOLLGATE_JOB_LEASE", tollgate.DefaultJobLease, "how long a claimed job belongs to this process before another may take it over")
-	f.Duration(&c.poll, "poll-interval", "TOLLGATE_POLL_INTERVAL", tollgate.DefaultPollInterval, "fallback queue poll when no notification arrives")
-	f.Int(&c.checkpointLimit, "checkpoint-limit", "TOLLGATE_CHECKPOINT_LIMIT", domain.DefaultCheckpointLimit, "largest checkpoint in bytes")
-	f.Int(&c.maxBody, "max-body", "TOLLGATE_MAX_BODY", tollgate.DefaultMaxBody, "largest JSON request body in bytes")
-	f.Duration(&c.keyCacheTTL, "key-cache-ttl", "TOLLGATE_KEY_CACHE_TTL", tollgate.DefaultKeyCacheTTL, "how long a checked API key is trusted without asking the database again; a key revoked by another process stops working within it (negative: ask every time)")
-	f.Duration(&c.sessionIdle, "session-idle", "TOLLGATE_SESSION_IDLE", tollgate.DefaultSessionIdle, "a browser session ends after this long without use")
-	f.Duration(&c.sessionMax, "session-max", "TOLLGATE_SESSION_MAX", tollgate.DefaultSessionMax, "a browser session ends this long after login, used or not")
-	f.Bool(&c.trustProxy, "trust-proxy", "TOLLGATE_TRUST_PROXY", "believe X-Forwarded-Proto and X-Forwarded-For from a reverse proxy in front of the server (Secure cookies behind TLS, client addresses for login limits)")
-	f.Int(&c.uploadLimit, "upload-limit", "TOLLGATE_UPLOAD_LIMIT", tollgate.DefaultUploadLimit, "largest document a person may upload, in bytes")
-	f.Int(&c.uploadRequest, "upload-request-limit", "TOLLGATE_UPLOAD_REQUEST_LIMIT", tollgate.DefaultUploadRequestLimit, "largest upload request (all its files together), in bytes")
-	f.Int(&c.uploadsPerUser, "uploads-per-user", "TOLLGATE_UPLOADS_PER_USER", tollgate.DefaultUploadsPerUser, "uploads one person may have in progress at once on this server; more are refused with 429")
-	f.Int(&c.uploadsInFlight, "uploads-in-flight", "TOLLGATE_UPLOADS_IN_FLIGHT", tollgate.DefaultUploadsInFlight, "uploads this server reads at once, from everyone; more are refused with 429")
-	f.Int(&c.maxWaits, "max-waits-per-caller", "TOLLGATE_MAX_WAITS_PER_CALLER", tollgate.DefaultMaxWaitsPerCaller, "waits for what a run does next (?wait=) one API key or signed-in person may hold at once; more are refused with 429 (negative: no cap)")
-	f.String(&c.workflowsDir, "workflows", "TOLLGATE_WORKFLOWS", "", "folder of declarative workflow documents (*.json) to register at start")
-	f.Duration(&c.maxWait, "max-wait", "TOLLGATE_MAX_WAIT", flow.DefaultMaxWait, "longest wait a declarative wait step may ask for")
-	f.String(&c.publicURL, "public-url", "TOLLGATE_PUBLIC_URL", "", "URL where callers reach this server, for the resume URLs it hands out (default: http:// and the listen address; set it when listening on every address, such as :8080)")
-	f.String(&c.organisation, "organisation", "TOLLGATE_ORGANISATION", "", "name of the organisation this Tollgate works for (Acme Ltd): mail says it in its subject, and decision links tell the people outside it who is asking on its behalf")
-	f.Duration(&c.syncTimeout, "sync-timeout", "TOLLGATE_SYNC_TIMEOUT", tollgate.DefaultSyncTimeout, "how long a sync waitpoint resume or a webhook trigger waits for the run before answering 202")
-	f.String(&c.httpAllow, "http-allow", "TOLLGATE_HTTP_ALLOW", "", "hosts http steps may call: comma-separated host, host:port or *.domain patterns, * for any (default: public addresses only, never this server's own network)")
-	var redact string
-	f.String(&redact, "redact-headers", "TOLLGATE_REDACT_HEADERS", "", "comma-separated request headers a resume URL or webhook trigger does not keep, beyond Authorization, Proxy-Authorization, Cookie and X-Api-Key, which it never keeps")
-	f.Duration(&c.retention, "retention", "TOLLGATE_RETENTION", tollgate.DefaultRetention, "how long a finished run (succeeded, failed or cancelled) is kept after it ended, with its events, suspensions and documents; 0 keeps finished runs forever")
-	f.Duration(&c.shutdownTimeout, "shutdown-timeout", "TOLLGATE_SHUTDOWN_TIMEOUT", tollgate.DefaultShutdownTimeout, "how long to finish requests and steps after SIGTERM")
-	f.String(&c.adminEmail, "admin-email", "TOLLGATE_ADMIN_EMAIL", "", "email of the admin created on a fresh database (default: admin-<random>@tollgate.local, printed with its password)")
-	f.String(&c.metricsAddr, "metrics-addr", "TOLLGATE_METRICS_ADDR", "", "serve /metrics only on this address, not on --addr (such as 127.0.0.1:9090)")
-	f.String(&c.metricsToken, "metrics-token", "TOLLGATE_METRICS_TOKEN", "", "require Authorization: Bearer <token> on /metrics (at least 16 characters)")
-	f.mail(&c.mailConfig)
-	f.signIn(&c.signIn)
-	f.slack(&c.slack)
+// check reads what the flags' types do not (the headers to redact, the
+// role map, TOLLGATE_BOOTSTRAP_API_KEY from getenv) and refuses a
+// configuration a server cannot start with.
+func (c *serveCLI) check(getenv func(string) string) error {
 	c.bootstrapKey = getenv("TOLLGATE_BOOTSTRAP_API_KEY")
-	err := f.parse(args)
-	if err != nil {
-		return c, err
-	}
 	if c.bootstrapKey != "" && len(c.bootstrapKey) < minKeyLen {
-		return c, fmt.Errorf("TOLLGATE_BOOTSTRAP_API_KEY must have at least %d characters", minKeyLen)
+		return fmt.Errorf("TOLLGATE_BOOTSTRAP_API_KEY must have at least %d characters", minKeyLen)
 	}
-	if c.metricsToken != "" && len(c.metricsToken) < minMetricsTokenLen {
-		return c, fmt.Errorf("--metrics-token must have at least %d characters", minMetricsTokenLen)
+	if c.MetricsToken != "" && len(c.MetricsToken) < minMetricsTokenLen {
+		return fmt.Errorf("--metrics-token must have at least %d characters", minMetricsTokenLen)
 	}
-	if c.redactHeaders, err = parseHeaderNames(redact); err != nil {
-		return c, fmt.Errorf("--redact-headers: %w", err)
+	var err error
+	if c.redacted, err = parseHeaderNames(c.RedactHeaders); err != nil {
+		return fmt.Errorf("--redact-headers: %w", err)
 	}
-	if err := errors.Join(c.signIn.check(), c.slack.check()); err != nil {
-		return c, err
-	}
-	if c.retention < 0 {
-		return c, fmt.Errorf("--retention must be 0 (keep finished runs) or a positive duration, not %s", c.retention)
-	}
-	return c, nil
-}
-
-func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	c, err := parseServe(args, getenv, stderr)
-	if err != nil {
+	if err := errors.Join(c.SignIn.check(), c.Slack.check()); err != nil {
 		return err
 	}
+	if c.Retention < 0 {
+		return fmt.Errorf("--retention must be 0 (keep finished runs) or a positive duration, not %s", c.Retention)
+	}
+	return nil
+}
+
+// Run starts the server and the engine, until the program is told to
+// stop.
+func (c *serveCLI) Run(e *cmdEnv) error {
+	if err := c.check(e.getenv); err != nil {
+		return err
+	}
+	return serve(e.ctx, *c, e.getenv, e.stdout, e.stderr)
+}
+
+func serve(ctx context.Context, c serveCLI, getenv func(string) string, stdout, stderr io.Writer) error {
 	log, err := c.logger(stderr)
 	if err != nil {
 		return err
@@ -143,7 +118,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// The address is bound first: the public URL may be made from it, and
 	// a server that cannot listen creates no account whose password nobody
 	// saw.
-	ln, err := net.Listen("tcp", c.addr)
+	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return err
 	}
@@ -161,7 +136,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 	}()
 	cfg := c.config(log, listenURL(c, ln.Addr(), log), build.short(), secret)
-	if c.smtpURL != "" {
+	if c.SMTPURL != "" {
 		cfg.Mail = sender
 	}
 	if tr != nil {
@@ -175,16 +150,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := errors.Join(registerWorkflows(tg), registerTasks(tg, log)); err != nil {
 		return err
 	}
-	if err := loadDocuments(ctx, tg, c.workflowsDir); err != nil {
+	if err := loadDocuments(ctx, tg, c.Workflows); err != nil {
 		return err
 	}
-	if err := bootstrap(ctx, tg.Store(), c.adminEmail, c.bootstrapKey, stdout); err != nil {
+	if err := bootstrap(ctx, tg.Store(), c.AdminEmail, c.bootstrapKey, stdout); err != nil {
 		return err
 	}
 	if err := startupLine(ctx, c, tg, build, ln.Addr(), log); err != nil {
 		return err
 	}
-	if c.metricsAddr != "" {
+	if c.MetricsAddr != "" {
 		stop, err := serveMetrics(c, tg.MetricsHandler(), log, stdout)
 		if err != nil {
 			return err
@@ -203,29 +178,29 @@ const minSecretLen = 32
 // the listener decided. serve's flags share the package's defaults, so
 // every value is passed on as it is, but for a retention of 0, which
 // keeps finished runs.
-func (c serveConfig) config(log *slog.Logger, publicURL, version, secret string) tollgate.Config {
-	retention := c.retention
+func (c serveCLI) config(log *slog.Logger, publicURL, version, secret string) tollgate.Config {
+	retention := c.Retention
 	if retention == 0 {
 		retention = tollgate.KeepForever
 	}
-	digest := c.digestHour
+	digest := c.DigestHour
 	return tollgate.Config{
-		DatabaseURL: c.databaseURL, DataDir: c.dataDir, NoMigrate: c.noMigrate, Log: log, PublicURL: publicURL, Version: version, Secret: secret, Organisation: c.organisation,
-		Workers: c.workers, JobLease: c.lease, PollInterval: c.poll, CheckpointLimit: c.checkpointLimit, ShutdownTimeout: c.shutdownTimeout,
-		MaxWait: c.maxWait, HTTPAllow: c.httpAllow, SyncTimeout: c.syncTimeout, RedactHeaders: c.redactHeaders,
-		MaxBody: c.maxBody, KeyCacheTTL: c.keyCacheTTL, SessionIdle: c.sessionIdle, SessionMax: c.sessionMax, TrustProxy: c.trustProxy,
-		UploadLimit: c.uploadLimit, UploadRequestLimit: c.uploadRequest, UploadsPerUser: c.uploadsPerUser, UploadsInFlight: c.uploadsInFlight,
-		MaxWaitsPerCaller: c.maxWaits, MetricsToken: c.metricsToken, MetricsElsewhere: c.metricsAddr != "", Retention: retention, DigestHour: &digest,
-		OIDC: c.signIn.oidc(), NoPasswordLogin: !c.signIn.passwords, Slack: c.slack.config(), MailButtons: c.signIn.mailButtonsConfig(),
+		DatabaseURL: c.DatabaseURL, DataDir: c.DataDir, NoMigrate: c.NoMigrate, Log: log, PublicURL: publicURL, Version: version, Secret: secret, Organisation: c.Organisation,
+		Workers: c.Workers, JobLease: c.JobLease, PollInterval: c.PollInterval, CheckpointLimit: c.CheckpointLimit, ShutdownTimeout: c.ShutdownTimeout,
+		MaxWait: c.MaxWait, HTTPAllow: c.HTTPAllow, SyncTimeout: c.SyncTimeout, RedactHeaders: c.redacted,
+		MaxBody: c.MaxBody, KeyCacheTTL: c.KeyCacheTTL, SessionIdle: c.SessionIdle, SessionMax: c.SessionMax, TrustProxy: c.TrustProxy,
+		UploadLimit: c.UploadLimit, UploadRequestLimit: c.UploadRequestLimit, UploadsPerUser: c.UploadsPerUser, UploadsInFlight: c.UploadsInFlight,
+		MaxWaitsPerCaller: c.MaxWaitsPerCaller, MetricsToken: c.MetricsToken, MetricsElsewhere: c.MetricsAddr != "", Retention: retention, DigestHour: &digest,
+		OIDC: c.SignIn.oidc(), NoPasswordLogin: !c.SignIn.PasswordLogin, Slack: c.Slack.config(), MailButtons: c.SignIn.mailButtonsConfig(),
 	}
 }
 
 // listenURL is --public-url, else the listen address. An unspecified host
 // (0.0.0.0, ::) is no address a caller can use, so the URLs built on it
 // are warned about.
-func listenURL(c serveConfig, addr net.Addr, log *slog.Logger) string {
-	if c.publicURL != "" {
-		return c.publicURL
+func listenURL(c serveCLI, addr net.Addr, log *slog.Logger) string {
+	if c.PublicURL != "" {
+		return c.PublicURL
 	}
 	u := "http://" + addr.String()
 	if a, ok := addr.(*net.TCPAddr); ok && a.IP.IsUnspecified() {
@@ -237,7 +212,7 @@ func listenURL(c serveConfig, addr net.Addr, log *slog.Logger) string {
 
 // startupLine logs the one line that says what started: version, address,
 // database, workflows loaded and timers waiting.
-func startupLine(ctx context.Context, c serveConfig, tg *tollgate.Tollgate, build buildInfo, addr net.Addr, log *slog.Logger) error {
+func startupLine(ctx context.Context, c serveCLI, tg *tollgate.Tollgate, build buildInfo, addr net.Addr, log *slog.Logger) error {
 	docs, err := tg.Catalog().List(ctx)
 	if err != nil {
 		return err
@@ -247,7 +222,7 @@ func startupLine(ctx context.Context, c serveConfig, tg *tollgate.Tollgate, buil
 		return err
 	}
 	kind := "sqlite"
-	if c.databaseURL != "" {
+	if c.DatabaseURL != "" {
 		kind = "postgres"
 	}
 	log.InfoContext(ctx, "Tollgate started", "version", build.short(), "addr", addr.String(), "database", kind,
@@ -272,7 +247,7 @@ func parseHeaderNames(s string) ([]string, error) {
 
 // listenAndServe serves h on ln and runs tg's work (run) until ctx ends,
 // then shuts both down within --shutdown-timeout.
-func listenAndServe(ctx context.Context, c serveConfig, ln net.Listener, h http.Handler, run func(context.Context) error, log *slog.Logger, stdout io.Writer) error {
+func listenAndServe(ctx context.Context, c serveCLI, ln net.Listener, h http.Handler, run func(context.Context) error, log *slog.Logger, stdout io.Writer) error {
 	hs := &http.Server{
 		Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
@@ -295,7 +270,7 @@ func listenAndServe(ctx context.Context, c serveConfig, ln net.Listener, h http.
 	case <-ctx.Done():
 		log.Info("Shutting down: no new jobs are claimed; in-flight work finishes or is released")
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.shutdownTimeout)
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ShutdownTimeout)
 	defer cancel()
 	stopRun()
 	herr := hs.Shutdown(shutdownCtx)
@@ -304,7 +279,7 @@ func listenAndServe(ctx context.Context, c serveConfig, ln net.Listener, h http.
 		// not finish in time, and connections that never sent one (net/http
 		// waits five seconds for those on its own). Reaching the deadline is
 		// what the timeout is for, not a failure.
-		log.Warn("Closing the connections still open at the shutdown deadline", "timeout", c.shutdownTimeout)
+		log.Warn("Closing the connections still open at the shutdown deadline", "timeout", c.ShutdownTimeout)
 		herr = hs.Close()
 	}
 	wg.Wait()
@@ -319,8 +294,8 @@ const minMetricsTokenLen = 16
 
 // serveMetrics serves h (/metrics alone) on --metrics-addr until the
 // returned stop is called.
-func serveMetrics(c serveConfig, h http.Handler, log *slog.Logger, stdout io.Writer) (stop func(context.Context), err error) {
-	ln, err := net.Listen("tcp", c.metricsAddr)
+func serveMetrics(c serveCLI, h http.Handler, log *slog.Logger, stdout io.Writer) (stop func(context.Context), err error) {
+	ln, err := net.Listen("tcp", c.MetricsAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen for metrics: %w", err)
 	}
@@ -335,7 +310,7 @@ func serveMetrics(c serveConfig, h http.Handler, log *slog.Logger, stdout io.Wri
 	}()
 	fmt.Fprintf(stdout, "Metrics: http://%s/metrics\n", ln.Addr())
 	return func(ctx context.Context) {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.shutdownTimeout)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ShutdownTimeout)
 		defer cancel()
 		if hs.Shutdown(sctx) != nil {
 			_ = hs.Close()
@@ -348,8 +323,8 @@ func serveMetrics(c serveConfig, h http.Handler, log *slog.Logger, stdout io.Wri
 // main listener that other machines can reach: run counts, queue depth and
 // pending reasons are no one else's business. Loopback stays quiet, since
 // that is where make run and a local scraper live.
-func warnPublicMetrics(c serveConfig, addr net.Addr, log *slog.Logger) {
-	if c.metricsAddr != "" || c.metricsToken != "" {
+func warnPublicMetrics(c serveCLI, addr net.Addr, log *slog.Logger) {
+	if c.MetricsAddr != "" || c.MetricsToken != "" {
 		return
 	}
 	if a, ok := addr.(*net.TCPAddr); ok && a.IP.IsLoopback() {

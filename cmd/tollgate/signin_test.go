@@ -19,7 +19,7 @@ func TestServeSignInFlags(t *testing.T) {
 		{map[string]string{"TOLLGATE_PASSWORD_LOGIN": "false"}, "--password-login=false needs --oidc-issuer"},
 		{map[string]string{"TOLLGATE_OIDC_ISSUER": "https://login.example.com"}, "needs --oidc-client-id"},
 		{map[string]string{"TOLLGATE_OIDC_ISSUER": "https://login.example.com", "TOLLGATE_OIDC_CLIENT_ID": "tollgate", "TOLLGATE_OIDC_ROLES": "ops=owner"}, `"ops=owner" is not value=role`},
-		{map[string]string{"TOLLGATE_PASSWORD_LOGIN": "nope"}, "is not true or false"},
+		{map[string]string{"TOLLGATE_PASSWORD_LOGIN": "nope"}, "$TOLLGATE_PASSWORD_LOGIN: \"nope\" is not true or false"},
 		{map[string]string{"TOLLGATE_OIDC_ISSUER": "https://login.example.com", "TOLLGATE_OIDC_CLIENT_ID": "tollgate", "TOLLGATE_OIDC_AUTO_CREATE": "true"}, "--oidc-auto-create needs --oidc-roles"},
 		{map[string]string{"TOLLGATE_MAIL_BUTTONS": "maybe"}, "--mail-buttons is on, off or auto"},
 		{map[string]string{"TOLLGATE_SLACK_BOT_TOKEN": "xoxb-1"}, "go together"},

@@ -146,10 +146,10 @@ func TestTracesFollowARun(t *testing.T) {
 	collector := startCollector(t)
 	s := startServer(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL, "OTEL_SERVICE_NAME": "claims-tollgate"})
 	c := s.client()
-	c.register(t, `{"id": "traced", "version": "1", "steps": [{"type": "task", "name": "first", "handler": "napFor", "config": {"ms": 1}}, {"type": "input", "name": "note", "reason": "awaiting_note"}]}`)
+	c.register(t, `{"id": "traced", "version": "1", "steps": [{"type": "task", "name": "first", "handler": "sleepFor", "config": {"ms": 1}}, {"type": "input", "name": "note", "reason": "awaiting_note"}]}`)
 	run := c.startRun(t, "traced", map[string]string{"claim": "c-1"})
 	c.waitStatus(t, run.ID, "suspended")
-	sp := c.suspensions(t, "status=pending&runId="+run.ID)[0]
+	sp := c.suspensions(t, "status=pending&kind=input&runId="+run.ID)[0]
 	c.call(t, http.StatusOK, "POST", "/api/v1/suspensions/"+sp.ID+"/resume", map[string]any{"resumeData": map[string]string{"note": "ok"}})
 	c.call(t, http.StatusConflict, "POST", "/api/v1/suspensions/"+sp.ID+"/resume", map[string]any{"resumeData": map[string]string{"note": "again"}})
 	c.waitStatus(t, run.ID, "succeeded")
