@@ -162,6 +162,15 @@ func TestClientFollowsTheOpenAPIDocument(t *testing.T) {
 			return err
 		},
 		func() error { _, err := c.GetSubscription(ctx, "s"); return err },
+		func() error { _, err := c.ListUsers(ctx); return err },
+		func() error { _, err := c.InviteUser(ctx, "ada@example.com", "Ada", "reviewer"); return err },
+		func() error {
+			_, err := c.UpdateUser(ctx, "u", client.UserChange{Disabled: client.Ptr(true)})
+			return err
+		},
+		func() error { _, err := c.ListKeys(ctx, "u"); return err },
+		func() error { _, err := c.CreateKey(ctx, "u", "portal"); return err },
+		func() error { return c.RevokeKey(ctx, "k") },
 		func() error { return c.DeleteSubscription(ctx, "s") },
 		func() error { _, err := c.ListDeliveries(ctx, "s", "c", 5); return err },
 		func() error { _, err := c.CreateLink(ctx, "s", "ext@example.com", time.Hour); return err },
@@ -209,7 +218,7 @@ func TestClientFollowsTheOpenAPIDocument(t *testing.T) {
 	}
 	for _, id := range []string{"startRun", "getRun", "listRuns", "listEvents", "cancelRun", "retryRun", "rerunRun", "deleteRun", "sendSignal",
 		"getSuspension", "listSuspensions", "resumeSuspension", "approveSuspension", "rejectSuspension", "uploadDocuments", "listWorkflows", "createWorkflow", "listAudit", "exportAudit", "listSubscriptions", "createSubscription", "getSubscription", "deleteSubscription", "listDeliveries",
-		"createLink", "listLinks", "revokeLink", "resumeStep", "attachRun", "bulkSuspensions", "bulkRuns"} {
+		"createLink", "listLinks", "revokeLink", "resumeStep", "listUsers", "inviteUser", "updateUser", "listKeys", "createKey", "revokeKey", "attachRun", "bulkSuspensions", "bulkRuns"} {
 		if !s.seen[id] {
 			t.Errorf("no call reached operation %s", id)
 		}

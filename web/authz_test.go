@@ -73,6 +73,12 @@ var routeAccess = map[string]access{
 	"GET /api/v1/subscriptions/{id}/deliveries":        admins,
 	"GET /api/v1/audit":                                admins,
 	"GET /api/v1/audit/export":                         admins,
+	"GET /api/v1/users":                                admins,
+	"POST /api/v1/users":                               admins,
+	"PATCH /api/v1/users/{id}":                         admins,
+	"GET /api/v1/keys":                                 admins,
+	"POST /api/v1/keys":                                admins,
+	"DELETE /api/v1/keys/{id}":                         admins,
 	// Capability URLs: the token in the address is the credential, and a
 	// wrong one is 404 for everyone.
 	"* /v1/flow-runs/{runId}/waitpoints/{waitpointId}":      public,

@@ -43,6 +43,8 @@ type cli struct {
 	Flows   workflowsCLI   `cmd:"" name:"workflows" help:"List and register workflows through a server's API."`
 	Audit   auditCLI       `cmd:"" help:"Read the audit log through a server's API (admins)."`
 	Sched   schedulesCLI   `cmd:"" name:"schedules" help:"List, create, pause, resume, trigger and delete schedules through a server's API (admins)."`
+	Users   usersCLI       `cmd:"" help:"List, invite and change accounts through a server's API (admins)."`
+	Keys    keysCLI        `cmd:"" help:"List, make and revoke API keys through a server's API (admins)."`
 
 	Completion completionCLI `cmd:"" help:"Print what a shell needs to complete tollgate's commands and flags: eval \"$(tollgate completion bash)\"."`
 }

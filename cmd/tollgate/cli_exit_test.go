@@ -107,3 +107,38 @@ func TestCLICompletion(t *testing.T) {
 		}
 	}
 }
+
+// An admin's key looks after people and keys from the command line.
+func TestCLIUsersAndKeys(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, map[string]string{})
+	var ada apiclient.User
+	cliJSON(t, s, &ada, "users", "invite", "ada@example.com", "--role", "reviewer", "--name", "Ada")
+	if ada.ID == "" || ada.Role != "reviewer" || ada.Password == "" {
+		t.Fatalf("users invite = %+v", ada)
+	}
+	if out, err := cliRun(t, s, "", "users", "list"); err != nil || !strings.Contains(out, "ada@example.com") || !strings.Contains(out, "ROLE") {
+		t.Errorf("users list: %v\n%s", err, out)
+	}
+	var key apiclient.APIKey
+	cliJSON(t, s, &key, "keys", "create", ada.ID, "--name", "portal")
+	if key.Secret == "" || key.UserID != ada.ID {
+		t.Fatalf("keys create = %+v", key)
+	}
+	var keys []apiclient.APIKey
+	cliJSON(t, s, &keys, "keys", "list", "--user", ada.ID)
+	if len(keys) != 1 || keys[0].ID != key.ID {
+		t.Errorf("keys list --user = %+v", keys)
+	}
+	if out, err := cliRun(t, s, "", "keys", "revoke", key.ID); err != nil || !strings.Contains(out, "Revoked key") {
+		t.Errorf("keys revoke: %v\n%s", err, out)
+	}
+	var changed apiclient.User
+	cliJSON(t, s, &changed, "users", "update", ada.ID, "--role", "founder", "--disable")
+	if changed.Role != "founder" || !changed.Disabled {
+		t.Errorf("users update = %+v", changed)
+	}
+	if _, err := cliRun(t, s, "", "keys", "revoke", key.ID); exitCode(err) != exitNotFound {
+		t.Errorf("revoking a revoked key: %v; want exit %d", err, exitNotFound)
+	}
+}

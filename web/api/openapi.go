@@ -128,6 +128,7 @@ var queryParams = map[string]schema{
 	"category":      enum(auditCategoryValues()...),
 	"from":          schema{"type": "string", "format": "date-time", "description": "at or after"},
 	"to":            schema{"type": "string", "format": "date-time", "description": "before"},
+	"userId":        str("only this user's"),
 	"wait":          str("how long to wait for what the run does next, up to 30s, like 5s, counted from the request: the answer comes by then (or once the action is done, if that takes longer), with where the run is; a caller holds a limited number of waits at once, 429 too_many_waits beyond"),
 }
 
@@ -194,6 +195,16 @@ func operations() []operation {
 		{method: "post", path: "/api/v1/schedules/{id}/trigger", id: "triggerSchedule", location: true, summary: "Start a run of the schedule now, whatever its overlap policy, even while paused (admins)", okStatus: "201", ok: run, problems: []string{"403", "404", "422"}},
 		{method: "get", path: "/api/v1/audit", id: "listAudit", summary: "The audit log, newest first, filtered as on the audit page (admins)", query: []string{"cursor", "limit", "actor", "action", "category", "workflowId", "from", "to"}, ok: pageOf("AuditEntry"), problems: []string{"403", "422"}},
 
+		{method: "get", path: "/api/v1/users", id: "listUsers", summary: "Every account, oldest first (admins)", ok: pageOf("User"), problems: []string{"403"}},
+		{method: "post", path: "/api/v1/users", id: "inviteUser", summary: "Create an account with a one-time password, answered this once (admins)", location: true,
+			body: obj("email", str(""), "name?", str("at most 200 characters"), "role", enum("admin", "reviewer", "founder")), okStatus: "201",
+			ok: schema{"allOf": []any{ref("User"), obj("password", str("the one-time password, shown this once"))}}, problems: []string{"403", "409", "422"}},
+		{method: "patch", path: "/api/v1/users/{id}", id: "updateUser", summary: "Change a user's role, or disable or enable them; disabling ends their sessions and refuses their keys (admins; not one's own account)",
+			body: obj("role?", enum("admin", "reviewer", "founder"), "disabled?", boolean), ok: ref("User"), problems: []string{"403", "404", "422"}},
+		{method: "get", path: "/api/v1/keys", id: "listKeys", summary: "API keys, revoked ones too, of every user or of one (admins)", query: []string{"userId"}, ok: pageOf("APIKey"), problems: []string{"403"}},
+		{method: "post", path: "/api/v1/keys", id: "createKey", summary: "Make an API key for a user; its secret is answered this once (admins)",
+			body: obj("userId", str(""), "name", str("1 to 100 characters")), okStatus: "201", ok: ref("APIKey"), problems: []string{"403", "422"}},
+		{method: "delete", path: "/api/v1/keys/{id}", id: "revokeKey", summary: "Revoke an API key at once (within seconds on other servers) (admins)", okStatus: "204", problems: []string{"403", "404"}},
 		{method: "get", path: "/api/v1/audit/export", id: "exportAudit", summary: "Every entry the filters match, newest first, one JSON object a line (admins); the export is itself audited", query: []string{"actor", "action", "category", "workflowId", "from", "to"}, ok: ref("AuditEntry"), okType: "application/x-ndjson", problems: []string{"403", "422"}},
 
 		{method: "*", path: "/v1/flow-runs/{runId}/waitpoints/{waitpointId}", id: "resumeWaitpoint", also: map[string]schema{"202": nil}, summary: "A waitpoint's resume URL: any call resumes it with the call (method, headers, query, body); its token is in the query (an address that sends too many unknown tokens is refused 429)", public: true, body: anyJSON, bodyType: "*/*", okStatus: "200", ok: anyJSON, okType: "*/*", problems: []string{"404", "409", "410", "429"}},
@@ -233,6 +244,9 @@ func components() schema {
 		"KeptResume": withDescription(obj("id", str(""), "runId", str(""), "stepKey", str(""), "status", enum("resumed"),
 			"resumeData", anyJSON, "resumedAt", dateTime, "resumedBy", str("")),
 			"a resume kept for a pause that has not committed yet (202): the run takes it as soon as the pause commits"),
+		"User": obj("id", str(""), "email", str(""), "name?", str(""), "role", enum("admin", "reviewer", "founder"), "disabled", boolean, "createdAt", dateTime),
+		"APIKey": obj("id", str(""), "name", str(""), "prefix", str("its first characters, to tell keys apart"), "userId", str(""), "createdAt", dateTime,
+			"lastUsedAt?", dateTime, "revokedAt?", dateTime, "secret?", str("the key itself, in the answer that makes it only")),
 		"Document": obj("id", str(""), "filename", str(""), "contentType", str("as sniffed from the content"), "size", integer,
 			"sha256", str("hex"), "uploadedBy", str("email"), "createdAt", dateTime),
 		"Event": obj("seq", integer, "type", str("SCREAMING_SNAKE, like WORKFLOW_PAUSED"), "step", str(""), "payload", anyJSON, "createdAt", dateTime),
@@ -405,6 +419,7 @@ var tags = []any{
 	schema{"name": "suspensions", "description": "what runs wait for: list them, resume them, approve or reject them, and decision links"},
 	schema{"name": "schedules", "description": "runs started by the calendar (admins)"},
 	schema{"name": "subscriptions", "description": "webhooks to other systems (admins)"},
+	schema{"name": "people", "description": "accounts and their API keys (admins)"},
 	schema{"name": "audit", "description": "who did what (admins)"},
 	schema{"name": "resume URLs", "description": "for machines: waitpoints' resume URLs, webhook triggers, async steps' reports"},
 	schema{"name": "server", "description": "health, readiness, metrics and this document"},
@@ -419,6 +434,9 @@ func tagOf(path string) string {
 		if strings.HasPrefix(path, "/api/v1/"+t) {
 			return t
 		}
+	}
+	if strings.HasPrefix(path, "/api/v1/users") || strings.HasPrefix(path, "/api/v1/keys") {
+		return "people"
 	}
 	if strings.HasPrefix(path, "/v1/") || strings.HasPrefix(path, "/webhook/") {
 		return "resume URLs"

@@ -70,10 +70,16 @@ func Routes(srv *web.Server, m *web.Mux) {
 		api("DELETE /api/v1/schedules/{id}", s.deleteSchedule)
 		api("POST /api/v1/schedules/{id}/trigger", s.triggerSchedule)
 	}
-	if s.UIStore != nil { // documents and the audit log are kept with the browser app
+	if s.UIStore != nil { // documents, people and the audit log are kept with the browser app
 		api("POST /api/v1/suspensions/{id}/documents", s.uploadDocuments)
 		api("GET /api/v1/audit", s.listAudit, append(page, "actor", "action", "category", "workflowId", "from", "to")...)
 		api("GET /api/v1/audit/export", s.exportAudit, "actor", "action", "category", "workflowId", "from", "to")
+		api("GET /api/v1/users", s.listUsers)
+		api("POST /api/v1/users", s.inviteUser)
+		api("PATCH /api/v1/users/{id}", s.updateUser)
+		api("GET /api/v1/keys", s.listKeys, "userId")
+		api("POST /api/v1/keys", s.createKey)
+		api("DELETE /api/v1/keys/{id}", s.revokeKey)
 	}
 	m.Fallback("/api/", s.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		if allow := m.Allowed(r, "/api/"); len(allow) > 0 {

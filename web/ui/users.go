@@ -1,12 +1,9 @@
 package ui
 
 import (
-	"crypto/rand"
 	"errors"
 	"net/http"
 	"strings"
-
-	"github.com/google/uuid"
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/views"
@@ -88,30 +85,16 @@ func (s *pages) inviteUser(w http.ResponseWriter, r *http.Request) {
 			p.Invite, p.Failure = form, "No account was created: correct the invitation below."
 		})
 	}
-	email, role := strings.ToLower(form.Email), domain.Role(form.Role)
-	if !domain.IsEmailAddress(email) {
-		form.Errors["email"] = "Enter an email address, like name@example.com."
-	}
-	if len(form.Name) > 200 {
-		form.Errors["name"] = "Use at most 200 characters."
-	}
-	if !role.Valid() {
-		form.Errors["role"] = "Choose admin, reviewer or founder."
-	}
-	if len(form.Errors) > 0 {
+	u, password, err := s.InviteUser(r, web.ViewerPrincipal(v).User, form.Email, form.Name, domain.Role(form.Role))
+	if ve, ok := errors.AsType[*domain.ValidationError](err); ok {
+		for _, f := range ve.Fields {
+			form.Errors[strings.TrimPrefix(f.Field, "/")] = f.Message
+		}
 		refuse(http.StatusUnprocessableEntity)
 		return
 	}
-	password := rand.Text()
-	hash, err := web.HashPassword(password)
-	if err != nil {
-		s.UIFailure(w, r, err)
-		return
-	}
-	u, err := s.Auth.CreateUser(r.Context(), domain.User{ID: uuid.NewString(), Email: email, Name: form.Name, Role: role, CreatedAt: s.Clock.Now()}, hash)
-	var ce *domain.ConflictError
-	if errors.As(err, &ce) {
-		form.Errors["email"] = "There is already an account for " + email + "."
+	if ce, ok := errors.AsType[*domain.ConflictError](err); ok {
+		form.Errors["email"] = ce.Message
 		refuse(http.StatusConflict)
 		return
 	}
@@ -119,7 +102,6 @@ func (s *pages) inviteUser(w http.ResponseWriter, r *http.Request) {
 		s.UIFailure(w, r, err)
 		return
 	}
-	s.Audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "user.invite", Subject: u.ID, Data: web.AuditData(map[string]any{"email": u.Email, "role": u.Role})})
 	s.showUsers(w, r, http.StatusOK, func(p *views.UsersPage) {
 		p.SecretLabel, p.Secret = "Password for "+u.Email, password
 	})
@@ -176,22 +158,18 @@ func (s *pages) updateUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, disabled := r.PathValue("id"), r.PostForm.Get("disabled") == "true"
-	if id == v.ID && (disabled || role != domain.RoleAdmin) {
-		s.refuseUsers(w, r, http.StatusUnprocessableEntity, "You cannot disable your own account or give up your own admin role; ask another admin.")
-		return
-	}
-	was, u, err := s.UIStore.UpdateUser(r.Context(), id, role, disabled, s.Clock.Now())
-	if errors.Is(err, domain.ErrNotFound) {
+	was, u, err := s.UpdateUser(r, web.ViewerPrincipal(v).User, id, role, disabled)
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
 		s.refuseUsers(w, r, http.StatusNotFound, "That user no longer exists.")
 		return
-	}
-	if err != nil {
+	case errors.Is(err, web.ErrOwnAccount):
+		s.refuseUsers(w, r, http.StatusUnprocessableEntity, web.ErrOwnAccount.Message)
+		return
+	case err != nil:
 		s.UIFailure(w, r, err)
 		return
 	}
-	s.ForgetUser(u.ID)
-	s.Audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "user.update", Subject: u.ID,
-		Data: web.AuditData(map[string]any{"email": u.Email, "role": u.Role, "disabled": u.Disabled, "changes": userChanges(was, u)})})
 	s.showUsers(w, r, http.StatusOK, func(p *views.UsersPage) { p.Notice = updatedNotice(was, u) })
 }
 
@@ -213,49 +191,22 @@ func updatedNotice(was, now domain.User) string {
 	return said
 }
 
-// userChanges is what an update changed, field by field, as from and to
-// values; empty when the form was saved as it was.
-func userChanges(was, now domain.User) map[string]any {
-	changes := map[string]any{}
-	if was.Role != now.Role {
-		changes["role"] = map[string]any{"from": was.Role, "to": now.Role}
-	}
-	if was.Disabled != now.Disabled {
-		changes["disabled"] = map[string]any{"from": was.Disabled, "to": now.Disabled}
-	}
-	return changes
-}
-
 // createKey makes an API key for a user; the secret is shown once.
 func (s *pages) createKey(w http.ResponseWriter, r *http.Request) {
 	v := s.ViewerOf(r)
 	if !s.usersForm(w, r) {
 		return
 	}
-	owner, name := r.PostForm.Get("owner"), strings.TrimSpace(r.PostForm.Get("name"))
-	if name == "" || len(name) > 100 {
-		s.refuseUsers(w, r, http.StatusUnprocessableEntity, "Name the key (up to 100 characters) so it can be told apart later.")
+	k, owner, secret, err := s.CreateKey(r, web.ViewerPrincipal(v).User, r.PostForm.Get("owner"), r.PostForm.Get("name"))
+	if ve, ok := errors.AsType[*domain.ValidationError](err); ok {
+		s.refuseUsers(w, r, http.StatusUnprocessableEntity, ve.Message)
 		return
 	}
-	// The page is read once to find the owner; a refusal shows it as read.
-	p, err := s.usersView(r)
 	if err != nil {
 		s.UIFailure(w, r, err)
 		return
 	}
-	email, ok := p.EmailOf[owner]
-	if !ok {
-		p.Failure = "Choose the key's owner."
-		s.Render(w, r, http.StatusUnprocessableEntity, views.Users(p))
-		return
-	}
-	secret, prefix, hash := web.NewAPIKey()
-	k := domain.APIKey{ID: uuid.NewString(), Name: name, Prefix: prefix, UserID: owner, CreatedAt: s.Clock.Now()}
-	if err := s.Auth.CreateAPIKey(r.Context(), k, hash); err != nil {
-		s.UIFailure(w, r, err)
-		return
-	}
-	s.Audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "apikey.create", Subject: k.ID, Data: web.AuditData(map[string]any{"owner": email, "name": name, "prefix": prefix})})
+	name, email := k.Name, owner.Email
 	s.showUsers(w, r, http.StatusOK, func(p *views.UsersPage) { p.SecretLabel, p.Secret = "API key “"+name+"” for "+email, secret })
 }
 
@@ -264,13 +215,7 @@ func (s *pages) createKey(w http.ResponseWriter, r *http.Request) {
 // alone acts.
 func (s *pages) revokeKey(w http.ResponseWriter, r *http.Request) {
 	v := s.ViewerOf(r)
-	id := r.PathValue("id")
-	k, err := s.UIStore.APIKey(r.Context(), id) // named in the audit entry; a missing key is refused below
-	if err != nil && !errors.Is(err, domain.ErrNotFound) {
-		s.UIFailure(w, r, err)
-		return
-	}
-	owner, err := s.Auth.RevokeAPIKey(r.Context(), id, s.Clock.Now())
+	k, err := s.RevokeKey(r, web.ViewerPrincipal(v).User, r.PathValue("id"))
 	if errors.Is(err, domain.ErrNotFound) {
 		s.refuseUsers(w, r, http.StatusNotFound, "That key is already revoked or does not exist.")
 		return
@@ -279,8 +224,5 @@ func (s *pages) revokeKey(w http.ResponseWriter, r *http.Request) {
 		s.UIFailure(w, r, err)
 		return
 	}
-	s.ForgetUser(owner)
-	s.Audit(r, domain.AuditEntry{ActorID: v.ID, ActorEmail: v.Email, Action: "apikey.revoke", Subject: id,
-		Data: web.AuditData(map[string]any{"name": k.Name, "prefix": k.Prefix, "ownerId": owner})})
 	s.showUsers(w, r, http.StatusOK, func(p *views.UsersPage) { p.Notice = "Revoked the key “" + k.Name + "”." })
 }
