@@ -1,6 +1,11 @@
-// Package web is Tollgate's HTTP surface: the JSON API under /api/v1,
-// health and metrics endpoints. Handlers return errors; ProblemFor turns
-// them into RFC 9457 problem details in one place.
+// Package web is what Tollgate's HTTP surface shares: the Server and its
+// Handler, the Mux its rooms register on (the JSON API in web/api, the
+// pages in web/ui; see ARCHITECTURE.md), middleware, API keys, sessions
+// and sign-in, the health and metrics endpoints, Slack's interactions,
+// and the operations both rooms call: who may see a request, waiting for
+// what a run does next, uploads, bulk actions, people and keys, the audit
+// log. Handlers return errors; ProblemFor turns them into RFC 9457 problem
+// details in one place.
 package web
 
 import (
