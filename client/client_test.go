@@ -169,7 +169,7 @@ func TestClientFollowsTheOpenAPIDocument(t *testing.T) {
 			return err
 		},
 		func() error { _, err := c.ListKeys(ctx, "u"); return err },
-		func() error { _, err := c.CreateKey(ctx, "u", "portal"); return err },
+		func() error { _, err := c.CreateKey(ctx, "u", "portal", "runs:start"); return err },
 		func() error { return c.RevokeKey(ctx, "k") },
 		func() error { return c.DeleteSubscription(ctx, "s") },
 		func() error { _, err := c.ListDeliveries(ctx, "s", "c", 5); return err },

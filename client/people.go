@@ -35,7 +35,12 @@ type APIKey struct {
 	CreatedAt  time.Time  `json:"createdAt"`
 	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
 	RevokedAt  *time.Time `json:"revokedAt,omitempty"`
-	Secret     string     `json:"secret,omitempty"`
+	// Scopes are what the key may do (runs:read, runs:start, runs:manage,
+	// signals:send, suspensions:read, suspensions:decide, workflows:read,
+	// workflows:write, admin), within what its user may; none is all its
+	// user may.
+	Scopes []string `json:"scopes,omitempty"`
+	Secret string   `json:"secret,omitempty"`
 }
 
 // ListUsers lists every account, oldest first (admins' keys only).
@@ -73,11 +78,12 @@ func (c *Client) ListKeys(ctx context.Context, userID string) ([]APIKey, error) 
 	return p.Items, err
 }
 
-// CreateKey makes an API key for a user, named name; the answer's Secret
-// is the key, shown this once (admins' keys only).
-func (c *Client) CreateKey(ctx context.Context, userID, name string) (APIKey, error) {
+// CreateKey makes an API key for a user, named name, that may do what
+// scopes name (all its user may, with none); the answer's Secret is the
+// key, shown this once (admins' keys only).
+func (c *Client) CreateKey(ctx context.Context, userID, name string, scopes ...string) (APIKey, error) {
 	var k APIKey
-	_, err := c.do(ctx, "POST", "/api/v1/keys", nil, map[string]string{"userId": userID, "name": name}, &k)
+	_, err := c.do(ctx, "POST", "/api/v1/keys", nil, map[string]any{"userId": userID, "name": name, "scopes": scopes}, &k)
 	return k, err
 }
 

@@ -2,7 +2,10 @@ package domain
 
 import (
 	"context"
+	"fmt"
 	"net/mail"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -64,6 +67,46 @@ type APIKey struct {
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
+	// Scopes, when any, are all the key may do (within what its user
+	// may); none is everything its user may.
+	Scopes []string
+}
+
+// Allows says whether the key may do what scope names.
+func (k APIKey) Allows(scope string) bool {
+	return len(k.Scopes) == 0 || slices.Contains(k.Scopes, scope)
+}
+
+// The scopes an API key may be given, each a part of what its user may do.
+const (
+	ScopeRunsRead          = "runs:read"          // read runs and their events, follow them
+	ScopeRunsStart         = "runs:start"         // start runs and re-runs
+	ScopeRunsManage        = "runs:manage"        // cancel, retry and delete runs, alone or in bulk
+	ScopeSignalsSend       = "signals:send"       // send signals to runs
+	ScopeSuspensionsRead   = "suspensions:read"   // list and read requests and other waits
+	ScopeSuspensionsDecide = "suspensions:decide" // resume, approve, reject, upload to requests; decision links
+	ScopeWorkflowsRead     = "workflows:read"     // list workflows
+	ScopeWorkflowsWrite    = "workflows:write"    // register workflow documents
+	ScopeAdmin             = "admin"              // schedules, subscriptions, people and keys, the audit log
+)
+
+// Scopes lists every scope, in the order a person reads them.
+var Scopes = []string{ScopeRunsRead, ScopeRunsStart, ScopeRunsManage, ScopeSignalsSend, ScopeSuspensionsRead,
+	ScopeSuspensionsDecide, ScopeWorkflowsRead, ScopeWorkflowsWrite, ScopeAdmin}
+
+// CheckScopes refuses scopes that are not scopes, naming each at its
+// place in /scopes.
+func CheckScopes(scopes []string) error {
+	var fields []FieldError
+	for i, sc := range scopes {
+		if !slices.Contains(Scopes, sc) {
+			fields = append(fields, FieldError{Field: fmt.Sprintf("/scopes/%d", i), Message: "not a scope: use " + strings.Join(Scopes, ", ")})
+		}
+	}
+	if len(fields) > 0 {
+		return &ValidationError{Message: "A key's scopes are " + strings.Join(Scopes, ", ") + ".", Fields: fields}
+	}
+	return nil
 }
 
 // AuthStore persists users and API keys.

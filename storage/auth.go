@@ -43,6 +43,8 @@ type apiKeyRow struct {
 	CreatedAt  time.Time  `bun:"created_at"`
 	LastUsedAt *time.Time `bun:"last_used_at"`
 	RevokedAt  *time.Time `bun:"revoked_at"`
+	// Scopes are the key's scopes, space-separated; "" is all its user's.
+	Scopes string `bun:"scopes"`
 }
 
 // CreateUser implements domain.AuthStore. Emails are compared in lower case.
@@ -82,7 +84,7 @@ func (db *DB) CountUsers(ctx context.Context) (int, error) {
 
 // CreateAPIKey implements domain.AuthStore.
 func (db *DB) CreateAPIKey(ctx context.Context, k domain.APIKey, hash []byte) error {
-	row := &apiKeyRow{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Hash: hash, UserID: k.UserID, CreatedAt: ts(k.CreatedAt)}
+	row := &apiKeyRow{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Hash: hash, UserID: k.UserID, CreatedAt: ts(k.CreatedAt), Scopes: strings.Join(k.Scopes, " ")}
 	err := db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		_, err := tx.NewInsert().Model(row).Exec(ctx)
 		return err
@@ -109,7 +111,7 @@ func (db *DB) KeyOwner(ctx context.Context, hash []byte) (domain.APIKey, domain.
 	if subtle.ConstantTimeCompare(row.Hash, hash) != 1 {
 		return domain.APIKey{}, domain.User{}, domain.ErrNotFound
 	}
-	k := domain.APIKey{ID: row.ID, Name: row.Name, Prefix: row.Prefix, UserID: row.UserID, CreatedAt: row.CreatedAt.UTC()}
+	k := domain.APIKey{ID: row.ID, Name: row.Name, Prefix: row.Prefix, UserID: row.UserID, CreatedAt: row.CreatedAt.UTC(), Scopes: strings.Fields(row.Scopes)}
 	return k, row.user(row.UserID), nil
 }
 

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -115,5 +116,6 @@ func (db *DB) APIKey(ctx context.Context, id string) (domain.APIKey, error) {
 }
 
 func (r *apiKeyRow) toDomain() domain.APIKey {
-	return domain.APIKey{ID: r.ID, Name: r.Name, Prefix: r.Prefix, UserID: r.UserID, CreatedAt: r.CreatedAt.UTC(), LastUsedAt: utcPtr(r.LastUsedAt), RevokedAt: utcPtr(r.RevokedAt)}
+	return domain.APIKey{ID: r.ID, Name: r.Name, Prefix: r.Prefix, UserID: r.UserID, CreatedAt: r.CreatedAt.UTC(), LastUsedAt: utcPtr(r.LastUsedAt), RevokedAt: utcPtr(r.RevokedAt),
+		Scopes: strings.Fields(r.Scopes)}
 }

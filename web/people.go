@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -83,9 +84,13 @@ func (s *Server) UpdateUser(r *http.Request, by domain.User, id string, role dom
 	return was, now, nil
 }
 
-// CreateKey makes an API key for the user ownerID, named name; the
-// secret is returned to be shown once.
-func (s *Server) CreateKey(r *http.Request, by domain.User, ownerID, name string) (domain.APIKey, domain.User, string, error) {
+// CreateKey makes an API key for the user ownerID, named name, that may
+// do what scopes name (everything its owner may, with none); the secret is
+// returned to be shown once.
+func (s *Server) CreateKey(r *http.Request, by domain.User, ownerID, name string, scopes []string) (domain.APIKey, domain.User, string, error) {
+	if err := domain.CheckScopes(scopes); err != nil {
+		return domain.APIKey{}, domain.User{}, "", err
+	}
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 100 {
 		return domain.APIKey{}, domain.User{}, "", &domain.ValidationError{Message: "Name the key (up to 100 characters) so it can be told apart later.",
@@ -99,11 +104,11 @@ func (s *Server) CreateKey(r *http.Request, by domain.User, ownerID, name string
 		return domain.APIKey{}, domain.User{}, "", err
 	}
 	secret, prefix, hash := NewAPIKey()
-	k := domain.APIKey{ID: uuid.NewString(), Name: name, Prefix: prefix, UserID: owner.ID, CreatedAt: s.Clock.Now()}
+	k := domain.APIKey{ID: uuid.NewString(), Name: name, Prefix: prefix, UserID: owner.ID, CreatedAt: s.Clock.Now(), Scopes: slices.Compact(slices.Sorted(slices.Values(scopes)))}
 	if err := s.Auth.CreateAPIKey(r.Context(), k, hash); err != nil {
 		return domain.APIKey{}, domain.User{}, "", err
 	}
-	s.Audit(r, domain.AuditEntry{ActorID: by.ID, ActorEmail: by.Email, Action: "apikey.create", Subject: k.ID, Data: AuditData(map[string]any{"owner": owner.Email, "name": name, "prefix": prefix})})
+	s.Audit(r, domain.AuditEntry{ActorID: by.ID, ActorEmail: by.Email, Action: "apikey.create", Subject: k.ID, Data: AuditData(map[string]any{"owner": owner.Email, "name": name, "prefix": prefix, "scopes": k.Scopes})})
 	return k, owner, secret, nil
 }
 

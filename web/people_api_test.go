@@ -3,10 +3,13 @@ package web_test
 import (
 	"net/http"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tollgatehq/tollgate/domain"
 	"github.com/tollgatehq/tollgate/storage"
+	"github.com/tollgatehq/tollgate/web/api"
 )
 
 type userBody struct {
@@ -16,6 +19,26 @@ type userBody struct {
 
 type keyBody struct {
 	ID, Name, Prefix, UserID, Secret string
+	Scopes                           []string
+}
+
+// Every API route names the scope a scoped key needs for it.
+func TestEveryAPIRouteHasAScope(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t, storage.Opts{SQLitePath: filepath.Join(t.TempDir(), "tollgate.db")}, withUI)
+	n := 0
+	for _, r := range e.api.Routes() {
+		if r.Page || !strings.HasPrefix(r.Path, "/api/v1/") || r.Path == "/api/v1/openapi.json" {
+			continue
+		}
+		n++
+		if api.Scope(r.Method+" "+r.Path) == "" {
+			t.Errorf("%s %s has no scope", r.Method, r.Path)
+		}
+	}
+	if n < 30 {
+		t.Errorf("only %d API routes seen", n)
+	}
 }
 
 // An admin's program looks after people and their keys as the users page
@@ -72,7 +95,21 @@ func TestAPIPeopleAndKeys(t *testing.T) {
 	problem(t, e.call(t, "DELETE", "/api/v1/keys/"+k.ID, e.admin, ""), http.StatusNotFound, domain.CodeNotFound)
 	problem(t, e.call(t, "GET", "/api/v1/suspensions", k.Secret, ""), http.StatusUnauthorized, "unauthorized")
 
-	for action, n := range map[string]int{"user.invite": 1, "user.update": 3, "apikey.create": 1, "apikey.revoke": 1} {
+	// A key scoped to reading requests reads them and decides nothing; the
+	// reviewer's rights bound it still (no admin route).
+	problem(t, e.call(t, "POST", "/api/v1/keys", e.admin, `{"userId": "u-`+reviewerEmail+`", "name": "x", "scopes": ["suspensions:read", "everything"]}`), http.StatusUnprocessableEntity, domain.CodeValidation)
+	reader := decode[keyBody](t, e.call(t, "POST", "/api/v1/keys", e.admin, `{"userId": "u-`+reviewerEmail+`", "name": "dashboard", "scopes": ["suspensions:read", "admin"]}`), http.StatusCreated)
+	if !slices.Equal(reader.Scopes, []string{"admin", "suspensions:read"}) {
+		t.Errorf("scoped key %+v", reader)
+	}
+	want(t, e.call(t, "GET", "/api/v1/suspensions", reader.Secret, ""), http.StatusOK)
+	_, sp := e.paused(t, "review", map[string]string{"claimId": "c-scoped"})
+	problem(t, e.call(t, "POST", "/api/v1/suspensions/"+sp.ID+"/approve", reader.Secret, `{}`), http.StatusForbidden, "key_scope")
+	problem(t, e.call(t, "GET", "/api/v1/runs", reader.Secret, ""), http.StatusForbidden, "key_scope")
+	problem(t, e.call(t, "GET", "/api/v1/users", reader.Secret, ""), http.StatusForbidden, "forbidden")
+	e.stillPending(t, sp)
+
+	for action, n := range map[string]int{"user.invite": 1, "user.update": 3, "apikey.create": 2, "apikey.revoke": 1} {
 		entries, _, err := e.db.Audit(t.Context(), domain.AuditFilter{Action: action})
 		if err != nil || len(entries) != n || entries[0].ActorEmail != adminEmail {
 			t.Errorf("audit %s: %d entries (%v); want %d by the admin", action, len(entries), err, n)

@@ -145,6 +145,10 @@ func ProblemFor(err error) Problem {
 		return NewProblem(http.StatusTooManyRequests, CodeTooManyInvalidTokens, "This token matches nothing, and this address sent too many that match nothing; wait for the time Retry-After says, then try again.")
 	case errors.Is(err, errTooManyStreams):
 		return NewProblem(http.StatusTooManyRequests, CodeTooManyStreams, "You hold as many attach streams open as one user may; close one and try again.")
+	case errors.As(err, new(*ScopeError)):
+		var se *ScopeError
+		errors.As(err, &se)
+		return NewProblem(http.StatusForbidden, CodeKeyScope, se.Error())
 	case errors.As(err, new(*TooManyUploadsError)):
 		var busy *TooManyUploadsError
 		errors.As(err, &busy)
@@ -279,4 +283,18 @@ func databaseUnavailable(err error) bool {
 	}
 	_, ok := errors.AsType[*net.OpError](err)
 	return ok
+}
+
+// CodeKeyScope is a request of an API key whose scopes do not include
+// what it asks for (HTTP 403).
+const CodeKeyScope = "key_scope"
+
+// ScopeError refuses a scoped API key what its scopes do not include.
+type ScopeError struct {
+	Needed string
+	Has    []string
+}
+
+func (e *ScopeError) Error() string {
+	return "This API key is scoped to " + strings.Join(e.Has, ", ") + "; this needs the scope " + e.Needed + ". Nothing was done."
 }

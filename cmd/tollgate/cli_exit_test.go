@@ -121,8 +121,8 @@ func TestCLIUsersAndKeys(t *testing.T) {
 		t.Errorf("users list: %v\n%s", err, out)
 	}
 	var key apiclient.APIKey
-	cliJSON(t, s, &key, "keys", "create", ada.ID, "--name", "portal")
-	if key.Secret == "" || key.UserID != ada.ID {
+	cliJSON(t, s, &key, "keys", "create", ada.ID, "--name", "portal", "--scopes", "suspensions:read,runs:read")
+	if key.Secret == "" || key.UserID != ada.ID || len(key.Scopes) != 2 {
 		t.Fatalf("keys create = %+v", key)
 	}
 	var keys []apiclient.APIKey

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	apiclient "github.com/tollgatehq/tollgate/client"
 )
@@ -111,8 +112,9 @@ type keysListCmd struct {
 
 type keysCreateCmd struct {
 	apiFlags
-	User string `arg:"" help:"The key's owner (their id)."`
-	Name string `required:"" help:"A name to tell the key apart later."`
+	User   string   `arg:"" help:"The key's owner (their id)."`
+	Name   string   `required:"" help:"A name to tell the key apart later."`
+	Scopes []string `help:"What the key may do, within what its owner may (comma-separated): runs:read, runs:start, runs:manage, signals:send, suspensions:read, suspensions:decide, workflows:read, workflows:write, admin. Without it, all its owner may."`
 }
 
 type keysRevokeCmd struct {
@@ -148,14 +150,14 @@ func (f *keysCreateCmd) Run(e *cmdEnv) error {
 	if err != nil {
 		return err
 	}
-	k, err := api.CreateKey(e.ctx, f.User, f.Name)
+	k, err := api.CreateKey(e.ctx, f.User, f.Name, splitList(f.Scopes)...)
 	if err != nil {
 		return err
 	}
 	if p.json {
 		return p.value(k)
 	}
-	return p.fields("Key", k.ID, "Name", k.Name, "User", k.UserID, "Secret (shown once)", k.Secret)
+	return p.fields("Key", k.ID, "Name", k.Name, "User", k.UserID, "Scopes", strings.Join(k.Scopes, ", "), "Secret (shown once)", k.Secret)
 }
 
 func (f *keysRevokeCmd) Run(e *cmdEnv) error {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/tollgatehq/tollgate/domain"
 )
 
 // The OpenAPI 3.1 document of every route besides the pages: /api/v1, the
@@ -203,7 +205,8 @@ func operations() []operation {
 			body: obj("role?", enum("admin", "reviewer", "founder"), "disabled?", boolean), ok: ref("User"), problems: []string{"403", "404", "422"}},
 		{method: "get", path: "/api/v1/keys", id: "listKeys", summary: "API keys, revoked ones too, of every user or of one (admins)", query: []string{"userId"}, ok: pageOf("APIKey"), problems: []string{"403"}},
 		{method: "post", path: "/api/v1/keys", id: "createKey", summary: "Make an API key for a user; its secret is answered this once (admins)",
-			body: obj("userId", str(""), "name", str("1 to 100 characters")), okStatus: "201", ok: ref("APIKey"), problems: []string{"403", "422"}},
+			body:     obj("userId", str(""), "name", str("1 to 100 characters"), "scopes?", withDescription(arrayOf(enum(domain.Scopes...)), "what the key may do, within what its user may; none: all its user may")),
+			okStatus: "201", ok: ref("APIKey"), problems: []string{"403", "422"}},
 		{method: "delete", path: "/api/v1/keys/{id}", id: "revokeKey", summary: "Revoke an API key at once (within seconds on other servers) (admins)", okStatus: "204", problems: []string{"403", "404"}},
 		{method: "get", path: "/api/v1/audit/export", id: "exportAudit", summary: "Every entry the filters match, newest first, one JSON object a line (admins); the export is itself audited", query: []string{"actor", "action", "category", "workflowId", "from", "to"}, ok: ref("AuditEntry"), okType: "application/x-ndjson", problems: []string{"403", "422"}},
 
@@ -246,7 +249,7 @@ func components() schema {
 			"a resume kept for a pause that has not committed yet (202): the run takes it as soon as the pause commits"),
 		"User": obj("id", str(""), "email", str(""), "name?", str(""), "role", enum("admin", "reviewer", "founder"), "disabled", boolean, "createdAt", dateTime),
 		"APIKey": obj("id", str(""), "name", str(""), "prefix", str("its first characters, to tell keys apart"), "userId", str(""), "createdAt", dateTime,
-			"lastUsedAt?", dateTime, "revokedAt?", dateTime, "secret?", str("the key itself, in the answer that makes it only")),
+			"lastUsedAt?", dateTime, "revokedAt?", dateTime, "scopes?", arrayOf(enum(domain.Scopes...)), "secret?", str("the key itself, in the answer that makes it only")),
 		"Document": obj("id", str(""), "filename", str(""), "contentType", str("as sniffed from the content"), "size", integer,
 			"sha256", str("hex"), "uploadedBy", str("email"), "createdAt", dateTime),
 		"Event": obj("seq", integer, "type", str("SCREAMING_SNAKE, like WORKFLOW_PAUSED"), "step", str(""), "payload", anyJSON, "createdAt", dateTime),

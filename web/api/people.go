@@ -32,12 +32,14 @@ type keyJSON struct {
 	CreatedAt  time.Time  `json:"createdAt"`
 	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
 	RevokedAt  *time.Time `json:"revokedAt,omitempty"`
+	// Scopes are what the key may do; none is all its user may.
+	Scopes []string `json:"scopes,omitempty"`
 	// Secret is the key itself, in the answer that makes it only.
 	Secret string `json:"secret,omitempty"`
 }
 
 func keyView(k domain.APIKey) keyJSON {
-	return keyJSON{ID: k.ID, Name: k.Name, Prefix: k.Prefix, UserID: k.UserID, CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, RevokedAt: k.RevokedAt}
+	return keyJSON{ID: k.ID, Name: k.Name, Prefix: k.Prefix, UserID: k.UserID, CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, RevokedAt: k.RevokedAt, Scopes: k.Scopes}
 }
 
 // listUsers lists every account, oldest first.
@@ -131,13 +133,14 @@ func (s *api) createKey(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var body struct {
-		UserID string `json:"userId"`
-		Name   string `json:"name"`
+		UserID string   `json:"userId"`
+		Name   string   `json:"name"`
+		Scopes []string `json:"scopes"`
 	}
 	if err := web.DecodeJSON(w, r, &body, s.MaxBody); err != nil {
 		return err
 	}
-	k, _, secret, err := s.CreateKey(r, web.PrincipalFrom(r.Context()).User, body.UserID, body.Name)
+	k, _, secret, err := s.CreateKey(r, web.PrincipalFrom(r.Context()).User, body.UserID, body.Name, body.Scopes)
 	if err != nil {
 		return err
 	}

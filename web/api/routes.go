@@ -26,7 +26,7 @@ func Routes(srv *web.Server, m *web.Mux) {
 		openAPI = sync.OnceValue(func() []byte { return openAPIUnder(base) })
 	}
 	m.Handle("GET /api/v1/openapi.json", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serveOpenAPI(w, openAPI()) }))
-	api := m.API
+	api := func(pattern string, h web.HandlerFunc, query ...string) { m.API(pattern, scoped(pattern, h), query...) }
 	page := []string{"cursor", "limit"}
 	wait := "wait"
 	api("GET /api/v1/workflows", s.listWorkflows)
