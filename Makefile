@@ -68,10 +68,11 @@ BENCH ?= $(TOLLGATE_BENCH)
 bench: ## Suspend→resume, declarative and replay workflows on both databases; the herd beside River (peers); the web app with 1M suspensions; what mail and Slack add to creating suspensions; approval policies' memory and vote latency; one server against three on one PostgreSQL (BENCH=kernel,herd picks parts)
 	TOLLGATE_BENCH=$(BENCH) $(GO) test -run '^TestBench' -tags bench -count=1 -timeout 60m -v ./cmd/tollgate
 
-generate: ## Regenerate generated code (templ components) and the README's configuration reference
+generate: ## Regenerate generated code (templ components), the README's configuration reference and docs/cli.md
 	$(GO) tool templ generate
 	$(GO) generate ./...
 	$(GO) test ./cmd/tollgate -run '^TestConfigurationReference$$' -count=1 -args -update-readme
+	$(GO) test ./cmd/tollgate -run '^TestCLIReference$$' -count=1 -args -update-docs
 
 # bench/river is a module of its own, which ./... leaves out: it is vetted
 # and checked by the staticcheck pinned in go.mod (go tool -n builds it and
