@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"net/http"
 
 	"github.com/google/uuid"
+	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/web"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/tollgatehq/tollgate/domain"
 )
 
 // runTracer traces the engine with a TracerProvider (Config.TracerProvider):
@@ -83,19 +84,15 @@ func runSpanID(id trace.TraceID) trace.SpanID {
 }
 
 // refusal says whether err refuses what was asked, rather than failing
-// at it, and with which code.
+// at it, and with which code: what the API would answer with a 4xx, and
+// a commit of a claim another server has taken over.
 func refusal(err error) (string, bool) {
-	if ce, ok := errors.AsType[*domain.ConflictError](err); ok {
-		return ce.Code, true
+	switch {
+	case err == nil:
+		return "", false
+	case errors.Is(err, domain.ErrStale):
+		return "stale", true
 	}
-	if ve, ok := errors.AsType[*domain.ValidationError](err); ok {
-		return ve.Code, true
-	}
-	for _, r := range []error{domain.ErrNotFound, domain.ErrConflict, domain.ErrNotApprover, domain.ErrStartForbidden,
-		domain.ErrSeparationOfDuties, domain.ErrMachineWait, domain.ErrStale} {
-		if errors.Is(err, r) {
-			return r.Error(), true
-		}
-	}
-	return "", false
+	p := web.ProblemFor(err)
+	return p.Code, p.Status < http.StatusInternalServerError
 }

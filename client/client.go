@@ -339,33 +339,18 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 // nil) and decodes a 2xx answer into out (unless nil); anything else is a
 // *Problem.
 func (c *Client) send(ctx context.Context, method, path string, query url.Values, rd io.Reader, contentType string, out any, opts ...RequestOption) (int, error) {
-	u := c.base + path
-	if len(query) > 0 {
-		u += "?" + query.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	resp, err := c.open(ctx, method, path, query, rd, contentType, append([]RequestOption{accept("application/json")}, opts...)...)
 	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	req.Header.Set("Accept", "application/json")
-	if rd != nil {
-		req.Header.Set("Content-Type", contentType)
-	}
-	for _, o := range opts {
-		o(req)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
+		var p *Problem
+		if errors.As(err, &p) {
+			return p.Status, err
+		}
 		return 0, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return resp.StatusCode, fmt.Errorf("read the answer to %s %s: %w", method, path, err)
-	}
-	if resp.StatusCode >= 300 {
-		return resp.StatusCode, problemOf(resp, raw)
 	}
 	if out != nil && len(raw) > 0 {
 		if err := json.Unmarshal(raw, out); err != nil {
@@ -374,6 +359,40 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	}
 	return resp.StatusCode, nil
 }
+
+// open sends a request with the body rd of contentType (none when rd is
+// nil), with the client's key, and hands back a 2xx answer for its caller
+// to read and close; anything else is a *Problem.
+func (c *Client) open(ctx context.Context, method, path string, query url.Values, rd io.Reader, contentType string, opts ...RequestOption) (*http.Response, error) {
+	u := c.base + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	if rd != nil {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for _, o := range opts {
+		o(req)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return nil, problemOf(resp, raw)
+	}
+	return resp, nil
+}
+
+// accept asks for answers of media type t.
+func accept(t string) RequestOption { return func(r *http.Request) { r.Header.Set("Accept", t) } }
 
 // problemOf is a refusal's answer as a *Problem. An answer that is not
 // problem details is its detail; one that is not JSON at all (a web page,
@@ -398,36 +417,14 @@ func problemOf(resp *http.Response, raw []byte) *Problem {
 // answer for its caller to read as it comes, and to close; an answer that
 // is not 2xx is a *Problem.
 func (c *Client) stream(ctx context.Context, method, path string, query url.Values, body any) (*http.Response, error) {
-	u := c.base + path
-	if len(query) > 0 {
-		u += "?" + query.Encode()
+	if body == nil {
+		return c.open(ctx, method, path, query, nil, "")
 	}
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, fmt.Errorf("encode the request: %w", err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	b, err := json.Marshal(body)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("encode the request: %w", err)
 	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode >= 300 {
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return nil, problemOf(resp, raw)
-	}
-	return resp, nil
+	return c.open(ctx, method, path, query, bytes.NewReader(b), "application/json")
 }
 
 // StartRun starts a run of the latest version of workflowID with input

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -73,24 +72,15 @@ type StreamEvent struct {
 func (c *Client) Attach(ctx context.Context, runID, lastID string, fn func(StreamEvent) bool) (string, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "GET", c.base+"/api/v1/runs/"+url.PathEscape(runID)+"/attach", nil)
-	if err != nil {
-		return lastID, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	req.Header.Set("Accept", "text/event-stream")
-	if lastID != "" {
-		req.Header.Set("Last-Event-ID", lastID)
-	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.open(ctx, "GET", "/api/v1/runs/"+url.PathEscape(runID)+"/attach", nil, nil, "", accept("text/event-stream"), func(r *http.Request) {
+		if lastID != "" {
+			r.Header.Set("Last-Event-ID", lastID)
+		}
+	})
 	if err != nil {
 		return lastID, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return lastID, problemOf(resp, raw)
-	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	var ev StreamEvent
