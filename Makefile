@@ -68,11 +68,11 @@ BENCH ?= $(TOLLGATE_BENCH)
 bench: ## Suspend→resume, declarative and replay workflows on both databases; the herd beside River (peers); the web app with 1M suspensions; what mail and Slack add to creating suspensions; approval policies' memory and vote latency; one server against three on one PostgreSQL (BENCH=kernel,herd picks parts)
 	TOLLGATE_BENCH=$(BENCH) $(GO) test -run '^TestBench' -tags bench -count=1 -timeout 60m -v ./cmd/tollgate
 
-generate: ## Regenerate generated code (templ components), the README's configuration reference and docs/cli.md
+generate: ## Regenerate generated code (templ components), and the generated parts of the manual (the configuration and CLI references, the Go blocks)
 	$(GO) tool templ generate
 	$(GO) generate ./...
-	$(GO) test ./cmd/tollgate -run '^TestConfigurationReference$$' -count=1 -args -update-readme
-	$(GO) test ./cmd/tollgate -run '^TestCLIReference$$' -count=1 -args -update-docs
+	$(GO) test ./cmd/tollgate -run '^(TestConfigurationReference|TestCLIReference)$$' -count=1 -args -update-docs
+	$(GO) test . -run '^TestManualGoBlocks$$' -count=1 -args -update-docs
 
 # bench/river is a module of its own, which ./... leaves out: it is vetted
 # and checked by the staticcheck pinned in go.mod (go tool -n builds it and
@@ -123,7 +123,7 @@ PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 # proxy on the first release (a few minutes; the go command keeps it).
 SYFT ?= $(GO) run github.com/anchore/syft/cmd/syft@v1.57.1
 
-release: ## The release of VERSION: for linux and darwin on amd64 and arm64, an archive of the static binary, its SPDX SBOM, LICENSE, README and CHANGELOG, with SHA256SUMS of the archives, in dist/; tags the commit v<VERSION>
+release: ## The release of VERSION: for linux and darwin on amd64 and arm64, an archive of the static binary, its SPDX SBOM, LICENSE, the manual (README and docs/) and CHANGELOG, with SHA256SUMS of the archives, in dist/; tags the commit v<VERSION>
 	@if [ "$(TAG)" = yes ]; then \
 		tagged=$$(git rev-parse -q --verify "refs/tags/$(VERSION)^{commit}" || true); \
 		if [ -n "$$tagged" ] && [ "$$tagged" != "$(COMMIT)" ]; then \
@@ -141,7 +141,7 @@ release: ## The release of VERSION: for linux and darwin on amd64 and arm64, an 
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath \
 			-ldflags "-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o dist/$$name/tollgate ./cmd/tollgate; \
 		$(SYFT) scan -q file:dist/$$name/tollgate --source-name tollgate --source-version $(VERSION) -o spdx-json=dist/$$name/tollgate.spdx.json; \
-		cp LICENSE README.md CHANGELOG.md dist/$$name/; \
+		cp LICENSE README.md CHANGELOG.md dist/$$name/ && mkdir dist/$$name/docs && cp docs/*.md dist/$$name/docs/; \
 		tar -C dist -czf dist/$$name.tar.gz $$name; \
 		rm -r dist/$$name; \
 	done
@@ -157,7 +157,7 @@ release-check: ## Build the linux/amd64 release archive and check it
 	$(MAKE) release PLATFORMS=linux/amd64 VERSION=v0.0.0-check TAG=no
 	cd dist && sha256sum -c SHA256SUMS
 	tar -C dist -xzf dist/tollgate-v0.0.0-check-linux-amd64.tar.gz
-	cd dist/tollgate-v0.0.0-check-linux-amd64 && test -s LICENSE && test -s README.md && test -s CHANGELOG.md
+	cd dist/tollgate-v0.0.0-check-linux-amd64 && test -s LICENSE && test -s README.md && test -s CHANGELOG.md && test -s docs/operating.md
 	$(GO) version -m dist/tollgate-v0.0.0-check-linux-amd64/tollgate | grep -q 'CGO_ENABLED=0'
 	dist/tollgate-v0.0.0-check-linux-amd64/tollgate version | grep -q '^tollgate v0.0.0-check '
 	dist/tollgate-v0.0.0-check-linux-amd64/tollgate version --json | grep -q '"version":"v0.0.0-check"'

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/tollgatehq/tollgate"
 	"github.com/tollgatehq/tollgate/domain"
+	"github.com/tollgatehq/tollgate/domain/flow"
+	"github.com/tollgatehq/tollgate/domain/replay"
 )
 
 // greet is a workflow of one step function: it answers its input.
@@ -134,6 +137,64 @@ func ExampleTollgate_StartTx() {
 		log.Fatal(err)
 	}
 	out, err := tg.Result(ctx, run.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(string(out))
+}
+
+// reminder is a replay workflow: a day after its start it answers whom it
+// reminded.
+func reminder() *replay.Definition {
+	type input struct {
+		Who string `json:"who"`
+	}
+	return replay.Workflow("reminder", "1", func(c *replay.Context, in input) (string, error) {
+		if err := c.Sleep(24 * time.Hour); err != nil {
+			return "", err
+		}
+		return "reminded " + in.Who, nil
+	})
+}
+
+// sendEmail is a task handler that declarative documents name.
+func sendEmail(_ context.Context, req flow.TaskRequest) (any, error) {
+	log.Printf("mail for run %s: %s", req.RunID, req.Config)
+	return map[string]bool{"sent": true}, nil
+}
+
+// A program's main: the three ways of writing workflows registered, the
+// API and the web app mounted beside the program's own routes, the
+// workers running, and a run started and awaited.
+func ExampleNew() {
+	ctx := context.Background()
+	tg, err := tollgate.New(ctx, tollgate.Config{
+		DatabaseURL: os.Getenv("DATABASE_URL"), // empty: the embedded database in ./data
+		BasePath:    "/tollgate",               // where the handler is mounted
+		PublicURL:   "https://app.example.com/tollgate",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tg.Close()
+	if err := errors.Join(
+		tg.RegisterWorkflow(greet()),            // step functions
+		tg.RegisterReplay(reminder()),           // replay workflows
+		tg.RegisterTask("sendEmail", sendEmail), // task handlers for documents
+		tg.LoadDocuments(ctx, "./workflows"),    // declarative documents
+	); err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/tollgate/", tg.Handler()) // API, resume URLs, web app
+	go tg.Run(ctx)                         // workers, timers, webhooks, mail, housekeeping
+	go http.ListenAndServe(":8080", mux)
+
+	run, err := tg.Start(ctx, "greet", map[string]string{"name": "Ada"}, &tollgate.StartOpts{IdempotencyKey: "greet-ada"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	out, err := tg.Result(ctx, run.ID) // waits, through suspensions, for the run's end
 	if err != nil {
 		log.Fatal(err)
 	}

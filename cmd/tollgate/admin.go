@@ -240,7 +240,7 @@ type backupCLI struct {
 func (c *backupCLI) Run(e *cmdEnv) error {
 	ctx, stdout, to := e.ctx, e.stdout, c.To
 	if c.DatabaseURL != "" {
-		return usageError{errors.New("backup copies the embedded database; back up PostgreSQL with pg_dump (see the README's Backup and restore)")}
+		return usageError{errors.New("backup copies the embedded database; back up PostgreSQL with pg_dump (see docs/operating.md, Backup and restore)")}
 	}
 	if _, err := os.Lstat(to); err == nil {
 		return fmt.Errorf("%s exists; name a new file", to)

@@ -37,7 +37,7 @@ func TestBackupWhileServing(t *testing.T) {
 			}
 		}
 	})
-	// The backup's folder need not exist: the README's example names
+	// The backup's folder need not exist: the manual's example names
 	// backups/… on a fresh machine.
 	backup := filepath.Join(t.TempDir(), "backups", "daily", "tollgate-backup.db")
 	var out, errb syncBuffer

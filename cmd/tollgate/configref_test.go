@@ -10,33 +10,43 @@ import (
 	"github.com/alecthomas/kong"
 )
 
-var updateReadme = flag.Bool("update-readme", false, "rewrite the README's configuration reference from the flags")
+var updateDocs = flag.Bool("update-docs", false, "rewrite the generated parts of docs/ (the configuration and CLI references)")
 
-// The README's configuration reference is generated from the flag
-// definitions of tollgate serve, so the two cannot drift: a flag added,
-// renamed or given another default fails this test until the README is
-// regenerated (make generate).
-func TestConfigurationReference(t *testing.T) {
-	const begin, end = "<!-- generated from the flags of tollgate serve: make generate -->\n", "<!-- end of the generated reference -->\n"
-	readme, err := os.ReadFile("../../README.md")
+// checkGenerated holds the part of the page at path between the lines
+// begin and end to want, which is generated from the code: a test fails
+// until the page is regenerated (make generate, which passes
+// -update-docs), so the page and the code cannot drift.
+func checkGenerated(t *testing.T, path, begin, end, want string) {
+	t.Helper()
+	page, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	i, j := strings.Index(string(readme), begin), strings.Index(string(readme), end)
+	begin, end = begin+"\n", end+"\n"
+	i, j := strings.Index(string(page), begin), strings.Index(string(page), end)
 	if i < 0 || j < i {
-		t.Fatalf("README.md lacks the markers of the configuration reference:\n%s%s", begin, end)
+		t.Fatalf("%s lacks the markers of its generated part:\n%s%s", path, begin, end)
 	}
-	want := begin + configReference(t) + end
-	if got := string(readme[i : j+len(end)]); got != want {
-		if *updateReadme {
-			out := string(readme[:i]) + want + string(readme[j+len(end):])
-			if err := os.WriteFile("../../README.md", []byte(out), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			return
+	if got := string(page[i+len(begin) : j]); got == want {
+		return
+	}
+	if *updateDocs {
+		out := string(page[:i+len(begin)]) + want + string(page[j:])
+		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
 		}
-		t.Errorf("README.md's configuration reference differs from the flags; run make generate. Want:\n%s", want)
+		return
 	}
+	t.Errorf("%s's generated part differs from the code; run make generate. Want:\n%s", path, want)
+}
+
+// The configuration reference (docs/configuration.md) is generated from
+// the flag definitions of tollgate serve: a flag added, renamed or given
+// another default fails this test until the page is regenerated.
+func TestConfigurationReference(t *testing.T) {
+	checkGenerated(t, "../../docs/configuration.md",
+		"<!-- generated from the flags of tollgate serve: make generate -->", "<!-- end of the generated reference -->",
+		configReference(t))
 }
 
 // markdownText keeps a flag's help as written inside a Markdown table.

@@ -42,7 +42,7 @@ func main() {
 	os.Exit(exitCode(err))
 }
 
-// The exit statuses, as the README's CLI section lists them.
+// The exit statuses, as docs/cli.md lists them.
 const (
 	exitDone     = 0 // done
 	exitFailed   = 1 // refused or failed

@@ -42,13 +42,13 @@ func TestVersion(t *testing.T) {
 	if line == nil || line[1] != want.short() || "http://"+line[2] != s.URL || line[3] == "0" {
 		t.Fatalf("no start-up line with version, address, database, workflows and timers:\n%s", s.Stderr)
 	}
-	// The README quotes the line: with as many workflows as ship.
-	readme, err := os.ReadFile("../../README.md")
+	// The configuration page quotes the line: with as many workflows as ship.
+	readme, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if quoted := regexp.MustCompile(`database=sqlite\s+workflows=(\d+)`).FindSubmatch(readme); quoted == nil || string(quoted[1]) != line[3] {
-		t.Errorf("the README quotes the start-up line with %q workflows; the server starts with %s", quoted, line[3])
+		t.Errorf("docs/configuration.md quotes the start-up line with %q workflows; the server starts with %s", quoted, line[3])
 	}
 }
 
