@@ -561,6 +561,15 @@ func TestUIAdminManagesUsersAndKeys(t *testing.T) {
 		problem(t, e.call(t, "GET", "/api/v1/workflows", key, ""), http.StatusUnauthorized, "unauthorized")
 		wantPage(t, a.do("POST", "/admin/keys/"+keyID+"/revoke", url.Values{}), http.StatusNotFound, "already revoked")
 
+		// A key limited to reading runs says so on the page, reads runs,
+		// and is refused anything else; a scope that is none is refused.
+		p = a.do("POST", "/admin/keys", url.Values{"owner": {e.userIDs[adminEmail]}, "name": {"dashboard"}, "scopes": {domain.ScopeRunsRead, domain.ScopeWorkflowsRead}})
+		wantPage(t, p, http.StatusOK, "API key “dashboard”", "Read runs and follow them; Read workflows", "Everything its owner may")
+		key = between(p.Body, `<code class="secret-value">`, `</code>`)
+		want(t, e.call(t, "GET", "/api/v1/runs", key, ""), http.StatusOK)
+		problem(t, e.call(t, "POST", "/api/v1/workflows/review/runs", key, `{"input":{}}`), http.StatusForbidden, "key_scope")
+		wantPage(t, a.do("POST", "/admin/keys", url.Values{"owner": {e.userIDs[adminEmail]}, "name": {"odd"}, "scopes": {"runs:everything"}}), http.StatusUnprocessableEntity, "A key&#39;s scopes are")
+
 		actions := map[string]bool{}
 		entries, _, _ := e.db.Audit(t.Context(), domain.AuditFilter{Limit: 500})
 		for _, en := range entries {

@@ -197,7 +197,7 @@ func (s *pages) createKey(w http.ResponseWriter, r *http.Request) {
 	if !s.usersForm(w, r) {
 		return
 	}
-	k, owner, secret, err := s.CreateKey(r, web.ViewerPrincipal(v).User, r.PostForm.Get("owner"), r.PostForm.Get("name"), nil)
+	k, owner, secret, err := s.CreateKey(r, web.ViewerPrincipal(v).User, r.PostForm.Get("owner"), r.PostForm.Get("name"), r.PostForm["scopes"])
 	if ve, ok := errors.AsType[*domain.ValidationError](err); ok {
 		s.refuseUsers(w, r, http.StatusUnprocessableEntity, ve.Message)
 		return
