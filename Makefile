@@ -141,7 +141,7 @@ release: ## The release of VERSION: for linux and darwin on amd64 and arm64, an 
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath \
 			-ldflags "-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o dist/$$name/tollgate ./cmd/tollgate; \
 		$(SYFT) scan -q file:dist/$$name/tollgate --source-name tollgate --source-version $(VERSION) -o spdx-json=dist/$$name/tollgate.spdx.json; \
-		cp LICENSE README.md CHANGELOG.md dist/$$name/ && mkdir dist/$$name/docs && cp docs/*.md dist/$$name/docs/; \
+		cp LICENSE README.md ARCHITECTURE.md CHANGELOG.md dist/$$name/ && mkdir dist/$$name/docs && cp docs/*.md dist/$$name/docs/; \
 		tar -C dist -czf dist/$$name.tar.gz $$name; \
 		rm -r dist/$$name; \
 	done

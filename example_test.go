@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -167,7 +169,8 @@ func sendEmail(_ context.Context, req flow.TaskRequest) (any, error) {
 // API and the web app mounted beside the program's own routes, the
 // workers running, and a run started and awaited.
 func ExampleNew() {
-	ctx := context.Background()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	tg, err := tollgate.New(ctx, tollgate.Config{
 		DatabaseURL: os.Getenv("DATABASE_URL"), // empty: the embedded database in ./data
 		BasePath:    "/tollgate",               // where the handler is mounted
@@ -176,7 +179,6 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer tg.Close()
 	if err := errors.Join(
 		tg.RegisterWorkflow(greet()),            // step functions
 		tg.RegisterReplay(reminder()),           // replay workflows
@@ -187,16 +189,24 @@ func ExampleNew() {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/tollgate/", tg.Handler()) // API, resume URLs, web app
-	go tg.Run(ctx)                         // workers, timers, webhooks, mail, housekeeping
 	go http.ListenAndServe(":8080", mux)
 
-	run, err := tg.Start(ctx, "greet", map[string]string{"name": "Ada"}, &tollgate.StartOpts{IdempotencyKey: "greet-ada"})
-	if err != nil {
-		log.Fatal(err)
+	go func() {
+		run, err := tg.Start(ctx, "greet", map[string]string{"name": "Ada"}, &tollgate.StartOpts{IdempotencyKey: "greet-ada"})
+		if err != nil {
+			log.Fatal(err)
+		}
+		out, err := tg.Result(ctx, run.ID) // waits, through suspensions, for the run's end
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(string(out))
+	}()
+
+	// Workers, timers, webhooks, mail and housekeeping, until a signal
+	// ends ctx; then the database closes.
+	if err := tg.Run(ctx); err != nil {
+		log.Print(err)
 	}
-	out, err := tg.Result(ctx, run.ID) // waits, through suspensions, for the run's end
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(string(out))
+	tg.Close()
 }
