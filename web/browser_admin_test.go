@@ -38,7 +38,24 @@ func TestBrowserAdminRevokesAKeyAndResetsAPassword(t *testing.T) {
 		}
 		problem(t, e.call(t, "GET", "/api/v1/workflows", secret, ""), http.StatusUnauthorized, "unauthorized")
 
-		do(t, tab, "issue a reset link",
+		// A key limited to reading: the form's scopes, and the list says
+		// what the new key may do.
+		do(t, tab, "open the key form", chromedp.Click(`details:has(form[action="/admin/keys"]) summary`), chromedp.WaitVisible(`#key-name`))
+		do(t, tab, "limit a key to reading runs", chromedp.SendKeys(`#key-name`, "dashboard"),
+			chromedp.Click(`input[name=scopes][value="runs:read"]`), chromedp.Click(`input[name=scopes][value="workflows:read"]`))
+		screenshot(t, tab, "admin-key-scopes-desktop")
+		do(t, tab, "create the key", chromedp.Click(`form[action="/admin/keys"] button[type=submit]`), chromedp.WaitVisible(`.secret-value`))
+		scoped, err := chromedp.Run(tab, chromedp.Text(`.secret-value`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want(t, e.call(t, "GET", "/api/v1/workflows", scoped, ""), http.StatusOK)
+		problem(t, e.call(t, "POST", "/api/v1/workflows/review/runs", scoped, `{"input":{}}`), http.StatusForbidden, "key_scope")
+		if table, err := chromedp.Run(tab, chromedp.Text(`table:has(td[data-label="May do"]) tbody`)); err != nil || !strings.Contains(table, "Read runs and follow them; Read workflows") {
+			t.Fatalf("the keys' list does not say what the new key may do (%v):\n%s", err, table)
+		}
+
+		do(t, tab, "issue a reset link", chromedp.Navigate(e.srv.URL+"/admin/users"), chromedp.WaitVisible(`h1`),
 			chromedp.Click(`tr[data-user="rev@example.com"] button[data-testid="issue-reset"]`), chromedp.WaitVisible(`.secret-value`))
 		link, err := chromedp.Run(tab, chromedp.Text(`.secret-value`))
 		if err != nil || !strings.HasPrefix(link, e.srv.URL+"/reset/") {
@@ -71,6 +88,10 @@ func TestBrowserAdminRevokesAKeyAndResetsAPassword(t *testing.T) {
 			time.Sleep(50 * time.Millisecond) // layout settles after the stylesheet
 			checkPage(t, tab, phone, p.name)
 		}
+		do(t, tab, "the key form on a phone", chromedp.Navigate(e.srv.URL+"/admin/users"),
+			chromedp.Click(`details:has(form[action="/admin/keys"]) summary`), chromedp.WaitVisible(`#key-name`))
+		checkPage(t, tab, phone, "the key form")
+		screenshot(t, tab, "admin-key-scopes-phone")
 		rita = open()
 		atSize(t, rita, phone)
 		do(t, rita, "the invalid link on a phone", chromedp.Navigate(link), chromedp.WaitVisible(`[data-testid="reset-invalid"]`))
