@@ -78,7 +78,7 @@ func AskedOf(s domain.Suspension, limit int64) string {
 func uploadHint(s domain.Suspension, limit int64) string {
 	hint := FileTypes(s.Accept)
 	if limit > 0 {
-		hint += ", up to " + roundSize(limit) + " each"
+		hint += ", up to " + Size(limit) + " each"
 	}
 	return hint
 }
@@ -166,9 +166,10 @@ func WithArticle(name string) string {
 	return "a " + name
 }
 
-// roundSize is a size limit as people say it: "20 MB", "4 KB", with no
-// decimals for a round number.
-func roundSize(n int64) string {
+// Size is a size as people say it, a limit or a file's: "20 MB", "4 KB",
+// "1.5 MB", with no decimals for a round number. Pages and the refusals
+// of uploads say sizes with it, so a limit reads the same in both.
+func Size(n int64) string {
 	unit, div := "bytes", int64(1)
 	switch {
 	case n >= 1<<20:
@@ -182,8 +183,6 @@ func roundSize(n int64) string {
 	return strconv.FormatFloat(float64(n)/float64(div), 'f', 1, 64) + " " + unit
 }
 
-// sizeOf is a file's size: "12 KB", "1.5 MB".
-func sizeOf(n int64) string { return roundSize(n) }
 
 // Until says how far ahead t is, in words and rounded to the nearest
 // unit: "in 3 days"; a time already past reads like Ago.

@@ -21,8 +21,12 @@ const apiKeyPrefix = "tg_"
 // NewAPIKey returns a fresh secret, its display prefix and its hash.
 func NewAPIKey() (secret, prefix string, hash []byte) {
 	secret = apiKeyPrefix + rand.Text()
-	return secret, secret[:len(apiKeyPrefix)+6], HashAPIKey(secret)
+	return secret, APIKeyPrefix(secret), HashAPIKey(secret)
 }
+
+// APIKeyPrefix is the part of a key's secret kept in the clear, so that
+// people can tell keys apart: "tg_" and six characters more.
+func APIKeyPrefix(secret string) string { return secret[:min(len(secret), len(apiKeyPrefix)+6)] }
 
 // HashAPIKey is the stored form of an API key.
 func HashAPIKey(secret string) []byte { return SHA256Bytes(secret) }

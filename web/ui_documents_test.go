@@ -71,7 +71,7 @@ func TestUIFounderUploadsDocuments(t *testing.T) {
 		wantPage(t, a.upload(path+"/documents", file{"claim.pdf", []byte("<html><script>alert(1)</script></html>")}), http.StatusUnprocessableEntity, "claim.pdf is not a PDF or PNG image, so it cannot be sent here")
 		// The status follows from the refusal, not from words in the file's name.
 		wantPage(t, a.upload(path+"/documents", file{"larger.exe", []byte("MZ\x90\x00\x03\x00\x00\x00")}), http.StatusUnprocessableEntity, "larger.exe is not a PDF or PNG image, so it cannot be sent here")
-		wantPage(t, a.upload(path+"/documents", file{"ok.pdf", pdfBytes}, file{"big.pdf", append(append([]byte{}, pdfBytes...), make([]byte, 5<<10)...)}), http.StatusRequestEntityTooLarge, "big.pdf is larger than 4 KiB")
+		wantPage(t, a.upload(path+"/documents", file{"ok.pdf", pdfBytes}, file{"big.pdf", append(append([]byte{}, pdfBytes...), make([]byte, 5<<10)...)}), http.StatusRequestEntityTooLarge, "big.pdf is larger than 4 KB")
 		wantPage(t, a.upload(path+"/documents", file{"empty.pdf", nil}), http.StatusUnprocessableEntity, "empty.pdf is empty")
 		wantPage(t, a.upload(path+"/documents"), http.StatusUnprocessableEntity, "Choose at least one file")
 		if n := storedRows(t, e, s.ID); n != 0 {
@@ -345,7 +345,7 @@ func TestUIUploadLimits(t *testing.T) {
 
 	// Each file fits, all together do not.
 	three := append(append([]byte{}, pdfBytes...), make([]byte, 3<<10)...)
-	wantPage(t, b.upload("/suspensions/"+sb.ID+"/documents", file{"one.pdf", three}, file{"two.pdf", three}), http.StatusRequestEntityTooLarge, "6 KiB at once")
+	wantPage(t, b.upload("/suspensions/"+sb.ID+"/documents", file{"one.pdf", three}, file{"two.pdf", three}), http.StatusRequestEntityTooLarge, "6 KB at once")
 	if n := storedRows(t, e, sb.ID); n != 0 {
 		t.Fatalf("%d rows kept from a refused upload", n)
 	}

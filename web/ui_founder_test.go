@@ -142,7 +142,7 @@ func TestUIFounderRequestPageSaysWhatToDoAndWhatHappensNext(t *testing.T) {
 		}
 		noEngineWords(t, p, run.ID)
 		big := append(append([]byte{}, pdfBytes...), make([]byte, 5<<10)...)
-		wantPage(t, a.upload(path+"/documents", file{"contract.pdf", big}), http.StatusRequestEntityTooLarge, `id="files-error"`, "contract.pdf is larger than 4 KiB")
+		wantPage(t, a.upload(path+"/documents", file{"contract.pdf", big}), http.StatusRequestEntityTooLarge, `id="files-error"`, "contract.pdf is larger than 4 KB")
 		e.stillPending(t, s)
 
 		p = a.upload(path+"/documents", file{"contract.pdf", pdfBytes})

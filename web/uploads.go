@@ -10,7 +10,6 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -198,7 +197,7 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.read += int64(n)
 	if c.read > c.limit {
-		return n, &domain.ValidationError{Code: CodePayloadTooLarge, Message: fmt.Sprintf("%s is larger than %s, the most this server accepts per file.", c.name, humanSize(c.limit)),
+		return n, &domain.ValidationError{Code: CodePayloadTooLarge, Message: fmt.Sprintf("%s is larger than %s, the most this server accepts per file.", c.name, views.Size(c.limit)),
 			Fields: []domain.FieldError{{File: c.name, Message: "too large"}}}
 	}
 	if err != nil && err != io.EOF {
@@ -212,7 +211,7 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 func (s *Server) bodyError(err error) error {
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		return &domain.ValidationError{Code: CodePayloadTooLarge, Message: fmt.Sprintf("The upload is larger than this server accepts (%s at once, %s per file).",
-			humanSize(s.uploadRequestLimit()), humanSize(s.FileLimit()))}
+			views.Size(s.uploadRequestLimit()), views.Size(s.FileLimit()))}
 	}
 	return readError{err}
 }
@@ -248,16 +247,6 @@ func accepted(ct string, accept []string) bool {
 		}
 	}
 	return false
-}
-
-func humanSize(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return strconv.FormatInt(n>>20, 10) + " MiB"
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return strconv.FormatInt(n>>10, 10) + " KiB"
-	}
-	return strconv.FormatInt(n, 10) + " bytes"
 }
 
 // FileLimit is the most one uploaded file may hold: UploadLimit, 20 MiB

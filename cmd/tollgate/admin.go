@@ -82,7 +82,7 @@ func createKey(ctx context.Context, db *storage.DB, userID, name, secret string)
 		if len(secret) < minKeyLen {
 			return "", fmt.Errorf("an API key must have at least %d characters", minKeyLen)
 		}
-		prefix, hash = secret[:6], web.HashAPIKey(secret)
+		prefix, hash = web.APIKeyPrefix(secret), web.HashAPIKey(secret)
 	}
 	k := domain.APIKey{ID: uuid.NewString(), Name: name, Prefix: prefix, UserID: userID, CreatedAt: time.Now()}
 	return secret, db.CreateAPIKey(ctx, k, hash)

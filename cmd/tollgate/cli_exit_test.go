@@ -130,6 +130,14 @@ func TestCLIUsersAndKeys(t *testing.T) {
 	if len(keys) != 1 || keys[0].ID != key.ID {
 		t.Errorf("keys list --user = %+v", keys)
 	}
+	// Every key shows the same length of its secret, the bootstrap key
+	// chosen in TOLLGATE_BOOTSTRAP_API_KEY as much as a made one.
+	cliJSON(t, s, &keys, "keys", "list")
+	for _, k := range keys {
+		if len(k.Prefix) != len("tg_")+6 || (k.ID != key.ID && k.Prefix != testKey[:9]) || (k.ID == key.ID && !strings.HasPrefix(key.Secret, k.Prefix)) {
+			t.Errorf("key %s (%s) shows %q of its secret", k.ID, k.Name, k.Prefix)
+		}
+	}
 	if out, err := cliRun(t, s, "", "keys", "revoke", key.ID); err != nil || !strings.Contains(out, "Revoked key") {
 		t.Errorf("keys revoke: %v\n%s", err, out)
 	}
