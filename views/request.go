@@ -183,7 +183,6 @@ func Size(n int64) string {
 	return strconv.FormatFloat(float64(n)/float64(div), 'f', 1, 64) + " " + unit
 }
 
-
 // Until says how far ahead t is, in words and rounded to the nearest
 // unit: "in 3 days"; a time already past reads like Ago.
 func Until(now, t time.Time) string {
