@@ -9,7 +9,9 @@ import (
 
 // routeScopes is the scope each API route needs of a scoped key (see
 // domain.APIKey.Scopes); a key without scopes needs none. Every API route
-// is here: Routes refuses to register one that is not.
+// is here: Routes refuses to register one that is not. The admin scope's
+// routes are admins' alone, whatever the key: scoped refuses every other
+// role there.
 var routeScopes = map[string]string{
 	"GET /api/v1/workflows":                                 domain.ScopeWorkflowsRead,
 	"POST /api/v1/workflows":                                domain.ScopeWorkflowsWrite,
@@ -62,15 +64,20 @@ var routeScopes = map[string]string{
 func Scope(pattern string) string { return routeScopes[pattern] }
 
 // scoped refuses a key whose scopes do not include what the route pattern
-// needs (403 key_scope), before h reads anything.
+// needs (403 key_scope), and anyone but an admin on the admin scope's
+// routes (403 forbidden), before h reads anything.
 func scoped(pattern string, h web.HandlerFunc) web.HandlerFunc {
 	scope, ok := routeScopes[pattern]
 	if !ok {
 		panic("the API route " + pattern + " has no scope in routeScopes")
 	}
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if key := web.PrincipalFrom(r.Context()).Key; !key.Allows(scope) {
-			return &web.ScopeError{Needed: scope, Has: key.Scopes}
+		p := web.PrincipalFrom(r.Context())
+		if !p.Key.Allows(scope) {
+			return &web.ScopeError{Needed: scope, Has: p.Key.Scopes}
+		}
+		if scope == domain.ScopeAdmin && p.User.Role != domain.RoleAdmin {
+			return web.ErrForbidden
 		}
 		return h(w, r)
 	}
