@@ -57,6 +57,13 @@ type User struct {
 	CreatedAt time.Time
 }
 
+// UserChange is a change to an account: what it leaves nil stays as the
+// account has it when the change is written.
+type UserChange struct {
+	Role     *Role
+	Disabled *bool
+}
+
 // APIKey authenticates a machine as a user. Only a hash of its secret is
 // stored; Prefix (the first characters) lets people tell keys apart.
 type APIKey struct {

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -34,11 +35,12 @@ func (db *DB) User(ctx context.Context, id string) (domain.User, error) {
 	return row.toDomain(), nil
 }
 
-// UpdateUser sets a user's role and whether the account is disabled, and
-// returns the user as they were before and as they are now, read in the
-// same transaction so that the audit log can say what changed. Disabling
-// ends the user's browser sessions in the same transaction.
-func (db *DB) UpdateUser(ctx context.Context, id string, role domain.Role, disabled bool, now time.Time) (before, after domain.User, err error) {
+// UpdateUser changes a user's role or whether the account is disabled (what
+// change leaves nil stays as the row has it), and returns the user as they
+// were before and as they are now, read in the same transaction so that
+// the audit log can say what changed. Disabling ends the user's browser
+// sessions in the same transaction.
+func (db *DB) UpdateUser(ctx context.Context, id string, change domain.UserChange, now time.Time) (before, after domain.User, err error) {
 	old, row := new(userRow), new(userRow)
 	err = db.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		// On PostgreSQL the row is locked until the update, so that no
@@ -51,11 +53,12 @@ func (db *DB) UpdateUser(ctx context.Context, id string, role domain.Role, disab
 		if err := q.Scan(ctx); err != nil {
 			return err
 		}
-		if _, err := tx.NewUpdate().Model(row).Set("role = ?", role).Set("disabled = ?", disabled).Set("updated_at = ?", ts(now)).
+		role, disabled := cmp.Or(change.Role, &old.Role), cmp.Or(change.Disabled, &old.Disabled)
+		if _, err := tx.NewUpdate().Model(row).Set("role = ?", *role).Set("disabled = ?", *disabled).Set("updated_at = ?", ts(now)).
 			Where("id = ?", id).Returning("*").Exec(ctx); err != nil {
 			return err
 		}
-		if disabled {
+		if *disabled {
 			_, err := tx.NewDelete().Model((*sessionRow)(nil)).Where("user_id = ?", id).Exec(ctx)
 			return err
 		}

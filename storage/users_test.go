@@ -21,14 +21,14 @@ func TestUserAndAPIKeyByID(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		before, after, err := db.UpdateUser(ctx, u.ID, domain.RoleAdmin, true, now)
+		before, after, err := db.UpdateUser(ctx, u.ID, domain.UserChange{Role: new(domain.RoleAdmin), Disabled: new(true)}, now)
 		if err != nil || before.Role != domain.RoleReviewer || before.Disabled || after.Role != domain.RoleAdmin || !after.Disabled {
 			t.Fatalf("UpdateUser = before %+v, after %+v, %v; want the active reviewer, then the disabled admin", before, after, err)
 		}
-		if _, _, err := db.UpdateUser(ctx, u.ID, domain.RoleReviewer, true, now); err != nil {
+		if _, _, err := db.UpdateUser(ctx, u.ID, domain.UserChange{Role: new(domain.RoleReviewer), Disabled: new(true)}, now); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := db.UpdateUser(ctx, "u-2", domain.RoleReviewer, true, now); !errors.Is(err, domain.ErrNotFound) {
+		if _, _, err := db.UpdateUser(ctx, "u-2", domain.UserChange{Role: new(domain.RoleReviewer), Disabled: new(true)}, now); !errors.Is(err, domain.ErrNotFound) {
 			t.Fatalf("UpdateUser(u-2) = %v; want ErrNotFound", err)
 		}
 		got, err := db.User(ctx, "u-1")

@@ -244,7 +244,7 @@ func TestDecisionLinksDoNotWidenWhoDecides(t *testing.T) {
 
 		// A link whose maker may no longer decide decides nothing.
 		_, orphan := e.makeLink(t, second, s.ID, "partner4@partner.example")
-		if _, _, err := e.db.UpdateUser(t.Context(), e.userIDs["second@reviewers.example"], domain.RoleReviewer, true, time.Now()); err != nil {
+		if _, _, err := e.db.UpdateUser(t.Context(), e.userIDs["second@reviewers.example"], domain.UserChange{Role: new(domain.RoleReviewer), Disabled: new(true)}, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		wantPage(t, anon.get(orphan), http.StatusOK, "the person who made it may no longer decide it")

@@ -405,7 +405,7 @@ func TestOIDCDisabledPeopleAreSignedOut(t *testing.T) {
 		t.Fatalf("sign-in = %d:\n%s", got.Status, got.Body)
 	}
 	wantPage(t, b.get("/inbox"), http.StatusOK)
-	if _, _, err := e.db.UpdateUser(t.Context(), id, domain.RoleReviewer, true, time.Now()); err != nil {
+	if _, _, err := e.db.UpdateUser(t.Context(), id, domain.UserChange{Role: new(domain.RoleReviewer), Disabled: new(true)}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if got := b.get("/inbox"); got.Status != http.StatusSeeOther || !strings.HasPrefix(got.Header.Get("Location"), "/login") {

@@ -30,7 +30,7 @@ type UIStore interface {
 	User(ctx context.Context, id string) (domain.User, error)
 	// UpdateUser sets a user's role and disabled flag and returns the
 	// user before and after; domain.ErrNotFound if there is none.
-	UpdateUser(ctx context.Context, id string, role domain.Role, disabled bool, now time.Time) (before, after domain.User, err error)
+	UpdateUser(ctx context.Context, id string, change domain.UserChange, now time.Time) (before, after domain.User, err error)
 	SetPassword(ctx context.Context, id, hash string, now time.Time) error
 	APIKeys(ctx context.Context, userID string) ([]domain.APIKey, error)
 	// APIKey returns the key with this id, revoked or not;

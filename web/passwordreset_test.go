@@ -274,7 +274,7 @@ func TestUIForgotPasswordMailsALink(t *testing.T) {
 		clock := e.api.Clock.(*clocktest.Clock)
 		e.addPerson(t, "rev@example.com", domain.RoleReviewer)
 		offID, _ := e.addPerson(t, "off@example.com", domain.RoleReviewer)
-		if _, _, err := e.db.UpdateUser(t.Context(), offID, domain.RoleReviewer, true, time.Now()); err != nil {
+		if _, _, err := e.db.UpdateUser(t.Context(), offID, domain.UserChange{Role: new(domain.RoleReviewer), Disabled: new(true)}, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		b := e.browser(t)

@@ -58,17 +58,18 @@ const CodeUserExists = "user_exists"
 // account, so that the last admin cannot lock everyone out by mistake.
 var ErrOwnAccount = &domain.ValidationError{Message: "You cannot disable your own account or give up your own admin role; ask another admin."}
 
-// UpdateUser sets a user's role and disabled flag, and returns the user
-// before and after. Disabling ends the user's sessions (in the same
-// transaction) and their keys' cached lookups here.
-func (s *Server) UpdateUser(r *http.Request, by domain.User, id string, role domain.Role, disabled bool) (was, now domain.User, err error) {
-	if !role.Valid() {
+// UpdateUser changes a user's role or disabled flag (what change leaves
+// nil stays as it is when written), and returns the user before and after.
+// Disabling ends the user's sessions (in the same transaction) and their
+// keys' cached lookups here.
+func (s *Server) UpdateUser(r *http.Request, by domain.User, id string, change domain.UserChange) (was, now domain.User, err error) {
+	if change.Role != nil && !change.Role.Valid() {
 		return was, now, &domain.ValidationError{Message: "Choose admin, reviewer or founder.", Fields: []domain.FieldError{{Field: "/role", Message: "admin, reviewer or founder"}}}
 	}
-	if id == by.ID && (disabled || role != domain.RoleAdmin) {
+	if id == by.ID && ((change.Disabled != nil && *change.Disabled) || (change.Role != nil && *change.Role != domain.RoleAdmin)) {
 		return was, now, ErrOwnAccount
 	}
-	if was, now, err = s.UIStore.UpdateUser(r.Context(), id, role, disabled, s.Clock.Now()); err != nil {
+	if was, now, err = s.UIStore.UpdateUser(r.Context(), id, change, s.Clock.Now()); err != nil {
 		return was, now, err
 	}
 	s.ForgetUser(now.ID)

@@ -85,18 +85,7 @@ func (s *api) updateUser(w http.ResponseWriter, r *http.Request) error {
 	if err := web.DecodeJSON(w, r, &body, s.MaxBody); err != nil {
 		return err
 	}
-	u, err := s.UIStore.User(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	role, disabled := u.Role, u.Disabled
-	if body.Role != nil {
-		role = *body.Role
-	}
-	if body.Disabled != nil {
-		disabled = *body.Disabled
-	}
-	_, now, err := s.UpdateUser(r, web.PrincipalFrom(r.Context()).User, u.ID, role, disabled)
+	_, now, err := s.UpdateUser(r, web.PrincipalFrom(r.Context()).User, r.PathValue("id"), domain.UserChange{Role: body.Role, Disabled: body.Disabled})
 	if err != nil {
 		return err
 	}

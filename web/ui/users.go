@@ -158,7 +158,7 @@ func (s *pages) updateUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, disabled := r.PathValue("id"), r.PostForm.Get("disabled") == "true"
-	was, u, err := s.UpdateUser(r, web.ViewerPrincipal(v).User, id, role, disabled)
+	was, u, err := s.UpdateUser(r, web.ViewerPrincipal(v).User, id, domain.UserChange{Role: &role, Disabled: &disabled})
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
 		s.refuseUsers(w, r, http.StatusNotFound, "That user no longer exists.")
