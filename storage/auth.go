@@ -111,8 +111,7 @@ func (db *DB) KeyOwner(ctx context.Context, hash []byte) (domain.APIKey, domain.
 	if subtle.ConstantTimeCompare(row.Hash, hash) != 1 {
 		return domain.APIKey{}, domain.User{}, domain.ErrNotFound
 	}
-	k := domain.APIKey{ID: row.ID, Name: row.Name, Prefix: row.Prefix, UserID: row.UserID, CreatedAt: row.CreatedAt.UTC(), Scopes: strings.Fields(row.Scopes)}
-	return k, row.user(row.UserID), nil
+	return row.apiKeyRow.toDomain(), row.user(row.UserID), nil
 }
 
 // owner is the user a key, a session or a reset link belongs to, read

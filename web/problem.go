@@ -132,6 +132,12 @@ func DutyMessage(err error) string {
 // written for clients, show their message; anything unexpected becomes a
 // generic 500 whose error the caller logs.
 func ProblemFor(err error) Problem {
+	if se, ok := errors.AsType[*ScopeError](err); ok {
+		return NewProblem(http.StatusForbidden, CodeKeyScope, se.Error())
+	}
+	if busy, ok := errors.AsType[*TooManyUploadsError](err); ok {
+		return NewProblem(http.StatusTooManyRequests, CodeTooManyUploads, busy.Message)
+	}
 	switch {
 	case databaseUnavailable(err):
 		return NewProblem(http.StatusServiceUnavailable, CodeDatabaseUnavailable, "The database cannot be reached just now; nothing was changed. Try again in a moment.")
@@ -145,14 +151,6 @@ func ProblemFor(err error) Problem {
 		return NewProblem(http.StatusTooManyRequests, CodeTooManyInvalidTokens, "This token matches nothing, and this address sent too many that match nothing; wait for the time Retry-After says, then try again.")
 	case errors.Is(err, errTooManyStreams):
 		return NewProblem(http.StatusTooManyRequests, CodeTooManyStreams, "You hold as many attach streams open as one user may; close one and try again.")
-	case errors.As(err, new(*ScopeError)):
-		var se *ScopeError
-		errors.As(err, &se)
-		return NewProblem(http.StatusForbidden, CodeKeyScope, se.Error())
-	case errors.As(err, new(*TooManyUploadsError)):
-		var busy *TooManyUploadsError
-		errors.As(err, &busy)
-		return NewProblem(http.StatusTooManyRequests, CodeTooManyUploads, busy.Message)
 	case IsReadError(err):
 		return NewProblem(http.StatusBadRequest, CodeUploadUnreadable, "The upload could not be read: the connection broke, or the body is not a multipart form. Send it again.")
 	case errors.As(err, new(*TooManyWaitsError)):

@@ -20,6 +20,7 @@ import (
 	"github.com/willabides/kongplete"
 
 	apiclient "github.com/tollgatehq/tollgate/client"
+	"github.com/tollgatehq/tollgate/domain"
 )
 
 // cli is every command of the binary, each a type with its Run. The
@@ -177,6 +178,11 @@ type runFilterFlags struct {
 	Query         string    `short:"q" name:"query" help:"Find runs by id, workflow or text in their input."`
 	CreatedAfter  time.Time `help:"Only runs created at or after this time (RFC 3339)." format:"2006-01-02T15:04:05Z07:00"`
 	CreatedBefore time.Time `help:"Only runs created before this time (RFC 3339)." format:"2006-01-02T15:04:05Z07:00"`
+}
+
+// filter is the runs the flags select.
+func (f runFilterFlags) filter() apiclient.RunFilter {
+	return apiclient.RunFilter{Statuses: splitList(f.Status), WorkflowID: f.Workflow, Query: f.Query, CreatedAfter: f.CreatedAfter, CreatedBefore: f.CreatedBefore}
 }
 
 // suspFilterFlags select suspensions, for suspensions list and bulk.
@@ -609,7 +615,7 @@ func (f *workflowGetCmd) Run(e *cmdEnv) error {
 		}
 	}
 	if found == nil {
-		return fmt.Errorf("no workflow %s%s: %w", f.ID, versionWords(f.Version), errNotFound)
+		return fmt.Errorf("no workflow %s%s: %w", f.ID, versionWords(f.Version), domain.ErrNotFound)
 	}
 	p.json = true // a document is JSON whichever the output
 	if len(found.Document) == 0 {

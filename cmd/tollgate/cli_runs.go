@@ -17,8 +17,8 @@ func (f *runsListCmd) Run(e *cmdEnv) error {
 	if err != nil {
 		return err
 	}
-	filter := apiclient.RunFilter{Statuses: splitList(f.Status), WorkflowID: f.Workflow, Query: f.Query, CreatedAfter: f.CreatedAfter,
-		CreatedBefore: f.CreatedBefore, Limit: f.Limit}
+	filter := f.filter()
+	filter.Limit = f.Limit
 	return listPages(p, f.Cursor, f.All, func(cursor string) (apiclient.Page[apiclient.Run], error) {
 		filter.Cursor = cursor
 		return api.ListRuns(e.ctx, filter)
@@ -68,16 +68,13 @@ func (f *runsEventsCmd) Run(e *cmdEnv) error {
 		return err
 	}
 	var all []apiclient.Event
-	cursor := ""
-	for {
-		page, err := api.Events(e.ctx, f.ID, cursor, 500)
+	for ev, err := range apiclient.Each(func(cursor string) (apiclient.Page[apiclient.Event], error) {
+		return api.Events(e.ctx, f.ID, cursor, 500)
+	}) {
 		if err != nil {
 			return err
 		}
-		all = append(all, page.Items...)
-		if cursor = page.NextCursor; cursor == "" {
-			break
-		}
+		all = append(all, ev)
 	}
 	if p.json {
 		return p.value(orEmpty(all))
@@ -158,8 +155,7 @@ func (f *runsBulkCmd) Run(e *cmdEnv) error {
 	}
 	b := apiclient.RunBulk{Action: f.Action, Reason: f.Reason, IDs: splitList(f.IDs)}
 	if len(b.IDs) == 0 {
-		b.Filter = &apiclient.RunFilter{Statuses: splitList(f.Status), WorkflowID: f.Workflow, Query: f.Query,
-			CreatedAfter: f.CreatedAfter, CreatedBefore: f.CreatedBefore}
+		b.Filter = new(f.filter())
 	}
 	return p.bulk(api.BulkRuns(e.ctx, b, p.bulkLine))
 }

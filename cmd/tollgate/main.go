@@ -17,7 +17,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -36,7 +35,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
-	if err != nil && !errors.Is(err, flag.ErrHelp) {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "tollgate:", explain(err))
 	}
 	os.Exit(exitCode(err))
@@ -57,21 +56,17 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
-// errNotFound is something a command names that does not exist, found
-// out without a server's answer (a workflow version not listed).
-var errNotFound = errors.New("not found")
-
 // exitCode is the exit status err calls for.
 func exitCode(err error) int {
 	var p *apiclient.Problem
 	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
+	case err == nil:
 		return exitDone
-	case errors.As(err, new(usageError)), errors.Is(err, flag.ErrHelp):
+	case errors.As(err, new(usageError)):
 		return exitUsage
-	case errors.As(err, &p) && p.Status == http.StatusNotFound, errors.Is(err, errNotFound), errors.Is(err, domain.ErrNotFound):
+	case errors.As(err, &p) && p.Status == http.StatusNotFound, errors.Is(err, domain.ErrNotFound):
 		return exitNotFound
-	case errors.As(err, &p) && p.Status == http.StatusConflict, errors.Is(err, domain.ErrConflict), errors.As(err, new(*domain.ConflictError)):
+	case errors.As(err, &p) && p.Status == http.StatusConflict, errors.Is(err, domain.ErrConflict):
 		return exitConflict
 	}
 	return exitFailed
@@ -81,7 +76,7 @@ func exitCode(err error) int {
 // which address was tried, and what to check.
 func explain(err error) string {
 	var ue *url.Error
-	if errors.As(err, &ue) && !errors.As(err, new(*apiclient.Problem)) {
+	if errors.As(err, &ue) {
 		u, _ := url.Parse(ue.URL)
 		where := ue.URL
 		if u != nil {

@@ -198,7 +198,7 @@ func operations() []operation {
 		{method: "get", path: "/api/v1/audit", id: "listAudit", summary: "The audit log, newest first, filtered as on the audit page (admins)", query: []string{"cursor", "limit", "actor", "action", "category", "workflowId", "from", "to"}, ok: pageOf("AuditEntry"), problems: []string{"403", "422"}},
 
 		{method: "get", path: "/api/v1/users", id: "listUsers", summary: "Every account, oldest first (admins)", ok: pageOf("User"), problems: []string{"403"}},
-		{method: "post", path: "/api/v1/users", id: "inviteUser", summary: "Create an account with a one-time password, answered this once (admins)", location: true,
+		{method: "post", path: "/api/v1/users", id: "inviteUser", summary: "Create an account with a one-time password, answered this once (admins)",
 			body: obj("email", str(""), "name?", str("at most 200 characters"), "role", enum("admin", "reviewer", "founder")), okStatus: "201",
 			ok: schema{"allOf": []any{ref("User"), obj("password", str("the one-time password, shown this once"))}}, problems: []string{"403", "409", "422"}},
 		{method: "patch", path: "/api/v1/users/{id}", id: "updateUser", summary: "Change a user's role, or disable or enable them; disabling ends their sessions and refuses their keys (admins; not one's own account)",

@@ -66,7 +66,6 @@ func (s *api) inviteUser(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Location", "/api/v1/users/"+u.ID)
 	out := struct {
 		userJSON
 		Password string `json:"password"`
